@@ -1,0 +1,144 @@
+"""Typed YAML configs with `--set a.b=value` overrides.
+
+Each benchmark declares its config as nested dataclasses. Loading checks every key and
+type against them before any work starts: an unknown key or a value of the wrong type
+is a `ConfigError` naming the dotted key. The resolved config (a plain dict) and its
+hash go into the release manifest.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import typing
+from typing import Any, Dict, Iterable, Type, TypeVar
+
+import yaml
+
+T = TypeVar("T")
+
+
+class ConfigError(ValueError):
+    """A config file or override that does not match the benchmark's schema."""
+
+
+def load_config(path: str, overrides: Iterable[str], schema: Type[T]) -> T:
+    """Read `path`, apply `KEY=VALUE` overrides, and validate against `schema`."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            raw = yaml.safe_load(f) or {}
+    except FileNotFoundError:
+        raise ConfigError(f"config file not found: {path}") from None
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{path} is not valid YAML: {e}") from None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: the top level must be a mapping")
+    for override in overrides:
+        apply_override(raw, override)
+    return from_dict(schema, raw)
+
+
+def apply_override(raw: Dict[str, Any], override: str) -> None:
+    """Apply one `a.b.c=value`; the value is parsed as YAML (so 0.3, true, [1, 2] work)."""
+    key, sep, text = override.partition("=")
+    if not sep or not key.strip():
+        raise ConfigError(f"--set expects KEY=VALUE, got {override!r}")
+    parts = key.strip().split(".")
+    node = raw
+    for part in parts[:-1]:
+        child = node.setdefault(part, {})
+        if not isinstance(child, dict):
+            raise ConfigError(f"--set {key}: {part!r} is not a section")
+        node = child
+    try:
+        node[parts[-1]] = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise ConfigError(f"--set {key}: cannot parse value {text!r}: {e}") from None
+
+
+def from_dict(schema: Type[T], raw: Dict[str, Any], prefix: str = "") -> T:
+    """Build the dataclass `schema` from `raw`, checking keys and types recursively."""
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{prefix.rstrip('.') or 'config'}: expected a mapping, got {raw!r}")
+    hints = typing.get_type_hints(schema)
+    fields = {f.name: f for f in dataclasses.fields(schema)}
+    unknown = sorted(set(raw) - set(fields))
+    if unknown:
+        raise ConfigError(
+            f"unknown config key(s): {', '.join(prefix + k for k in unknown)} "
+            f"(known under {prefix.rstrip('.') or 'top level'}: {', '.join(sorted(fields))})")
+    values = {}
+    for name, field in fields.items():
+        key = prefix + name
+        if name not in raw:
+            if field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING:
+                raise ConfigError(f"missing config key: {key}")
+            continue
+        values[name] = _coerce(hints[name], raw[name], key)
+    obj = schema(**values)
+    validate = getattr(obj, "validate", None)
+    if validate:
+        validate()
+    return obj
+
+
+def _coerce(hint, value, key: str):
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if dataclasses.is_dataclass(hint):
+        return from_dict(hint, value, key + ".")
+    if origin is typing.Union:  # Optional[X] and friends
+        if value is None and type(None) in args:
+            return None
+        errors = []
+        for arg in (a for a in args if a is not type(None)):
+            try:
+                return _coerce(arg, value, key)
+            except ConfigError as e:
+                errors.append(str(e))
+        raise ConfigError(f"{key}: {value!r} matches none of {_type_name(hint)}")
+    if origin is typing.Literal:
+        if value not in args:
+            raise ConfigError(f"{key}: {value!r} is not one of {', '.join(map(repr, args))}")
+        return value
+    if origin in (dict, Dict):
+        if not isinstance(value, dict):
+            raise ConfigError(f"{key}: expected a mapping, got {value!r}")
+        k_hint, v_hint = args
+        return {_coerce(k_hint, k, f"{key}.{k}"): _coerce(v_hint, v, f"{key}.{k}") for k, v in value.items()}
+    if origin in (list, typing.List):
+        if not isinstance(value, list):
+            raise ConfigError(f"{key}: expected a list, got {value!r}")
+        return [_coerce(args[0], v, f"{key}[{i}]") for i, v in enumerate(value)]
+    if hint is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"{key}: expected a number, got {value!r}")
+        return float(value)
+    if hint is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{key}: expected an integer, got {value!r}")
+        return value
+    if hint is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{key}: expected true or false, got {value!r}")
+        return value
+    if hint is str:
+        if not isinstance(value, str):
+            raise ConfigError(f"{key}: expected a string, got {value!r}")
+        return value
+    raise ConfigError(f"{key}: unsupported type {_type_name(hint)}")
+
+
+def _type_name(hint) -> str:
+    return getattr(hint, "__name__", None) or str(hint).replace("typing.", "")
+
+
+def to_dict(config) -> Dict[str, Any]:
+    """The resolved config as plain data (what the manifest records)."""
+    return dataclasses.asdict(config)
+
+
+def config_hash(config) -> str:
+    """A stable hash of the resolved config: same values, same hash."""
+    canonical = json.dumps(to_dict(config), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()

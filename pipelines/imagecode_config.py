@@ -1,0 +1,113 @@
+"""The ImageCoDe video-frame pipeline's config schema (values live in configs/*.yaml)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, Literal, Optional
+
+from pipelines.config import ConfigError
+
+
+@dataclass
+class InputsConfig:
+    videos: Optional[str] = None          # JSON Lines video manifest
+
+
+@dataclass
+class DecodeConfig:
+    stride: int = 1                       # keep every n-th frame; 1 = every frame
+    max_side: int = 0                     # downscale so the longer side is at most this; 0 = native
+
+
+@dataclass
+class ShotsConfig:
+    backend: Literal["pyscenedetect", "ffmpeg"] = "pyscenedetect"
+    pyscenedetect_threshold: float = 27.0
+    ffmpeg_threshold: float = 0.3
+    min_scene_len: int = 15
+
+
+@dataclass
+class EmbedConfig:
+    kind: Literal["open_clip", "thumbnail"] = "open_clip"
+    model_name: str = "ViT-B-16"
+    pretrained: str = "openai"
+    checkpoint: Optional[str] = None      # local weights file; nothing is downloaded
+    batch_size: int = 64
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    thumbnail_size: int = 16
+
+
+@dataclass
+class BrisqueConfig:
+    enabled: bool = True
+    max_score: float = 0.65               # on the BRISQUE/100 scale
+    model_dir: Optional[str] = None       # folder with svm.txt + normalize.pickle
+
+
+@dataclass
+class OcrConfig:
+    enabled: bool = True
+    max_text_chars: int = 10
+    min_confidence: int = 60
+    lang: str = "eng"
+
+
+@dataclass
+class QualityConfig:
+    brisque: BrisqueConfig = field(default_factory=BrisqueConfig)
+    ocr: OcrConfig = field(default_factory=OcrConfig)
+
+
+@dataclass
+class MiningConfig:
+    distance_threshold: float = 0.35
+    set_size: int = 10
+
+
+@dataclass
+class SamplingConfig:
+    # Sets to keep per source; a source not listed keeps `default` (null = all).
+    sets_per_source: Dict[str, int] = field(default_factory=dict)
+    default: Optional[int] = None
+
+
+@dataclass
+class ReleaseConfig:
+    jpeg_quality: int = 95
+
+
+@dataclass
+class ImageCodeConfig:
+    benchmark: Literal["imagecode"] = "imagecode"
+    seed: int = 0
+    inputs: InputsConfig = field(default_factory=InputsConfig)
+    decode: DecodeConfig = field(default_factory=DecodeConfig)
+    shots: ShotsConfig = field(default_factory=ShotsConfig)
+    embed: EmbedConfig = field(default_factory=EmbedConfig)
+    quality: QualityConfig = field(default_factory=QualityConfig)
+    mining: MiningConfig = field(default_factory=MiningConfig)
+    sampling: SamplingConfig = field(default_factory=SamplingConfig)
+    release: ReleaseConfig = field(default_factory=ReleaseConfig)
+
+    def validate(self) -> None:
+        """Range checks that types alone cannot express."""
+        checks = [
+            (self.decode.stride >= 1, "decode.stride must be >= 1"),
+            (self.decode.max_side >= 0, "decode.max_side must be >= 0 (0 = native)"),
+            (self.shots.min_scene_len >= 1, "shots.min_scene_len must be >= 1"),
+            (self.embed.batch_size >= 1, "embed.batch_size must be >= 1"),
+            (self.embed.thumbnail_size >= 2, "embed.thumbnail_size must be >= 2"),
+            (0.0 <= self.quality.brisque.max_score, "quality.brisque.max_score must be >= 0"),
+            (self.quality.ocr.max_text_chars >= 0, "quality.ocr.max_text_chars must be >= 0"),
+            (0.0 <= self.mining.distance_threshold <= 2.0,
+             "mining.distance_threshold must be in [0, 2] (unit vectors)"),
+            (self.mining.set_size >= 2, "mining.set_size must be >= 2"),
+            (all(n >= 0 for n in self.sampling.sets_per_source.values()),
+             "sampling.sets_per_source values must be >= 0"),
+            (self.sampling.default is None or self.sampling.default >= 0,
+             "sampling.default must be >= 0 or null"),
+            (1 <= self.release.jpeg_quality <= 100, "release.jpeg_quality must be in 1..100"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise ConfigError(message)

@@ -1,0 +1,38 @@
+"""Checks that run before any work: inputs exist, tools and weights are where the config
+says. Each failure names the config key or the install step that fixes it."""
+from __future__ import annotations
+
+import os
+import shutil
+
+from pipelines.imagecode_config import ImageCodeConfig
+
+
+class PreflightError(RuntimeError):
+    """The run cannot start; the message says what to change."""
+
+
+def check_imagecode(cfg: ImageCodeConfig) -> None:
+    videos = cfg.inputs.videos
+    if not videos:
+        raise PreflightError("no video manifest: set inputs.videos (--set inputs.videos=PATH or VIDEOS=PATH)")
+    if "://" not in videos and not os.path.isfile(videos):
+        raise PreflightError(f"inputs.videos: no such file: {videos}")
+    require_program("ffmpeg", "decoding videos")
+    if cfg.quality.ocr.enabled:
+        require_program("tesseract", "the OCR filter (quality.ocr.enabled)")
+    if cfg.embed.kind == "open_clip":
+        checkpoint = cfg.embed.checkpoint
+        if not checkpoint:
+            raise PreflightError(
+                "embed.checkpoint is not set: give the local path of the "
+                f"{cfg.embed.model_name} ({cfg.embed.pretrained}) weights; nothing is downloaded")
+        if "://" not in checkpoint and not os.path.isfile(checkpoint):
+            raise PreflightError(f"embed.checkpoint: no such file: {checkpoint}")
+
+
+def require_program(name: str, purpose: str) -> None:
+    if shutil.which(name) is None:
+        raise PreflightError(
+            f"`{name}` is not installed but is needed for {purpose}; "
+            f"run `make setup` (it installs the Debian package) or install it yourself")

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Idempotent set-up: Debian programs (ffmpeg, tesseract, a font), a virtual environment
+# in .venv with the Python packages, and this project installed in it (editable).
+# Re-running is cheap: the Python step is skipped while requirements are unchanged.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON=${PYTHON:-python3}
+VENV=${VENV:-.venv}
+
+missing=()
+command -v ffmpeg >/dev/null 2>&1 || missing+=(ffmpeg)
+command -v tesseract >/dev/null 2>&1 || missing+=(tesseract-ocr tesseract-ocr-eng)
+[ -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || missing+=(fonts-dejavu-core)
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing Debian packages: ${missing[*]}"
+  if [ "$(id -u)" = 0 ]; then SUDO=""; elif command -v sudo >/dev/null 2>&1; then SUDO="sudo"; else
+    echo "setup: need root (or sudo) to install: ${missing[*]}" >&2; exit 1; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+[ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
+stamp="$VENV/.installed-$(cat requirements.txt requirements-dev.txt setup.py | sha256sum | cut -c1-16)"
+if [ ! -f "$stamp" ]; then
+  echo "setup: installing Python packages into $VENV (first run downloads several GB: torch)"
+  "$VENV/bin/pip" install -q --upgrade pip
+  "$VENV/bin/pip" install -q -r requirements-dev.txt
+  # Only for the SVR model files it ships (BRISQUE); its own code and its compiled
+  # libsvm dependency are not used, see transforms/quality.py.
+  "$VENV/bin/pip" install -q --no-deps brisque==0.2.0
+  "$VENV/bin/pip" install -q --no-deps -e .
+  rm -f "$VENV"/.installed-*
+  touch "$stamp"
+fi
+echo "setup: ready ($("$VENV/bin/python" --version), ffmpeg, tesseract)"

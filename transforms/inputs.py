@@ -1,0 +1,112 @@
+"""Reading the video manifest: JSON Lines, one video per line.
+
+    {"path": "...", "source": "msr-vtt", "video_id": "...", "split": "train|valid|test"}
+
+Every line becomes a VideoRef or a Reject with a reason; a relative path is taken
+relative to the manifest's folder. Two lines naming the same (source, video_id) would
+produce the same set names, so only the one with the smallest path is kept.
+"""
+from __future__ import annotations
+
+import json
+import os
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+
+from schemas import reasons
+from schemas.names import safe_name
+from schemas.records import SPLITS, Reject, VideoRef
+from transforms.stage import MAIN, REJECTS, StageCounts
+
+REQUIRED_FIELDS = ("path", "source", "video_id", "split")
+
+
+class ReadVideoManifest(beam.PTransform):
+    """manifest path -> VideoRef (main) and line-level Rejects."""
+
+    def __init__(self, manifest_path: str):
+        super().__init__()
+        self._path = manifest_path
+
+    def expand(self, pbegin):
+        base_dir = os.path.dirname(self._path)
+        parsed = (
+            pbegin
+            | "Read lines" >> beam.io.ReadFromText(self._path)
+            | "Parse lines" >> beam.ParDo(_ParseLine(base_dir)).with_outputs(REJECTS, main=MAIN))
+        unique = (
+            parsed[MAIN]
+            | "Key by video" >> beam.Map(lambda v: (v.key, v))
+            | "Group duplicates" >> beam.GroupByKey()
+            | "Keep first" >> beam.ParDo(_KeepFirst()).with_outputs(REJECTS, main=MAIN))
+        rejects = (parsed[REJECTS], unique[REJECTS]) | "Manifest rejects" >> beam.Flatten()
+        return {MAIN: unique[MAIN], REJECTS: rejects}
+
+
+class _ParseLine(beam.DoFn):
+    def __init__(self, base_dir: str):
+        self._base_dir = base_dir
+        self._counts = StageCounts("manifest")
+
+    def process(self, line: str):
+        if not line.strip():
+            return  # blank lines are layout, not items
+        self._counts.seen(level="line")
+        item = line.strip()[:200]
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as e:
+            yield self._reject(reasons.BAD_JSON, item, f"not JSON: {e.msg} at column {e.colno}")
+            return
+        if not isinstance(record, dict):
+            yield self._reject(reasons.BAD_JSON, item, "a line must be a JSON object")
+            return
+        missing = [f for f in REQUIRED_FIELDS if f not in record]
+        if missing:
+            yield self._reject(reasons.MISSING_FIELD, item, f"missing field(s): {', '.join(missing)}")
+            return
+        bad = [f for f in REQUIRED_FIELDS if not isinstance(record[f], str) or not record[f].strip()]
+        if bad:
+            yield self._reject(reasons.BAD_FIELD, item, f"field(s) must be non-empty strings: {', '.join(bad)}")
+            return
+        if record["split"] not in SPLITS:
+            yield self._reject(reasons.BAD_FIELD, item,
+                               f"split {record['split']!r} is not one of {', '.join(SPLITS)}")
+            return
+        for name in ("source", "video_id"):
+            try:
+                safe_name(record[name])
+            except ValueError as e:
+                yield self._reject(reasons.BAD_FIELD, item, f"{name}: {e}")
+                return
+        path = record["path"]
+        if not FileSystems.get_scheme(path) and not os.path.isabs(path):
+            path = os.path.join(self._base_dir, path)
+        if not FileSystems.exists(path):
+            yield self._reject(reasons.PATH_NOT_FOUND, item, f"no such file: {path}")
+            return
+        video = VideoRef(path=path, source=record["source"], video_id=record["video_id"],
+                         split=record["split"])
+        yield self._counts.passed(video, level="line")
+
+    def _reject(self, reason: str, item: str, detail: str):
+        return self._counts.rejected(
+            Reject(stage="manifest", level="line", reason=reason, item_id=item, detail=detail))
+
+
+class _KeepFirst(beam.DoFn):
+    def __init__(self):
+        self._counts = StageCounts("manifest")
+
+    def process(self, keyed):
+        _, videos = keyed
+        first, *duplicates = sorted(videos, key=lambda v: v.path)
+        yield first
+        for video in duplicates:
+            # The line passed parsing, so it leaves the line level as a duplicate.
+            self._counts.count_out(-1, level="line")
+            yield self._counts.rejected(Reject(
+                stage="manifest", level="line", reason=reasons.DUPLICATE_VIDEO,
+                item_id=video.path, source=video.source, video_id=video.video_id,
+                split=video.split, detail=f"same source and video_id as {first.path}"))

@@ -1,0 +1,174 @@
+"""Greedy set mining per shot (ImageCoDe §3.1 "Video Frames").
+
+Per shot, in temporal order: take the first acceptable frame; take each following
+frame whose Euclidean distance to every frame already in the current set is above the
+threshold (and that is acceptable); close the set at `set_size` frames and start a new
+one; discard the set still open when the shot ends.
+
+"Acceptable" is the quality gate (BRISQUE, OCR). It is asked lazily: only about frames
+the distance rule would pick, so its cost follows the number of selected frames, not of
+decoded frames. Verdicts are per frame and deterministic, so the sets are identical to
+filtering every frame first (tests/test_mining.py proves it).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Optional
+
+import numpy as np
+
+from schemas import reasons
+
+# accept(position) -> None when the frame is acceptable, else a reason code.
+AcceptFn = Callable[[int], Optional[str]]
+
+
+@dataclass
+class MiningResult:
+    sets: List[List[int]] = field(default_factory=list)           # positions, per complete set
+    unfinished: List[int] = field(default_factory=list)           # positions of the discarded set
+    rejected: Dict[int, str] = field(default_factory=dict)        # position -> reason code
+
+
+def mine_sets(embeddings: np.ndarray, threshold: float, set_size: int,
+              accept: AcceptFn) -> MiningResult:
+    """Run the greedy miner over one shot's (n, d) L2-normalised embeddings."""
+    result = MiningResult()
+    current: List[int] = []
+    for position in range(len(embeddings)):
+        if current and not _far_from_all(embeddings, position, current, threshold):
+            result.rejected[position] = reasons.TOO_SIMILAR
+            continue
+        verdict = accept(position)
+        if verdict is not None:
+            result.rejected[position] = verdict
+            continue
+        current.append(position)
+        if len(current) == set_size:
+            result.sets.append(current)
+            current = []
+    result.unfinished = current
+    return result
+
+
+def _far_from_all(embeddings: np.ndarray, position: int, selected: List[int],
+                  threshold: float) -> bool:
+    distances = np.linalg.norm(embeddings[selected] - embeddings[position], axis=1)
+    return bool(np.all(distances > threshold))
+
+
+def pairwise_distances(vectors: np.ndarray) -> np.ndarray:
+    """Euclidean distances between all distinct pairs (upper triangle, flattened)."""
+    diffs = vectors[:, None, :] - vectors[None, :, :]
+    matrix = np.linalg.norm(diffs, axis=-1)
+    upper = np.triu_indices(len(vectors), k=1)
+    return matrix[upper]
+
+
+# --- the Beam stage --------------------------------------------------------------------
+
+import io  # noqa: E402  (Beam-side imports kept with the stage that needs them)
+
+import apache_beam as beam  # noqa: E402
+from apache_beam.io.filesystems import FileSystems  # noqa: E402
+from PIL import Image  # noqa: E402
+
+from schemas.names import image_file_name, video_set_name  # noqa: E402
+from schemas.records import FrameSet, Reject, ShotFrames  # noqa: E402
+from transforms.stage import MAIN, REJECTS, StageCounts  # noqa: E402
+
+# A zero-argument callable returning a quality gate (or None for no filtering). It is
+# called once per DoFn instance on the worker, so models load there, not at pickling.
+GateFactory = Callable[[], Optional[object]]
+
+
+class MineFrameSets(beam.PTransform):
+    """ShotFrames with embeddings -> FrameSet (main) and frame-level Rejects.
+
+    The selected frames are written as JPEG under `<staging_dir>/frames/<set>/`; the
+    release step moves the sets it keeps into compat/.
+    """
+
+    def __init__(self, threshold: float, set_size: int, gate_factory: GateFactory,
+                 staging_dir: str, jpeg_quality: int = 95):
+        super().__init__()
+        self._dofn = _MineShot(threshold, set_size, gate_factory, staging_dir, jpeg_quality)
+
+    def expand(self, shots):
+        return shots | beam.ParDo(self._dofn).with_outputs(REJECTS, main=MAIN)
+
+
+class _MineShot(beam.DoFn):
+    def __init__(self, threshold, set_size, gate_factory, staging_dir, jpeg_quality):
+        self._threshold = threshold
+        self._set_size = set_size
+        self._gate_factory = gate_factory
+        self._staging_dir = staging_dir
+        self._jpeg_quality = jpeg_quality
+        self._counts = StageCounts("mining")
+
+    def setup(self):
+        self._gate = self._gate_factory()
+
+    def process(self, shot: ShotFrames):
+        verdicts = {}
+
+        def accept(position: int) -> Optional[str]:
+            verdicts[position] = self._gate.check(shot.frames[position]) if self._gate else None
+            verdict = verdicts[position]
+            return None if verdict is None or verdict.ok else verdict.reason
+
+        self._counts.seen(len(shot.frames), level="frame")
+        self._counts.seen(level="shot")
+        result = mine_sets(shot.embeddings, self._threshold, self._set_size, accept)
+
+        for set_index, positions in enumerate(result.sets):
+            self._counts.count_out(len(positions), level="frame")
+            yield self._counts.passed(
+                self._frame_set(shot, set_index, positions, verdicts), level="set")
+        for position, reason in sorted(result.rejected.items()):
+            yield self._counts.rejected(self._frame_reject(shot, position, reason))
+        for position in result.unfinished:
+            yield self._counts.rejected(
+                self._frame_reject(shot, position, reasons.UNFINISHED_SET,
+                                   f"shot ended with {len(result.unfinished)}/{self._set_size} frames"))
+        self._counts.count_out(level="shot")
+
+    def _frame_set(self, shot: ShotFrames, set_index: int, positions: List[int],
+                   verdicts: Dict[int, object]) -> FrameSet:
+        video = shot.video
+        name = video_set_name(video.source, video.video_id, shot.shot_index, set_index)
+        frame_numbers = [shot.frame_indices[p] for p in positions]
+        files = [image_file_name(n) for n in frame_numbers]
+        staged = [FileSystems.join(self._staging_dir, "frames", name, f) for f in files]
+        for position, path in zip(positions, staged):
+            _write_jpeg(shot.frames[position], path, self._jpeg_quality)
+        distances = pairwise_distances(shot.embeddings[positions])
+        return FrameSet(
+            set_name=name, source=video.source, video_id=video.video_id, split=video.split,
+            shot_index=shot.shot_index, set_index=set_index, frame_indices=frame_numbers,
+            image_paths=[f"compat/image-sets/{name}/{f}" for f in files],
+            brisque_scores=[_score(verdicts.get(p), "brisque", float("nan")) for p in positions],
+            text_chars=[int(_score(verdicts.get(p), "text_chars", -1)) for p in positions],
+            distance_min=float(distances.min()), distance_mean=float(distances.mean()),
+            distance_max=float(distances.max()), staged_images=staged)
+
+    def _frame_reject(self, shot: ShotFrames, position: int, reason: str,
+                      detail: str = "") -> Reject:
+        video = shot.video
+        return Reject(stage="mining", level="frame", reason=reason,
+                      item_id=f"{shot.key}/frame{shot.frame_indices[position]}",
+                      source=video.source, video_id=video.video_id, split=video.split,
+                      detail=detail)
+
+
+def _score(verdict, attribute: str, missing):
+    value = getattr(verdict, attribute, None) if verdict is not None else None
+    return missing if value is None else value
+
+
+def _write_jpeg(frame: np.ndarray, path: str, quality: int) -> None:
+    buffer = io.BytesIO()
+    Image.fromarray(frame).save(buffer, format="JPEG", quality=quality)
+    with FileSystems.create(path) as f:
+        f.write(buffer.getvalue())
