@@ -3,8 +3,8 @@
     {"path": "...", "source": "msr-vtt", "video_id": "...", "split": "train|valid|test"}
 
 Every line becomes a VideoRef or a Reject with a reason; a relative path is taken
-relative to the manifest's folder. Two lines naming the same (source, video_id) would
-produce the same set names, so only the one with the smallest path is kept.
+relative to the manifest's folder. Two lines whose (source, video_id) give the same safe
+names would produce the same set names, so only the one with the smallest path is kept.
 """
 from __future__ import annotations
 
@@ -37,7 +37,8 @@ class ReadVideoManifest(beam.PTransform):
             | "Parse lines" >> beam.ParDo(_ParseLine(base_dir)).with_outputs(REJECTS, main=MAIN))
         unique = (
             parsed[MAIN]
-            | "Key by video" >> beam.Map(lambda v: (v.key, v))
+            | "Key by set-name prefix" >> beam.Map(
+                lambda v: ((safe_name(v.source), safe_name(v.video_id)), v))
             | "Group duplicates" >> beam.GroupByKey()
             | "Keep first" >> beam.ParDo(_KeepFirst()).with_outputs(REJECTS, main=MAIN))
         rejects = (parsed[REJECTS], unique[REJECTS]) | "Manifest rejects" >> beam.Flatten()
