@@ -58,3 +58,59 @@ class StageCounts:
     def count_rejected(self, level: str, reason: str, n: int = 1) -> None:
         """Count rejects that are reported in bulk rather than one element each."""
         self._counter(f"{level}.rejected.{reason}").inc(n)
+
+
+# --- reading the counters back (driver side) ------------------------------------------
+
+def read_stage_counts(pipeline_result) -> dict:
+    """{stage: {"<level>.in": n, "<level>.out": n, "<level>.rejected.<reason>": n}}."""
+    counts: dict = {}
+    for counter in pipeline_result.metrics().query()["counters"]:
+        namespace = counter.key.metric.namespace
+        if not namespace.startswith(COUNTER_NAMESPACE_PREFIX):
+            continue
+        stage = namespace[len(COUNTER_NAMESPACE_PREFIX):]
+        value = counter.committed if counter.committed is not None else counter.attempted
+        by_name = counts.setdefault(stage, {})
+        by_name[counter.key.metric.name] = by_name.get(counter.key.metric.name, 0) + value
+    return {stage: dict(sorted(names.items())) for stage, names in sorted(counts.items())}
+
+
+def reconcile(stage_counts: dict) -> list:
+    """Problems where, for a stage and level, in != out + rejected. Empty when all agree."""
+    problems = []
+    for stage, names in stage_counts.items():
+        levels = {name.split(".", 1)[0] for name in names}
+        for level in sorted(levels):
+            n_in = names.get(f"{level}.in", 0)
+            n_out = names.get(f"{level}.out", 0)
+            n_rejected = sum(v for k, v in names.items() if k.startswith(f"{level}.rejected."))
+            if n_in != n_out + n_rejected:
+                problems.append(f"{stage}/{level}: in {n_in} != out {n_out} + rejected {n_rejected}")
+    return problems
+
+
+def rejected_by_reason(stage_counts: dict) -> dict:
+    """{"<level>.<reason>": n} over all stages."""
+    totals: dict = {}
+    for names in stage_counts.values():
+        for name, value in names.items():
+            level, kind, *reason = name.split(".")
+            if kind == "rejected" and value:
+                key = f"{level}.{reason[0]}"
+                totals[key] = totals.get(key, 0) + value
+    return dict(sorted(totals.items()))
+
+
+def check_links(stage_counts: dict, links) -> list:
+    """Problems where what one stage passed on is not what the next one took in.
+
+    `links` holds pairs like ("manifest", "line.out", "shots", "video.in").
+    """
+    problems = []
+    for stage_a, name_a, stage_b, name_b in links:
+        a = stage_counts.get(stage_a, {}).get(name_a, 0)
+        b = stage_counts.get(stage_b, {}).get(name_b, 0)
+        if a != b:
+            problems.append(f"{stage_a}.{name_a} = {a} but {stage_b}.{name_b} = {b}")
+    return problems
