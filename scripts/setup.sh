@@ -12,6 +12,9 @@ missing=()
 command -v ffmpeg >/dev/null 2>&1 || missing+=(ffmpeg)
 command -v tesseract >/dev/null 2>&1 || missing+=(tesseract-ocr tesseract-ocr-eng)
 [ -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || missing+=(fonts-dejavu-core)
+# OpenCV (required by PySceneDetect) links against libGL and GLib even when headless.
+ldconfig -p | grep -q 'libGL.so.1 ' || missing+=(libgl1)
+ldconfig -p | grep -q 'libglib-2.0.so.0 ' || missing+=(libglib2.0-0)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing Debian packages: ${missing[*]}"
   if [ "$(id -u)" = 0 ]; then SUDO=""; elif command -v sudo >/dev/null 2>&1; then SUDO="sudo"; else

@@ -54,46 +54,43 @@ class _ParseLine(beam.DoFn):
         if not line.strip():
             return  # blank lines are layout, not items
         self._counts.seen(level="line")
-        item = line.strip()[:200]
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as e:
-            yield self._reject(reasons.BAD_JSON, item, f"not JSON: {e.msg} at column {e.colno}")
-            return
-        if not isinstance(record, dict):
-            yield self._reject(reasons.BAD_JSON, item, "a line must be a JSON object")
-            return
-        missing = [f for f in REQUIRED_FIELDS if f not in record]
-        if missing:
-            yield self._reject(reasons.MISSING_FIELD, item, f"missing field(s): {', '.join(missing)}")
-            return
-        bad = [f for f in REQUIRED_FIELDS if not isinstance(record[f], str) or not record[f].strip()]
-        if bad:
-            yield self._reject(reasons.BAD_FIELD, item, f"field(s) must be non-empty strings: {', '.join(bad)}")
-            return
-        if record["split"] not in SPLITS:
-            yield self._reject(reasons.BAD_FIELD, item,
-                               f"split {record['split']!r} is not one of {', '.join(SPLITS)}")
-            return
-        for name in ("source", "video_id"):
-            try:
-                safe_name(record[name])
-            except ValueError as e:
-                yield self._reject(reasons.BAD_FIELD, item, f"{name}: {e}")
-                return
-        path = record["path"]
-        if not FileSystems.get_scheme(path) and not os.path.isabs(path):
-            path = os.path.join(self._base_dir, path)
-        if not FileSystems.exists(path):
-            yield self._reject(reasons.PATH_NOT_FOUND, item, f"no such file: {path}")
-            return
-        video = VideoRef(path=path, source=record["source"], video_id=record["video_id"],
-                         split=record["split"])
-        yield self._counts.passed(video, level="line")
+        parsed = parse_manifest_line(line, self._base_dir)
+        if isinstance(parsed, VideoRef):
+            yield self._counts.passed(parsed, level="line")
+        else:
+            reason, detail = parsed
+            yield self._counts.rejected(Reject(stage="manifest", level="line", reason=reason,
+                                               item_id=line.strip()[:200], detail=detail))
 
-    def _reject(self, reason: str, item: str, detail: str):
-        return self._counts.rejected(
-            Reject(stage="manifest", level="line", reason=reason, item_id=item, detail=detail))
+
+def parse_manifest_line(line: str, base_dir: str):
+    """A VideoRef, or (reason code, detail) saying what is wrong with the line."""
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as e:
+        return reasons.BAD_JSON, f"not JSON: {e.msg} at column {e.colno}"
+    if not isinstance(record, dict):
+        return reasons.BAD_JSON, "a line must be a JSON object"
+    missing = [f for f in REQUIRED_FIELDS if f not in record]
+    if missing:
+        return reasons.MISSING_FIELD, f"missing field(s): {', '.join(missing)}"
+    bad = [f for f in REQUIRED_FIELDS if not isinstance(record[f], str) or not record[f].strip()]
+    if bad:
+        return reasons.BAD_FIELD, f"field(s) must be non-empty strings: {', '.join(bad)}"
+    if record["split"] not in SPLITS:
+        return reasons.BAD_FIELD, f"split {record['split']!r} is not one of {', '.join(SPLITS)}"
+    for name in ("source", "video_id"):
+        try:
+            safe_name(record[name])
+        except ValueError as e:
+            return reasons.BAD_FIELD, f"{name}: {e}"
+    path = record["path"]
+    if not FileSystems.get_scheme(path) and not os.path.isabs(path):
+        path = os.path.join(base_dir, path)
+    if not FileSystems.exists(path):
+        return reasons.PATH_NOT_FOUND, f"no such file: {path}"
+    return VideoRef(path=path, source=record["source"], video_id=record["video_id"],
+                    split=record["split"])
 
 
 class _KeepFirst(beam.DoFn):

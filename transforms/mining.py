@@ -123,6 +123,7 @@ class _MineShot(beam.DoFn):
         result = mine_sets(shot.embeddings, self._threshold, self._set_size, accept)
 
         for set_index, positions in enumerate(result.sets):
+            self._counts.seen(level="set")  # sets are born here: every one goes on
             self._counts.count_out(len(positions), level="frame")
             yield self._counts.passed(
                 self._frame_set(shot, set_index, positions, verdicts), level="set")

@@ -1,0 +1,142 @@
+"""Building one immutable release version around a pipeline run (every benchmark).
+
+    staging folder -> run the pipeline into it -> read counters back -> check that they
+    reconcile and match the rows written -> DATACARD.md -> MANIFEST.json -> rename
+
+A run that fails anywhere leaves no version folder behind (schemas.manifest).
+"""
+from __future__ import annotations
+
+import datetime
+import hashlib
+import logging
+import os
+import subprocess
+from typing import Callable, Dict, Iterable, Optional
+
+from apache_beam.io.filesystems import FileSystems
+
+from pipelines.config import config_hash, to_dict
+from schemas import manifest as release_manifest
+from schemas.datacard import write_datacard
+from transforms.stage import check_links, read_stage_counts, reconcile
+
+log = logging.getLogger("pipelines.release")
+
+MANIFEST_FORMAT = 1
+
+
+class ReleaseError(RuntimeError):
+    """The release could not be built; no version folder was left behind."""
+
+
+def build_release(*, benchmark: str, out: str, version: str, config,
+                  execute: Callable[[str], object], models: Dict[str, dict],
+                  inputs: Dict[str, Optional[str]], links: Iterable[tuple] = (),
+                  released_stage: tuple, describe: Callable[[dict], dict]) -> str:
+    """Run `execute(staging_dir)` and publish what it wrote as `<out>/<benchmark>/<version>`.
+
+    `released_stage` = (stage, counter) whose value must equal the rows in parquet/;
+    `describe(facts)` returns the data card's summary, thresholds and sections.
+    """
+    try:
+        with release_manifest.staged_release(out, benchmark, version) as staging:
+            log.info("building %s %s in %s", benchmark, version, staging)
+            counts = _fill(staging, benchmark=benchmark, version=version, config=config,
+                           result=execute(staging), models=models, inputs=inputs,
+                           links=links, released_stage=released_stage, describe=describe)
+            final = release_manifest.final_dir_of(staging)
+    except FileExistsError as e:  # the version exists, or appeared while we wrote
+        raise ReleaseError(str(e)) from None
+    print_summary(final, counts)
+    return final
+
+
+def _fill(staging: str, *, benchmark, version, config, result, models, inputs, links,
+          released_stage, describe) -> dict:
+    """Everything after the pipeline run: checks, data card, manifest. Returns counts."""
+    stages = read_stage_counts(result)
+    counts = release_manifest.release_counts(staging)
+    release_manifest.write_reject_counts(staging, counts)
+    release_manifest.remove_work_dir(staging)
+    problems = (reconcile(stages) + check_links(stages, links)
+                + _written_vs_counted(stages, counts, released_stage))
+    if problems:
+        raise ReleaseError("counts do not reconcile: " + "; ".join(problems))
+    card = describe({"version": version, "counts": counts, "stages": stages,
+                     "models": models, "config": to_dict(config)})
+    write_datacard(staging, {"benchmark": benchmark, "version": version, "counts": counts,
+                             "stages": stages, "models": models, **card})
+    release_manifest.write_manifest(staging, {
+        "format": MANIFEST_FORMAT,
+        "benchmark": benchmark,
+        "version": version,
+        "created_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "code_revision": code_revision(),
+        "config": to_dict(config),
+        "config_sha256": config_hash(config),
+        "models": models,
+        "inputs": {name: describe_input(path) for name, path in inputs.items()},
+        "counts": counts,
+        "stages": stages,
+        "reconciled": True,
+    })
+    return counts
+
+
+def _written_vs_counted(stages: dict, counts: dict, released_stage: tuple) -> list:
+    """Rows in parquet/ and rejects/ must equal what the counters say."""
+    problems = []
+    stage, counter = released_stage
+    counted = stages.get(stage, {}).get(counter, 0)
+    if counted != counts["framesets"]["total"]:
+        problems.append(f"{stage}.{counter} = {counted} but parquet/ has "
+                        f"{counts['framesets']['total']} rows")
+    for stage_name, levels in counts["rejects"]["by_stage"].items():
+        for level, by_reason in levels.items():
+            for reason, rows in by_reason.items():
+                counted = stages.get(stage_name, {}).get(f"{level}.rejected.{reason}", 0)
+                if counted != rows:
+                    problems.append(f"rejects/ has {rows} rows {stage_name}/{level}/{reason} "
+                                    f"but the counter says {counted}")
+    counted_rejects = sum(v for names in stages.values() for k, v in names.items()
+                          if ".rejected." in k)
+    if counted_rejects != counts["rejects"]["total"]:
+        problems.append(f"{counted_rejects} rejects counted but {counts['rejects']['total']} written")
+    return problems
+
+
+def code_revision() -> dict:
+    """The git commit of this code (and whether the tree had changes), when known."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    try:
+        commit = subprocess.run(["git", "-C", here, "rev-parse", "HEAD"], capture_output=True,
+                                text=True, check=True, timeout=10).stdout.strip()
+        dirty = bool(subprocess.run(["git", "-C", here, "status", "--porcelain", "--untracked-files=no"],
+                                    capture_output=True, text=True, check=True, timeout=10).stdout.strip())
+        return {"commit": commit, "dirty": dirty}
+    except (OSError, subprocess.SubprocessError):
+        return {"commit": "unknown", "dirty": None}
+
+
+def describe_input(path: Optional[str]) -> Optional[dict]:
+    """Path, size and sha256 of an input file (the manifest, not the videos it lists)."""
+    if not path:
+        return None
+    digest = hashlib.sha256()
+    size = 0
+    with FileSystems.open(path, compression_type="uncompressed") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+            size += len(block)
+    return {"path": path, "bytes": size, "sha256": digest.hexdigest()}
+
+
+def print_summary(final: str, counts: dict) -> None:
+    sets, rejects = counts["framesets"], counts["rejects"]
+    lines = [f"release: {final}",
+             f"  rows: {sets['total']}  " + "  ".join(
+                 f"{split}={n}" for split, n in sorted(sets["by_split"].items())),
+             f"  rejects: {rejects['total']}  " + "  ".join(
+                 f"{reason}={n}" for reason, n in sorted(rejects["by_reason"].items()))]
+    print("\n".join(lines), flush=True)

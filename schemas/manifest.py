@@ -1,0 +1,250 @@
+"""Driver-side release handling: staging folder, checksums, manifest, counts, rename.
+
+A version is immutable. It is written into a hidden staging folder beside its final
+place (`<out>/<benchmark>/.<version>.staging-<uuid>`) and renamed once complete, so a
+failed run never leaves a half-written `<out>/<benchmark>/<version>/`:
+
+    with staged_release(out, "imagecode", version) as staging:
+        run the pipeline (writers from transforms.release) into `staging`
+        counts = release_counts(staging); write_reject_counts(staging, counts)
+        remove_work_dir(staging); write_datacard(...); write_manifest(staging, {...})
+    # here the version exists; on an exception the staging folder is removed instead
+
+Paths go through Beam's FileSystems, so gs:// works. The rename is atomic on a local
+disk; object stores have no folder rename, so there the files are copied with
+MANIFEST.json last (a version without MANIFEST.json is incomplete) and staging deleted.
+"""
+from __future__ import annotations
+
+import collections
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import uuid
+from typing import Dict, Iterator, List, Optional
+
+import pyarrow.parquet as pq
+from apache_beam.io.filesystems import FileSystems
+
+from schemas.names import safe_name
+
+MANIFEST = "MANIFEST.json"
+WORK_DIR = "_work"  # scratch inside staging (e.g. JPEGs before publishing); never released
+PARQUET_DIR, TFRECORD_DIR, REJECTS_DIR, COMPAT_DIR = "parquet", "tfrecord", "rejects", "compat"
+# "_" prefix: pyarrow/Spark skip it, so `pq.read_table("rejects/")` reads only the rows
+REJECT_COUNTS = "rejects/_counts.json"
+
+
+# --- folders -------------------------------------------------------------------------
+
+def version_dir(out: str, benchmark: str, version: str) -> str:
+    """`<out>/<benchmark>/<version>`; benchmark and version must be safe path components."""
+    for label, name in (("benchmark", benchmark), ("version", version)):
+        if safe_name(name) != name:
+            raise ValueError(f"{label} {name!r} is not a safe folder name")
+    return FileSystems.join(out, benchmark, version)
+
+
+def new_staging_dir(out: str, benchmark: str, version: str) -> str:
+    """Create the hidden staging folder for a new version; error if the version exists."""
+    final = version_dir(out, benchmark, version)
+    if FileSystems.exists(final):
+        raise FileExistsError(f"version already exists (versions are immutable): {final}")
+    staging = FileSystems.join(out, benchmark, f".{version}.staging-{uuid.uuid4().hex}")
+    make_dirs(staging)
+    return staging
+
+
+def final_dir_of(staging: str) -> str:
+    """The version folder that a staging folder from new_staging_dir becomes."""
+    parent, name = FileSystems.split(staging.rstrip("/"))
+    version = name[1:].rsplit(".staging-", 1)[0]
+    return FileSystems.join(parent, version)
+
+
+def work_dir(staging: str) -> str:
+    """Scratch space inside staging for files that are moved into place by the pipeline."""
+    return FileSystems.join(staging, WORK_DIR)
+
+
+def remove_work_dir(staging: str) -> None:
+    """Drop leftover scratch files (e.g. frames of sets that were not sampled)."""
+    path = work_dir(staging)
+    if FileSystems.exists(path):
+        _delete_tree(path)
+
+
+@contextlib.contextmanager
+def staged_release(out: str, benchmark: str, version: str,
+                   keep_failed: bool = False) -> Iterator[str]:
+    """Yield a new staging folder; finalise it on success, remove it on error."""
+    staging = new_staging_dir(out, benchmark, version)
+    try:
+        yield staging
+    except BaseException:
+        if not keep_failed:
+            _delete_tree(staging)
+        raise
+    finalise(staging, final_dir_of(staging))
+
+
+def finalise(staging: str, final: str, rename: Optional[bool] = None) -> str:
+    """Rename staging to the version folder; error if it appeared meanwhile.
+
+    `rename` (default: on local disks) uses one atomic rename; otherwise files are
+    copied, MANIFEST.json last, and staging is deleted.
+    """
+    if not FileSystems.exists(FileSystems.join(staging, MANIFEST)):
+        raise FileNotFoundError(f"no {MANIFEST} in {staging}: write_manifest comes last")
+    if FileSystems.exists(final):
+        raise FileExistsError(f"version appeared while this run was writing: {final}")
+    if rename is None:
+        rename = _is_local(staging)
+    if rename:
+        try:
+            os.rename(staging, final)  # atomic; fails on a non-empty final folder
+        except OSError as err:
+            raise FileExistsError(f"cannot rename {staging} to {final}: {err}") from err
+        return final
+    # Object stores: copy, manifest last, then drop staging.
+    rest = sorted(rel for rel in _list_files(staging) if rel != MANIFEST)
+    for parent in sorted({FileSystems.split(FileSystems.join(final, r))[0] for r in rest}):
+        make_dirs(parent)  # no-op on object stores; needed where folders are real
+    for batch in (rest, [MANIFEST]):
+        FileSystems.copy([FileSystems.join(staging, r) for r in batch],
+                         [FileSystems.join(final, r) for r in batch])
+    _delete_tree(staging)
+    return final
+
+
+# --- checksums and manifest ----------------------------------------------------------
+
+def file_checksums(directory: str) -> Dict[str, str]:
+    """{path relative to `directory` (with '/'): sha256 hex} for every file below it."""
+    sums = {}
+    for rel in sorted(_list_files(directory)):
+        digest = hashlib.sha256()
+        with FileSystems.open(FileSystems.join(directory, rel),
+                              compression_type="uncompressed") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+        sums[rel] = digest.hexdigest()
+    return sums
+
+
+def write_json(path: str, obj) -> None:
+    """Stable JSON: sorted keys, fixed indentation, UTF-8, final newline."""
+    text = json.dumps(obj, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+    with FileSystems.create(path, mime_type="application/json",
+                            compression_type="uncompressed") as f:
+        f.write(text.encode("utf-8"))
+
+
+def write_manifest(staging: str, manifest: dict) -> dict:
+    """Write MANIFEST.json: `manifest` plus `files` (checksums of everything else)."""
+    if "files" in manifest:
+        raise ValueError("manifest key 'files' is filled in by write_manifest")
+    if FileSystems.exists(work_dir(staging)):
+        raise ValueError(f"{WORK_DIR}/ is still in staging: call remove_work_dir first")
+    full = dict(manifest)
+    full["files"] = {rel: sha for rel, sha in file_checksums(staging).items() if rel != MANIFEST}
+    write_json(FileSystems.join(staging, MANIFEST), full)
+    return full
+
+
+def verify_manifest(version: str) -> List[str]:
+    """Problems found checking a version folder against its manifest ([] when sound)."""
+    with FileSystems.open(FileSystems.join(version, MANIFEST),
+                          compression_type="uncompressed") as f:
+        expected = json.loads(f.read().decode("utf-8"))["files"]
+    actual = {rel: sha for rel, sha in file_checksums(version).items() if rel != MANIFEST}
+    problems = [f"missing: {rel}" for rel in sorted(expected.keys() - actual.keys())]
+    problems += [f"not in manifest: {rel}" for rel in sorted(actual.keys() - expected.keys())]
+    problems += [f"checksum differs: {rel}" for rel in sorted(expected.keys() & actual.keys())
+                 if expected[rel] != actual[rel]]
+    return problems
+
+
+# --- counts read back from the written tables ----------------------------------------
+
+def read_parquet_columns(folder: str, columns: List[str]) -> Dict[str, list]:
+    """The given columns of every `*.parquet` file in `folder`, concatenated."""
+    out = {c: [] for c in columns}
+    for path in sorted(_match(FileSystems.join(folder, "*.parquet"))):
+        with FileSystems.open(path, compression_type="uncompressed") as f:
+            table = pq.read_table(f, columns=columns)
+        for c in columns:
+            out[c].extend(table.column(c).to_pylist())
+    return out
+
+
+def release_counts(staging: str) -> dict:
+    """Rows actually written: FrameSets per split/source, Rejects per reason and stage."""
+    sets = read_parquet_columns(FileSystems.join(staging, PARQUET_DIR), ["split", "source"])
+    rejects = read_parquet_columns(FileSystems.join(staging, REJECTS_DIR),
+                                   ["stage", "level", "reason"])
+    by_split_source = collections.defaultdict(collections.Counter)
+    for split, source in zip(sets["split"], sets["source"]):
+        by_split_source[split][source] += 1
+    by_stage = collections.defaultdict(lambda: collections.defaultdict(collections.Counter))
+    for stage, level, reason in zip(rejects["stage"], rejects["level"], rejects["reason"]):
+        by_stage[stage][level][reason] += 1
+    return {
+        "framesets": {
+            "total": len(sets["split"]),
+            "by_split": dict(collections.Counter(sets["split"])),
+            "by_source": dict(collections.Counter(sets["source"])),
+            "by_split_source": {s: dict(c) for s, c in by_split_source.items()},
+        },
+        "rejects": {
+            "total": len(rejects["reason"]),
+            "by_reason": dict(collections.Counter(rejects["reason"])),
+            "by_stage": {st: {lv: dict(c) for lv, c in levels.items()}
+                         for st, levels in by_stage.items()},
+        },
+    }
+
+
+def write_reject_counts(staging: str, counts: dict) -> None:
+    """`rejects/_counts.json`: the per-reason (and per stage/level) reject counts."""
+    write_json(FileSystems.join(staging, REJECT_COUNTS), counts["rejects"])
+
+
+# --- small FileSystems helpers ---------------------------------------------------------
+
+def _is_local(path: str) -> bool:
+    return FileSystems.get_scheme(path) in (None, "file")
+
+
+def make_dirs(path: str) -> None:
+    """mkdir -p through FileSystems (no error if it exists)."""
+    try:
+        FileSystems.mkdirs(path)
+    except IOError:
+        if not FileSystems.exists(path):  # local mkdirs also fails when it already exists
+            raise
+
+
+def _match(pattern: str) -> List[str]:
+    return [m.path for m in FileSystems.match([pattern])[0].metadata_list]
+
+
+def _list_files(directory: str) -> List[str]:
+    """Paths of all files below `directory`, relative to it, with '/' separators."""
+    root = directory.rstrip("/") + "/"
+    rels = []
+    for path in _match(FileSystems.join(directory, "**")):
+        if _is_local(path) and os.path.isdir(path):
+            continue
+        rel = path[len(root):] if path.startswith(root) else os.path.relpath(path, directory)
+        rels.append(rel.replace(os.sep, "/"))
+    return rels
+
+
+def _delete_tree(path: str) -> None:
+    if _is_local(path):
+        shutil.rmtree(path)
+    else:  # a trailing "/" deletes every object under the prefix
+        FileSystems.delete([path.rstrip("/") + "/"])

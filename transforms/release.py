@@ -1,0 +1,143 @@
+"""Beam side of a release: write FrameSets and Rejects, publish images in the public layout.
+
+Everything is written under a staging folder (schemas.manifest.new_staging_dir);
+the driver then counts, writes the manifest and renames the folder into place:
+
+    sets = sets | PublishCompatImages(staging)   # JPEGs into compat/image-sets/...
+    sets | WriteFrameSets(staging)                # parquet/ and tfrecord/
+    rejects | WriteRejects(staging)               # rejects/
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Dict
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.metrics import Metrics
+
+from schemas.arrow import FRAMESET_SCHEMA, REJECT_SCHEMA, frameset_to_row, reject_to_row
+from schemas.manifest import PARQUET_DIR, REJECTS_DIR, TFRECORD_DIR, make_dirs
+from schemas.names import compat_image_path
+from schemas.records import FrameSet
+from schemas.tfexample import to_example_bytes
+from transforms.stage import COUNTER_NAMESPACE_PREFIX
+
+FRAMESETS_PREFIX = "framesets"  # shards: framesets-00000-of-00004.parquet / .tfrecord
+REJECTS_PREFIX = "rejects"
+
+
+class WriteFrameSets(beam.PTransform):
+    """FrameSets -> `<staging>/parquet/*.parquet` and `<staging>/tfrecord/*.tfrecord`.
+
+    num_shards=0 lets the runner choose; a fixed number gives the same file names on
+    every runner.
+    """
+
+    def __init__(self, staging_dir: str, num_shards: int = 0):
+        super().__init__()
+        self.staging_dir = staging_dir
+        self.num_shards = num_shards
+
+    def expand(self, framesets):
+        rows = framesets | "ToRow" >> beam.Map(frameset_to_row)
+        parquet = rows | "Parquet" >> beam.io.WriteToParquet(
+            FileSystems.join(self.staging_dir, PARQUET_DIR, FRAMESETS_PREFIX),
+            FRAMESET_SCHEMA, file_name_suffix=".parquet", num_shards=self.num_shards)
+        tfrecord = (rows
+                    | "ToExample" >> beam.Map(to_example_bytes)
+                    | "TFRecord" >> beam.io.WriteToTFRecord(
+                        FileSystems.join(self.staging_dir, TFRECORD_DIR, FRAMESETS_PREFIX),
+                        file_name_suffix=".tfrecord", num_shards=self.num_shards))
+        return {"parquet": parquet, "tfrecord": tfrecord}
+
+
+class WriteRejects(beam.PTransform):
+    """Rejects -> `<staging>/rejects/*.parquet` (counts per reason: manifest.release_counts)."""
+
+    def __init__(self, staging_dir: str, num_shards: int = 0):
+        super().__init__()
+        self.staging_dir = staging_dir
+        self.num_shards = num_shards
+
+    def expand(self, rejects):
+        return (rejects
+                | "ToRow" >> beam.Map(reject_to_row)
+                | "Parquet" >> beam.io.WriteToParquet(
+                    FileSystems.join(self.staging_dir, REJECTS_DIR, REJECTS_PREFIX),
+                    REJECT_SCHEMA, file_name_suffix=".parquet", num_shards=self.num_shards))
+
+
+class _PublishImages(beam.DoFn):
+    """Move each staged JPEG of a set to its public path; emit the set without them."""
+
+    def __init__(self, staging_dir: str):
+        self.staging_dir = staging_dir
+        self.published = Metrics.counter("release", "images_published")
+
+    def _inside_staging(self, path: str) -> str:
+        # Moving deletes the source: only ever move files this run wrote into staging.
+        if FileSystems.get_scheme(path) is None and not os.path.isabs(path):
+            path = FileSystems.join(self.staging_dir, path)
+        root = self.staging_dir.rstrip("/") + "/"
+        if FileSystems.get_scheme(path) is None:
+            path, root = os.path.abspath(path), os.path.abspath(root) + os.sep
+        if not path.startswith(root):
+            raise ValueError(f"staged image outside the staging folder: {path}")
+        return path
+
+    def process(self, fs: FrameSet):
+        n = len(fs.frame_indices)
+        if len(fs.staged_images) != n or len(fs.image_paths) != n:
+            raise ValueError(f"{fs.set_name}: {len(fs.staged_images)} staged images, "
+                             f"{len(fs.image_paths)} image paths, {n} frames")
+        if len(set(fs.frame_indices)) != n:  # two frames would land on one file
+            raise ValueError(f"{fs.set_name}: repeated frame indices {fs.frame_indices}")
+        set_dir_made = False
+        for src, frame, rel in zip(fs.staged_images, fs.frame_indices, fs.image_paths):
+            expected = compat_image_path(fs.set_name, frame)
+            if rel != expected:  # the row must point where the image really is
+                raise ValueError(f"{fs.set_name}: image path {rel!r}, expected {expected!r}")
+            src = self._inside_staging(src)
+            dst = FileSystems.join(self.staging_dir, *expected.split("/"))
+            if not set_dir_made:
+                make_dirs(FileSystems.split(dst)[0])
+                set_dir_made = True
+            if FileSystems.exists(src):
+                FileSystems.rename([src], [dst])
+                self.published.inc()
+            elif not FileSystems.exists(dst):
+                raise FileNotFoundError(f"{fs.set_name}: staged image missing: {src}")
+            # else: moved by an earlier attempt of this bundle (retries must not fail)
+        yield dataclasses.replace(fs, staged_images=[])
+
+
+class PublishCompatImages(beam.PTransform):
+    """FrameSets -> the same sets, their images moved to `compat/image-sets/<set>/img<n>.jpg`.
+
+    `staged_images[i]` is the JPEG of `frame_indices[i]`, written by an earlier stage
+    somewhere inside the staging folder (absolute, or relative to it); a staged file
+    must belong to one set only, since it is moved, not copied.
+    """
+
+    def __init__(self, staging_dir: str):
+        super().__init__()
+        self.staging_dir = staging_dir
+
+    def expand(self, framesets):
+        return framesets | "Publish" >> beam.ParDo(_PublishImages(self.staging_dir))
+
+
+def stage_counters(result) -> Dict[str, Dict[str, int]]:
+    """{stage: {counter: value}} from a finished PipelineResult, for the manifest/datacard."""
+    stages: Dict[str, Dict[str, int]] = {}
+    for counter in result.metrics().query()["counters"]:
+        namespace = counter.key.metric.namespace
+        if namespace.startswith(COUNTER_NAMESPACE_PREFIX):
+            stage = namespace[len(COUNTER_NAMESPACE_PREFIX):]
+            name = counter.key.metric.name
+            value = counter.committed if counter.committed is not None else counter.attempted
+            stages.setdefault(stage, {})
+            stages[stage][name] = stages[stage].get(name, 0) + value
+    return stages

@@ -1,0 +1,294 @@
+"""Streaming video decode with ffmpeg: one frame in memory at a time.
+
+ffmpeg-python builds the command line; we run the process ourselves so that we control
+its pipes: frames arrive as raw RGB on stdout, stderr is drained by a thread (a full
+stderr pipe would block ffmpeg and so our read), and, on request, ffmpeg's own scene
+score for every frame arrives on an extra pipe (see `iter_scored_frames`).
+
+Errors: anything that cannot be opened or decoded at all raises `VideoError` with a
+short summary of what ffmpeg said. A file that breaks half-way yields the frames that
+decode and then stops. A decode that makes no progress for `stall_timeout` seconds is
+killed and raises, so a worker never hangs on one bad file.
+"""
+from __future__ import annotations
+
+import collections
+import contextlib
+import logging
+import os
+import queue
+import re
+import subprocess
+import threading
+import time
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Iterator, Optional, Tuple
+
+import ffmpeg
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+DEFAULT_STALL_TIMEOUT = 120.0  # seconds without one new frame before we give up on a file
+_STDERR_LINES = 20             # how much of ffmpeg's stderr we keep for error messages
+
+
+class VideoError(Exception):
+    """The video cannot be probed or decoded; the message says why (for rejects/)."""
+
+
+@dataclass(frozen=True)
+class VideoInfo:
+    width: int       # as displayed, i.e. after the container's rotation is applied
+    height: int
+    fps: float
+    duration: Optional[float]  # seconds; None when the container does not say
+    codec: str
+    n_frames: Optional[int] = None  # the container's frame count, when it has one
+
+
+def probe(path: str) -> VideoInfo:
+    """Read the first video stream's properties with ffprobe."""
+    if not os.path.isfile(path):
+        raise VideoError(f"no such file: {path}")
+    try:
+        meta = ffmpeg.probe(path, v="error")
+    except ffmpeg.Error as e:
+        raise VideoError(f"ffprobe failed: {_summarise(e.stderr)}") from None
+    except OSError as e:  # ffprobe binary missing
+        raise VideoError(f"cannot run ffprobe: {e}") from None
+    streams = [s for s in meta.get("streams", []) if s.get("codec_type") == "video"
+               and s.get("disposition", {}).get("attached_pic", 0) == 0]  # not cover art
+    if not streams:
+        raise VideoError("no video stream")
+    s = streams[0]
+    width, height = int(s.get("width") or 0), int(s.get("height") or 0)
+    if width <= 0 or height <= 0:
+        raise VideoError("video stream has no frame size")
+    if _rotation(s) % 180 == 90:  # ffmpeg auto-rotates on decode, so report display size
+        width, height = height, width
+    fps = _rate(s.get("avg_frame_rate")) or _rate(s.get("r_frame_rate"))
+    duration = s.get("duration") or meta.get("format", {}).get("duration")
+    n_frames = s.get("nb_frames")
+    return VideoInfo(width=width, height=height, fps=fps,
+                     duration=float(duration) if duration else None,
+                     codec=s.get("codec_name", "unknown"),
+                     n_frames=int(n_frames) if n_frames and n_frames.isdigit() else None)
+
+
+def output_size(info: VideoInfo, max_side: Optional[int]) -> Tuple[int, int]:
+    """(width, height) of decoded frames: downscaled to fit max_side, even, aspect kept."""
+    w, h = info.width, info.height
+    if not max_side or max(w, h) <= max_side:
+        return w, h
+    s = max_side / max(w, h)
+    return max(2, round(w * s / 2) * 2), max(2, round(h * s / 2) * 2)
+
+
+def iter_frames(path: str, max_side: Optional[int] = None, *,
+                info: Optional[VideoInfo] = None,
+                stall_timeout: float = DEFAULT_STALL_TIMEOUT,
+                ) -> Iterator[Tuple[int, np.ndarray]]:
+    """Yield (frame_index, RGB uint8 HxWx3) for every frame, in order, from index 0."""
+    for index, frame, _ in _stream(path, max_side, info, False, stall_timeout):
+        yield index, frame
+
+
+def iter_scored_frames(path: str, max_side: Optional[int] = None, *,
+                       info: Optional[VideoInfo] = None,
+                       stall_timeout: float = DEFAULT_STALL_TIMEOUT,
+                       ) -> Iterator[Tuple[int, np.ndarray, float]]:
+    """Like `iter_frames`, plus ffmpeg's scene score (0..1) of each frame against the
+    previous one (`select` filter's `scene`, the paper's "scene detection of ffmpeg").
+    Computed in the same ffmpeg process: one decode gives both."""
+    yield from _stream(path, max_side, info, True, stall_timeout)
+
+
+# --- internals -----------------------------------------------------------------------
+
+def _stream(path, max_side, info, scene_scores, stall_timeout):
+    info = info or probe(path)
+    width, height = output_size(info, max_side)
+
+    score_r = score_w = None
+    # An explicit scale pins the output size, so our frame size is right even if a
+    # stream changes resolution mid-way; `area` avoids aliasing when downscaling.
+    v = ffmpeg.input(path)["v:0"].filter("scale", width, height, flags="area")
+    if scene_scores:
+        score_r, score_w = os.pipe()
+        # select computes `scene` for every frame (gte(scene,0) keeps them all) and
+        # attaches lavfi.scene_score; metadata prints it unbuffered to our pipe.
+        v = (v.filter("select", "gte(scene,0)")
+              .filter("metadata", mode="print", key="lavfi.scene_score",
+                      file=f"pipe:{score_w}", direct=1))
+    args = (v.output("pipe:", format="rawvideo", pix_fmt="rgb24",
+                     fps_mode="passthrough")  # every decoded frame once: no dup/drop
+             .global_args("-nostdin", "-hide_banner", "-loglevel", "error")
+             .compile())
+    try:
+        proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE,
+                                pass_fds=(score_w,) if scene_scores else ())
+    except OSError as e:
+        for fd in (score_r, score_w):
+            if fd is not None:
+                os.close(fd)
+        raise VideoError(f"cannot run ffmpeg: {e}") from None
+    if score_w is not None:
+        os.close(score_w)  # the child holds the write end; EOF arrives when it exits
+
+    stderr_tail = collections.deque(maxlen=_STDERR_LINES)
+    threads = [threading.Thread(target=_drain, args=(proc.stderr, stderr_tail), daemon=True)]
+    scores: "queue.Queue" = queue.Queue()
+    if scene_scores:
+        threads.append(threading.Thread(target=_read_scores, args=(score_r, scores),
+                                        daemon=True))
+    watch = _Watchdog(proc, stall_timeout)
+    threads.append(threading.Thread(target=watch.run, daemon=True))
+    for t in threads:
+        t.start()
+
+    index = 0
+    try:
+        while True:
+            frame = np.empty((height, width, 3), np.uint8)  # a fresh, writable array each
+            with watch.waiting():
+                complete = _read_into(proc.stdout, frame)
+            if not complete:  # EOF (a partial last frame is dropped)
+                break
+            score = None
+            if scene_scores:
+                with watch.waiting():
+                    score = _score_for(scores, index)
+            yield index, frame, score
+            index += 1
+        rc = proc.wait()
+        if watch.fired:
+            raise VideoError(f"ffmpeg stalled for {stall_timeout:.0f}s after {index} frames")
+        if rc != 0:
+            for t in threads[:1]:
+                t.join(timeout=5)  # let the drain thread collect the last words
+            msg = _summarise("\n".join(stderr_tail))
+            if index == 0:
+                raise VideoError(f"ffmpeg exit {rc}: {msg}")
+            log.warning("%s: decode stopped after %d frames (ffmpeg exit %d): %s",
+                        path, index, rc, msg)
+    finally:
+        # Also runs when the consumer stops early (generator closed): kill, reap, join.
+        watch.stop()
+        if proc.poll() is None:
+            proc.kill()
+        proc.stdout.close()
+        proc.wait()
+        for t in threads:
+            t.join(timeout=5)
+        proc.stderr.close()
+
+
+def _read_into(stream, frame: np.ndarray) -> bool:
+    """Fill `frame` from the pipe; False at EOF (including a partial frame)."""
+    view = memoryview(frame).cast("B")
+    got, n = 0, len(view)
+    while got < n:
+        k = stream.readinto(view[got:])
+        if not k:
+            return False
+        got += k
+    return True
+
+
+def _drain(stream, tail: collections.deque) -> None:
+    for line in iter(stream.readline, b""):
+        tail.append(line.decode("utf-8", "replace").rstrip())
+
+
+_FRAME_LINE = re.compile(rb"^frame:\s*(\d+)")
+_SCORE_LINE = re.compile(rb"^lavfi\.scene_score=([0-9.eE+-]+|nan|inf)", re.I)
+
+
+def _read_scores(fd: int, out: "queue.Queue") -> None:
+    """Parse metadata=print output ("frame:N ..." then "lavfi.scene_score=X")."""
+    frame = None
+    with os.fdopen(fd, "rb") as f:
+        for line in f:
+            m = _FRAME_LINE.match(line)
+            if m:
+                frame = int(m.group(1))
+                continue
+            m = _SCORE_LINE.match(line)
+            if m and frame is not None:
+                value = float(m.group(1))
+                out.put((frame, 0.0 if value != value else value))  # nan -> 0
+    out.put(None)  # ffmpeg is gone: no more scores
+
+
+def _score_for(scores: "queue.Queue", index: int) -> float:
+    """The score of frame `index`: it is printed before the frame reaches stdout."""
+    while True:
+        item = scores.get()
+        if item is None:
+            scores.put(None)  # keep the end marker for the next call
+            return 0.0        # no score (should not happen): treat as "no cut"
+        frame, score = item
+        if frame >= index:
+            return score      # frame numbers count up in step with our index
+
+
+class _Watchdog:
+    """Kills ffmpeg when we have waited on it for `timeout` seconds in one go. Time the
+    consumer spends with a frame does not count: a slow consumer is not a stall."""
+
+    def __init__(self, proc, timeout: float):
+        self.proc, self.timeout = proc, timeout
+        self.fired = False
+        self._since = None
+        self._done = threading.Event()
+
+    @contextlib.contextmanager
+    def waiting(self):
+        """Wrap each blocking wait on ffmpeg."""
+        self._since = time.monotonic()
+        try:
+            yield
+        finally:
+            self._since = None
+
+    def run(self) -> None:
+        while not self._done.wait(min(1.0, self.timeout)):
+            since = self._since
+            if since is not None and time.monotonic() - since > self.timeout:
+                self.fired = True
+                self.proc.kill()
+                return
+
+    def stop(self) -> None:
+        self._done.set()
+
+
+def _summarise(stderr) -> str:
+    """The last meaningful lines of ffmpeg's stderr, short enough for a reject record."""
+    if isinstance(stderr, bytes):
+        stderr = stderr.decode("utf-8", "replace")
+    lines = [ln.strip() for ln in (stderr or "").splitlines() if ln.strip()]
+    text = " | ".join(lines[-3:]) or "no message"
+    return text if len(text) <= 300 else text[:297] + "..."
+
+
+def _rate(value) -> float:
+    try:
+        r = Fraction(value)
+    except (TypeError, ValueError, ZeroDivisionError):
+        return 0.0
+    return float(r) if r > 0 else 0.0
+
+
+def _rotation(stream) -> int:
+    rot = stream.get("tags", {}).get("rotate")
+    for side in stream.get("side_data_list", []) or []:
+        if "rotation" in side:
+            rot = side["rotation"]
+    try:
+        return int(float(rot or 0)) % 360
+    except ValueError:
+        return 0
