@@ -27,8 +27,8 @@ def check_imagecode(cfg: ImageCodeConfig) -> None:
             raise PreflightError(
                 "embed.checkpoint is not set: give the local path of the "
                 f"{cfg.embed.model_name} ({cfg.embed.pretrained}) weights; nothing is downloaded")
-        if "://" not in checkpoint and not os.path.isfile(checkpoint):
-            raise PreflightError(f"embed.checkpoint: no such file: {checkpoint}")
+        if "://" not in checkpoint and not os.path.exists(checkpoint):
+            raise PreflightError(f"embed.checkpoint: no such file or folder: {checkpoint}")
 
 
 def require_program(name: str, purpose: str) -> None:

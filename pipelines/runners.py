@@ -8,6 +8,7 @@ multi_threading, multi_processing) and `--direct_num_workers`. Any other runner
 """
 from __future__ import annotations
 
+import os
 from typing import Optional
 
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
@@ -20,8 +21,19 @@ def runner_for(options: PipelineOptions):
     name: Optional[str] = options.view_as(StandardOptions).runner
     if name in LOCAL_RUNNER_NAMES:
         from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+        _keep_loopback_off_proxies()
         return FnApiRunner()
     return name
+
+
+def _keep_loopback_off_proxies() -> None:
+    """The multi-process mode talks gRPC over localhost; with http(s)_proxy set and no
+    no_proxy entry for it, gRPC sends that traffic to the proxy and the run hangs."""
+    for var in ("no_proxy", "NO_PROXY"):
+        entries = [e for e in os.environ.get(var, "").split(",") if e]
+        missing = [h for h in ("localhost", "127.0.0.1") if h not in entries]
+        if missing:
+            os.environ[var] = ",".join(entries + missing)
 
 
 def is_local(options: PipelineOptions) -> bool:

@@ -114,6 +114,7 @@ class _MineShot(beam.DoFn):
         verdicts = {}
 
         def accept(position: int) -> Optional[str]:
+            self._counts.note("frame.quality_checks")
             verdicts[position] = self._gate.check(shot.frames[position]) if self._gate else None
             verdict = verdicts[position]
             return None if verdict is None or verdict.ok else verdict.reason

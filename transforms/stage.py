@@ -55,6 +55,10 @@ class StageCounts:
         self._counter(f"{reject.level}.rejected.{reject.reason}").inc()
         return beam.pvalue.TaggedOutput(REJECTS, reject)
 
+    def note(self, name: str, n: int = 1) -> None:
+        """A counter outside the in/out/rejected contract (e.g. "frame.quality_checks")."""
+        self._counter(name).inc(n)
+
     def count_rejected(self, level: str, reason: str, n: int = 1) -> None:
         """Count rejects that are reported in bulk rather than one element each."""
         self._counter(f"{level}.rejected.{reason}").inc(n)
