@@ -19,6 +19,7 @@ from __future__ import annotations
 import importlib.util
 import pathlib
 import pickle
+import os
 import shutil
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence
@@ -327,6 +328,12 @@ class BrisqueScorer:
 
 # --- OCR -------------------------------------------------------------------------------
 
+# White rows between the two views on the page Tesseract reads. With 128 rows its layout
+# analysis keeps them apart: on 17 photos x 5 caption styles it found exactly what two
+# separate runs found (32 rows lost 1-2 captions per style).
+STACK_BAND = 128
+
+
 class TextDetector:
     """Counts the letters/digits Tesseract reads with confidence >= min_confidence.
 
@@ -360,6 +367,9 @@ class TextDetector:
                 f"the Tesseract OCR binary `{cmd}` was not found; install it (Debian: "
                 f"`apt-get install tesseract-ocr`, or `make setup`) or turn the text filter "
                 f"off with quality.ocr.enabled=false")
+        # Tesseract's OpenMP threads oversubscribe small workers (Beam already runs one
+        # DoFn per core); one thread per call measured ~30% faster on 2 cores.
+        os.environ.setdefault("OMP_THREAD_LIMIT", "1")
         if self.tesseract_cmd:
             # pytesseract only takes the binary as a module-level setting.
             pytesseract.pytesseract.tesseract_cmd = self.tesseract_cmd
@@ -373,19 +383,31 @@ class TextDetector:
         dark = np.where(grey < self.dark_threshold, 0, 255).astype(np.uint8)
         return [bright, dark]
 
-    def _count(self, image: np.ndarray) -> int:
+    def _read_words(self, image: np.ndarray) -> dict:
         import pytesseract
         from PIL import Image
-        data = pytesseract.image_to_data(Image.fromarray(image), lang=self.lang,
+        return pytesseract.image_to_data(Image.fromarray(image), lang=self.lang,
                                          output_type=pytesseract.Output.DICT)
+
+    def _count(self, data: dict, keep=lambda top: True) -> int:
         return sum(sum(ch.isalnum() for ch in word)
-                   for word, conf in zip(data["text"], data["conf"])
-                   if float(conf) >= self.min_confidence)
+                   for word, conf, top in zip(data["text"], data["conf"], data["top"])
+                   if float(conf) >= self.min_confidence and keep(top))
 
     def text_chars(self, frame: np.ndarray) -> int:
+        """The larger of the two views' counts, from ONE Tesseract run.
+
+        Each run is a process start plus a model load (~100 ms), so the two views are
+        stacked on one page with a white band between them and each word is assigned
+        to a view by its position."""
         if not self._checked:
             self._check_binary()
-        return max(self._count(view) for view in self.views(frame))
+        bright, dark = self.views(frame)
+        height = bright.shape[0]
+        band = np.full((STACK_BAND, bright.shape[1]), 255, np.uint8)
+        data = self._read_words(np.vstack([bright, band, dark]))
+        return max(self._count(data, lambda top: top < height),
+                   self._count(data, lambda top: top >= height + STACK_BAND // 2))
 
 
 # --- the gate ----------------------------------------------------------------------------
