@@ -58,12 +58,6 @@ def stage_levels(stages: Dict[str, Dict[str, int]]) -> List[dict]:
     return rows
 
 
-def reconcile(stages: Dict[str, Dict[str, int]]) -> List[str]:
-    """Stage levels whose counters do not add up ([] when all reconcile)."""
-    return [f"{r['stage']}/{r['level']}: in {r['in']} != out {r['out']} + rejected "
-            f"{r['rejected']}" for r in stage_levels(stages) if not r["balanced"]]
-
-
 def _counts_sections(counts: dict) -> List[str]:
     parts = []
     sets = counts.get("framesets")
@@ -105,7 +99,8 @@ def _stages_section(stages: dict, counts: dict) -> str:
         reasons = ", ".join(f"{k} {v}" for k, v in sorted(r["by_reason"].items()))
         rows.append([r["stage"], r["level"], r["in"], r["out"], r["rejected"], reasons,
                      records, "yes" if r["balanced"] else "**NO**"])
-    problems = reconcile(stages)
+    problems = [f"{r['stage']}/{r['level']}: in {r['in']} != out {r['out']} + rejected "
+                f"{r['rejected']}" for r in stage_levels(stages) if not r["balanced"]]
     verdict = ("All stage counters reconcile (in = out + rejected)." if not problems
                else "Counters that do NOT reconcile: " + "; ".join(problems) + ".")
     return ("## Stages\n\nBeam counters per stage and level; `records` counts the rows "

@@ -12,12 +12,22 @@ filtering every frame first (tests/test_mining.py proves it).
 """
 from __future__ import annotations
 
+import io
+import logging
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional
 
+import apache_beam as beam
 import numpy as np
+from apache_beam.io.filesystems import FileSystems
+from PIL import Image
 
 from schemas import reasons
+from schemas.names import compat_image_path, image_file_name, video_set_name
+from schemas.records import FrameSet, Reject, ShotFrames
+from transforms.stage import MAIN, REJECTS, StageCounts
+
+log = logging.getLogger(__name__)
 
 # accept(position) -> None when the frame is acceptable, else a reason code.
 AcceptFn = Callable[[int], Optional[str]]
@@ -66,16 +76,6 @@ def pairwise_distances(vectors: np.ndarray) -> np.ndarray:
 
 
 # --- the Beam stage --------------------------------------------------------------------
-
-import io  # noqa: E402  (Beam-side imports kept with the stage that needs them)
-
-import apache_beam as beam  # noqa: E402
-from apache_beam.io.filesystems import FileSystems  # noqa: E402
-from PIL import Image  # noqa: E402
-
-from schemas.names import image_file_name, video_set_name  # noqa: E402
-from schemas.records import FrameSet, Reject, ShotFrames  # noqa: E402
-from transforms.stage import MAIN, REJECTS, StageCounts  # noqa: E402
 
 # A zero-argument callable returning a quality gate (or None for no filtering). It is
 # called once per DoFn instance on the worker, so models load there, not at pickling.
@@ -140,6 +140,8 @@ class _MineShot(beam.DoFn):
                 self._frame_reject(shot, position, reasons.UNFINISHED_SET,
                                    f"shot ended with {len(result.unfinished)}/{self._set_size} frames"))
         self._counts.count_out(level="shot")
+        log.info("mining: %s -> %d sets from %d frames", shot.key, len(result.sets),
+                 len(shot.frames))
 
     def _frame_set(self, shot: ShotFrames, set_index: int, positions: List[int],
                    verdicts: Dict[int, object]) -> FrameSet:
@@ -154,7 +156,7 @@ class _MineShot(beam.DoFn):
         return FrameSet(
             set_name=name, source=video.source, video_id=video.video_id, split=video.split,
             shot_index=shot.shot_index, set_index=set_index, frame_indices=frame_numbers,
-            image_paths=[f"compat/image-sets/{name}/{f}" for f in files],
+            image_paths=[compat_image_path(name, n) for n in frame_numbers],
             brisque_scores=[_score(verdicts.get(p), "brisque", float("nan")) for p in positions],
             text_chars=[int(_score(verdicts.get(p), "text_chars", -1)) for p in positions],
             distance_min=float(distances.min()), distance_mean=float(distances.mean()),

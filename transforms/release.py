@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Dict
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
@@ -22,7 +21,6 @@ from schemas.manifest import PARQUET_DIR, REJECTS_DIR, TFRECORD_DIR, make_dirs
 from schemas.names import compat_image_path
 from schemas.records import FrameSet
 from schemas.tfexample import to_example_bytes
-from transforms.stage import COUNTER_NAMESPACE_PREFIX
 
 FRAMESETS_PREFIX = "framesets"  # shards: framesets-00000-of-00004.parquet / .tfrecord
 REJECTS_PREFIX = "rejects"
@@ -127,17 +125,3 @@ class PublishCompatImages(beam.PTransform):
 
     def expand(self, framesets):
         return framesets | "Publish" >> beam.ParDo(_PublishImages(self.staging_dir))
-
-
-def stage_counters(result) -> Dict[str, Dict[str, int]]:
-    """{stage: {counter: value}} from a finished PipelineResult, for the manifest/datacard."""
-    stages: Dict[str, Dict[str, int]] = {}
-    for counter in result.metrics().query()["counters"]:
-        namespace = counter.key.metric.namespace
-        if namespace.startswith(COUNTER_NAMESPACE_PREFIX):
-            stage = namespace[len(COUNTER_NAMESPACE_PREFIX):]
-            name = counter.key.metric.name
-            value = counter.committed if counter.committed is not None else counter.attempted
-            stages.setdefault(stage, {})
-            stages[stage][name] = stages[stage].get(name, 0) + value
-    return stages

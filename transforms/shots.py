@@ -153,6 +153,7 @@ class _ShotsDoFn(beam.DoFn):
                                           "ffmpeg decoded no frames"))
         else:
             counts.count_out(level="video")
+            log.info("shots: %s -> %d shots", video.key, n_shots)  # progress on long runs
 
     def _judge(self, shot: ShotFrames):
         counts, n = self._counts, len(shot.frames)

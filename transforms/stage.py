@@ -94,18 +94,6 @@ def reconcile(stage_counts: dict) -> list:
     return problems
 
 
-def rejected_by_reason(stage_counts: dict) -> dict:
-    """{"<level>.<reason>": n} over all stages."""
-    totals: dict = {}
-    for names in stage_counts.values():
-        for name, value in names.items():
-            level, kind, *reason = name.split(".")
-            if kind == "rejected" and value:
-                key = f"{level}.{reason[0]}"
-                totals[key] = totals.get(key, 0) + value
-    return dict(sorted(totals.items()))
-
-
 def check_links(stage_counts: dict, links) -> list:
     """Problems where what one stage passed on is not what the next one took in.
 
