@@ -78,3 +78,41 @@ class Reject:
     video_id: str = ""
     split: str = ""
     detail: str = ""
+
+
+# ---------------------------------------------------------------- static pictures (§3.1)
+
+@dataclass(frozen=True)
+class ImageRef:
+    """One still image of a collection (a found file or a manifest line), validated.
+
+    `image_id` is a safe path component (schemas.names.safe_name); `content_sha256` is
+    set once the bytes were hashed (HashAndDedupe) and keys caches of per-image results.
+    """
+    path: str
+    image_id: str
+    content_sha256: Optional[str] = None
+
+
+@dataclass
+class ImageEmbedding:
+    """An image and its encoding: (d,) float32, L2-normalised (see transforms/embed.py)."""
+    image_id: str
+    path: str
+    content_sha256: str
+    embedding: np.ndarray
+
+
+@dataclass
+class StaticSet:
+    """A query image and its nearest neighbours (one release row of a static set).
+
+    Lists run query first, then neighbours nearest first; `distances` are Euclidean to
+    the query (the query's own is 0.0) and `image_paths` are the source paths.
+    """
+    set_name: str            # public grammar: open-images-<n>_<query image id>
+    query_id: str
+    image_ids: List[str]
+    image_paths: List[str]
+    distances: List[float]
+    split: str

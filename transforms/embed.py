@@ -23,6 +23,10 @@ process (RunInference's shared-model mechanism), each RunInference batch holds a
 shots, and their frames go through the model in sub-batches of `batch_size` frames.
 No shuffle is involved (BatchElements without a duration limit is a plain DoFn), so the
 stage fuses between the shot decoder and the miner and pixels never leave the worker.
+
+`EmbedImages` is the same for still images (static sets): RunInference over ImageRefs;
+the worker reads and decodes each file itself, so only paths and embeddings cross
+between stages. A file that does not decode leaves as a Reject (unreadable_image).
 """
 from __future__ import annotations
 
@@ -41,8 +45,9 @@ import numpy as np
 from apache_beam.metrics import Metrics
 from apache_beam.ml.inference.base import ModelHandler, PredictionResult, RunInference
 
-from schemas.records import ShotFrames
-from transforms.stage import COUNTER_NAMESPACE_PREFIX
+from schemas import reasons
+from schemas.records import ImageEmbedding, ImageRef, Reject, ShotFrames
+from transforms.stage import COUNTER_NAMESPACE_PREFIX, MAIN, REJECTS, StageCounts
 
 STAGE = "embed"
 NAMESPACE = COUNTER_NAMESPACE_PREFIX + STAGE          # "stage.embed"
@@ -485,3 +490,109 @@ class EmbedShots(beam.PTransform):
         return (shots
                 | "Encode frames" >> RunInference(ShotEncoderHandler(self.spec))
                 | "Attach embeddings" >> beam.Map(_attach))
+
+
+# ---------------------------------------------------------------------------- still images
+
+class _Unreadable:
+    """What the image handler returns for a file it cannot read or decode."""
+
+    def __init__(self, detail: str):
+        self.detail = detail
+
+
+def read_image(path: str):
+    """(RGB uint8 HxWx3 array, sha256 of the bytes) of an image file on any Beam filesystem.
+
+    The bytes are hashed as read, so the embedding always belongs to the content hashed.
+    """
+    import io
+
+    from apache_beam.io.filesystem import CompressionTypes
+    from apache_beam.io.filesystems import FileSystems
+    from PIL import Image
+    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+        data = f.read()
+    with Image.open(io.BytesIO(data)) as image:
+        image.load()  # decode now: a truncated file fails here, not later
+        pixels = np.asarray(image.convert("RGB"))
+    return np.ascontiguousarray(pixels), hashlib.sha256(data).hexdigest()
+
+
+class ImageEncoderHandler(ModelHandler[ImageRef, PredictionResult, Any]):
+    """RunInference handler: ImageRef in, PredictionResult(ref, ((d,) embedding, sha256) or
+    _Unreadable) out. Images of one batch are decoded, then encoded together."""
+
+    def __init__(self, spec: EncoderSpec):
+        super().__init__()
+        self.spec = spec
+
+    def load_model(self):
+        global _LOADS_IN_THIS_PROCESS
+        _LOADS_IN_THIS_PROCESS += 1
+        encoder = build_encoder(self.spec)
+        encoder.load_counted = False
+        return encoder
+
+    def run_inference(self, batch: Sequence[ImageRef], model,
+                      inference_args: Optional[Dict[str, Any]] = None) -> Iterable[PredictionResult]:
+        if not model.load_counted:
+            Metrics.counter(NAMESPACE, "model.loaded").inc()
+            model.load_counted = True
+        outcomes: List[Any] = []
+        pixels = []
+        for ref in batch:
+            try:
+                image, sha = read_image(ref.path)
+            except Exception as e:  # noqa: BLE001 - missing, truncated, not an image, bomb ...
+                outcomes.append(_Unreadable(f"{ref.path}: {type(e).__name__}: {str(e)[:200]}"))
+                continue
+            if ref.content_sha256 and ref.content_sha256 != sha:
+                outcomes.append(_Unreadable(f"{ref.path}: content changed since it was hashed"))
+                continue
+            outcomes.append(sha)
+            pixels.append(image)
+        embeddings = iter(model.encode(pixels)) if pixels else iter(())
+        results = []
+        for ref, outcome in zip(batch, outcomes):
+            if isinstance(outcome, str):
+                outcome = (next(embeddings), outcome)
+            results.append(PredictionResult(ref, outcome))
+        return results
+
+    def batch_elements_kwargs(self) -> Dict[str, Any]:
+        # Images are decoded inside the batch: `batch_size` of them at a time in memory.
+        return {"min_batch_size": 1, "max_batch_size": self.spec.batch_size}
+
+
+class _SplitImageResults(beam.DoFn):
+    def __init__(self):
+        self._counts = StageCounts(STAGE)
+
+    def process(self, result: PredictionResult):
+        ref = result.example
+        self._counts.seen(level="image")
+        if isinstance(result.inference, _Unreadable):
+            return [self._counts.rejected(Reject(stage=STAGE, level="image", reason=reasons.UNREADABLE_IMAGE,
+                                                 item_id=ref.image_id, detail=result.inference.detail))]
+        embedding, sha = result.inference
+        return [self._counts.passed(ImageEmbedding(image_id=ref.image_id, path=ref.path, content_sha256=sha,
+                                                   embedding=np.asarray(embedding, dtype=np.float32)),
+                                    level="image")]
+
+
+class EmbedImages(beam.PTransform):
+    """ImageRef -> ImageEmbedding ((d,) float32, unit norm; main) and Rejects (unreadable_image).
+
+    Counters (namespace "stage.embed"): image.in, image.out, image.rejected.unreadable_image,
+    model.loaded.
+    """
+
+    def __init__(self, spec: EncoderSpec):
+        super().__init__()
+        self.spec = spec
+
+    def expand(self, refs):
+        return (refs
+                | "Encode images" >> RunInference(ImageEncoderHandler(self.spec))
+                | "Split unreadable" >> beam.ParDo(_SplitImageResults()).with_outputs(REJECTS, main=MAIN))
