@@ -1,0 +1,102 @@
+"""PNG plots for the data card (DATACARD.md), from plain lists of numbers.
+
+Each writer takes the values and an output path (local or gs://, written through Beam's
+FileSystems) and returns the file's base name, for linking from the card. Output is
+byte-for-byte reproducible: fixed size and dpi, fixed bins, no "Software" entry or
+timestamp in the PNG metadata, and a fresh Agg figure each time (no pyplot state, no
+display needed).
+"""
+from __future__ import annotations
+
+import io
+import posixpath
+from typing import Dict, Sequence
+
+import numpy as np
+from apache_beam.io.filesystems import FileSystems
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+FIGSIZE = (6.4, 4.0)   # inches
+DPI = 100
+BINS = 30
+# No "Software: matplotlib x.y" key: the same inputs give the same bytes on any version.
+PNG_METADATA = {"Software": None}
+
+
+def _figure():
+    figure = Figure(figsize=FIGSIZE, dpi=DPI)
+    FigureCanvasAgg(figure)
+    return figure, figure.add_subplot()
+
+
+def _save(figure, path: str) -> str:
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=DPI, metadata=PNG_METADATA)
+    with FileSystems.create(path, mime_type="image/png") as out:
+        out.write(buffer.getvalue())
+    return posixpath.basename(path)
+
+
+def _shared_edges(groups: Sequence[np.ndarray], extra: Sequence[float] = ()) -> np.ndarray:
+    """One set of bin edges for all groups (and the threshold), so bars line up."""
+    values = np.concatenate([np.ravel(g) for g in groups] + [np.asarray(extra, float)])
+    if values.size == 0:
+        return np.linspace(0.0, 1.0, BINS + 1)
+    return np.histogram_bin_edges(values, bins=BINS)
+
+
+def _no_data(axes) -> None:
+    axes.text(0.5, 0.5, "no data", ha="center", va="center", transform=axes.transAxes)
+
+
+def distance_histogram(values_by_source: Dict[str, Sequence[float]], threshold: float,
+                       path: str) -> str:
+    """Within-set pairwise CLIP distances per source, the mining threshold marked."""
+    figure, axes = _figure()
+    groups = {source: np.asarray(values, float)
+              for source, values in sorted(values_by_source.items())}
+    edges = _shared_edges(list(groups.values()), [threshold])
+    for source, values in groups.items():
+        axes.hist(values, bins=edges, histtype="step", label=f"{source} (n={values.size})")
+    axes.axvline(threshold, color="black", linestyle="--", label=f"threshold {threshold:g}")
+    if not any(values.size for values in groups.values()):
+        _no_data(axes)
+    axes.set_xlabel("pairwise Euclidean distance within a set (CLIP)")
+    axes.set_ylabel("image pairs")
+    axes.legend(fontsize="small")
+    return _save(figure, path)
+
+
+def brisque_histogram(scores: Sequence[float], threshold: float, path: str) -> str:
+    """BRISQUE/100 of every evaluated frame; frames above the threshold are rejected."""
+    figure, axes = _figure()
+    scores = np.asarray(scores, float)
+    axes.hist(scores, bins=_shared_edges([scores], [threshold]), color="tab:blue")
+    axes.axvline(threshold, color="black", linestyle="--",
+                 label=f"threshold {threshold:g} (above: rejected)")
+    if not scores.size:
+        _no_data(axes)
+    axes.set_xlabel("BRISQUE / 100 (higher = lower quality)")
+    axes.set_ylabel(f"frames (n={scores.size})")
+    axes.legend(fontsize="small")
+    return _save(figure, path)
+
+
+def lengths_by_split(lengths: Dict[str, Sequence[int]], path: str) -> str:
+    """Description length in tokens per split, as shares so split sizes compare."""
+    figure, axes = _figure()
+    groups = {split: np.asarray(values, float) for split, values in sorted(lengths.items())}
+    longest = max((values.max() for values in groups.values() if values.size), default=1.0)
+    edges = np.arange(0, longest + 2) - 0.5      # one bin per token count
+    for split, values in groups.items():
+        if values.size:
+            axes.hist(values, bins=edges, histtype="step", density=True,
+                      label=f"{split} (n={values.size}, mean {values.mean():.1f})")
+    if not any(values.size for values in groups.values()):
+        _no_data(axes)
+    else:
+        axes.legend(fontsize="small")
+    axes.set_xlabel("description length (tokens)")
+    axes.set_ylabel("share of descriptions")
+    return _save(figure, path)
