@@ -3,7 +3,6 @@ PY        := .venv/bin/python
 VERSION   ?= 1.0.0
 OUT       ?= releases
 CONFIG    ?= pipelines/configs/imagecode.yaml
-SAMPLE    := samples/imagecode/videos.jsonl
 ARGS      ?=
 
 .PHONY: setup build-imagecode sample-imagecode test bench clean-sample
@@ -12,14 +11,19 @@ setup:
 	@bash scripts/setup.sh
 
 # Without VIDEOS: the embedded sample (generated on first use) with its offline config.
-# With VIDEOS=<manifest.jsonl>: the paper's config on your videos.
+# With VIDEOS=<manifest.jsonl>: the paper's config on your videos; optionally
+# IMAGES=<folder or images.jsonl> (static sets), DESCRIPTIONS=<describer output> and
+# RETRIEVALS=<retriever output> (the crowd rounds).
+INPUTS = $(if $(IMAGES),--set static.images=$(IMAGES)) \
+         $(if $(DESCRIPTIONS),--set crowd.descriptions=$(DESCRIPTIONS)) \
+         $(if $(RETRIEVALS),--set crowd.retrievals=$(RETRIEVALS))
 ifeq ($(strip $(VIDEOS)),)
 build-imagecode: setup sample-imagecode
 	$(PY) -m pipelines.imagecode --config pipelines/configs/imagecode_sample.yaml \
-	  --set inputs.videos=$(SAMPLE) --output $(OUT) --version $(VERSION) $(ARGS)
+	  --output $(OUT) --version $(VERSION) $(ARGS)
 else
 build-imagecode: setup
-	$(PY) -m pipelines.imagecode --config $(CONFIG) --set inputs.videos=$(VIDEOS) \
+	$(PY) -m pipelines.imagecode --config $(CONFIG) --set inputs.videos=$(VIDEOS) $(INPUTS) \
 	  --output $(OUT) --version $(VERSION) $(ARGS)
 endif
 
@@ -31,6 +35,8 @@ test: setup
 
 bench: setup
 	$(PY) -m bench.imagecode_video
+	$(PY) -m bench.knn
+	$(PY) -m bench.crowd_ingest
 
 clean-sample:
 	rm -rf samples/imagecode

@@ -1,7 +1,10 @@
-"""ImageCoDe video-frame sets (Krojer et al. 2022, §3.1 "Video Frames") as a Beam pipeline.
+"""ImageCoDe's collection (Krojer et al. 2022, §3.1-§4) as a Beam pipeline.
 
-    manifest -> shots -> CLIP embeddings -> greedy sets (lazy BRISQUE / OCR) -> sampling
-             -> release (parquet, tfrecord, compat image-sets, rejects, manifest, data card)
+    videos -> shots -> CLIP embeddings -> greedy sets (lazy BRISQUE / OCR) -> sampling  (§3.1)
+    images -> dedupe -> CLIP embeddings -> sampled queries + 9 exact nearest neighbours  (§3.1)
+    sets -> describer tasks -> descriptions -> retriever tasks -> keep rule               (§3.2-3.3)
+         -> release: tables, compat/ (public image sets + annotation files), rejects,
+            statistics and plots (§4), manifest, data card
 
 Run:  python -m pipelines.imagecode --config pipelines/configs/imagecode.yaml \
           --set inputs.videos=videos.jsonl --output out --version 1.0.0 [Beam options]
@@ -14,6 +17,7 @@ import sys
 from typing import List, Optional
 
 import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipelines import cli, preflight, release
@@ -21,17 +25,32 @@ from pipelines import imagecode_datacard as datacard
 from pipelines.config import ConfigError, load_config
 from pipelines.imagecode_config import ImageCodeConfig
 from pipelines.runners import runner_for
+from schemas.arrow import DESCRIPTION_SCHEMA, STATIC_SET_SCHEMA
+from schemas.crowd import AnnotationSet, DescribeTask, RetrieveTask
 from schemas.manifest import work_dir
-from transforms.embed import EmbedShots, EncoderSpec, encoder_identity
+from transforms.agreement import ComputeAgreement, WorkerPools
+from transforms.crowd import (JUDGED, ApplyKeepRule, MakeDescribeTasks, MakeRetrieveTasks,
+                              ReadDescriptions, ReadRetrievals, WriteTasks)
+from transforms.embed import EmbedImages, EmbedShots, EncoderSpec, encoder_identity
+from transforms.images import HashAndDedupe, ReadImageCollection
+from transforms.leakage import CheckLeakage
 from transforms.inputs import ReadVideoManifest
 from transforms.mining import MineFrameSets
+from transforms.public_annotations import WritePublicAnnotations
 from transforms.quality import build_quality_gate
-from transforms.release import PublishCompatImages, WriteFrameSets, WriteRejects
+from transforms.release import (VIDEO_SETS, DescriptionRows, PublishCompatImages, WriteFrameSets,
+                                WriteRejects, WriteReport, WriteTable)
+from transforms.static_publish import PublishStaticSets
+from transforms.static_sets import BuildStaticSets
+from transforms.text_stats import LanguageStatsPerSplit
 from transforms.sampling import SampleSetsPerSource
+from transforms.set_stats import WithinSetDistanceStats
 from transforms.shots import SplitIntoShots
 from transforms.stage import MAIN, REJECTS
 
 BENCHMARK = "imagecode"
+STATIC_SETS = "static_sets"
+DESCRIPTIONS = "descriptions"
 log = logging.getLogger("pipelines.imagecode")
 
 
@@ -48,13 +67,38 @@ def quality_gate_factory(cfg: ImageCodeConfig):
     return functools.partial(
         build_quality_gate,
         brisque_enabled=q.brisque.enabled, max_brisque=q.brisque.max_score,
-        brisque_model_dir=q.brisque.model_dir,
+        brisque_model_dir=q.brisque.model_dir, brisque_features=q.brisque.features,
         ocr_enabled=q.ocr.enabled, max_text_chars=q.ocr.max_text_chars,
         min_confidence=q.ocr.min_confidence, lang=q.ocr.lang)
 
 
 def build_pipeline(p: beam.Pipeline, cfg: ImageCodeConfig, staging_dir: str) -> None:
-    """Wire the stages; reads like §3.1. Writes into `staging_dir`."""
+    """Wire the stages; reads like §3.1-§3.3. Writes into `staging_dir`."""
+    video_sets, rejects = _video_sets(p, cfg, staging_dir)
+    static_rows, static_rejects = _static_sets(p, cfg, staging_dir)
+    rejects += static_rejects
+
+    annotation_sets = (
+        (video_sets | "Video sets for the rounds" >> beam.Map(AnnotationSet.from_frame_set),
+         static_rows | "Static sets for the rounds" >> beam.Map(
+             lambda r: AnnotationSet(r["set_name"], r["source"], r["split"], False,
+                                     tuple(r["image_paths"]))))
+        | "Sets for the rounds" >> beam.Flatten())
+    rejects += _crowd_rounds(p, cfg, staging_dir, annotation_sets)
+
+    distances = (
+        (video_sets | "Video distances" >> beam.Map(lambda s: (s.source, s.distance_mean)),
+         static_rows | "Static distances" >> beam.Map(lambda r: (r["source"], r["distance_mean"])))
+        | "All distances" >> beam.Flatten())
+    _ = (distances | "Within-set distances" >> WithinSetDistanceStats((cfg.static.source,))
+         | "Write distance stats" >> WriteReport(staging_dir, "set_distances"))
+    _ = ((video_sets, static_rows) | "Leakage" >> CheckLeakage()
+         | "Write leakage" >> WriteReport(staging_dir, "leakage"))
+    _ = (rejects | "All rejects" >> beam.Flatten() | "Write rejects" >> WriteRejects(staging_dir))
+
+
+def _video_sets(p, cfg: ImageCodeConfig, staging_dir: str):
+    """§3.1 Video Frames: shots, CLIP embeddings, greedy sets with lazy quality filters."""
     videos = p | "Read manifest" >> ReadVideoManifest(cfg.inputs.videos)
     shots = (
         videos[MAIN]
@@ -72,12 +116,61 @@ def build_pipeline(p: beam.Pipeline, cfg: ImageCodeConfig, staging_dir: str) -> 
         jpeg_quality=cfg.release.jpeg_quality)
     sampled = mined[MAIN] | "Sample per source" >> SampleSetsPerSource(
         seed=cfg.seed, quotas=cfg.sampling.sets_per_source, default=cfg.sampling.default)
-
     released = sampled[MAIN] | "Publish images" >> PublishCompatImages(staging_dir)
-    _ = released | "Write sets" >> WriteFrameSets(staging_dir)
-    _ = ((videos[REJECTS], shots[REJECTS], mined[REJECTS], sampled[REJECTS])
-         | "All rejects" >> beam.Flatten()
-         | "Write rejects" >> WriteRejects(staging_dir))
+    _ = released | "Write video sets" >> WriteFrameSets(staging_dir)
+    return released, [videos[REJECTS], shots[REJECTS], mined[REJECTS], sampled[REJECTS]]
+
+
+def _static_sets(p, cfg: ImageCodeConfig, staging_dir: str):
+    """§3.1 Static Pictures: every image embedded, sampled queries, their 9 nearest."""
+    if not cfg.static.images:
+        return p | "No static sets" >> beam.Create([]), []
+    images = p | "Read images" >> ReadImageCollection(cfg.static.images)
+    unique = images[MAIN] | "Drop duplicate images" >> HashAndDedupe()
+    embedded = unique[MAIN] | "Embed images" >> EmbedImages(encoder_spec(cfg))
+    sets = embedded[MAIN] | "Nearest neighbours" >> BuildStaticSets(
+        seed=cfg.seed, n_sets=cfg.static.sets, k=cfg.static.neighbours,
+        num_shards=cfg.static.shards, split_ratios=cfg.static.split_ratios,
+        source=cfg.static.source)
+    rows = ((sets[MAIN], embedded[MAIN]) | "Publish static sets" >> PublishStaticSets(
+        staging_dir, cfg.static.source, cfg.release.jpeg_quality))
+    _ = rows | "Write static sets" >> WriteTable(staging_dir, STATIC_SETS, STATIC_SET_SCHEMA,
+                                                 lambda row: row)
+    return rows, [images[REJECTS], unique[REJECTS], embedded[REJECTS], sets[REJECTS]]
+
+
+def _crowd_rounds(p, cfg: ImageCodeConfig, staging_dir: str, sets) -> list:
+    """§3.2 describer tasks -> descriptions -> §3.3 retriever tasks -> the keep rule."""
+    crowd = FileSystems.join(staging_dir, "crowd")
+    tasks = sets | "Describer tasks" >> MakeDescribeTasks(cfg.seed, cfg.crowd.targets_per_set)
+    _ = tasks[MAIN] | "Export describer tasks" >> WriteTasks(
+        FileSystems.join(crowd, "describe_tasks"), DescribeTask)
+    rejects = [tasks[REJECTS]]
+    if not cfg.crowd.descriptions:
+        return rejects
+    described = p | "Read descriptions" >> ReadDescriptions(cfg.crowd.descriptions, sets)
+    retrieve_tasks = described[MAIN] | "Retriever tasks" >> MakeRetrieveTasks(cfg.seed, sets)
+    _ = retrieve_tasks[MAIN] | "Export retriever tasks" >> WriteTasks(
+        FileSystems.join(crowd, "retrieve_tasks"), RetrieveTask)
+    rejects += [described[REJECTS], retrieve_tasks[REJECTS]]
+    if not cfg.crowd.retrievals:
+        return rejects
+    retrieved = p | "Read retrievals" >> ReadRetrievals(cfg.crowd.retrievals, sets)
+    judged = ({"descriptions": described[MAIN], "retrievals": retrieved[MAIN], "sets": sets}
+              | "Keep rule" >> ApplyKeepRule())
+    kept = judged[MAIN]
+    _ = (kept | "Description rows" >> beam.ParDo(DescriptionRows())
+         | "Write descriptions" >> WriteTable(staging_dir, DESCRIPTIONS, DESCRIPTION_SCHEMA,
+                                              lambda row: row))
+    _ = kept | "Public annotation files" >> WritePublicAnnotations(staging_dir)
+    _ = (judged[JUDGED] | "Agreement" >> ComputeAgreement()
+         | "Write agreement" >> WriteReport(staging_dir, "agreement"))
+    _ = ({"descriptions": described[MAIN], "retrievals": retrieved[MAIN]}
+         | "Worker pools" >> WorkerPools() | "Write pools" >> WriteReport(staging_dir, "worker_pools"))
+    _ = (kept | "Split and text" >> beam.Map(lambda d: (d.split, d.text))
+         | "Language statistics" >> LanguageStatsPerSplit(cfg.stats.parser)
+         | "Write language stats" >> WriteReport(staging_dir, "language"))
+    return rejects + [retrieved[REJECTS], judged[REJECTS]]
 
 
 # What one stage passes on, the next must take in (checked before a release is written).
@@ -89,6 +182,16 @@ STAGE_LINKS = (
     ("mining", "set.out", "sampling", "set.in"),
     ("mining", "frame.out", "sampling", "frame.in"),
 )
+
+
+def released_tables(cfg: ImageCodeConfig) -> dict:
+    """Tables this config writes, each with the counter its row count must equal."""
+    tables = {VIDEO_SETS: ("sampling", "set.out")}
+    if cfg.static.images:
+        tables[STATIC_SETS] = ("static_sets", "set.out")
+    if cfg.crowd.retrievals:
+        tables[DESCRIPTIONS] = ("retrieve", "description.out")
+    return tables
 
 
 def run(argv: Optional[List[str]] = None) -> str:
@@ -110,12 +213,13 @@ def run(argv: Optional[List[str]] = None) -> str:
         benchmark=BENCHMARK, out=args.output, version=args.version, config=cfg,
         execute=execute, models={"image_encoder": encoder_identity(spec)},
         inputs={"videos": cfg.inputs.videos}, links=STAGE_LINKS,
-        released_stage=("sampling", "set.out"),
+        tables=released_tables(cfg),
         describe=lambda facts: datacard.describe(cfg, facts))
 
 
 def main(argv: Optional[List[str]] = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("faiss.loader").setLevel(logging.WARNING)  # it logs each CPU build it tries
     try:
         run(argv)
     except (ConfigError, preflight.PreflightError, release.ReleaseError) as e:

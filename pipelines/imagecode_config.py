@@ -42,6 +42,7 @@ class BrisqueConfig:
     enabled: bool = True
     max_score: float = 0.65               # on the BRISQUE/100 scale
     model_dir: Optional[str] = None       # folder with svm.txt + normalize.pickle
+    features: Literal["package", "piq"] = "package"   # who computes the 36 features
 
 
 @dataclass
@@ -72,6 +73,29 @@ class SamplingConfig:
 
 
 @dataclass
+class StaticConfig:
+    images: Optional[str] = None          # folder or JSON Lines {"path", "image_id"}; null = none
+    source: str = "open-images"
+    sets: Optional[int] = None            # sets to sample; null = one per image
+    neighbours: int = 9
+    shards: int = 8
+    split_ratios: Dict[str, float] = field(
+        default_factory=lambda: {"train": 0.78, "valid": 0.11, "test": 0.11})
+
+
+@dataclass
+class CrowdConfig:
+    targets_per_set: int = 3
+    descriptions: Optional[str] = None    # describer output (CSV or JSON Lines)
+    retrievals: Optional[str] = None      # retriever output (CSV or JSON Lines)
+
+
+@dataclass
+class StatsConfig:
+    parser: Optional[str] = None          # spaCy pipeline (name or path) for tree depth
+
+
+@dataclass
 class ReleaseConfig:
     jpeg_quality: int = 95
 
@@ -87,6 +111,9 @@ class ImageCodeConfig:
     quality: QualityConfig = field(default_factory=QualityConfig)
     mining: MiningConfig = field(default_factory=MiningConfig)
     sampling: SamplingConfig = field(default_factory=SamplingConfig)
+    static: StaticConfig = field(default_factory=StaticConfig)
+    crowd: CrowdConfig = field(default_factory=CrowdConfig)
+    stats: StatsConfig = field(default_factory=StatsConfig)
     release: ReleaseConfig = field(default_factory=ReleaseConfig)
 
     def validate(self) -> None:
@@ -107,6 +134,17 @@ class ImageCodeConfig:
             (self.sampling.default is None or self.sampling.default >= 0,
              "sampling.default must be >= 0 or null"),
             (1 <= self.release.jpeg_quality <= 100, "release.jpeg_quality must be in 1..100"),
+            (self.static.sets is None or self.static.sets >= 1, "static.sets must be >= 1 or null"),
+            (self.static.images is None or self.static.neighbours + 1 == self.mining.set_size,
+             "static.neighbours + 1 (the query) must equal mining.set_size"),
+            (self.static.shards >= 1, "static.shards must be >= 1"),
+            (set(self.static.split_ratios) <= {"train", "valid", "test"}
+             and abs(sum(self.static.split_ratios.values()) - 1.0) < 1e-6,
+             "static.split_ratios: train/valid/test shares summing to 1"),
+            (1 <= self.crowd.targets_per_set <= self.mining.set_size,
+             "crowd.targets_per_set must be in 1..mining.set_size"),
+            (self.crowd.retrievals is None or self.crowd.descriptions is not None,
+             "crowd.retrievals needs crowd.descriptions (the round they validate)"),
         ]
         for ok, message in checks:
             if not ok:

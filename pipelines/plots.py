@@ -52,7 +52,8 @@ def _no_data(axes) -> None:
 
 def distance_histogram(values_by_source: Dict[str, Sequence[float]], threshold: float,
                        path: str) -> str:
-    """Within-set pairwise CLIP distances per source, the mining threshold marked."""
+    """Each set's mean pairwise embedding distance, per source; the mining threshold
+    (the least distance between two frames of a video set) marked."""
     figure, axes = _figure()
     groups = {source: np.asarray(values, float)
               for source, values in sorted(values_by_source.items())}
@@ -62,8 +63,8 @@ def distance_histogram(values_by_source: Dict[str, Sequence[float]], threshold: 
     axes.axvline(threshold, color="black", linestyle="--", label=f"threshold {threshold:g}")
     if not any(values.size for values in groups.values()):
         _no_data(axes)
-    axes.set_xlabel("pairwise Euclidean distance within a set (CLIP)")
-    axes.set_ylabel("image pairs")
+    axes.set_xlabel("mean pairwise Euclidean distance within a set")
+    axes.set_ylabel("sets")
     axes.legend(fontsize="small")
     return _save(figure, path)
 

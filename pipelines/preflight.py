@@ -2,6 +2,7 @@
 says. Each failure names the config key or the install step that fixes it."""
 from __future__ import annotations
 
+import glob
 import os
 import shutil
 
@@ -21,6 +22,17 @@ def check_imagecode(cfg: ImageCodeConfig) -> None:
     require_program("ffmpeg", "decoding videos")
     if cfg.quality.ocr.enabled:
         require_program("tesseract", "the OCR filter (quality.ocr.enabled)")
+    for key, path in (("static.images", cfg.static.images),
+                      ("crowd.descriptions", cfg.crowd.descriptions),
+                      ("crowd.retrievals", cfg.crowd.retrievals)):
+        if path and "://" not in path and not _exists(path):
+            raise PreflightError(f"{key}: no such file or folder: {path}")
+    if cfg.stats.parser:
+        from transforms.text_stats import ParserNotInstalled, check_parser
+        try:
+            check_parser(cfg.stats.parser)
+        except ParserNotInstalled as e:
+            raise PreflightError(str(e)) from None
     if cfg.embed.kind == "open_clip":
         checkpoint = cfg.embed.checkpoint
         if not checkpoint:
@@ -29,6 +41,11 @@ def check_imagecode(cfg: ImageCodeConfig) -> None:
                 f"{cfg.embed.model_name} ({cfg.embed.pretrained}) weights; nothing is downloaded")
         if "://" not in checkpoint and not os.path.exists(checkpoint):
             raise PreflightError(f"embed.checkpoint: no such file or folder: {checkpoint}")
+
+
+def _exists(path: str) -> bool:
+    """A file, a folder, or a glob that matches something (crowd exports may be sharded)."""
+    return os.path.exists(path) or bool(glob.glob(path))
 
 
 def require_program(name: str, purpose: str) -> None:

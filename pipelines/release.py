@@ -12,7 +12,7 @@ import hashlib
 import logging
 import os
 import subprocess
-from typing import Callable, Dict, Iterable, Optional
+from typing import Callable, Dict, Iterable, Optional, Tuple
 
 from apache_beam.io.filesystems import FileSystems
 
@@ -33,18 +33,19 @@ class ReleaseError(RuntimeError):
 def build_release(*, benchmark: str, out: str, version: str, config,
                   execute: Callable[[str], object], models: Dict[str, dict],
                   inputs: Dict[str, Optional[str]], links: Iterable[tuple] = (),
-                  released_stage: tuple, describe: Callable[[dict], dict]) -> str:
+                  tables: Dict[str, Tuple[str, str]], describe: Callable[[dict], dict]) -> str:
     """Run `execute(staging_dir)` and publish what it wrote as `<out>/<benchmark>/<version>`.
 
-    `released_stage` = (stage, counter) whose value must equal the rows in parquet/;
-    `describe(facts)` returns the data card's summary, thresholds and sections.
+    `tables` maps each table written under parquet/ to the (stage, counter) whose value
+    must equal its rows; `describe(facts)` returns the data card's summary, thresholds
+    and sections (it may write plots into facts["staging"]).
     """
     try:
         with release_manifest.staged_release(out, benchmark, version) as staging:
             log.info("building %s %s in %s", benchmark, version, staging)
             counts = _fill(staging, benchmark=benchmark, version=version, config=config,
                            result=execute(staging), models=models, inputs=inputs,
-                           links=links, released_stage=released_stage, describe=describe)
+                           links=links, tables=tables, describe=describe)
             final = release_manifest.final_dir_of(staging)
     except FileExistsError as e:  # the version exists, or appeared while we wrote
         raise ReleaseError(str(e)) from None
@@ -53,18 +54,19 @@ def build_release(*, benchmark: str, out: str, version: str, config,
 
 
 def _fill(staging: str, *, benchmark, version, config, result, models, inputs, links,
-          released_stage, describe) -> dict:
+          tables, describe) -> dict:
     """Everything after the pipeline run: checks, data card, manifest. Returns counts."""
     stages = read_stage_counts(result)
-    counts = release_manifest.release_counts(staging)
+    counts = release_manifest.release_counts(staging, tuple(tables))
     release_manifest.write_reject_counts(staging, counts)
     release_manifest.remove_work_dir(staging)
     problems = (reconcile(stages) + check_links(stages, links)
-                + _written_vs_counted(stages, counts, released_stage))
+                + _written_vs_counted(stages, counts, tables))
     if problems:
         raise ReleaseError("counts do not reconcile: " + "; ".join(problems))
     card = describe({"version": version, "counts": counts, "stages": stages,
-                     "models": models, "config": to_dict(config)})
+                     "models": models, "config": to_dict(config), "staging": staging})
+    figures = card.pop("manifest", {})
     write_datacard(staging, {"benchmark": benchmark, "version": version, "counts": counts,
                              "stages": stages, "models": models, **card})
     release_manifest.write_manifest(staging, {
@@ -80,18 +82,19 @@ def _fill(staging: str, *, benchmark, version, config, result, models, inputs, l
         "counts": counts,
         "stages": stages,
         "reconciled": True,
+        "figures": figures,
     })
     return counts
 
 
-def _written_vs_counted(stages: dict, counts: dict, released_stage: tuple) -> list:
+def _written_vs_counted(stages: dict, counts: dict, tables: Dict[str, Tuple[str, str]]) -> list:
     """Rows in parquet/ and rejects/ must equal what the counters say."""
     problems = []
-    stage, counter = released_stage
-    counted = stages.get(stage, {}).get(counter, 0)
-    if counted != counts["framesets"]["total"]:
-        problems.append(f"{stage}.{counter} = {counted} but parquet/ has "
-                        f"{counts['framesets']['total']} rows")
+    for table, (stage, counter) in tables.items():
+        counted = stages.get(stage, {}).get(counter, 0)
+        written = counts["tables"][table]["total"]
+        if counted != written:
+            problems.append(f"{stage}.{counter} = {counted} but parquet/{table}/ has {written} rows")
     for stage_name, levels in counts["rejects"]["by_stage"].items():
         for level, by_reason in levels.items():
             for reason, rows in by_reason.items():
@@ -133,10 +136,11 @@ def describe_input(path: Optional[str]) -> Optional[dict]:
 
 
 def print_summary(final: str, counts: dict) -> None:
-    sets, rejects = counts["framesets"], counts["rejects"]
-    lines = [f"release: {final}",
-             f"  rows: {sets['total']}  " + "  ".join(
-                 f"{split}={n}" for split, n in sorted(sets["by_split"].items())),
-             f"  rejects: {rejects['total']}  " + "  ".join(
+    rejects = counts["rejects"]
+    lines = [f"release: {final}"]
+    for table, rows in counts["tables"].items():
+        lines.append(f"  {table}: {rows['total']}  " + "  ".join(
+            f"{split}={n}" for split, n in sorted(rows["by_split"].items())))
+    lines += [f"  rejects: {rejects['total']}  " + "  ".join(
                  f"{reason}={n}" for reason, n in sorted(rejects["by_reason"].items()))]
     print("\n".join(lines), flush=True)

@@ -151,6 +151,30 @@ def _check(seg: Segment) -> Segment:
 
 
 @lru_cache(maxsize=None)
+def photo(name: str) -> np.ndarray:
+    """One of the bundled scikit-image photos as RGB uint8."""
+    return _photo(name)
+
+
+def photo_variants(name: str, n: int, size: Tuple[int, int] = (256, 192)) -> List[np.ndarray]:
+    """`n` distinct views of one photo (shifted crops, zoom, mirror, light): near
+    neighbours of each other, as the images of an Open Images kNN set are."""
+    img = _photo(name)
+    h, w = img.shape[:2]
+    views = []
+    for i in range(n):
+        scale = 0.6 + 0.05 * (i % 5)
+        ch, cw = int(h * scale), int(w * scale)
+        y = (h - ch) * ((i * 3) % 7) // 6
+        x = (w - cw) * ((i * 5) % 7) // 6
+        view = cv2.resize(img[y:y + ch, x:x + cw], size, interpolation=cv2.INTER_AREA)
+        if i % 2:
+            view = view[:, ::-1]
+        gain = 0.85 + 0.06 * (i % 4)
+        views.append(np.clip(view.astype(np.float32) * gain, 0, 255).astype(np.uint8))
+    return views
+
+
 def _photo(name: str) -> np.ndarray:
     import skimage.data
     img = cv2.imread(str(Path(skimage.data.__file__).parent / PHOTOS[name]),

@@ -60,3 +60,43 @@ def frameset_to_row(fs: FrameSet) -> dict:
 def reject_to_row(reject: Reject) -> dict:
     """A Reject as a row of REJECT_SCHEMA."""
     return {f.name: str(getattr(reject, f.name)) for f in dataclasses.fields(Reject)}
+
+
+# --- ImageCoDe static sets and descriptions (issue 3) -----------------------------------
+
+STATIC_SET_SCHEMA = pa.schema([
+    pa.field("set_name", pa.string(), nullable=False),
+    pa.field("source", pa.string(), nullable=False),
+    pa.field("split", pa.string(), nullable=False),
+    pa.field("query_id", pa.string(), nullable=False),
+    pa.field("image_ids", pa.list_(pa.string()), nullable=False),      # query first
+    pa.field("image_paths", pa.list_(pa.string()), nullable=False),    # compat/image-sets/...
+    pa.field("source_paths", pa.list_(pa.string()), nullable=False),   # where they came from
+    pa.field("distances", pa.list_(pa.float64()), nullable=False),     # to the query
+    pa.field("distance_mean", pa.float64(), nullable=False),           # all pairs in the set
+])
+
+DESCRIPTION_SCHEMA = pa.schema([
+    pa.field("description_id", pa.string(), nullable=False),
+    pa.field("set_name", pa.string(), nullable=False),
+    pa.field("target_index", pa.int64(), nullable=False),
+    pa.field("description", pa.string(), nullable=False),
+    pa.field("split", pa.string(), nullable=False),
+    pa.field("source", pa.string(), nullable=False),
+    pa.field("is_video", pa.bool_(), nullable=False),
+    pa.field("image_paths", pa.list_(pa.string()), nullable=False),    # canonical order
+    pa.field("retrievers", pa.int64(), nullable=False),
+    pa.field("correct", pa.int64(), nullable=False),
+    pa.field("tokens", pa.int64(), nullable=False),                    # spaCy rule-based tokens
+])
+
+
+def description_to_row(kept, tokens: int) -> dict:
+    """A KeptDescription (schemas.crowd) as a row of DESCRIPTION_SCHEMA."""
+    return {
+        "description_id": str(kept.description_id), "set_name": str(kept.set_name),
+        "target_index": int(kept.target_index), "description": str(kept.text),
+        "split": str(kept.split), "source": str(kept.source), "is_video": bool(kept.is_video),
+        "image_paths": [str(p) for p in kept.image_paths], "retrievers": int(kept.retrievers),
+        "correct": int(kept.correct), "tokens": int(tokens),
+    }

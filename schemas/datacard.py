@@ -5,7 +5,7 @@ Generic over benchmarks; every key but `benchmark` and `version` is optional:
     {
       "benchmark": "ImageCoDe", "version": "v1.0.0",
       "summary": "One paragraph on what this release is.",
-      "counts": release_counts(staging),            # schemas.manifest
+      "counts": release_counts(staging, tables),    # schemas.manifest
       "thresholds": {"distance": {"value": 0.06, "source": "paper §3.1"}, "set_size": 10},
       "models": {"encoder": {"name": "ViT-B-32", "weights_sha256": "..."}},
       "stages": {"shots": {"shot.in": 9, "shot.out": 8, "shot.rejected.shot_too_short": 1}},
@@ -60,15 +60,14 @@ def stage_levels(stages: Dict[str, Dict[str, int]]) -> List[dict]:
 
 def _counts_sections(counts: dict) -> List[str]:
     parts = []
-    sets = counts.get("framesets")
-    if sets:
+    for table, sets in counts.get("tables", {}).items():
         by = sets.get("by_split_source", {})
         splits = sorted(by)
         sources = sorted({src for per in by.values() for src in per})
         rows = [[src] + [by[s].get(src, 0) for s in splits]
                 + [sum(by[s].get(src, 0) for s in splits)] for src in sources]
         rows.append(["**total**"] + [sum(by[s].values()) for s in splits] + [sets["total"]])
-        parts.append("## Counts\n\nRows per split and source.\n\n"
+        parts.append(f"## Counts: {table}\n\nRows of `parquet/{table}/` per split and source.\n\n"
                      + markdown_table(["source"] + splits + ["total"], rows))
     rejects = counts.get("rejects")
     if rejects is not None:

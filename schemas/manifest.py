@@ -180,30 +180,35 @@ def read_parquet_columns(folder: str, columns: List[str]) -> Dict[str, list]:
     return out
 
 
-def release_counts(staging: str) -> dict:
-    """Rows actually written: FrameSets per split/source, Rejects per reason and stage."""
-    sets = read_parquet_columns(FileSystems.join(staging, PARQUET_DIR), ["split", "source"])
+def release_counts(staging: str, tables=("video_sets",)) -> dict:
+    """Rows actually written: per table by split/source, Rejects per reason and stage."""
     rejects = read_parquet_columns(FileSystems.join(staging, REJECTS_DIR),
                                    ["stage", "level", "reason"])
-    by_split_source = collections.defaultdict(collections.Counter)
-    for split, source in zip(sets["split"], sets["source"]):
-        by_split_source[split][source] += 1
     by_stage = collections.defaultdict(lambda: collections.defaultdict(collections.Counter))
     for stage, level, reason in zip(rejects["stage"], rejects["level"], rejects["reason"]):
         by_stage[stage][level][reason] += 1
     return {
-        "framesets": {
-            "total": len(sets["split"]),
-            "by_split": dict(collections.Counter(sets["split"])),
-            "by_source": dict(collections.Counter(sets["source"])),
-            "by_split_source": {s: dict(c) for s, c in by_split_source.items()},
-        },
+        "tables": {table: _table_counts(FileSystems.join(staging, PARQUET_DIR, table))
+                   for table in tables},
         "rejects": {
             "total": len(rejects["reason"]),
             "by_reason": dict(collections.Counter(rejects["reason"])),
             "by_stage": {st: {lv: dict(c) for lv, c in levels.items()}
                          for st, levels in by_stage.items()},
         },
+    }
+
+
+def _table_counts(folder: str) -> dict:
+    rows = read_parquet_columns(folder, ["split", "source"])
+    by_split_source = collections.defaultdict(collections.Counter)
+    for split, source in zip(rows["split"], rows["source"]):
+        by_split_source[split][source] += 1
+    return {
+        "total": len(rows["split"]),
+        "by_split": dict(collections.Counter(rows["split"])),
+        "by_source": dict(collections.Counter(rows["source"])),
+        "by_split_source": {s: dict(c) for s, c in by_split_source.items()},
     }
 
 

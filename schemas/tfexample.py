@@ -91,7 +91,7 @@ def feature_spec(schema: pa.Schema) -> Dict[str, Tuple[str, bool]]:
             t = t.value_type
         if pa.types.is_string(t) or pa.types.is_large_string(t):
             kind = BYTES
-        elif pa.types.is_integer(t):
+        elif pa.types.is_integer(t) or pa.types.is_boolean(t):  # booleans as 0/1
             kind = INT64
         elif pa.types.is_floating(t):
             kind = FLOAT
@@ -154,7 +154,7 @@ def parse_example_bytes(data: bytes, schema: pa.Schema = FRAMESET_SCHEMA) -> dic
 # Each record: uint64 length, uint32 masked crc32c(length), data, uint32 masked crc32c(data).
 
 def _masked_crc32c(data: bytes) -> int:
-    import google_crc32c  # ships with apache-beam[gcp]
+    import google_crc32c  # in requirements.txt (Beam's TFRecord writer needs it too)
     crc = google_crc32c.value(data)
     return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
 

@@ -1,4 +1,5 @@
-"""The whole ImageCoDe video-frame build on the embedded sample, then reloading it."""
+"""The whole ImageCoDe build on the embedded sample (video sets, static sets, both crowd
+rounds, statistics), then reloading the release the ways its users do."""
 import glob
 import json
 import os
@@ -11,8 +12,10 @@ from pipelines.release import ReleaseError
 from pipelines.samples import make_imagecode_sample
 from schemas import reasons
 from schemas.manifest import verify_manifest
+from schemas.arrow import DESCRIPTION_SCHEMA, FRAMESET_SCHEMA, STATIC_SET_SCHEMA
 from schemas.names import parse_video_set_name
 from schemas.tfexample import tf_feature_spec
+from transforms.static_sets import parse_static_set_name
 
 SAMPLE_CONFIG = "pipelines/configs/imagecode_sample.yaml"
 
@@ -23,8 +26,13 @@ def sample(tmp_path_factory):
 
 
 def build(sample, out, version="1.0.0", *extra):
-    return imagecode.run(["--config", SAMPLE_CONFIG, "--set", f"inputs.videos={sample}",
-                          "--output", str(out), "--version", version, *extra])
+    folder = os.path.dirname(sample)
+    return imagecode.run([
+        "--config", SAMPLE_CONFIG, "--output", str(out), "--version", version,
+        "--set", f"inputs.videos={sample}",
+        "--set", f"static.images={folder}/images.jsonl",
+        "--set", f"crowd.descriptions={folder}/crowd/descriptions.csv",
+        "--set", f"crowd.retrievals={folder}/crowd/retrievals.jsonl", *extra])
 
 
 @pytest.fixture(scope="module")
@@ -32,23 +40,32 @@ def release(sample, tmp_path_factory):
     return build(sample, tmp_path_factory.mktemp("out"))
 
 
-def set_rows(release_dir):
-    table = pq.read_table(os.path.join(release_dir, "parquet"))
-    return sorted(table.to_pylist(), key=lambda r: r["set_name"])
+def set_rows(release_dir, table="video_sets"):
+    rows = pq.read_table(os.path.join(release_dir, "parquet", table)).to_pylist()
+    return sorted(rows, key=lambda r: r.get("set_name", "") + r.get("description_id", ""))
 
 
 def test_release_layout_and_counts(release):
-    assert sorted(os.listdir(release)) == ["DATACARD.md", "MANIFEST.json", "compat", "parquet",
-                                           "rejects", "tfrecord"]
+    assert sorted(os.listdir(release)) == ["DATACARD.md", "MANIFEST.json", "compat", "crowd",
+                                           "parquet", "plots", "rejects", "stats", "tfrecord"]
     manifest = json.load(open(os.path.join(release, "MANIFEST.json")))
     assert manifest["version"] == "1.0.0" and manifest["benchmark"] == "imagecode"
     assert manifest["models"]["image_encoder"]["kind"] == "thumbnail"
     assert manifest["config"]["mining"]["distance_threshold"] == 0.35
     assert manifest["reconciled"] is True
     assert verify_manifest(release) == []
-    by_split = manifest["counts"]["framesets"]["by_split"]
+    by_split = manifest["counts"]["tables"]["video_sets"]["by_split"]
     assert set(by_split) == {"train", "valid", "test"}, "the sample yields sets in every split"
-    assert "stand-in encoder" in open(os.path.join(release, "DATACARD.md")).read()
+    tables = manifest["counts"]["tables"]
+    assert tables["static_sets"]["total"] > 0 and tables["descriptions"]["total"] > 0
+    assert manifest["figures"]["leakage"][0]["video_leakage"] is False
+    card = open(os.path.join(release, "DATACARD.md")).read()
+    assert "stand-in encoder" in card
+    for section in ("## Language", "## Human accuracy and agreement", "## Annotator pools",
+                    "## Within-set distances", "## Leakage check", "## Plots"):
+        assert section in card
+    for plot in ("distances.png", "brisque.png", "lengths.png"):
+        assert f"(plots/{plot})" in card and os.path.isfile(os.path.join(release, "plots", plot))
 
 
 def test_every_kind_of_bad_input_lands_in_rejects_with_its_reason(release):
@@ -57,6 +74,9 @@ def test_every_kind_of_bad_input_lands_in_rejects_with_its_reason(release):
     assert {reasons.BAD_JSON, reasons.MISSING_FIELD, reasons.PATH_NOT_FOUND,
             reasons.UNREADABLE_VIDEO, reasons.SHOT_TOO_SHORT, reasons.TOO_SIMILAR,
             reasons.BLURRY, reasons.TEXT, reasons.UNFINISHED_SET} <= found
+    assert {reasons.DUPLICATE_IMAGE, reasons.UNREADABLE_IMAGE, reasons.MALFORMED_ROW,
+            reasons.UNKNOWN_SET, reasons.INDEX_OUT_OF_RANGE, reasons.RETRIEVER_WRONG,
+            reasons.TOO_FEW_CORRECT} <= found
     unreadable = [r for r in rejects if r["reason"] == reasons.UNREADABLE_VIDEO]
     assert unreadable[0]["video_id"] == "video9001" and unreadable[0]["detail"]
 
@@ -76,21 +96,67 @@ def test_parquet_rows_are_sets_of_ten_in_temporal_order(release):
 
 def test_compat_layout_follows_the_public_grammar(release):
     folders = sorted(os.listdir(os.path.join(release, "compat", "image-sets")))
-    assert folders == [r["set_name"] for r in set_rows(release)]
+    video = [r["set_name"] for r in set_rows(release)]
+    static = [r["set_name"] for r in set_rows(release, "static_sets")]
+    assert folders == sorted(video + static)
+    for name in video:
+        assert parse_video_set_name(name).source in {"msr-vtt", "video-storytelling", "youcook"}
+    for name in static:
+        assert parse_static_set_name(name).source == "open-images"
     for name in folders:
-        parsed = parse_video_set_name(name)
         files = os.listdir(os.path.join(release, "compat", "image-sets", name))
         assert len(files) == 10 and all(f.startswith("img") and f.endswith(".jpg") for f in files)
-        assert parsed.source in {"msr-vtt", "video-storytelling", "youcook"}
 
 
-def test_tfrecords_parse_as_tf_train_examples(release):
+def read_like_the_public_loader(compat, split):
+    """The public ImageCoDe loader's reading rules (baselines/clip/dataset.py, load_data):
+    `<split>_data.json` maps a set folder to {target index: description}; the folder's
+    *.jpg files sorted by the integer after "img" are the candidates; the target is that
+    integer index into the sorted list; "open-images" in the name marks a static set."""
+    examples = []
+    with open(os.path.join(compat, f"{split}_data.json")) as f:
+        annotations = json.load(f)
+    for folder, targets in annotations.items():
+        images = glob.glob(os.path.join(compat, "image-sets", folder, "*.jpg"))
+        images.sort(key=lambda p: int(os.path.basename(p).split(".")[0][3:]))
+        for index, text in targets.items():
+            examples.append((folder, images, int(index), text, "open-images" not in folder))
+    return examples
+
+
+def test_release_loads_the_way_the_public_loader_reads_it(release):
+    compat = os.path.join(release, "compat")
+    kept = {}  # per (set, target) the row the public file holds: the smallest description id
+    for row in sorted(set_rows(release, "descriptions"), key=lambda r: r["description_id"],
+                      reverse=True):
+        kept[(row["set_name"], row["target_index"])] = row
+    for split in ("train", "valid"):
+        examples = read_like_the_public_loader(compat, split)
+        assert examples, split
+        for folder, images, index, text, is_video in examples:
+            assert len(images) == 10 and 0 <= index < 10
+            row = kept[(folder, index)]
+            assert row["split"] == split and row["is_video"] == is_video
+            assert os.path.relpath(images[index], release) == row["image_paths"][index]
+            assert text == row["description"]
+    with open(os.path.join(compat, "test_data_unlabeled.json")) as f:
+        unlabelled = json.load(f)
+    test_rows = [r for r in kept.values() if r["split"] == "test"]
+    assert sum(map(len, unlabelled.values())) == len({(r["set_name"], r["target_index"]) for r in test_rows})
+    assert all(isinstance(v, list) for v in unlabelled.values())
+
+
+@pytest.mark.parametrize("table, schema, key", [
+    ("video_sets", FRAMESET_SCHEMA, "set_name"),
+    ("static_sets", STATIC_SET_SCHEMA, "set_name"),
+    ("descriptions", DESCRIPTION_SCHEMA, "description_id")])
+def test_tfrecords_parse_as_tf_train_examples(release, table, schema, key):
     import tensorflow as tf  # a test dependency (requirements-dev.txt)
-    files = sorted(glob.glob(os.path.join(release, "tfrecord", "*")))
-    parsed = [tf.io.parse_single_example(r, tf_feature_spec(tf))
+    files = sorted(glob.glob(os.path.join(release, "tfrecord", table, "*")))
+    parsed = [tf.io.parse_single_example(r, tf_feature_spec(tf, schema))
               for r in tf.data.TFRecordDataset(files)]
-    names = sorted(p["set_name"].numpy().decode() for p in parsed)
-    assert names == [r["set_name"] for r in set_rows(release)]
+    keys = sorted(p[key].numpy().decode() for p in parsed)
+    assert keys == sorted(r[key] for r in set_rows(release, table))
 
 
 def test_an_existing_version_is_never_overwritten(sample, release):
@@ -104,7 +170,8 @@ def test_an_existing_version_is_never_overwritten(sample, release):
 def test_same_config_gives_the_same_sets_on_the_multi_process_runner(sample, release, tmp_path):
     other = build(sample, tmp_path, "1.0.0", "--direct_running_mode=multi_processing",
                   "--direct_num_workers=2")
-    assert set_rows(other) == set_rows(release)
+    for table in ("video_sets", "static_sets", "descriptions"):
+        assert set_rows(other, table) == set_rows(release, table), table
     a = pq.read_table(os.path.join(release, "rejects")).to_pylist()
     b = pq.read_table(os.path.join(other, "rejects")).to_pylist()
     key = lambda r: (r["stage"], r["level"], r["item_id"], r["reason"])  # noqa: E731

@@ -249,3 +249,19 @@ def test_gate_pickles_before_use_and_builds_from_config_values():
     assert clone.text is None and clone.brisque._model is None
     assert clone.check(photo("coffee")).ok
     assert build_quality_gate(brisque_enabled=False, ocr_enabled=False) is None
+
+
+def test_piq_features_give_the_same_verdicts_close_to_the_reference(scorer):
+    piq_scorer = BrisqueScorer(features="piq")
+    clean = [photo(name) for name in PHOTOS]
+    blurred = [blur(frame, 4) for frame in clean]
+    reference = scorer.score(clean + blurred)
+    via_piq = piq_scorer.score(clean + blurred)
+    assert np.all(np.abs(via_piq - reference) < 6.0)          # BRISQUE points (docs/quality.md)
+    assert via_piq[:4].max() < 65.0 < via_piq[4:].min()      # clean kept, blur rejected at 0.65
+    assert np.all(via_piq[4:] > via_piq[:4])                 # each photo: blur scores higher
+
+
+def test_unknown_feature_backend_is_a_clear_error():
+    with pytest.raises(ValueError, match="quality.brisque.features"):
+        BrisqueScorer(features="opencv")

@@ -113,17 +113,17 @@ def test_version_folder_replaces_staging(release):
 
 
 def test_parquet_rows_and_types(release):
-    table = pq.read_table(os.path.join(release["version"], "parquet"))
+    table = pq.read_table(os.path.join(release["version"], "parquet", "video_sets"))
     assert table.schema.remove_metadata() == FRAMESET_SCHEMA
-    assert sorted(f for f in os.listdir(os.path.join(release["version"], "parquet"))) == [
-        "framesets-00000-of-00002.parquet", "framesets-00001-of-00002.parquet"]
+    assert sorted(os.listdir(os.path.join(release["version"], "parquet", "video_sets"))) == [
+        "video_sets-00000-of-00002.parquet", "video_sets-00001-of-00002.parquet"]
     rows = sorted(table.to_pylist(), key=lambda r: r["set_name"])
     assert rows == sorted((frameset_to_row(s) for s in release["sets"]),
                           key=lambda r: r["set_name"])
 
 
 def _tfrecord_files(release):
-    folder = os.path.join(release["version"], "tfrecord")
+    folder = os.path.join(release["version"], "tfrecord", "video_sets")
     return sorted(os.path.join(folder, f) for f in os.listdir(folder))
 
 
@@ -198,8 +198,8 @@ def test_rejects_and_counts(release):
     assert sorted(table.to_pylist(), key=lambda r: r["item_id"]) == sorted(
         (reject_to_row(r) for r in REJECTS), key=lambda r: r["item_id"])
     counts = release["counts"]
-    assert counts["framesets"]["by_split"] == {"train": 2, "valid": 1}
-    assert counts["framesets"]["by_source"] == {"MSR-VTT": 2, "YouCook": 1}
+    assert counts["tables"]["video_sets"]["by_split"] == {"train": 2, "valid": 1}
+    assert counts["tables"]["video_sets"]["by_source"] == {"MSR-VTT": 2, "YouCook": 1}
     assert counts["rejects"]["by_reason"] == {reasons.UNREADABLE_VIDEO: 1,
                                               reasons.TOO_SIMILAR: 2}
     with open(os.path.join(release["version"], REJECT_COUNTS)) as f:
@@ -309,7 +309,7 @@ def test_multi_process_runner_and_empty_rejects(tmp_path):
     p | "NoRejects" >> beam.Create([]).with_output_types(Reject) | WriteRejects(staging)
     p.run().wait_until_finish()
     counts = release_counts(staging)
-    assert counts["framesets"]["by_split"] == {"test": 4}
+    assert counts["tables"]["video_sets"]["by_split"] == {"test": 4}
     assert counts["rejects"] == {"total": 0, "by_reason": {}, "by_stage": {}}
     assert sum(k.startswith("compat/") for k in file_checksums(staging)) == 8
 

@@ -51,16 +51,17 @@ class _ParseLine(beam.DoFn):
         self._counts = StageCounts("manifest")
 
     def process(self, line: str):
-        if not line.strip():
-            return  # blank lines are layout, not items
+        if line.strip():  # blank lines are layout, not items
+            yield self._judge(line)
+
+    def _judge(self, line: str):
         self._counts.seen(level="line")
         parsed = parse_manifest_line(line, self._base_dir)
         if isinstance(parsed, VideoRef):
-            yield self._counts.passed(parsed, level="line")
-        else:
-            reason, detail = parsed
-            yield self._counts.rejected(Reject(stage="manifest", level="line", reason=reason,
-                                               item_id=line.strip()[:200], detail=detail))
+            return self._counts.passed(parsed, level="line")
+        reason, detail = parsed
+        return self._counts.rejected(Reject(stage="manifest", level="line", reason=reason,
+                                            item_id=line.strip()[:200], detail=detail))
 
 
 def parse_manifest_line(line: str, base_dir: str):

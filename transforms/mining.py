@@ -134,7 +134,8 @@ class _MineShot(beam.DoFn):
             yield self._counts.passed(
                 self._frame_set(shot, set_index, positions, verdicts), level="set")
         for position, reason in sorted(result.rejected.items()):
-            yield self._counts.rejected(self._frame_reject(shot, position, reason))
+            yield self._counts.rejected(
+                self._frame_reject(shot, position, reason, _scores(verdicts.get(position))))
         for position in result.unfinished:
             yield self._counts.rejected(
                 self._frame_reject(shot, position, reasons.UNFINISHED_SET,
@@ -169,6 +170,18 @@ class _MineShot(beam.DoFn):
                       item_id=f"{shot.key}/frame{shot.frame_indices[position]}",
                       source=video.source, video_id=video.video_id, split=video.split,
                       detail=detail)
+
+
+def _scores(verdict) -> str:
+    """The quality figures of an evaluated frame, for its reject's detail (and plots)."""
+    if verdict is None:
+        return ""
+    parts = []
+    if verdict.brisque is not None:
+        parts.append(f"brisque={verdict.brisque:.4f}")
+    if verdict.text_chars is not None:
+        parts.append(f"text_chars={verdict.text_chars}")
+    return " ".join(parts)
 
 
 def _score(verdict, attribute: str, missing):

@@ -16,6 +16,7 @@ QualityVerdict.brisque are on that normalised scale.
 """
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import pathlib
 import pickle
@@ -242,12 +243,57 @@ def brisque_features(grey: torch.Tensor) -> torch.Tensor:
 
 # --- the scorer ------------------------------------------------------------------------
 
+# Which code computes the 36 features the SVR scores:
+# "package": ours, step for step the `brisque` package's (the SVR's own training features;
+#            scores agree with the package to ~1e-10);
+# "piq":     piq's batched torch feature extractor (YIQ luma, its own Gaussian window,
+#            resize and grid-searched GGD fits). Fed to the same SVR it scores within
+#            ~5 BRISQUE points of "package" on our test photos, same ordering
+#            (docs/quality.md); an alternative, not the reference.
+FEATURE_BACKENDS = ("package", "piq")
+
+
+def piq_features(rgb: torch.Tensor) -> torch.Tensor:
+    """(N, H, W, 3) uint8 RGB -> (N, 36) BRISQUE features computed by piq (two scales).
+
+    piq.brisque itself would download its own SVR weights; only its feature functions
+    are used here (pinned piq 0.8, whose internal names these are)."""
+    from piq.brisque import _natural_scene_statistics
+    from piq.functional import imresize, rgb2yiq
+    x = rgb.permute(0, 3, 1, 2).to(torch.float64) / 255
+    luma = rgb2yiq(x)[:, :1] * 255
+    features = []
+    for _ in range(2):
+        features.append(_natural_scene_statistics(luma))
+        luma = imresize(luma, sizes=(luma.size(2) // 2, luma.size(3) // 2))
+    return torch.cat(features, dim=-1)
+
+
+@contextlib.contextmanager
+def _one_cpu_thread():
+    """Run torch's CPU ops on one thread for the duration.
+
+    A multi-threaded CPU reduction sums in an order that depends on the thread setup, so
+    the same frame scored in-process and on a multi-process worker differed in the last
+    bits (~1e-13). Scores must be the same on every runner (a frame at the threshold must
+    not flip), and single-frame calls gain little from threads anyway."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
+
+
 class BrisqueScorer:
     """Offline BRISQUE. Loads its model on first use (so it pickles light for Beam)."""
 
     def __init__(self, model_dir: Optional[str] = None, device: Optional[str] = None,
-                 batch_size: Optional[int] = None):
+                 batch_size: Optional[int] = None, features: str = "package"):
+        if features not in FEATURE_BACKENDS:
+            raise ValueError(f"quality.brisque.features: {features!r} is not one of {FEATURE_BACKENDS}")
         self.model_dir = model_dir
+        self.features_backend = features      # see FEATURE_BACKENDS
         self.device = device                  # None/"auto": CUDA when present, else CPU
         # Frames per pass; None: 4 on CPU (larger batches fall out of cache), 16 on GPU.
         self.batch_size = batch_size
@@ -298,8 +344,12 @@ class BrisqueScorer:
         for indices in by_shape.values():
             for start in range(0, len(indices), batch_size):
                 chunk = indices[start:start + batch_size]
-                batch = torch.from_numpy(np.stack([_grey(frames[i]) for i in chunk])).to(dev)
-                out[chunk] = brisque_features(batch)
+                if self.features_backend == "piq":
+                    rgb = torch.from_numpy(np.stack([np.asarray(frames[i]) for i in chunk]))
+                    out[chunk] = piq_features(rgb.to(dev))
+                else:
+                    batch = torch.from_numpy(np.stack([_grey(frames[i]) for i in chunk])).to(dev)
+                    out[chunk] = brisque_features(batch)
         return out
 
     def predict(self, features: torch.Tensor) -> torch.Tensor:
@@ -317,7 +367,8 @@ class BrisqueScorer:
         NaN and it scores +inf, i.e. the worst quality, so the gate drops it as blurry."""
         if len(frames) == 0:
             return np.zeros(0)
-        scores = self.predict(self._features_t(frames)).cpu().numpy()
+        with _one_cpu_thread():
+            scores = self.predict(self._features_t(frames)).cpu().numpy()
         scores[~np.isfinite(scores)] = np.inf
         return scores
 
@@ -453,14 +504,16 @@ class QualityGate:
 def build_quality_gate(brisque_enabled: bool = True, max_brisque: float = 0.65,
                        brisque_model_dir: Optional[str] = None, ocr_enabled: bool = True,
                        max_text_chars: int = 10, min_confidence: float = 60,
-                       lang: str = "eng", device: Optional[str] = None) -> Optional[QualityGate]:
+                       lang: str = "eng", device: Optional[str] = None,
+                       brisque_features: str = "package") -> Optional[QualityGate]:
     """The gate from config values (quality.*); None when both filters are off.
 
     Called on the worker; the BRISQUE model is still loaded lazily on the first frame."""
     if not brisque_enabled and not ocr_enabled:
         return None
     return QualityGate(
-        brisque=BrisqueScorer(brisque_model_dir, device=device) if brisque_enabled else None,
+        brisque=(BrisqueScorer(brisque_model_dir, device=device, features=brisque_features)
+                 if brisque_enabled else None),
         max_brisque=max_brisque,
         text=TextDetector(min_confidence, lang) if ocr_enabled else None,
         max_text_chars=max_text_chars)

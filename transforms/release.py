@@ -4,51 +4,66 @@ Everything is written under a staging folder (schemas.manifest.new_staging_dir);
 the driver then counts, writes the manifest and renames the folder into place:
 
     sets = sets | PublishCompatImages(staging)   # JPEGs into compat/image-sets/...
-    sets | WriteFrameSets(staging)                # parquet/ and tfrecord/
+    sets | WriteFrameSets(staging)                # parquet/video_sets/, tfrecord/video_sets/
+    rows | WriteTable(staging, name, schema, to_row)   # any other table, same layout
     rejects | WriteRejects(staging)               # rejects/
 """
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
-from schemas.arrow import FRAMESET_SCHEMA, REJECT_SCHEMA, frameset_to_row, reject_to_row
+from schemas.arrow import (FRAMESET_SCHEMA, REJECT_SCHEMA, description_to_row, frameset_to_row,
+                           reject_to_row)
 from schemas.manifest import PARQUET_DIR, REJECTS_DIR, TFRECORD_DIR, make_dirs
 from schemas.names import compat_image_path
 from schemas.records import FrameSet
 from schemas.tfexample import to_example_bytes
 
-FRAMESETS_PREFIX = "framesets"  # shards: framesets-00000-of-00004.parquet / .tfrecord
+VIDEO_SETS = "video_sets"  # table of FrameSets: parquet/video_sets/video_sets-00000-of-00004.parquet
 REJECTS_PREFIX = "rejects"
 
 
-class WriteFrameSets(beam.PTransform):
-    """FrameSets -> `<staging>/parquet/*.parquet` and `<staging>/tfrecord/*.tfrecord`.
+class WriteTable(beam.PTransform):
+    """Records -> `<staging>/parquet/<table>/*.parquet` and `<staging>/tfrecord/<table>/*.tfrecord`
+    (one row and one tf.train.Example per record, the same fields).
 
     num_shards=0 lets the runner choose; a fixed number gives the same file names on
     every runner.
     """
 
-    def __init__(self, staging_dir: str, num_shards: int = 0):
+    def __init__(self, staging_dir: str, table: str, schema, to_row, num_shards: int = 0):
         super().__init__()
         self.staging_dir = staging_dir
+        self.table = table
+        self.schema = schema
+        self.to_row = to_row
         self.num_shards = num_shards
 
-    def expand(self, framesets):
-        rows = framesets | "ToRow" >> beam.Map(frameset_to_row)
+    def expand(self, records):
+        schema = self.schema
+        rows = records | "ToRow" >> beam.Map(self.to_row)
         parquet = rows | "Parquet" >> beam.io.WriteToParquet(
-            FileSystems.join(self.staging_dir, PARQUET_DIR, FRAMESETS_PREFIX),
-            FRAMESET_SCHEMA, file_name_suffix=".parquet", num_shards=self.num_shards)
+            FileSystems.join(self.staging_dir, PARQUET_DIR, self.table, self.table),
+            schema, file_name_suffix=".parquet", num_shards=self.num_shards)
         tfrecord = (rows
-                    | "ToExample" >> beam.Map(to_example_bytes)
+                    | "ToExample" >> beam.Map(lambda row: to_example_bytes(row, schema))
                     | "TFRecord" >> beam.io.WriteToTFRecord(
-                        FileSystems.join(self.staging_dir, TFRECORD_DIR, FRAMESETS_PREFIX),
+                        FileSystems.join(self.staging_dir, TFRECORD_DIR, self.table, self.table),
                         file_name_suffix=".tfrecord", num_shards=self.num_shards))
         return {"parquet": parquet, "tfrecord": tfrecord}
+
+
+class WriteFrameSets(WriteTable):
+    """FrameSets (video sets) -> the `video_sets` table."""
+
+    def __init__(self, staging_dir: str, num_shards: int = 0):
+        super().__init__(staging_dir, VIDEO_SETS, FRAMESET_SCHEMA, frameset_to_row, num_shards)
 
 
 class WriteRejects(beam.PTransform):
@@ -125,3 +140,39 @@ class PublishCompatImages(beam.PTransform):
 
     def expand(self, framesets):
         return framesets | "Publish" >> beam.ParDo(_PublishImages(self.staging_dir))
+
+
+class WriteReport(beam.PTransform):
+    """A small PCollection (a few dicts) -> one JSON file `<staging>/stats/<name>.json`.
+
+    For the figures a data card shows (agreement, language statistics, leakage): all
+    elements are gathered into one list, so use it only for summaries, never for rows.
+    """
+
+    def __init__(self, staging_dir: str, name: str):
+        super().__init__()
+        self._path = FileSystems.join(staging_dir, "stats", f"{name}.json")
+
+    def expand(self, reports):
+        path = self._path
+
+        def write(items):
+            items = sorted(items, key=lambda x: json.dumps(x, sort_keys=True, default=str))
+            with FileSystems.create(path, mime_type="application/json") as f:
+                f.write(json.dumps(items, sort_keys=True, indent=1, default=str).encode("utf-8"))
+            return path
+
+        return reports | "Gather" >> beam.combiners.ToList() | "Write" >> beam.Map(write)
+
+
+class DescriptionRows(beam.DoFn):
+    """KeptDescription -> a DESCRIPTION_SCHEMA row, with its spaCy token count (the
+    rule-based tokenizer of the §4.2 statistics, loaded once per worker)."""
+
+    def setup(self):
+        from transforms.text_stats import tokenizer_nlp
+        self._nlp = tokenizer_nlp()
+
+    def process(self, kept):
+        from transforms.text_stats import words
+        yield description_to_row(kept, len(words(self._nlp(kept.text))))
