@@ -35,7 +35,8 @@ from transforms.embed import EmbedImages, EmbedShots, EncoderSpec, encoder_ident
 from transforms.images import HashAndDedupe, ReadImageCollection
 from transforms.leakage import CheckLeakage
 from transforms.inputs import ReadVideoManifest
-from transforms.mining import MineFrameSets
+from transforms.histograms import HistogramFn
+from transforms.mining import BRISQUE_SCORES, MineFrameSets
 from transforms.public_annotations import WritePublicAnnotations
 from transforms.quality import build_quality_gate
 from transforms.release import (VIDEO_SETS, DescriptionRows, PublishCompatImages, WriteFrameSets,
@@ -50,6 +51,7 @@ from transforms.stage import MAIN, REJECTS
 
 BENCHMARK = "imagecode"
 STATIC_SETS = "static_sets"
+BRISQUE_BINS = (0.0, 1.3, 65)  # BRISQUE/100 from 0 to 1.3 in steps of 0.02 (data card plot)
 DESCRIPTIONS = "descriptions"
 log = logging.getLogger("pipelines.imagecode")
 
@@ -114,6 +116,9 @@ def _video_sets(p, cfg: ImageCodeConfig, staging_dir: str):
         threshold=cfg.mining.distance_threshold, set_size=cfg.mining.set_size,
         gate_factory=quality_gate_factory(cfg), staging_dir=work_dir(staging_dir),
         jpeg_quality=cfg.release.jpeg_quality)
+    _ = (mined[BRISQUE_SCORES]
+         | "BRISQUE distribution" >> beam.CombineGlobally(HistogramFn(*BRISQUE_BINS))
+         | "Write BRISQUE distribution" >> WriteReport(staging_dir, "brisque"))
     sampled = mined[MAIN] | "Sample per source" >> SampleSetsPerSource(
         seed=cfg.seed, quotas=cfg.sampling.sets_per_source, default=cfg.sampling.default)
     released = sampled[MAIN] | "Publish images" >> PublishCompatImages(staging_dir)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections import defaultdict
 
 from apache_beam.io.filesystems import FileSystems
@@ -27,8 +26,8 @@ def describe(cfg: ImageCodeConfig, facts: dict) -> dict:
     staging = facts["staging"]
     tables = facts["counts"]["tables"]
     stats = {name: _read_stats(staging, name) for name in
-             ("agreement", "worker_pools", "language", "set_distances", "leakage")}
-    sections = [_plots(cfg, staging, tables)]
+             ("agreement", "worker_pools", "language", "set_distances", "leakage", "brisque")}
+    sections = [_plots(cfg, staging, tables, stats["brisque"])]
     if stats["language"] is not None:
         sections.append(_language_section(stats["language"], cfg))
     if stats["agreement"] is not None:
@@ -93,7 +92,7 @@ def _thresholds(cfg: ImageCodeConfig) -> dict:
     }
 
 
-def _plots(cfg: ImageCodeConfig, staging: str, tables: dict) -> dict:
+def _plots(cfg: ImageCodeConfig, staging: str, tables: dict, brisque) -> dict:
     folder = FileSystems.join(staging, "plots")
     by_source = defaultdict(list)
     for table in ("video_sets", "static_sets"):
@@ -104,8 +103,9 @@ def _plots(cfg: ImageCodeConfig, staging: str, tables: dict) -> dict:
                 by_source[source].append(distance)
     files = [plots.distance_histogram(dict(by_source), cfg.mining.distance_threshold,
                                       FileSystems.join(folder, "distances.png"))]
-    files.append(plots.brisque_histogram(_evaluated_brisque(staging), cfg.quality.brisque.max_score,
-                                         FileSystems.join(folder, "brisque.png")))
+    if brisque:
+        files.append(plots.brisque_histogram(brisque[0], cfg.quality.brisque.max_score,
+                                             FileSystems.join(folder, "brisque.png")))
     if "descriptions" in tables:
         rows = read_parquet_columns(FileSystems.join(staging, "parquet", "descriptions"),
                                     ["split", "tokens"])
@@ -120,23 +120,6 @@ def _plots(cfg: ImageCodeConfig, staging: str, tables: dict) -> dict:
                 "lengths.png": "Description length in tokens, per split."}
     return {"title": "Plots", "text": "\n\n".join(
         f"![{name}](plots/{name})\n\n{captions.get(name, '')}" for name in files)}
-
-
-BRISQUE_IN_DETAIL = re.compile(r"brisque=([-0-9.e]+|inf)")
-
-
-def _evaluated_brisque(staging: str) -> list:
-    """Scores of frames in sets plus those of evaluated frames that were rejected."""
-    scores = []
-    sets = read_parquet_columns(FileSystems.join(staging, "parquet", "video_sets"), ["brisque_scores"])
-    for per_set in sets["brisque_scores"]:
-        scores += [s for s in per_set if math.isfinite(s)]
-    rejects = read_parquet_columns(FileSystems.join(staging, "rejects"), ["stage", "detail"])
-    for stage, detail in zip(rejects["stage"], rejects["detail"]):
-        match = BRISQUE_IN_DETAIL.search(detail) if stage == "mining" else None
-        if match and math.isfinite(float(match.group(1))):
-            scores.append(float(match.group(1)))
-    return scores
 
 
 def _language_section(per_split: list, cfg: ImageCodeConfig) -> dict:

@@ -69,17 +69,21 @@ def distance_histogram(values_by_source: Dict[str, Sequence[float]], threshold: 
     return _save(figure, path)
 
 
-def brisque_histogram(scores: Sequence[float], threshold: float, path: str) -> str:
-    """BRISQUE/100 of every evaluated frame; frames above the threshold are rejected."""
+def brisque_histogram(histogram: dict, threshold: float, path: str) -> str:
+    """BRISQUE/100 of every evaluated frame, from transforms.histograms.HistogramFn's
+    output (bin counts, so the scores never gather in one place); frames above the
+    threshold are rejected."""
     figure, axes = _figure()
-    scores = np.asarray(scores, float)
-    axes.hist(scores, bins=_shared_edges([scores], [threshold]), color="tab:blue")
+    edges = np.asarray(histogram["edges"], float)
+    counts = np.asarray(histogram["counts"], float)
+    axes.stairs(counts, edges, fill=True, color="tab:blue")
     axes.axvline(threshold, color="black", linestyle="--",
                  label=f"threshold {threshold:g} (above: rejected)")
-    if not scores.size:
+    outside = histogram["below"] + histogram["above"] + histogram["non_finite"]
+    if not histogram["n"]:
         _no_data(axes)
     axes.set_xlabel("BRISQUE / 100 (higher = lower quality)")
-    axes.set_ylabel(f"frames (n={scores.size})")
+    axes.set_ylabel(f"frames (n={histogram['n']}, {outside} outside the axis)")
     axes.legend(fontsize="small")
     return _save(figure, path)
 

@@ -170,7 +170,10 @@ def verify_manifest(version: str) -> List[str]:
 # --- counts read back from the written tables ----------------------------------------
 
 def read_parquet_columns(folder: str, columns: List[str]) -> Dict[str, list]:
-    """The given columns of every `*.parquet` file in `folder`, concatenated."""
+    """The given columns of every `*.parquet` file in `folder`, concatenated.
+
+    For small per-set columns only; counting uses count_rows_by, which never holds more
+    than one file."""
     out = {c: [] for c in columns}
     for path in sorted(_match(FileSystems.join(folder, "*.parquet"))):
         with FileSystems.open(path, compression_type="uncompressed") as f:
@@ -180,35 +183,55 @@ def read_parquet_columns(folder: str, columns: List[str]) -> Dict[str, list]:
     return out
 
 
+def count_rows_by(folder: str, columns: List[str]) -> collections.Counter:
+    """{(value, ...): rows} over the `*.parquet` files of `folder`, one file at a time
+    (Arrow's group-by), so counting a table of millions of rejects stays small."""
+    counts: collections.Counter = collections.Counter()
+    for path in sorted(_match(FileSystems.join(folder, "*.parquet"))):
+        with FileSystems.open(path, compression_type="uncompressed") as f:
+            table = pq.read_table(f, columns=columns)
+        if table.num_rows == 0:
+            continue
+        grouped = table.group_by(columns).aggregate([([], "count_all")]).to_pydict()
+        for i, n in enumerate(grouped["count_all"]):
+            counts[tuple(grouped[c][i] for c in columns)] += n
+    return counts
+
+
 def release_counts(staging: str, tables=("video_sets",)) -> dict:
     """Rows actually written: per table by split/source, Rejects per reason and stage."""
-    rejects = read_parquet_columns(FileSystems.join(staging, REJECTS_DIR),
-                                   ["stage", "level", "reason"])
+    rejects = count_rows_by(FileSystems.join(staging, REJECTS_DIR), ["stage", "level", "reason"])
     by_stage = collections.defaultdict(lambda: collections.defaultdict(collections.Counter))
-    for stage, level, reason in zip(rejects["stage"], rejects["level"], rejects["reason"]):
-        by_stage[stage][level][reason] += 1
+    by_reason: collections.Counter = collections.Counter()
+    for (stage, level, reason), n in rejects.items():
+        by_stage[stage][level][reason] += n
+        by_reason[reason] += n
     return {
         "tables": {table: _table_counts(FileSystems.join(staging, PARQUET_DIR, table))
                    for table in tables},
         "rejects": {
-            "total": len(rejects["reason"]),
-            "by_reason": dict(collections.Counter(rejects["reason"])),
-            "by_stage": {st: {lv: dict(c) for lv, c in levels.items()}
-                         for st, levels in by_stage.items()},
+            "total": sum(rejects.values()),
+            "by_reason": dict(sorted(by_reason.items())),
+            "by_stage": {st: {lv: dict(sorted(c.items())) for lv, c in sorted(levels.items())}
+                         for st, levels in sorted(by_stage.items())},
         },
     }
 
 
 def _table_counts(folder: str) -> dict:
-    rows = read_parquet_columns(folder, ["split", "source"])
+    rows = count_rows_by(folder, ["split", "source"])
+    by_split: collections.Counter = collections.Counter()
+    by_source: collections.Counter = collections.Counter()
     by_split_source = collections.defaultdict(collections.Counter)
-    for split, source in zip(rows["split"], rows["source"]):
-        by_split_source[split][source] += 1
+    for (split, source), n in rows.items():
+        by_split[split] += n
+        by_source[source] += n
+        by_split_source[split][source] += n
     return {
-        "total": len(rows["split"]),
-        "by_split": dict(collections.Counter(rows["split"])),
-        "by_source": dict(collections.Counter(rows["source"])),
-        "by_split_source": {s: dict(c) for s, c in by_split_source.items()},
+        "total": sum(rows.values()),
+        "by_split": dict(sorted(by_split.items())),
+        "by_source": dict(sorted(by_source.items())),
+        "by_split_source": {s: dict(sorted(c.items())) for s, c in sorted(by_split_source.items())},
     }
 
 

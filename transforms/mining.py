@@ -82,8 +82,13 @@ def pairwise_distances(vectors: np.ndarray) -> np.ndarray:
 GateFactory = Callable[[], Optional[object]]
 
 
+BRISQUE_SCORES = "brisque_scores"  # tagged output: BRISQUE/100 of every evaluated frame
+
+
 class MineFrameSets(beam.PTransform):
-    """ShotFrames with embeddings -> FrameSet (main) and frame-level Rejects.
+    """ShotFrames with embeddings -> FrameSet (main), frame-level Rejects (REJECTS), and
+    the BRISQUE/100 score of every frame the gate evaluated (BRISQUE_SCORES, for the
+    data card's distribution).
 
     The selected frames are written as JPEG under `<staging_dir>/frames/<set>/`; the
     release step moves the sets it keeps into compat/.
@@ -95,7 +100,7 @@ class MineFrameSets(beam.PTransform):
         self._dofn = _MineShot(threshold, set_size, gate_factory, staging_dir, jpeg_quality)
 
     def expand(self, shots):
-        return shots | beam.ParDo(self._dofn).with_outputs(REJECTS, main=MAIN)
+        return shots | beam.ParDo(self._dofn).with_outputs(REJECTS, BRISQUE_SCORES, main=MAIN)
 
 
 class _MineShot(beam.DoFn):
@@ -127,6 +132,9 @@ class _MineShot(beam.DoFn):
         self._counts.seen(len(shot.frames), level="frame")
         self._counts.seen(level="shot")
         result = mine_sets(shot.embeddings, self._threshold, self._set_size, accept)
+        for position in sorted(verdicts):
+            if verdicts[position].brisque is not None:
+                yield beam.pvalue.TaggedOutput(BRISQUE_SCORES, verdicts[position].brisque)
 
         for set_index, positions in enumerate(result.sets):
             self._counts.seen(level="set")  # sets are born here: every one goes on
