@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import datetime
 import hashlib
+import json
 import logging
 import os
 import subprocess
+import sys
 from typing import Callable, Dict, Iterable, Optional, Tuple
 
 from apache_beam.io.filesystems import FileSystems
 
+from pipelines import release_diff
 from pipelines.config import config_hash, to_dict
 from schemas import manifest as release_manifest
 from schemas.datacard import write_datacard
@@ -69,7 +72,7 @@ def _fill(staging: str, *, benchmark, version, config, result, models, inputs, l
     figures = card.pop("manifest", {})
     write_datacard(staging, {"benchmark": benchmark, "version": version, "counts": counts,
                              "stages": stages, "models": models, **card})
-    release_manifest.write_manifest(staging, {
+    manifest = {
         "format": MANIFEST_FORMAT,
         "benchmark": benchmark,
         "version": version,
@@ -83,8 +86,26 @@ def _fill(staging: str, *, benchmark, version, config, result, models, inputs, l
         "stages": stages,
         "reconciled": True,
         "figures": figures,
-    })
+    }
+    manifest["previous_version"] = write_release_notes(staging, manifest)
+    release_manifest.write_manifest(staging, manifest)
     return counts
+
+
+def write_release_notes(staging: str, manifest: dict) -> Optional[str]:
+    """RELEASE_NOTES.md: what changed since the previous version (or that there is none).
+    Returns the previous version's name."""
+    benchmark_dir = FileSystems.split(staging.rstrip("/"))[0]
+    previous = release_diff.previous_version(benchmark_dir, manifest["version"])
+    if previous is None:
+        text = (f"# {manifest['benchmark']} {manifest['version']}\n\nFirst release in "
+                f"{benchmark_dir}: nothing to compare with.\n")
+    else:
+        text = release_diff.render(release_diff.diff_releases(previous, staging, manifest))
+    with FileSystems.create(FileSystems.join(staging, "RELEASE_NOTES.md"),
+                            mime_type="text/markdown") as f:
+        f.write(text.encode("utf-8"))
+    return FileSystems.split(previous)[1] if previous else None
 
 
 def _written_vs_counted(stages: dict, counts: dict, tables: Dict[str, Tuple[str, str]]) -> list:
@@ -135,6 +156,27 @@ def describe_input(path: Optional[str]) -> Optional[dict]:
     return {"path": path, "bytes": size, "sha256": digest.hexdigest()}
 
 
+def main(argv=None) -> int:
+    """`python -m pipelines.release diff A B`: what changed between two releases."""
+    import argparse
+    parser = argparse.ArgumentParser(prog="python -m pipelines.release",
+                                     description="Inspect releases.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    diff = commands.add_parser("diff", help="config and rows changed between two releases")
+    diff.add_argument("old", help="version folder, e.g. releases/imagecode/1.0.0")
+    diff.add_argument("new", help="version folder, e.g. releases/imagecode/1.1.0")
+    diff.add_argument("--json", action="store_true", help="print JSON instead of Markdown")
+    diff.add_argument("--examples", type=int, default=10, help="keys listed per change kind")
+    args = parser.parse_args(argv)
+    try:
+        result = release_diff.diff_releases(args.old, args.new)
+    except (FileNotFoundError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(json.dumps(result, indent=1) if args.json else release_diff.render(result, args.examples))
+    return 0
+
+
 def print_summary(final: str, counts: dict) -> None:
     rejects = counts["rejects"]
     lines = [f"release: {final}"]
@@ -144,3 +186,7 @@ def print_summary(final: str, counts: dict) -> None:
     lines += [f"  rejects: {rejects['total']}  " + "  ".join(
                  f"{reason}={n}" for reason, n in sorted(rejects["by_reason"].items()))]
     print("\n".join(lines), flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -46,8 +46,10 @@ def set_rows(release_dir, table="video_sets"):
 
 
 def test_release_layout_and_counts(release):
-    assert sorted(os.listdir(release)) == ["DATACARD.md", "MANIFEST.json", "compat", "crowd",
-                                           "parquet", "plots", "rejects", "stats", "tfrecord"]
+    assert sorted(os.listdir(release)) == ["DATACARD.md", "MANIFEST.json", "RELEASE_NOTES.md",
+                                           "compat", "crowd", "parquet", "plots", "rejects",
+                                           "stats", "tfrecord"]
+    assert "First release" in open(os.path.join(release, "RELEASE_NOTES.md")).read()
     manifest = json.load(open(os.path.join(release, "MANIFEST.json")))
     assert manifest["version"] == "1.0.0" and manifest["benchmark"] == "imagecode"
     assert manifest["models"]["image_encoder"]["kind"] == "thumbnail"
@@ -178,9 +180,17 @@ def test_same_config_gives_the_same_sets_on_the_multi_process_runner(sample, rel
     assert sorted(map(key, a)) == sorted(map(key, b))
 
 
-def test_a_threshold_override_changes_the_release(sample, release, tmp_path):
-    other = build(sample, tmp_path, "1.1.0", "--set", "mining.distance_threshold=0.5")
+def test_a_threshold_override_changes_the_release(sample, release):
+    out = os.path.dirname(os.path.dirname(release))
+    other = build(sample, out, "1.1.0", "--set", "mining.distance_threshold=0.5")
     manifest = json.load(open(os.path.join(other, "MANIFEST.json")))
     assert manifest["config"]["mining"]["distance_threshold"] == 0.5
     assert all(r["distance_min"] > 0.5 for r in set_rows(other))
     assert len(set_rows(other)) < len(set_rows(release))
+    notes = open(os.path.join(other, "RELEASE_NOTES.md")).read()
+    assert manifest["previous_version"] == "1.0.0"
+    assert "`mining.distance_threshold`: 0.35 -> 0.5" in notes
+    before = {r["set_name"] for r in set_rows(release)}
+    after = {r["set_name"] for r in set_rows(other)}
+    assert (f"## video_sets\n\n{len(after - before)} added, {len(before - after)} removed"
+            in notes)
