@@ -5,7 +5,7 @@ OUT       ?= releases
 CONFIG    ?= pipelines/configs/imagecode.yaml
 ARGS      ?=
 
-.PHONY: setup build-imagecode sample-imagecode test bench clean-sample
+.PHONY: setup build-imagecode sample-imagecode test bench clean-sample cache-prune
 
 setup:
 	@bash scripts/setup.sh
@@ -40,3 +40,8 @@ bench: setup
 
 clean-sample:
 	rm -rf samples/imagecode
+
+# Delete cache shards that no release's MANIFEST.json names ("cache_files"; see pipelines/cache.py).
+CACHE ?= $(OUT)/.cache
+cache-prune: setup
+	$(PY) -m pipelines.cache prune --cache $(CACHE) --releases $(OUT)

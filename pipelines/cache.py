@@ -1,0 +1,74 @@
+"""Cache housekeeping: `python -m pipelines.cache prune --cache ROOT --releases OUT [--dry-run]`.
+
+The manifest contract: a release that used cache entries lists the shards it read or
+wrote under a top-level key of its MANIFEST.json,
+
+    "cache_files": ["embed/run-20240101-00000-of-00004.parquet", ...]
+
+paths relative to the cache root (transforms.cache.relative_cache_path). Prune keeps
+every shard named by any MANIFEST.json below OUT and deletes every other shard
+(`<ROOT>/<stage>/*.parquet`), printing each removal and the bytes freed. Beam's
+`beam-temp-*` folders are left alone: they may belong to a run still writing.
+Run prune when no build is running: a build's new shards are named in its manifest
+only once the build finishes.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import List, Optional, Set, Tuple
+
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
+
+from schemas.manifest import MANIFEST
+from transforms.cache import SUFFIX, relative_cache_path
+
+CACHE_FILES_KEY = "cache_files"
+
+
+def referenced_files(releases: str) -> Set[str]:
+    """Cache paths (relative to the root) named by any MANIFEST.json under `releases`."""
+    keep: Set[str] = set()
+    for meta in FileSystems.match([FileSystems.join(releases, "**")])[0].metadata_list:
+        if not meta.path.endswith("/" + MANIFEST):
+            continue
+        with FileSystems.open(meta.path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+            manifest = json.loads(f.read().decode("utf-8"))
+        keep.update(manifest.get(CACHE_FILES_KEY, []) if isinstance(manifest, dict) else [])
+    return keep
+
+
+def prune(cache: str, releases: str, dry_run: bool = False) -> Tuple[List[str], int]:
+    """Delete unreferenced shards; returns (removed paths, bytes freed)."""
+    keep = referenced_files(releases)
+    pattern = FileSystems.join(cache, "*", "*" + SUFFIX)  # shards only, not beam-temp-*/
+    doomed = [m for m in FileSystems.match([pattern])[0].metadata_list
+              if relative_cache_path(cache, m.path) not in keep]
+    doomed.sort(key=lambda m: m.path)
+    if doomed and not dry_run:
+        FileSystems.delete([m.path for m in doomed])
+    return [m.path for m in doomed], sum(m.size_in_bytes for m in doomed)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m pipelines.cache", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True)
+    p = commands.add_parser("prune", help="delete cache shards no release manifest names")
+    p.add_argument("--cache", required=True, help="cache root (local path or gs://)")
+    p.add_argument("--releases", required=True, help="release root searched for MANIFEST.json")
+    p.add_argument("--dry-run", action="store_true", help="only print what would be removed")
+    args = parser.parse_args(argv)
+
+    removed, freed = prune(args.cache, args.releases, args.dry_run)
+    verb = "would remove" if args.dry_run else "removed"
+    for path in removed:
+        print(f"{verb} {path}")
+    print(f"{verb} {len(removed)} shard(s), {freed} bytes")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
