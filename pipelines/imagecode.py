@@ -31,7 +31,9 @@ from schemas.manifest import work_dir
 from transforms.agreement import ComputeAgreement, WorkerPools
 from transforms.crowd import (JUDGED, ApplyKeepRule, MakeDescribeTasks, MakeRetrieveTasks,
                               ReadDescriptions, ReadRetrievals, WriteTasks)
+from transforms.cache import relative_cache_path
 from transforms.embed import EmbedImages, EmbedShots, EncoderSpec, encoder_identity
+from transforms.embed_cache import WRITTEN, EmbedImagesCached
 from transforms.images import HashAndDedupe, ReadImageCollection
 from transforms.leakage import CheckLeakage
 from transforms.inputs import ReadVideoManifest
@@ -74,10 +76,12 @@ def quality_gate_factory(cfg: ImageCodeConfig):
         min_confidence=q.ocr.min_confidence, lang=q.ocr.lang)
 
 
-def build_pipeline(p: beam.Pipeline, cfg: ImageCodeConfig, staging_dir: str) -> None:
-    """Wire the stages; reads like §3.1-§3.3. Writes into `staging_dir`."""
+def build_pipeline(p: beam.Pipeline, cfg: ImageCodeConfig, staging_dir: str,
+                   cache_root: Optional[str] = None) -> None:
+    """Wire the stages; reads like §3.1-§3.3. Writes into `staging_dir`; reuses and adds
+    cached results under `cache_root` (None: no cache)."""
     video_sets, rejects = _video_sets(p, cfg, staging_dir)
-    static_rows, static_rejects = _static_sets(p, cfg, staging_dir)
+    static_rows, static_rejects = _static_sets(p, cfg, staging_dir, cache_root)
     rejects += static_rejects
 
     annotation_sets = (
@@ -126,13 +130,21 @@ def _video_sets(p, cfg: ImageCodeConfig, staging_dir: str):
     return released, [videos[REJECTS], shots[REJECTS], mined[REJECTS], sampled[REJECTS]]
 
 
-def _static_sets(p, cfg: ImageCodeConfig, staging_dir: str):
+def _static_sets(p, cfg: ImageCodeConfig, staging_dir: str, cache_root: Optional[str]):
     """§3.1 Static Pictures: every image embedded, sampled queries, their 9 nearest."""
     if not cfg.static.images:
         return p | "No static sets" >> beam.Create([]), []
     images = p | "Read images" >> ReadImageCollection(cfg.static.images)
     unique = images[MAIN] | "Drop duplicate images" >> HashAndDedupe()
-    embedded = unique[MAIN] | "Embed images" >> EmbedImages(encoder_spec(cfg))
+    spec = encoder_spec(cfg)
+    if cache_root:
+        run_id = f"{BENCHMARK}-{FileSystems.split(staging_dir.rstrip('/'))[1].rsplit('-', 1)[-1]}"
+        embedded = unique[MAIN] | "Embed images (cached)" >> EmbedImagesCached(
+            spec, encoder_identity(spec)["fingerprint"], cache_root, run_id)
+        _ = (embedded[WRITTEN] | "Cache files" >> beam.Map(lambda path: relative_cache_path(cache_root, path))
+             | "Write cache files" >> WriteReport(staging_dir, "cache_files"))
+    else:
+        embedded = unique[MAIN] | "Embed images" >> EmbedImages(spec)
     sets = embedded[MAIN] | "Nearest neighbours" >> BuildStaticSets(
         seed=cfg.seed, n_sets=cfg.static.sets, k=cfg.static.neighbours,
         num_shards=cfg.static.shards, split_ratios=cfg.static.split_ratios,
@@ -207,9 +219,11 @@ def run(argv: Optional[List[str]] = None) -> str:
     spec = encoder_spec(cfg)
     options = PipelineOptions(beam_args)
 
+    cache_root = (cfg.cache.dir or FileSystems.join(args.output, ".cache")) if cfg.cache.enabled else None
+
     def execute(staging_dir: str):
         pipeline = beam.Pipeline(runner=runner_for(options), options=options)
-        build_pipeline(pipeline, cfg, staging_dir)
+        build_pipeline(pipeline, cfg, staging_dir, cache_root)
         result = pipeline.run()
         result.wait_until_finish()
         return result
@@ -219,7 +233,7 @@ def run(argv: Optional[List[str]] = None) -> str:
         execute=execute, models={"image_encoder": encoder_identity(spec)},
         inputs={"videos": cfg.inputs.videos}, links=STAGE_LINKS,
         tables=released_tables(cfg),
-        describe=lambda facts: datacard.describe(cfg, facts))
+        describe=lambda facts: datacard.describe(cfg, facts, cache_root))
 
 
 def main(argv: Optional[List[str]] = None) -> int:

@@ -96,6 +96,12 @@ class StatsConfig:
 
 
 @dataclass
+class CacheConfig:
+    dir: Optional[str] = None             # null = <output>/.cache; any Beam filesystem
+    enabled: bool = True
+
+
+@dataclass
 class ReleaseConfig:
     jpeg_quality: int = 95
 
@@ -114,6 +120,7 @@ class ImageCodeConfig:
     static: StaticConfig = field(default_factory=StaticConfig)
     crowd: CrowdConfig = field(default_factory=CrowdConfig)
     stats: StatsConfig = field(default_factory=StatsConfig)
+    cache: CacheConfig = field(default_factory=CacheConfig)
     release: ReleaseConfig = field(default_factory=ReleaseConfig)
 
     def validate(self) -> None:

@@ -22,7 +22,7 @@ PAPER = "Krojer et al. 2022, ImageCoDe"
 PAPER_RATIO = 1.13  # §4.3: video frames are more similar than static pictures by this factor
 
 
-def describe(cfg: ImageCodeConfig, facts: dict) -> dict:
+def describe(cfg: ImageCodeConfig, facts: dict, cache_root=None) -> dict:
     staging = facts["staging"]
     tables = facts["counts"]["tables"]
     stats = {name: _read_stats(staging, name) for name in
@@ -44,9 +44,35 @@ def describe(cfg: ImageCodeConfig, facts: dict) -> dict:
             f"\n\nStatic sets: {leak['static_images_in_several_splits']} of "
             f"{leak['static_images']} images are members of sets in more than one split "
             "(kNN sets of one collection overlap; the paper does not separate them).")})
+    cache_section, cache_files = _cache(facts["stages"], staging, cache_root)
+    if cache_section:
+        sections.append(cache_section)
     return {"summary": _summary(cfg, facts), "thresholds": _thresholds(cfg),
             "sections": sections, "manifest": {name: value for name, value in stats.items()
-                                               if value is not None}}
+                                               if value is not None},
+            "manifest_top": {"cache_root": cache_root, "cache_files": cache_files}
+            if cache_root else {}}
+
+
+def _cache(stages: dict, staging: str, cache_root):
+    """The data card's cache table, and every shard this build read (a lookup reads all
+    shards of its stage) or wrote, so `make cache-prune` keeps them: the manifest names
+    them under "cache_files" (pipelines/cache.py)."""
+    if not cache_root:
+        return None, []
+    rows = [[name[len("cache."):], counters.get("hit", 0), counters.get("miss", 0),
+             counters.get("corrupt", 0), counters.get("written", 0)]
+            for name, counters in sorted(stages.items()) if name.startswith("cache.")]
+    from transforms.cache import relative_cache_path, shard_pattern
+    read = []
+    for row in rows:
+        matches = FileSystems.match([shard_pattern(cache_root, row[0])])[0].metadata_list
+        read += [relative_cache_path(cache_root, m.path) for m in matches]
+    written = _read_stats(staging, "cache_files") or []
+    section = {"title": "Cache", "text": (
+        f"Results reused from `{cache_root}` (cached) or computed and written back.\n\n"
+        + markdown_table(["stage", "cached", "computed", "corrupt entries", "written"], rows))}
+    return section, sorted(set(read) | set(written))
 
 
 def _summary(cfg: ImageCodeConfig, facts: dict) -> str:

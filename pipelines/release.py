@@ -70,6 +70,7 @@ def _fill(staging: str, *, benchmark, version, config, result, models, inputs, l
     card = describe({"version": version, "counts": counts, "stages": stages,
                      "models": models, "config": to_dict(config), "staging": staging})
     figures = card.pop("manifest", {})
+    top_level = card.pop("manifest_top", {})
     write_datacard(staging, {"benchmark": benchmark, "version": version, "counts": counts,
                              "stages": stages, "models": models, **card})
     manifest = {
@@ -86,6 +87,7 @@ def _fill(staging: str, *, benchmark, version, config, result, models, inputs, l
         "stages": stages,
         "reconciled": True,
         "figures": figures,
+        **top_level,
     }
     manifest["previous_version"] = write_release_notes(staging, manifest)
     release_manifest.write_manifest(staging, manifest)

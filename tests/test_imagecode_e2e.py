@@ -187,6 +187,12 @@ def test_a_threshold_override_changes_the_release(sample, release):
     assert manifest["config"]["mining"]["distance_threshold"] == 0.5
     assert all(r["distance_min"] > 0.5 for r in set_rows(other))
     assert len(set_rows(other)) < len(set_rows(release))
+    # the same images under the same encoder: every readable one comes from the cache
+    cached = manifest["stages"]["cache.image_embedding"]
+    first = json.load(open(os.path.join(release, "MANIFEST.json")))["stages"]["cache.image_embedding"]
+    assert cached.get("hit", 0) == first["written"] > 0
+    assert manifest["stages"]["embed"]["image.in"] == cached["miss"] == 1  # the broken file
+    assert all(f.startswith("image_embedding/") for f in manifest["cache_files"])
     notes = open(os.path.join(other, "RELEASE_NOTES.md")).read()
     assert manifest["previous_version"] == "1.0.0"
     assert "`mining.distance_threshold`: 0.35 -> 0.5" in notes
