@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import json
 import os
 import posixpath
 
@@ -29,6 +28,7 @@ from apache_beam.io.filesystems import FileSystems
 from schemas import reasons
 from schemas.names import safe_name
 from schemas.records import ImageRef, Reject
+from transforms.inputs import parse_record
 from transforms.stage import MAIN, REJECTS, StageCounts
 
 STAGE = "images"
@@ -111,18 +111,9 @@ class _ParseLine(beam.DoFn):
 
 def parse_image_line(line: str, base_dir: str):
     """An ImageRef, or (reason code, detail) saying what is wrong with the line."""
-    try:
-        record = json.loads(line)
-    except json.JSONDecodeError as e:
-        return reasons.BAD_JSON, f"not JSON: {e.msg} at column {e.colno}"
-    if not isinstance(record, dict):
-        return reasons.BAD_JSON, "a line must be a JSON object"
-    missing = [f for f in REQUIRED_FIELDS if f not in record]
-    if missing:
-        return reasons.MISSING_FIELD, f"missing field(s): {', '.join(missing)}"
-    bad = [f for f in REQUIRED_FIELDS if not isinstance(record[f], str) or not record[f].strip()]
-    if bad:
-        return reasons.BAD_FIELD, f"field(s) must be non-empty strings: {', '.join(bad)}"
+    record = parse_record(line, REQUIRED_FIELDS)
+    if isinstance(record, tuple):
+        return record
     try:
         image_id = safe_name(record["image_id"])
     except ValueError as e:

@@ -64,20 +64,30 @@ class _ParseLine(beam.DoFn):
                                             item_id=line.strip()[:200], detail=detail))
 
 
-def parse_manifest_line(line: str, base_dir: str):
-    """A VideoRef, or (reason code, detail) saying what is wrong with the line."""
+def parse_record(line: str, required_fields):
+    """One JSON Lines manifest line as a dict whose `required_fields` are non-empty
+    strings, or (reason code, detail) saying what is wrong with it. Shared by the
+    video and image manifests."""
     try:
         record = json.loads(line)
     except json.JSONDecodeError as e:
         return reasons.BAD_JSON, f"not JSON: {e.msg} at column {e.colno}"
     if not isinstance(record, dict):
         return reasons.BAD_JSON, "a line must be a JSON object"
-    missing = [f for f in REQUIRED_FIELDS if f not in record]
+    missing = [f for f in required_fields if f not in record]
     if missing:
         return reasons.MISSING_FIELD, f"missing field(s): {', '.join(missing)}"
-    bad = [f for f in REQUIRED_FIELDS if not isinstance(record[f], str) or not record[f].strip()]
+    bad = [f for f in required_fields if not isinstance(record[f], str) or not record[f].strip()]
     if bad:
         return reasons.BAD_FIELD, f"field(s) must be non-empty strings: {', '.join(bad)}"
+    return record
+
+
+def parse_manifest_line(line: str, base_dir: str):
+    """A VideoRef, or (reason code, detail) saying what is wrong with the line."""
+    record = parse_record(line, REQUIRED_FIELDS)
+    if isinstance(record, tuple):
+        return record
     if record["split"] not in SPLITS:
         return reasons.BAD_FIELD, f"split {record['split']!r} is not one of {', '.join(SPLITS)}"
     for name in ("source", "video_id"):
