@@ -432,8 +432,8 @@ def loads_in_this_process() -> int:
     return _LOADS_IN_THIS_PROCESS
 
 
-class ShotEncoderHandler(ModelHandler[ShotFrames, PredictionResult, Any]):
-    """RunInference handler: ShotFrames in, PredictionResult(shot, (n, d) embeddings) out."""
+class _EncoderHandler(ModelHandler):
+    """What both handlers share: one encoder per worker, its load counted once."""
 
     def __init__(self, spec: EncoderSpec):
         super().__init__()
@@ -446,11 +446,19 @@ class ShotEncoderHandler(ModelHandler[ShotFrames, PredictionResult, Any]):
         encoder.load_counted = False  # counted on first use: metrics are not live in setup()
         return encoder
 
-    def run_inference(self, batch: Sequence[ShotFrames], model,
-                      inference_args: Optional[Dict[str, Any]] = None) -> Iterable[PredictionResult]:
+    @staticmethod
+    def _count_load(model) -> None:
         if not model.load_counted:
             Metrics.counter(NAMESPACE, "model.loaded").inc()
             model.load_counted = True
+
+
+class ShotEncoderHandler(_EncoderHandler):
+    """RunInference handler: ShotFrames in, PredictionResult(shot, (n, d) embeddings) out."""
+
+    def run_inference(self, batch: Sequence[ShotFrames], model,
+                      inference_args: Optional[Dict[str, Any]] = None) -> Iterable[PredictionResult]:
+        self._count_load(model)
         sizes = [len(shot.frames) for shot in batch]
         # All frames of the batch's shots in one stream: sub-batches fill across shots.
         embeddings = model.encode([frame for shot in batch for frame in shot.frames])
@@ -519,26 +527,13 @@ def read_image(path: str):
     return np.ascontiguousarray(pixels), hashlib.sha256(data).hexdigest()
 
 
-class ImageEncoderHandler(ModelHandler[ImageRef, PredictionResult, Any]):
+class ImageEncoderHandler(_EncoderHandler):
     """RunInference handler: ImageRef in, PredictionResult(ref, ((d,) embedding, sha256) or
     _Unreadable) out. Images of one batch are decoded, then encoded together."""
 
-    def __init__(self, spec: EncoderSpec):
-        super().__init__()
-        self.spec = spec
-
-    def load_model(self):
-        global _LOADS_IN_THIS_PROCESS
-        _LOADS_IN_THIS_PROCESS += 1
-        encoder = build_encoder(self.spec)
-        encoder.load_counted = False
-        return encoder
-
     def run_inference(self, batch: Sequence[ImageRef], model,
                       inference_args: Optional[Dict[str, Any]] = None) -> Iterable[PredictionResult]:
-        if not model.load_counted:
-            Metrics.counter(NAMESPACE, "model.loaded").inc()
-            model.load_counted = True
+        self._count_load(model)
         outcomes: List[Any] = []
         pixels = []
         for ref in batch:
