@@ -31,16 +31,16 @@ from schemas.manifest import work_dir
 from transforms.agreement import ComputeAgreement, WorkerPools
 from transforms.crowd import (JUDGED, ApplyKeepRule, MakeDescribeTasks, MakeRetrieveTasks,
                               ReadDescriptions, ReadRetrievals, WriteTasks)
-from transforms.cache import relative_cache_path
-from transforms.embed import EmbedImages, EmbedShots, EncoderSpec, encoder_identity
+from transforms.cache import fingerprint, relative_cache_path
+from transforms.embed import EmbedImages, EncoderSpec, encoder_identity
 from transforms.embed_cache import WRITTEN, EmbedImagesCached
 from transforms.images import HashAndDedupe, ReadImageCollection
 from transforms.leakage import CheckLeakage
 from transforms.inputs import ReadVideoManifest
 from transforms.histograms import HistogramFn
-from transforms.mining import BRISQUE_SCORES, MineFrameSets
+from transforms.mining import BRISQUE_SCORES, NEW_SCORES, MineFrameSets
 from transforms.public_annotations import WritePublicAnnotations
-from transforms.quality import build_quality_gate
+from transforms.quality import brisque_identity, build_quality_gate, ocr_identity
 from transforms.release import (VIDEO_SETS, DescriptionRows, PublishCompatImages, WriteFrameSets,
                                 WriteRejects, WriteReport, WriteTable)
 from transforms.static_publish import PublishStaticSets
@@ -48,7 +48,8 @@ from transforms.static_sets import BuildStaticSets
 from transforms.text_stats import LanguageStatsPerSplit
 from transforms.sampling import SampleSetsPerSource
 from transforms.set_stats import WithinSetDistanceStats
-from transforms.shots import SplitIntoShots
+from transforms.video_plans import WRITTEN as VIDEO_CACHE_WRITTEN
+from transforms.video_plans import PlanVideos, StoreNewScores, VideoCacheSpec
 from transforms.stage import MAIN, REJECTS
 
 BENCHMARK = "imagecode"
@@ -80,9 +81,15 @@ def build_pipeline(p: beam.Pipeline, cfg: ImageCodeConfig, staging_dir: str,
                    cache_root: Optional[str] = None) -> None:
     """Wire the stages; reads like §3.1-§3.3. Writes into `staging_dir`; reuses and adds
     cached results under `cache_root` (None: no cache)."""
-    video_sets, rejects = _video_sets(p, cfg, staging_dir)
-    static_rows, static_rejects = _static_sets(p, cfg, staging_dir, cache_root)
+    run_id = f"{BENCHMARK}-{FileSystems.split(staging_dir.rstrip('/'))[1].rsplit('-', 1)[-1]}"
+    video_sets, rejects, cache_files = _video_sets(p, cfg, staging_dir, cache_root, run_id)
+    static_rows, static_rejects, static_files = _static_sets(p, cfg, staging_dir, cache_root,
+                                                             run_id)
     rejects += static_rejects
+    if cache_root:
+        _ = ((cache_files + static_files) | "Cache files written" >> beam.Flatten()
+             | "Relative cache files" >> beam.Map(lambda path: relative_cache_path(cache_root, path))
+             | "Write cache files" >> WriteReport(staging_dir, "cache_files"))
 
     annotation_sets = (
         (video_sets | "Video sets for the rounds" >> beam.Map(AnnotationSet.from_frame_set),
@@ -103,23 +110,46 @@ def build_pipeline(p: beam.Pipeline, cfg: ImageCodeConfig, staging_dir: str,
     _ = (rejects | "All rejects" >> beam.Flatten() | "Write rejects" >> WriteRejects(staging_dir))
 
 
-def _video_sets(p, cfg: ImageCodeConfig, staging_dir: str):
+def shot_params(cfg: ImageCodeConfig) -> dict:
+    """SplitIntoShots' settings from the config (they also key the cached shot lists)."""
+    backend = cfg.shots.backend
+    return dict(backend=backend,
+                threshold=(cfg.shots.pyscenedetect_threshold if backend == "pyscenedetect"
+                           else cfg.shots.ffmpeg_threshold),
+                min_scene_len=cfg.shots.min_scene_len, stride=cfg.decode.stride,
+                max_side=cfg.decode.max_side or None)
+
+
+def filter_identities(cfg: ImageCodeConfig) -> dict:
+    """Identities of the quality filters that are on (manifest; cache key fingerprints)."""
+    q, out = cfg.quality, {}
+    if q.brisque.enabled:
+        out["brisque"] = brisque_identity(q.brisque.model_dir, q.brisque.features)
+    if q.ocr.enabled:
+        out["ocr"] = ocr_identity(q.ocr.min_confidence, q.ocr.lang)
+    return {name: dict(identity, fingerprint=fingerprint(identity)) for name, identity in out.items()}
+
+
+def _video_sets(p, cfg: ImageCodeConfig, staging_dir: str, cache_root: Optional[str], run_id: str):
     """§3.1 Video Frames: shots, CLIP embeddings, greedy sets with lazy quality filters."""
     videos = p | "Read manifest" >> ReadVideoManifest(cfg.inputs.videos)
-    shots = (
-        videos[MAIN]
-        | "Spread videos" >> beam.Reshuffle()
-        | "Split into shots" >> SplitIntoShots(
-            backend=cfg.shots.backend,
-            threshold=(cfg.shots.pyscenedetect_threshold if cfg.shots.backend == "pyscenedetect"
-                       else cfg.shots.ffmpeg_threshold),
-            min_scene_len=cfg.shots.min_scene_len, stride=cfg.decode.stride,
-            max_side=cfg.decode.max_side or None, min_frames=cfg.mining.set_size))
-    embedded = shots[MAIN] | "Embed frames" >> EmbedShots(encoder_spec(cfg))
-    mined = embedded | "Mine frame sets" >> MineFrameSets(
+    spec = encoder_spec(cfg)
+    cache = None
+    if cache_root:
+        cache = VideoCacheSpec(
+            root=cache_root, run_id=run_id, encoder_fingerprint=encoder_identity(spec)["fingerprint"],
+            filter_fingerprints={name: identity["fingerprint"]
+                                 for name, identity in filter_identities(cfg).items()})
+    plans = videos[MAIN] | "Shots and embeddings" >> PlanVideos(
+        shot_params(cfg), min_frames=cfg.mining.set_size, encoder_spec=spec, cache=cache)
+    mined = plans[MAIN] | "Mine frame sets" >> MineFrameSets(
         threshold=cfg.mining.distance_threshold, set_size=cfg.mining.set_size,
         gate_factory=quality_gate_factory(cfg), staging_dir=work_dir(staging_dir),
-        jpeg_quality=cfg.release.jpeg_quality)
+        jpeg_quality=cfg.release.jpeg_quality, max_side=cfg.decode.max_side or None)
+    cache_files = []
+    if cache:
+        cache_files = [plans[VIDEO_CACHE_WRITTEN],
+                       mined[NEW_SCORES] | "Store new scores" >> StoreNewScores(cache)]
     _ = (mined[BRISQUE_SCORES]
          | "BRISQUE distribution" >> beam.CombineGlobally(HistogramFn(*BRISQUE_BINS))
          | "Write BRISQUE distribution" >> WriteReport(staging_dir, "brisque"))
@@ -127,22 +157,22 @@ def _video_sets(p, cfg: ImageCodeConfig, staging_dir: str):
         seed=cfg.seed, quotas=cfg.sampling.sets_per_source, default=cfg.sampling.default)
     released = sampled[MAIN] | "Publish images" >> PublishCompatImages(staging_dir)
     _ = released | "Write video sets" >> WriteFrameSets(staging_dir)
-    return released, [videos[REJECTS], shots[REJECTS], mined[REJECTS], sampled[REJECTS]]
+    return (released, [videos[REJECTS], plans[REJECTS], mined[REJECTS], sampled[REJECTS]],
+            cache_files)
 
 
-def _static_sets(p, cfg: ImageCodeConfig, staging_dir: str, cache_root: Optional[str]):
+def _static_sets(p, cfg: ImageCodeConfig, staging_dir: str, cache_root: Optional[str], run_id: str):
     """§3.1 Static Pictures: every image embedded, sampled queries, their 9 nearest."""
     if not cfg.static.images:
-        return p | "No static sets" >> beam.Create([]), []
+        return p | "No static sets" >> beam.Create([]), [], []
     images = p | "Read images" >> ReadImageCollection(cfg.static.images)
     unique = images[MAIN] | "Drop duplicate images" >> HashAndDedupe()
     spec = encoder_spec(cfg)
+    cache_files = []
     if cache_root:
-        run_id = f"{BENCHMARK}-{FileSystems.split(staging_dir.rstrip('/'))[1].rsplit('-', 1)[-1]}"
         embedded = unique[MAIN] | "Embed images (cached)" >> EmbedImagesCached(
             spec, encoder_identity(spec)["fingerprint"], cache_root, run_id)
-        _ = (embedded[WRITTEN] | "Cache files" >> beam.Map(lambda path: relative_cache_path(cache_root, path))
-             | "Write cache files" >> WriteReport(staging_dir, "cache_files"))
+        cache_files = [embedded[WRITTEN]]
     else:
         embedded = unique[MAIN] | "Embed images" >> EmbedImages(spec)
     sets = embedded[MAIN] | "Nearest neighbours" >> BuildStaticSets(
@@ -153,7 +183,7 @@ def _static_sets(p, cfg: ImageCodeConfig, staging_dir: str, cache_root: Optional
         staging_dir, cfg.static.source, cfg.release.jpeg_quality))
     _ = rows | "Write static sets" >> WriteTable(staging_dir, STATIC_SETS, STATIC_SET_SCHEMA,
                                                  lambda row: row)
-    return rows, [images[REJECTS], unique[REJECTS], embedded[REJECTS], sets[REJECTS]]
+    return rows, [images[REJECTS], unique[REJECTS], embedded[REJECTS], sets[REJECTS]], cache_files
 
 
 def _crowd_rounds(p, cfg: ImageCodeConfig, staging_dir: str, sets) -> list:
@@ -193,7 +223,7 @@ def _crowd_rounds(p, cfg: ImageCodeConfig, staging_dir: str, sets) -> list:
 # What one stage passes on, the next must take in (checked before a release is written).
 STAGE_LINKS = (
     ("manifest", "line.out", "shots", "video.in"),
-    ("shots", "frame.out", "embed", "frame.embedded"),
+    ("shots", "frame.out", "embed", "frame.in"),
     ("shots", "shot.out", "mining", "shot.in"),
     ("shots", "frame.out", "mining", "frame.in"),
     ("mining", "set.out", "sampling", "set.in"),
@@ -230,7 +260,7 @@ def run(argv: Optional[List[str]] = None) -> str:
 
     return release.build_release(
         benchmark=BENCHMARK, out=args.output, version=args.version, config=cfg,
-        execute=execute, models={"image_encoder": encoder_identity(spec)},
+        execute=execute, models={"image_encoder": encoder_identity(spec), **filter_identities(cfg)},
         inputs={"videos": cfg.inputs.videos}, links=STAGE_LINKS,
         tables=released_tables(cfg),
         describe=lambda facts: datacard.describe(cfg, facts, cache_root))

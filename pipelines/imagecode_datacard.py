@@ -44,35 +44,60 @@ def describe(cfg: ImageCodeConfig, facts: dict, cache_root=None) -> dict:
             f"\n\nStatic sets: {leak['static_images_in_several_splits']} of "
             f"{leak['static_images']} images are members of sets in more than one split "
             "(kNN sets of one collection overlap; the paper does not separate them).")})
-    cache_section, cache_files = _cache(facts["stages"], staging, cache_root)
+    cache_section, cache_files, use = _cache(facts["stages"], staging, cache_root)
     if cache_section:
         sections.append(cache_section)
     return {"summary": _summary(cfg, facts), "thresholds": _thresholds(cfg),
             "sections": sections, "manifest": {name: value for name, value in stats.items()
                                                if value is not None},
-            "manifest_top": {"cache_root": cache_root, "cache_files": cache_files}
+            "manifest_top": {"cache_root": cache_root, "cache_files": cache_files, "cache": use}
             if cache_root else {}}
 
 
+# What each cache stage stores, and the counters that say how many came from it.
+# (stage, items, cached counter, computed counter), counters as "<stage>/<name>".
+CACHE_ITEMS = (
+    ("shot_list", "videos", "cache.shot_list/hit", "cache.shot_list/miss"),
+    ("frame_embedding", "frames", "embed/frame.cached", "embed/frame.embedded"),
+    ("brisque", "frames", "mining/frame.brisque_cached", "mining/frame.brisque_evaluations"),
+    ("ocr", "frames", "mining/frame.ocr_cached", "mining/frame.ocr_evaluations"),
+    ("image_embedding", "images", "cache.image_embedding/hit", "cache.image_embedding/miss"),
+)
+
+
+def cache_use(stages: dict) -> dict:
+    """{cache stage: {"items", "cached", "computed"}}: the manifest's per-stage record."""
+    def counter(path):
+        stage, name = path.split("/")
+        return stages.get(stage, {}).get(name, 0)
+    return {stage: {"items": items, "cached": counter(cached), "computed": counter(computed)}
+            for stage, items, cached, computed in CACHE_ITEMS
+            if f"cache.{stage}" in stages}
+
+
 def _cache(stages: dict, staging: str, cache_root):
-    """The data card's cache table, and every shard this build read (a lookup reads all
-    shards of its stage) or wrote, so `make cache-prune` keeps them: the manifest names
-    them under "cache_files" (pipelines/cache.py)."""
+    """The data card's cache table, the manifest's per-stage use, and every shard this
+    build read (a lookup reads all shards of its stage) or wrote, so `make cache-prune`
+    keeps them: the manifest names them under "cache_files" (pipelines/cache.py)."""
     if not cache_root:
-        return None, []
-    rows = [[name[len("cache."):], counters.get("hit", 0), counters.get("miss", 0),
-             counters.get("corrupt", 0), counters.get("written", 0)]
-            for name, counters in sorted(stages.items()) if name.startswith("cache.")]
+        return None, [], {}
+    use = cache_use(stages)
+    rows = [[stage, u["items"], u["cached"], u["computed"],
+             stages[f"cache.{stage}"].get("corrupt", 0), stages[f"cache.{stage}"].get("written", 0)]
+            for stage, u in use.items()]
     from transforms.cache import relative_cache_path, shard_pattern
     read = []
-    for row in rows:
-        matches = FileSystems.match([shard_pattern(cache_root, row[0])])[0].metadata_list
+    for stage in use:
+        matches = FileSystems.match([shard_pattern(cache_root, stage)])[0].metadata_list
         read += [relative_cache_path(cache_root, m.path) for m in matches]
     written = _read_stats(staging, "cache_files") or []
     section = {"title": "Cache", "text": (
-        f"Results reused from `{cache_root}` (cached) or computed and written back.\n\n"
-        + markdown_table(["stage", "cached", "computed", "corrupt entries", "written"], rows))}
-    return section, sorted(set(read) | set(written))
+        f"Results reused from `{cache_root}` (cached) or computed in this build. Shot lists "
+        "and frame embeddings are stored per video, scores per video and filter (entries "
+        "written = shards' rows).\n\n"
+        + markdown_table(["stage", "items", "cached", "computed", "corrupt entries",
+                          "entries written"], rows))}
+    return section, sorted(set(read) | set(written)), use
 
 
 def _summary(cfg: ImageCodeConfig, facts: dict) -> str:

@@ -7,7 +7,7 @@ crosses a shuffle (sets, rejects) is small.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import List, Optional
+from typing import Dict, List, Optional
 
 import numpy as np
 
@@ -46,6 +46,18 @@ class ShotFrames:
     @property
     def key(self) -> str:
         return f"{self.video.key}/shot{self.shot_index}"
+
+
+@dataclass
+class VideoPlan:
+    """What the miner needs of one video: its shots with embeddings (pixels optional:
+    the miner decodes the frames it needs) and the quality scores already known."""
+    video: VideoRef
+    shots: List[ShotFrames]
+    # {"brisque": {frame number: BRISQUE/100}, "ocr": {frame number: text chars}}
+    known_scores: Dict[str, Dict[int, float]] = field(default_factory=dict)
+    # where new scores are stored: {"brisque": cache key, "ocr": cache key}; empty: nowhere
+    score_keys: Dict[str, str] = field(default_factory=dict)
 
 
 @dataclass

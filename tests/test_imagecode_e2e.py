@@ -180,6 +180,45 @@ def test_same_config_gives_the_same_sets_on_the_multi_process_runner(sample, rel
     assert sorted(map(key, a)) == sorted(map(key, b))
 
 
+def first_manifest(release):
+    return json.load(open(os.path.join(release, "MANIFEST.json")))
+
+
+def cached_scores(cache_root, paths, name):
+    """{cache key: frame numbers} of the `name` scores stored in the shards `paths`."""
+    out = {}
+    for path in paths:
+        if path.startswith(name + "/"):
+            for row in pq.read_table(os.path.join(cache_root, path)).to_pylist():
+                out.setdefault(row["key"], set()).update(map(int, json.loads(row["value"])))
+    return out
+
+
+def test_a_rebuild_with_the_same_config_computes_nothing_and_changes_nothing(sample, release):
+    out = os.path.dirname(os.path.dirname(release))
+    again = build(sample, out, "1.0.1")
+    stages = first_manifest(again)["stages"]
+    assert stages["embed"].get("frame.embedded", 0) == 0
+    assert stages["embed"]["frame.cached"] == stages["shots"]["frame.out"] > 0
+    for name in ("brisque", "ocr"):
+        assert stages["mining"].get(f"frame.{name}_evaluations", 0) == 0
+        assert stages["mining"][f"frame.{name}_cached"] > 0
+    assert stages["cache.image_embedding"].get("written", 0) == 0
+    use = first_manifest(again)["cache"]
+    assert {stage: u["computed"] for stage, u in use.items()} == {
+        # failures are never cached: the corrupt video and the broken image are tried again
+        "shot_list": 1, "frame_embedding": 0, "brisque": 0, "ocr": 0, "image_embedding": 1}
+    assert use["shot_list"]["cached"] == first_manifest(release)["stages"]["shots"]["video.out"]
+    for table in ("video_sets", "static_sets", "descriptions"):
+        assert set_rows(again, table) == set_rows(release, table), table
+    a = pq.read_table(os.path.join(release, "rejects")).to_pylist()
+    b = pq.read_table(os.path.join(again, "rejects")).to_pylist()
+    key = lambda r: (r["stage"], r["level"], r["item_id"], r["reason"], r["detail"])  # noqa: E731
+    assert sorted(map(key, a)) == sorted(map(key, b))
+    notes = open(os.path.join(again, "RELEASE_NOTES.md")).read()
+    assert "No config change." in notes
+
+
 def test_a_threshold_override_changes_the_release(sample, release):
     out = os.path.dirname(os.path.dirname(release))
     other = build(sample, out, "1.1.0", "--set", "mining.distance_threshold=0.5")
@@ -192,9 +231,23 @@ def test_a_threshold_override_changes_the_release(sample, release):
     first = json.load(open(os.path.join(release, "MANIFEST.json")))["stages"]["cache.image_embedding"]
     assert cached.get("hit", 0) == first["written"] > 0
     assert manifest["stages"]["embed"]["image.in"] == cached["miss"] == 1  # the broken file
-    assert all(f.startswith("image_embedding/") for f in manifest["cache_files"])
+    # the video stage: shots and embeddings replayed; only scores never computed before
+    # are computed now, and every one of them is new to the cache
+    stages = manifest["stages"]
+    assert stages["embed"].get("frame.embedded", 0) == 0
+    assert stages["embed"]["frame.cached"] == stages["shots"]["frame.out"] > 0
+    cache_root = os.path.join(out, ".cache")
+    files_before = set(first_manifest(release)["cache_files"])
+    files_now = set(manifest["cache_files"]) - files_before
+    for name in ("brisque", "ocr"):
+        before = cached_scores(cache_root, files_before, name)
+        now = cached_scores(cache_root, files_now, name)
+        assert stages["mining"].get(f"frame.{name}_cached", 0) > 0
+        assert stages["mining"].get(f"frame.{name}_evaluations", 0) == sum(map(len, now.values()))
+        for key, frames in now.items():
+            assert not frames & before.get(key, set()), f"{name} recomputed a cached score"
     notes = open(os.path.join(other, "RELEASE_NOTES.md")).read()
-    assert manifest["previous_version"] == "1.0.0"
+    assert manifest["previous_version"] in ("1.0.0", "1.0.1")  # 1.0.1: the same sets as 1.0.0
     assert "`mining.distance_threshold`: 0.35 -> 0.5" in notes
     before = {r["set_name"] for r in set_rows(release)}
     after = {r["set_name"] for r in set_rows(other)}

@@ -16,7 +16,8 @@ from schemas import reasons
 from schemas.records import ImageEmbedding, ImageRef
 from tests.beam_testing import local_test_pipeline
 from transforms.embed import EmbedImages, EncoderSpec, build_encoder
-from transforms.images import HashAndDedupe, ReadImageCollection, content_sha256, parse_image_line
+from transforms.hashing import content_sha256
+from transforms.images import HashAndDedupe, ReadImageCollection, parse_image_line
 from transforms.stage import MAIN, REJECTS, read_stage_counts, reconcile
 
 THUMB = EncoderSpec(kind="thumbnail", model_name="thumbnail-16", pretrained=None, batch_size=3)

@@ -26,6 +26,7 @@ import hashlib
 import io
 import json
 import logging
+from typing import Callable, List, Optional
 
 import apache_beam as beam
 import numpy as np
@@ -62,6 +63,11 @@ def cache_key(stage: str, content_sha256: str, model_fingerprint: str, params: d
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def fingerprint(identity: dict) -> str:
+    """A short stable id of a model identity (a dict of versions and weight checksums)."""
+    return hashlib.sha256(canonical_json(identity).encode("utf-8")).hexdigest()[:16]
+
+
 def checksum(value: bytes) -> str:
     return hashlib.sha256(value).hexdigest()
 
@@ -82,6 +88,17 @@ def encode_json(obj) -> bytes:
 
 def decode_json(value: bytes):
     return json.loads(value.decode("utf-8"))
+
+
+def merge_json_dicts(values: List[bytes]) -> bytes:
+    """Union of JSON objects stored under one key by different runs, each holding the
+    values that run computed (per-frame scores). The first value for a name wins; the
+    computation is deterministic, so copies agree anyway."""
+    merged: dict = {}
+    for value in values:
+        for name, item in decode_json(value).items():
+            merged.setdefault(name, item)
+    return encode_json(merged)
 
 
 def stage_dir(root: str, stage: str) -> str:
@@ -138,21 +155,23 @@ class _ReadShard(beam.DoFn):
 class _Join(beam.DoFn):
     """(key, {requests, entries}) -> one HIT or MISS per request."""
 
-    def __init__(self, stage: str):
+    def __init__(self, stage: str, merge: Optional[Callable[[List[bytes]], bytes]]):
         self.stage = stage
+        self.merge = merge
 
     def setup(self):
         self.counts = StageCounts("cache." + self.stage)
 
     def process(self, joined):
         key, groups = joined
-        items = list(groups["requests"])
-        if not items:
-            return  # an entry nobody asked for
-        entries = list(groups["entries"])
-        # Two runs may have stored the same key: any valid value will do, chosen
-        # deterministically so every runner gives the same answer.
-        value = min(entries)[1] if entries else None
+        items = list(groups["requests"])  # none: an entry nobody asked for
+        entries = sorted(groups["entries"])  # sorted: the same answer on every runner
+        if not entries:
+            value = None
+        elif self.merge is not None:  # entries that each hold a part (see merge_json_dicts)
+            value = self.merge([v for _, v in entries])
+        else:  # two runs stored the same value: any valid copy will do
+            value = entries[0][1]
         for item in items:
             self.counts.seen()
             self.counts.count_out()
@@ -168,12 +187,15 @@ class LookupCache(beam.PTransform):
     """(key, item) -> {HITS: (key, item, value bytes), MISSES: (key, item)}.
 
     A join of the requests with every entry of `<root>/<stage>/`, not one read per
-    item. A missing stage folder means all misses."""
+    item. A missing stage folder means all misses. `merge` combines the values of
+    several entries under one key (in sorted order); without it they are copies."""
 
-    def __init__(self, root: str, stage: str):
+    def __init__(self, root: str, stage: str,
+                 merge: Optional[Callable[[List[bytes]], bytes]] = None):
         super().__init__()
         self.root = root
         self.stage = stage
+        self.merge = merge
 
     def expand(self, requests):
         entries = (requests.pipeline
@@ -184,7 +206,7 @@ class LookupCache(beam.PTransform):
                    | "Read" >> beam.ParDo(_ReadShard(self.stage)))
         return ({"requests": requests, "entries": entries}
                 | "Group" >> beam.CoGroupByKey()
-                | "Join" >> beam.ParDo(_Join(self.stage)).with_outputs(HITS, MISSES))
+                | "Join" >> beam.ParDo(_Join(self.stage, self.merge)).with_outputs(HITS, MISSES))
 
 
 # --- write -----------------------------------------------------------------------------

@@ -31,7 +31,6 @@ between stages. A file that does not decode leaves as a Reject (unreadable_image
 from __future__ import annotations
 
 import dataclasses
-import functools
 import hashlib
 import json
 import os
@@ -47,6 +46,7 @@ from apache_beam.ml.inference.base import ModelHandler, PredictionResult, RunInf
 
 from schemas import reasons
 from schemas.records import ImageEmbedding, ImageRef, Reject, ShotFrames
+from transforms.hashing import file_sha256
 from transforms.stage import COUNTER_NAMESPACE_PREFIX, MAIN, REJECTS, StageCounts
 
 STAGE = "embed"
@@ -136,21 +136,6 @@ def encoder_identity(spec: EncoderSpec) -> Dict[str, Any]:
     identity["fingerprint"] = hashlib.sha256(
         json.dumps(stable, sort_keys=True, default=str).encode()).hexdigest()[:16]
     return identity
-
-
-@functools.lru_cache(maxsize=16)
-def _sha256_cached(path: str, size: int, mtime_ns: int) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):   # streamed: weights can be GBs
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def file_sha256(path: str) -> str:
-    """sha256 of a file, computed once per (path, size, mtime) in this process."""
-    st = os.stat(path)
-    return _sha256_cached(os.path.realpath(path), st.st_size, st.st_mtime_ns)
 
 
 def resolve_checkpoint(checkpoint: Optional[str]) -> str:

@@ -16,18 +16,17 @@ manifest lines) and level "image" (hashing and de-duplication).
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import os
 import posixpath
 
 import apache_beam as beam
 from apache_beam.io import fileio
-from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from schemas import reasons
 from schemas.names import safe_name
 from schemas.records import ImageRef, Reject
+from transforms.hashing import content_sha256
 from transforms.inputs import parse_record
 from transforms.stage import MAIN, REJECTS, StageCounts
 
@@ -35,7 +34,6 @@ STAGE = "images"
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
 MANIFEST_SUFFIXES = (".jsonl", ".json")
 REQUIRED_FIELDS = ("path", "image_id")
-_BLOCK = 1 << 20  # hash in 1 MiB blocks: memory does not grow with the file
 
 
 def is_manifest(source: str) -> bool:
@@ -143,15 +141,6 @@ class _KeepSmallestPath(beam.DoFn):
 
 
 # ---------------------------------------------------------------------------- hashing
-
-def content_sha256(path: str) -> str:
-    """sha256 of a file's bytes as stored (no decompression by file extension)."""
-    digest = hashlib.sha256()
-    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
-        for block in iter(lambda: f.read(_BLOCK), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
 
 class HashAndDedupe(beam.PTransform):
     """ImageRef -> ImageRef with content_sha256 set, one per distinct content (main),

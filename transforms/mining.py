@@ -24,8 +24,9 @@ from PIL import Image
 
 from schemas import reasons
 from schemas.names import compat_image_path, image_file_name, video_set_name
-from schemas.records import FrameSet, Reject, ShotFrames
+from schemas.records import FrameSet, Reject, ShotFrames, VideoPlan
 from transforms.stage import MAIN, REJECTS, StageCounts
+from transforms.video import ForwardFrameReader
 
 log = logging.getLogger(__name__)
 
@@ -83,53 +84,86 @@ GateFactory = Callable[[], Optional[object]]
 
 
 BRISQUE_SCORES = "brisque_scores"  # tagged output: BRISQUE/100 of every evaluated frame
+NEW_SCORES = "new_scores"          # tagged output: (filter, cache key, {frame: value}) computed here
+SCORE_FILTERS = ("brisque", "ocr")
 
 
 class MineFrameSets(beam.PTransform):
-    """ShotFrames with embeddings -> FrameSet (main), frame-level Rejects (REJECTS), and
-    the BRISQUE/100 score of every frame the gate evaluated (BRISQUE_SCORES, for the
-    data card's distribution).
+    """VideoPlan -> FrameSet (main), frame-level Rejects (REJECTS), the BRISQUE/100 score
+    of every frame the gate consulted (BRISQUE_SCORES, for the data card), and the
+    scores computed in this run, per video and filter (NEW_SCORES, for the cache).
 
-    The selected frames are written as JPEG under `<staging_dir>/frames/<set>/`; the
-    release step moves the sets it keeps into compat/.
+    A score in the plan's `known_scores` is used as is; only the others are computed,
+    on frames decoded on demand (one forward pass per video, only up to the last shot
+    that needs pixels). The selected frames are written as JPEG under
+    `<staging_dir>/frames/<set>/`; the release step moves the sets it keeps into compat/.
+
+    Counters (stage "mining"): shot/frame/set in, out, rejected; frame.brisque_evaluations
+    and frame.ocr_evaluations (computed), frame.brisque_cached and frame.ocr_cached
+    (taken from the plan), frame.decoded (frames decoded again for pixels).
     """
 
     def __init__(self, threshold: float, set_size: int, gate_factory: GateFactory,
-                 staging_dir: str, jpeg_quality: int = 95):
+                 staging_dir: str, jpeg_quality: int = 95, max_side: Optional[int] = None):
         super().__init__()
-        self._dofn = _MineShot(threshold, set_size, gate_factory, staging_dir, jpeg_quality)
+        self._dofn = _MineVideo(threshold, set_size, gate_factory, staging_dir, jpeg_quality,
+                                max_side)
 
-    def expand(self, shots):
-        return shots | beam.ParDo(self._dofn).with_outputs(REJECTS, BRISQUE_SCORES, main=MAIN)
+    def expand(self, plans):
+        return plans | beam.ParDo(self._dofn).with_outputs(REJECTS, BRISQUE_SCORES, NEW_SCORES,
+                                                           main=MAIN)
 
 
-class _MineShot(beam.DoFn):
-    def __init__(self, threshold, set_size, gate_factory, staging_dir, jpeg_quality):
+class _MineVideo(beam.DoFn):
+    def __init__(self, threshold, set_size, gate_factory, staging_dir, jpeg_quality, max_side):
         self._threshold = threshold
         self._set_size = set_size
         self._gate_factory = gate_factory
         self._staging_dir = staging_dir
         self._jpeg_quality = jpeg_quality
+        self._max_side = max_side
         self._counts = StageCounts("mining")
 
     def setup(self):
         self._gate = self._gate_factory()
 
-    def process(self, shot: ShotFrames):
+    def process(self, plan: VideoPlan):
+        reader = ForwardFrameReader(plan.video.path, self._max_side)
+        known = {name: plan.known_scores.get(name, {}) for name in SCORE_FILTERS}
+        new: Dict[str, Dict[int, float]] = {name: {} for name in SCORE_FILTERS}
+        try:
+            for shot in sorted(plan.shots, key=lambda s: s.shot_index):
+                yield from self._mine_shot(shot, _ShotPixels(shot, reader), known, new)
+        finally:
+            reader.close()
+            self._counts.note("frame.decoded", reader.frames_decoded)
+        for name in SCORE_FILTERS:
+            if new[name] and plan.score_keys.get(name):
+                yield beam.pvalue.TaggedOutput(NEW_SCORES, (name, plan.score_keys[name], new[name]))
+
+    def _mine_shot(self, shot: ShotFrames, pixels: "_ShotPixels", known, new):
         verdicts = {}
+
+        def score(name: str, position: int, compute):
+            number = shot.frame_indices[position]
+            if number in known[name]:
+                self._counts.note(f"frame.{name}_cached")
+                return known[name][number]
+            self._counts.note(f"frame.{name}_evaluations")
+            value = new[name][number] = compute(pixels[position])
+            return value
 
         def accept(position: int) -> Optional[str]:
             if self._gate is None:
                 return None
-            verdict = verdicts[position] = self._gate.check(shot.frames[position])
-            # what the lazy evaluation costs: the benchmark compares it to frames selected
-            if verdict.brisque is not None:
-                self._counts.note("frame.brisque_evaluations")
-            if verdict.text_chars is not None:
-                self._counts.note("frame.ocr_evaluations")
+            gate = self._gate
+            verdict = verdicts[position] = gate.judge(
+                lambda: score("brisque", position,
+                              lambda f: float(gate.brisque.score_normalised([f])[0])),
+                lambda: score("ocr", position, gate.text.text_chars))
             return None if verdict.ok else verdict.reason
 
-        self._counts.seen(len(shot.frames), level="frame")
+        self._counts.seen(len(shot.frame_indices), level="frame")
         self._counts.seen(level="shot")
         result = mine_sets(shot.embeddings, self._threshold, self._set_size, accept)
         for position in sorted(verdicts):
@@ -140,7 +174,7 @@ class _MineShot(beam.DoFn):
             self._counts.seen(level="set")  # sets are born here: every one goes on
             self._counts.count_out(len(positions), level="frame")
             yield self._counts.passed(
-                self._frame_set(shot, set_index, positions, verdicts), level="set")
+                self._frame_set(shot, set_index, positions, verdicts, pixels), level="set")
         for position, reason in sorted(result.rejected.items()):
             yield self._counts.rejected(
                 self._frame_reject(shot, position, reason, _scores(verdicts.get(position))))
@@ -150,17 +184,17 @@ class _MineShot(beam.DoFn):
                                    f"shot ended with {len(result.unfinished)}/{self._set_size} frames"))
         self._counts.count_out(level="shot")
         log.info("mining: %s -> %d sets from %d frames", shot.key, len(result.sets),
-                 len(shot.frames))
+                 len(shot.frame_indices))
 
     def _frame_set(self, shot: ShotFrames, set_index: int, positions: List[int],
-                   verdicts: Dict[int, object]) -> FrameSet:
+                   verdicts: Dict[int, object], pixels: "_ShotPixels") -> FrameSet:
         video = shot.video
         name = video_set_name(video.source, video.video_id, shot.shot_index, set_index)
         frame_numbers = [shot.frame_indices[p] for p in positions]
         files = [image_file_name(n) for n in frame_numbers]
         staged = [FileSystems.join(self._staging_dir, "frames", name, f) for f in files]
         for position, path in zip(positions, staged):
-            _write_jpeg(shot.frames[position], path, self._jpeg_quality)
+            _write_jpeg(pixels[position], path, self._jpeg_quality)
         distances = pairwise_distances(shot.embeddings[positions])
         return FrameSet(
             set_name=name, source=video.source, video_id=video.video_id, split=video.split,
@@ -178,6 +212,24 @@ class _MineShot(beam.DoFn):
                       item_id=f"{shot.key}/frame{shot.frame_indices[position]}",
                       source=video.source, video_id=video.video_id, split=video.split,
                       detail=detail)
+
+
+class _ShotPixels:
+    """A shot's frames by position: its own when it carries them, else decoded (once,
+    on first use) by the video's forward reader."""
+
+    def __init__(self, shot: ShotFrames, reader: ForwardFrameReader):
+        self._shot, self._reader = shot, reader
+        self._by_number = None
+
+    def __getitem__(self, position: int) -> np.ndarray:
+        shot = self._shot
+        if shot.frames:
+            return shot.frames[position]
+        if self._by_number is None:
+            self._by_number = self._reader.frames_of(shot.start_frame, shot.end_frame,
+                                                     shot.frame_indices)
+        return self._by_number[shot.frame_indices[position]]
 
 
 def _scores(verdict) -> str:

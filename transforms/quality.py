@@ -21,9 +21,11 @@ import importlib.util
 import pathlib
 import pickle
 import os
+import re
 import shutil
+import subprocess
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 import skimage.color
@@ -32,6 +34,7 @@ import torch
 import torch.nn.functional as F
 
 from schemas import reasons
+from transforms.hashing import file_sha256
 
 # Paper threshold 0.65 <=> native BRISQUE 65: normalised = native / NORMALISER.
 NORMALISER = 100.0
@@ -486,19 +489,66 @@ class QualityGate:
         self.evaluations = {"brisque": 0, "text": 0}
 
     def check(self, frame: np.ndarray) -> QualityVerdict:
+        return self.judge(lambda: float(self.brisque.score_normalised([frame])[0]),
+                          lambda: self.text.text_chars(frame))
+
+    def judge(self, brisque_score: Callable[[], float],
+              text_chars: Callable[[], int]) -> QualityVerdict:
+        """The verdict from values supplied on demand: BRISQUE first, OCR only if sharp.
+
+        Only the filters that are on are asked, so a caller can serve the values from a
+        cache and compute (decode, score) just the ones it lacks."""
         score = None
         if self.brisque is not None:
             self.evaluations["brisque"] += 1
-            score = float(self.brisque.score_normalised([frame])[0])
+            score = brisque_score()
             if score > self.max_brisque:   # paper: "larger than 0.65" is removed
                 return QualityVerdict(False, reasons.BLURRY, brisque=score)
         chars = None
         if self.text is not None:
             self.evaluations["text"] += 1
-            chars = self.text.text_chars(frame)
+            chars = text_chars()
             if chars > self.max_text_chars:
                 return QualityVerdict(False, reasons.TEXT, brisque=score, text_chars=chars)
         return QualityVerdict(True, None, brisque=score, text_chars=chars)
+
+
+# --- identities: what a cached score depends on -----------------------------------------
+
+# Bump when the feature or OCR code changes what a frame scores.
+BRISQUE_CODE_VERSION = "brisque/v1"
+OCR_CODE_VERSION = "ocr-stacked-views/v1"
+
+
+def brisque_identity(model_dir: Optional[str] = None, features: str = "package") -> dict:
+    """The BRISQUE model's identity: SVR file checksums, feature backend, code version."""
+    folder = pathlib.Path(model_dir) if model_dir else default_model_dir()
+    load_svr_model(model_dir)  # the clear error when the files are missing
+    return {"code": BRISQUE_CODE_VERSION, "features": features,
+            "svm_sha256": file_sha256(str(folder / SVM_FILE)),
+            "normalize_sha256": file_sha256(str(folder / NORMALIZE_FILE))}
+
+
+def ocr_identity(min_confidence: float = 60, lang: str = "eng",
+                 tesseract_cmd: Optional[str] = None) -> dict:
+    """Tesseract's version and language data checksums, plus what we count and how."""
+    cmd = tesseract_cmd or "tesseract"
+    if shutil.which(cmd) is None:
+        TextDetector(min_confidence, lang, tesseract_cmd)._check_binary()  # raises clearly
+    version = subprocess.run([cmd, "--version"], capture_output=True, text=True,
+                             timeout=30).stdout.splitlines()[:1]
+    listing = subprocess.run([cmd, "--list-langs"], capture_output=True, text=True,
+                             timeout=30).stdout
+    found = re.search(r'"([^"]+)"', listing)
+    data = {}
+    for name in lang.split("+"):
+        path = pathlib.Path(found.group(1) if found else ".") / f"{name}.traineddata"
+        data[name] = file_sha256(str(path)) if path.is_file() else None
+    detector = TextDetector(min_confidence, lang)
+    return {"code": OCR_CODE_VERSION, "tesseract": version[0] if version else None,
+            "traineddata_sha256": data, "min_confidence": min_confidence,
+            "bright_threshold": detector.bright_threshold,
+            "dark_threshold": detector.dark_threshold, "stack_band": STACK_BAND}
 
 
 def build_quality_gate(brisque_enabled: bool = True, max_brisque: float = 0.65,

@@ -20,6 +20,7 @@ frame counted from its first frame (so a shot's first frame is always kept).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 from collections import deque
 from typing import Iterator, List, Optional, Tuple
@@ -37,6 +38,7 @@ from transforms.video import (DEFAULT_STALL_TIMEOUT, VideoError, iter_frames,
 log = logging.getLogger(__name__)
 
 STAGE = "shots"
+SHOT_LISTS = "shot_lists"
 BACKENDS = ("ffmpeg", "pyscenedetect")
 # pyscenedetect: ContentDetector's default. ffmpeg: 0.3, below the 0.4 of ffmpeg's own
 # `select='gt(scene,0.4)'` example, since a real cut between two dark shots of our sample
@@ -96,7 +98,8 @@ def iter_shots(video: VideoRef, *, backend: str = "pyscenedetect",
 
 
 class SplitIntoShots(beam.PTransform):
-    """VideoRef -> ShotFrames (main) and Reject records (REJECTS).
+    """VideoRef -> ShotFrames (main), Reject records (REJECTS) and, per video read to
+    the end, (VideoRef, shot list) (SHOT_LISTS: what the cache keeps, see replay_shots).
 
     Rejects: video `unreadable_video` / `no_frames`; shot `shot_too_short` (fewer than
     `min_frames` kept frames) together with one frame-level `shot_too_short` per frame of
@@ -119,7 +122,8 @@ class SplitIntoShots(beam.PTransform):
 
     def expand(self, videos):
         return videos | "DetectShots" >> beam.ParDo(
-            _ShotsDoFn(self._params, self._min_frames)).with_outputs(REJECTS, main=MAIN)
+            _ShotsDoFn(self._params, self._min_frames)).with_outputs(
+            REJECTS, SHOT_LISTS, main=MAIN)
 
 
 class _ShotsDoFn(beam.DoFn):
@@ -134,11 +138,12 @@ class _ShotsDoFn(beam.DoFn):
     def process(self, video: VideoRef):
         counts = self._counts
         counts.seen(level="video")
-        n_shots = 0
+        n_shots, spans = 0, []
         try:
             for shot in iter_shots(video, **self._params):
                 n_shots += 1
-                yield from self._judge(shot)
+                spans.append(dataclasses.replace(shot, frames=[]))
+                yield from _judge(counts, shot, self._min_frames)
         except VideoError as e:
             yield counts.rejected(_reject(video, "video", reasons.UNREADABLE_VIDEO,
                                           video.key, _after(n_shots) + str(e)))
@@ -154,22 +159,49 @@ class _ShotsDoFn(beam.DoFn):
         else:
             counts.count_out(level="video")
             log.info("shots: %s -> %d shots", video.key, n_shots)  # progress on long runs
+            yield beam.pvalue.TaggedOutput(SHOT_LISTS, (video, shot_list(spans[0].fps, spans)))
 
-    def _judge(self, shot: ShotFrames):
-        counts, n = self._counts, len(shot.frames)
-        counts.seen(level="shot")
-        counts.seen(n, level="frame")
-        if n >= self._min_frames:
-            counts.count_out(n, level="frame")
-            yield counts.passed(shot, level="shot")
-            return
-        detail = (f"{n} frames kept (frames {shot.start_frame}-{shot.end_frame - 1})"
-                  f" < min_frames {self._min_frames}")
-        yield counts.rejected(_reject(shot.video, "shot", reasons.SHOT_TOO_SHORT,
-                                      shot.key, detail))
-        for i in shot.frame_indices:
-            yield counts.rejected(_reject(shot.video, "frame", reasons.SHOT_TOO_SHORT,
-                                          f"{shot.key}/frame{i}", detail))
+
+def replay_shots(counts: StageCounts, video: VideoRef, listing: dict,
+                 min_frames: int = DEFAULT_MIN_FRAMES):
+    """What SplitIntoShots gives for a video whose shot list came from the cache: the
+    same shots (without pixels: `frames` is empty), rejects (TaggedOutput) and counters,
+    with no decode."""
+    counts.seen(level="video")
+    for shot in shots_from_list(video, listing):
+        yield from _judge(counts, shot, min_frames)
+    counts.count_out(level="video")
+
+
+def shot_list(fps: float, shots: List[ShotFrames]) -> dict:
+    """Every shot of a video (short ones too), as the cache stores it: JSON-ready."""
+    return {"fps": fps, "shots": [{"index": s.shot_index, "start": s.start_frame,
+                                   "end": s.end_frame, "frames": list(s.frame_indices)}
+                                  for s in shots]}
+
+
+def shots_from_list(video: VideoRef, listing: dict) -> List[ShotFrames]:
+    return [ShotFrames(video=video, shot_index=s["index"], start_frame=s["start"],
+                       end_frame=s["end"], fps=listing["fps"], frame_indices=list(s["frames"]),
+                       frames=[]) for s in listing["shots"]]
+
+
+def _judge(counts: StageCounts, shot: ShotFrames, min_frames: int):
+    """Pass a shot with enough kept frames on; reject a shorter one and its frames."""
+    n = len(shot.frame_indices)
+    counts.seen(level="shot")
+    counts.seen(n, level="frame")
+    if n >= min_frames:
+        counts.count_out(n, level="frame")
+        yield counts.passed(shot, level="shot")
+        return
+    detail = (f"{n} frames kept (frames {shot.start_frame}-{shot.end_frame - 1})"
+              f" < min_frames {min_frames}")
+    yield counts.rejected(_reject(shot.video, "shot", reasons.SHOT_TOO_SHORT,
+                                  shot.key, detail))
+    for i in shot.frame_indices:
+        yield counts.rejected(_reject(shot.video, "frame", reasons.SHOT_TOO_SHORT,
+                                      f"{shot.key}/frame{i}", detail))
 
 
 # --- internals -----------------------------------------------------------------------

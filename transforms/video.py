@@ -270,7 +270,10 @@ def _summarise(stderr) -> str:
     """The last meaningful lines of ffmpeg's stderr, short enough for a reject record."""
     if isinstance(stderr, bytes):
         stderr = stderr.decode("utf-8", "replace")
-    lines = [ln.strip() for ln in (stderr or "").splitlines() if ln.strip()]
+    # ffmpeg names its contexts by address ("[mov,mp4 @ 0x55ed...]"): dropped, so the
+    # same bad file gives the same reject detail in every run
+    stderr = re.sub(r" @ 0x[0-9a-f]+\]", "]", stderr or "")
+    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
     text = " | ".join(lines[-3:]) or "no message"
     return text if len(text) <= 300 else text[:297] + "..."
 
@@ -292,3 +295,47 @@ def _rotation(stream) -> int:
         return int(float(rot or 0)) % 360
     except ValueError:
         return 0
+
+
+class ForwardFrameReader:
+    """The kept frames of a video's shots, from one forward decode pass.
+
+    For stages that need pixels again after the shots were found (or came from a
+    cache): ask for shots in order; decoding starts on the first request and skips the
+    shots nobody asks for. No seeking, so frame numbers are exact on any container."""
+
+    def __init__(self, path: str, max_side: Optional[int] = None,
+                 stall_timeout: float = DEFAULT_STALL_TIMEOUT):
+        self._path, self._max_side, self._stall_timeout = path, max_side, stall_timeout
+        self._frames: Optional[Iterator[Tuple[int, np.ndarray]]] = None
+        self._next_index = 0  # the first frame not yet read off the stream
+        self.frames_decoded = 0
+
+    def frames_of(self, start_frame: int, end_frame: int, frame_indices) -> dict:
+        """{frame number: RGB frame} for `frame_indices` (within [start, end), after any
+        shot asked before). Raises VideoError when the video ends before them."""
+        if start_frame < self._next_index:
+            raise ValueError(f"{self._path}: frames from {start_frame} asked after frame "
+                             f"{self._next_index - 1} was read; ask for shots in order")
+        if self._frames is None:
+            self._frames = iter_frames(self._path, self._max_side,
+                                       stall_timeout=self._stall_timeout)
+        wanted, out = set(frame_indices), {}
+        while len(out) < len(wanted) and self._next_index < end_frame:
+            item = next(self._frames, None)
+            if item is None:
+                break
+            index, frame = item
+            self._next_index = index + 1
+            self.frames_decoded += 1
+            if index in wanted:
+                out[index] = frame
+        if len(out) != len(wanted):
+            raise VideoError(f"{self._path}: the video ended before frame "
+                             f"{max(wanted - set(out))}, which its shot list names")
+        return out
+
+    def close(self) -> None:
+        if self._frames is not None:
+            self._frames.close()  # stops ffmpeg
+            self._frames = None
