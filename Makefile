@@ -5,7 +5,8 @@ OUT       ?= releases
 CONFIG    ?= pipelines/configs/imagecode.yaml
 ARGS      ?=
 
-.PHONY: setup build-imagecode sample-imagecode test bench clean-sample cache-prune
+.PHONY: setup build-imagecode sample-imagecode build-vsr sample-vsr build-bd2bb sample-bd2bb \
+        test bench clean-sample cache-prune
 
 setup:
 	@bash scripts/setup.sh
@@ -30,6 +31,28 @@ endif
 sample-imagecode: setup
 	$(PY) -m pipelines.samples imagecode samples/imagecode
 
+# VSR (docs/vsr.md). Without COCO and ANNOTATIONS: the embedded sample (generated on first use).
+# COCO=<instances_train2017.json,instances_val2017.json> samples image pairs (§3.1);
+# ANNOTATIONS=<raw.jsonl> validates annotations in the public raw layout;
+# CAPTIONS=, VOTES=, EXTRA_LABELS= ingest writer output, validator votes, extra labels.
+VSR_INPUTS = $(if $(COCO),--set 'inputs.coco=[$(COCO)]') \
+             $(if $(ANNOTATIONS),--set 'inputs.annotations=[$(ANNOTATIONS)]') \
+             $(if $(CAPTIONS),--set 'inputs.captions=[$(CAPTIONS)]') \
+             $(if $(VOTES),--set 'inputs.votes=[$(VOTES)]') \
+             $(if $(EXTRA_LABELS),--set 'inputs.extra_labels=[$(EXTRA_LABELS)]')
+ifeq ($(strip $(COCO)$(ANNOTATIONS)),)
+build-vsr: setup sample-vsr
+	$(PY) -m pipelines.vsr --config pipelines/configs/vsr_sample.yaml \
+	  --output $(OUT) --version $(VERSION) $(ARGS)
+else
+build-vsr: setup
+	$(PY) -m pipelines.vsr --config pipelines/configs/vsr.yaml $(VSR_INPUTS) \
+	  --output $(OUT) --version $(VERSION) $(ARGS)
+endif
+
+sample-vsr: setup
+	$(PY) -m pipelines.vsr_sample samples/vsr
+
 test: setup
 	$(PY) -m pytest -q tests
 
@@ -39,7 +62,7 @@ bench: setup
 	$(PY) -m bench.crowd_ingest
 
 clean-sample:
-	rm -rf samples/imagecode
+	rm -rf samples/imagecode samples/vsr
 
 # Delete cache shards that no release's MANIFEST.json names ("cache_files"; see pipelines/cache.py).
 CACHE ?= $(OUT)/.cache

@@ -105,3 +105,26 @@ def lengths_by_split(lengths: Dict[str, Sequence[int]], path: str) -> str:
     axes.set_xlabel("description length (tokens)")
     axes.set_ylabel("share of descriptions")
     return _save(figure, path)
+
+
+def frequency_bars(counts: Dict[str, int], path: str, xlabel: str, ylabel: str,
+                   top: int = 0) -> str:
+    """Counts as bars, most frequent first (ties by name); `top` > 0 keeps that many."""
+    items = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    if top:
+        items = items[:top]
+    width = max(FIGSIZE[0], 0.16 * len(items) + 1.5)
+    figure = Figure(figsize=(width, FIGSIZE[1] + 1.2), dpi=DPI)
+    FigureCanvasAgg(figure)
+    axes = figure.add_subplot()
+    if items:
+        axes.bar(range(len(items)), [n for _, n in items], color="tab:blue")
+        axes.set_xticks(range(len(items)))
+        axes.set_xticklabels([name for name, _ in items], rotation=90, fontsize="x-small")
+        axes.set_xlim(-0.6, len(items) - 0.4)
+    else:
+        _no_data(axes)
+    axes.set_xlabel(xlabel)
+    axes.set_ylabel(ylabel)
+    figure.tight_layout()
+    return _save(figure, path)

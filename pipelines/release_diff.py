@@ -43,12 +43,25 @@ def config_changes(old: dict, new: dict, prefix: str = "") -> List[Tuple[str, ob
 
 def table_rows(version_dir: str, table: str) -> Dict[str, str]:
     """{row key: split} of one table (only these two small columns are read)."""
-    key = ROW_KEYS.get(table, "set_name")
     folder = FileSystems.join(version_dir, "parquet", table)
     if not FileSystems.exists(folder):
         return {}
+    key = _row_key(folder, table)
     columns = read_parquet_columns(folder, [key, "split"])
     return dict(zip(columns[key], columns["split"]))
+
+
+def _row_key(folder: str, table: str) -> str:
+    """ROW_KEYS' column, else "set_name", else the table's first column (other benchmarks'
+    tables lead with their id, e.g. VSR's example_id and pair_id)."""
+    key = ROW_KEYS.get(table, "set_name")
+    files = FileSystems.match([FileSystems.join(folder, "*.parquet")])[0].metadata_list
+    if not files:
+        return key
+    import pyarrow.parquet as pq
+    with FileSystems.open(files[0].path, compression_type="uncompressed") as f:
+        names = pq.read_schema(f).names
+    return key if key in names else names[0]
 
 
 def compare_tables(old_dir: str, new_dir: str, tables) -> dict:

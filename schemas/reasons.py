@@ -48,3 +48,48 @@ TOO_FEW_CORRECT = "too_few_correct"          # valid/test: fewer than 2 retrieve
 ALL = ALL + (WRONG_SET_SIZE, MALFORMED_ROW, UNKNOWN_SET, INDEX_OUT_OF_RANGE, UNKNOWN_DESCRIPTION,
              DUPLICATE_DESCRIPTION, DUPLICATE_RETRIEVAL, SELF_RETRIEVAL, SET_MISMATCH, NO_RETRIEVAL,
              RETRIEVER_WRONG, TOO_FEW_CORRECT)
+
+# VSR (Liu et al. 2023, §3.1-§3.4); see docs/vsr.md for the rule behind each
+MALFORMED_COCO = "malformed_coco"            # an instances file that is not COCO JSON: the whole file is dropped
+BAD_COCO_RECORD = "bad_coco_record"          # an image/annotation entry without the fields or types it needs
+DUPLICATE_COCO_IMAGE = "duplicate_coco_image"  # an image id listed twice (in one file or across files)
+UNKNOWN_IMAGE = "unknown_image"              # an annotation / caption line naming an image id the COCO input lacks
+UNKNOWN_CATEGORY = "unknown_category"        # an annotation whose category id is not one of the 80
+MULTIPLE_INSTANCES = "multiple_instances"    # (image, concept): more than one instance, or a crowd region
+SMALL_INSTANCE = "small_instance"            # (image, concept): instance area below sampling.min_area
+POOL_EXHAUSTED = "pool_exhausted"            # a draw of a concept pair whose images were all used by earlier draws
+UNKNOWN_PAIR = "unknown_pair"                # writer output for a pair id this build did not sample
+UNKNOWN_EXAMPLE = "unknown_example"          # a vote / extra label for an example id that was not ingested
+RELATION_NOT_IN_LIST = "relation_not_in_list"  # a relation outside Table 1 (and captions.extra_relations)
+CAPTION_UNPARSED = "caption_unparsed"        # no single "The <concept> (is) <relation> the <concept>." reading
+RELATION_MISMATCH = "relation_mismatch"      # the caption's relation differs from the relation field
+DUPLICATE_CAPTION = "duplicate_caption"      # a second writer answer for the same pair
+DUPLICATE_EXAMPLE = "duplicate_example"      # the same (image, caption) twice in the annotations
+DUPLICATE_VOTE = "duplicate_vote"            # the same validator twice in one vote list / vote file
+CONFLICTING_VOTES = "conflicting_votes"      # a validator in both the True and the False list of an example
+WRITER_VOTE = "writer_vote"                  # the caption's writer voting on it
+NO_VOTES = "no_votes"                        # an example without any counted vote
+LOW_AGREEMENT = "low_agreement"              # fewer than 2, or under 2/3, of the validators agree (§3.2, §4.1)
+CONCEPTS_ACROSS_SPLITS = "concepts_across_splits"  # zero-shot: subject and object fell into different parts
+
+ALL = ALL + (MALFORMED_COCO, BAD_COCO_RECORD, DUPLICATE_COCO_IMAGE, UNKNOWN_IMAGE, UNKNOWN_CATEGORY,
+             MULTIPLE_INSTANCES, SMALL_INSTANCE, POOL_EXHAUSTED, UNKNOWN_PAIR, UNKNOWN_EXAMPLE,
+             RELATION_NOT_IN_LIST, CAPTION_UNPARSED, RELATION_MISMATCH, DUPLICATE_CAPTION,
+             DUPLICATE_EXAMPLE, DUPLICATE_VOTE, CONFLICTING_VOTES, WRITER_VOTE, NO_VOTES,
+             LOW_AGREEMENT, CONCEPTS_ACROSS_SPLITS)
+
+# BD2BB (Pezzelle et al. 2020, §3-§4, A.1, A.3); see transforms/tuple_filters.py
+DUPLICATE_TUPLE = "duplicate_tuple"          # same id (or same image, intention, action, annotator) as another line
+NONSENSE = "nonsense"                        # §3.1: random character sequences
+NOT_ENGLISH = "not_english"                  # §3.1: too few English words (e.g. Lorem Ipsum)
+SHORT_INTENTION = "short_intention"          # A.1: intention of fewer than 5 tokens
+NO_PARSE = "no_parse"                        # the CoNLL-U file holds no parse of the action
+NO_NOUN_OR_PRONOUN = "no_noun_or_pronoun"    # §3.1: the action has neither a noun nor a pronoun
+NO_CAPTIONS = "no_captions"                  # the image has no COCO captions to check against
+MENTIONS_IMAGE_ENTITY = "mentions_image_entity"  # A.1: intention names a noun seen > 1 in the captions
+CLUSTER_DROPPED = "cluster_dropped"          # §3.2 / A.3: reviewers dropped the action's topic cluster
+ACTION_DROPPED = "action_dropped"            # §3.2: reviewers removed the action from its cluster
+NO_DECOYS = "no_decoys"                      # §4 fn. 7: not all four decoys could be found
+
+ALL = ALL + (DUPLICATE_TUPLE, NONSENSE, NOT_ENGLISH, SHORT_INTENTION, NO_PARSE, NO_NOUN_OR_PRONOUN,
+             NO_CAPTIONS, MENTIONS_IMAGE_ENTITY, CLUSTER_DROPPED, ACTION_DROPPED, NO_DECOYS)

@@ -1,0 +1,245 @@
+"""Visual Spatial Reasoning (Liu et al. 2023, TACL): relations, records, Arrow schemas and
+the public JSON Lines layout.
+
+Table 1 lists 71 relations in 7 categories; "among" is listed twice (Topological and
+Unallocated), so there are 70 distinct relation strings. A relation's category is the
+first one Table 1 gives it (so "among" is Topological). The copula "is" is dropped for
+"contains", "consists of" and "has as a part" (§3.1; every public caption with these
+three relations lacks it, and no other does).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Tuple
+
+import pyarrow as pa
+
+# Table 1, in the paper's order (also ../shared/realdata/vsr/rel_meta_category_dict.txt).
+TABLE_1: Tuple[Tuple[str, Tuple[str, ...]], ...] = (
+    ("Adjacency", ("adjacent to", "alongside", "at the side of", "at the right side of",
+                   "at the left side of", "attached to", "at the back of", "ahead of", "against",
+                   "at the edge of")),
+    ("Directional", ("off", "past", "toward", "down", "deep down", "up", "away from", "along",
+                     "around", "from", "into", "to", "across", "across from", "through",
+                     "down from")),
+    ("Orientation", ("facing", "facing away from", "parallel to", "perpendicular to")),
+    ("Projective", ("on top of", "beneath", "beside", "behind", "left of", "right of", "under",
+                    "in front of", "below", "above", "over", "in the middle of")),
+    ("Proximity", ("by", "close to", "near", "far from", "far away from")),
+    ("Topological", ("connected to", "detached from", "has as a part", "part of", "contains",
+                     "within", "at", "on", "in", "with", "surrounding", "among", "consists of",
+                     "out of", "between", "inside", "outside", "touching")),
+    ("Unallocated", ("beyond", "next to", "opposite to", "after", "among", "enclosed by")),
+)
+CATEGORIES = tuple(name for name, _ in TABLE_1)
+RELATION_CATEGORY: Dict[str, str] = {}
+for _category, _relations in TABLE_1:
+    for _relation in _relations:
+        RELATION_CATEGORY.setdefault(_relation, _category)   # first listing wins ("among")
+RELATIONS = tuple(RELATION_CATEGORY)
+assert sum(len(r) for _, r in TABLE_1) == 71 and len(RELATIONS) == 70
+
+NO_COPULA = frozenset({"contains", "consists of", "has as a part"})
+TEMPLATE = "The ENT1 (is) ___ the ENT2."
+
+# Split names of the public release (data/splits/{random,zeroshot}/{train,dev,test}.jsonl).
+SPLITS = ("train", "dev", "test")
+RANDOM, ZEROSHOT = "random", "zeroshot"
+
+# The fields of the public raw file, in its order; the validated file adds reference_frame.
+PUBLIC_FIELDS = ("image", "image_link", "caption", "label", "relation", "annotator_id",
+                 "vote_true_validator_id", "vote_false_validator_id")
+VOTE_FIELDS = ("vote_true_validator_id", "vote_false_validator_id")
+
+
+def example_id(image: str, caption: str) -> str:
+    """Stable id of an example: one caption on one image (unique in the public data)."""
+    return hashlib.sha256(f"{image}\x00{caption}".encode()).hexdigest()[:16]
+
+
+def pair_id(image_a: str, image_b: str, subj: str, obj: str) -> str:
+    """Stable id of a sampled image pair: the same images and concepts, the same id."""
+    return "pair-" + hashlib.sha256(f"{image_a}\x00{image_b}\x00{subj}\x00{obj}".encode()).hexdigest()[:12]
+
+
+# --- records -------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class CocoImage:
+    """An image of a COCO instances file; `source` is train2017 or val2017."""
+    image_id: int
+    file_name: str
+    coco_url: str
+    source: str
+
+
+@dataclass(frozen=True)
+class ImagePair:
+    """Two COCO images that each hold exactly one large instance of both concepts (§3.1).
+
+    `subj` fills ENT1 of the template and `obj` ENT2 (COCO category names)."""
+    pair_id: str
+    subj: str
+    obj: str
+    images: Tuple[CocoImage, CocoImage]
+    subj_areas: Tuple[float, float]
+    obj_areas: Tuple[float, float]
+    draw: int              # index of the seeded draw that produced it
+    pool_size: int         # images holding both concepts after the filters
+
+
+@dataclass(frozen=True)
+class Example:
+    """One caption on one image with its writer's label (True/False), before validation.
+
+    Ids of annotators are kept as strings (the public file has integers; they are written
+    back as integers in compat/)."""
+    example_id: str
+    image: str
+    image_link: str
+    caption: str
+    label: int
+    relation: str
+    subj: str
+    obj: str
+    annotator_id: str
+    source: str = ""            # COCO split of the image (train2017 / val2017)
+    pair_id: str = ""           # the sampled pair it came from ("" for public-layout input)
+    reference_frame: Optional[float] = None   # only the public validated file carries it
+
+
+@dataclass(frozen=True)
+class VotedExample:
+    """An example and the validators' votes, as counted by the vote rules."""
+    example: Example
+    vote_true: Tuple[str, ...]
+    vote_false: Tuple[str, ...]
+
+    @property
+    def agreeing(self) -> int:
+        return len(self.vote_true if self.example.label == 1 else self.vote_false)
+
+    @property
+    def validators(self) -> int:
+        return len(self.vote_true) + len(self.vote_false)
+
+
+@dataclass(frozen=True)
+class SplitExample:
+    """A validated example with its random split and concept zero-shot split ("" = not in
+    the zero-shot split: its two concepts fell into different parts)."""
+    voted: VotedExample
+    split: str
+    zeroshot_split: str = ""
+
+
+# --- Arrow schemas -------------------------------------------------------------------------
+
+EXAMPLE_SCHEMA = pa.schema([
+    pa.field("example_id", pa.string(), nullable=False),
+    pa.field("image", pa.string(), nullable=False),
+    pa.field("image_link", pa.string(), nullable=False),
+    pa.field("caption", pa.string(), nullable=False),
+    pa.field("label", pa.int64(), nullable=False),
+    pa.field("relation", pa.string(), nullable=False),
+    pa.field("relation_category", pa.string(), nullable=False),
+    pa.field("subj", pa.string(), nullable=False),
+    pa.field("obj", pa.string(), nullable=False),
+    pa.field("annotator_id", pa.string(), nullable=False),
+    pa.field("vote_true_validator_id", pa.list_(pa.string()), nullable=False),
+    pa.field("vote_false_validator_id", pa.list_(pa.string()), nullable=False),
+    pa.field("validators", pa.int64(), nullable=False),
+    pa.field("agreeing", pa.int64(), nullable=False),
+    pa.field("reference_frame", pa.float64(), nullable=False),   # NaN when unknown
+    pa.field("split", pa.string(), nullable=False),              # random split
+    pa.field("zeroshot_split", pa.string(), nullable=False),     # "" = not in the zero-shot split
+    pa.field("source", pa.string(), nullable=False),             # train2017 / val2017
+    pa.field("pair_id", pa.string(), nullable=False),
+])
+
+PAIR_SCHEMA = pa.schema([
+    pa.field("pair_id", pa.string(), nullable=False),
+    pa.field("subj", pa.string(), nullable=False),
+    pa.field("obj", pa.string(), nullable=False),
+    pa.field("image_ids", pa.list_(pa.int64()), nullable=False),
+    pa.field("images", pa.list_(pa.string()), nullable=False),
+    pa.field("image_links", pa.list_(pa.string()), nullable=False),
+    pa.field("subj_areas", pa.list_(pa.float64()), nullable=False),
+    pa.field("obj_areas", pa.list_(pa.float64()), nullable=False),
+    pa.field("draw", pa.int64(), nullable=False),
+    pa.field("pool_size", pa.int64(), nullable=False),
+    pa.field("split", pa.string(), nullable=False),     # "unsplit": pairs precede the splits
+    pa.field("source", pa.string(), nullable=False),    # "+"-joined COCO splits of the images
+])
+
+
+def relation_category(relation: str, extra: Optional[Dict[str, str]] = None) -> str:
+    return RELATION_CATEGORY.get(relation) or (extra or {}).get(relation, "")
+
+
+def example_to_row(item: SplitExample, extra_relations: Optional[Dict[str, str]] = None) -> dict:
+    v, e = item.voted, item.voted.example
+    return {
+        "example_id": e.example_id, "image": e.image, "image_link": e.image_link,
+        "caption": e.caption, "label": int(e.label), "relation": e.relation,
+        "relation_category": relation_category(e.relation, extra_relations),
+        "subj": e.subj, "obj": e.obj, "annotator_id": str(e.annotator_id),
+        "vote_true_validator_id": [str(x) for x in v.vote_true],
+        "vote_false_validator_id": [str(x) for x in v.vote_false],
+        "validators": v.validators, "agreeing": v.agreeing,
+        "reference_frame": float("nan") if e.reference_frame is None else float(e.reference_frame),
+        "split": item.split, "zeroshot_split": item.zeroshot_split,
+        "source": e.source, "pair_id": e.pair_id,
+    }
+
+
+def pair_to_row(pair: ImagePair) -> dict:
+    return {
+        "pair_id": pair.pair_id, "subj": pair.subj, "obj": pair.obj,
+        "image_ids": [int(i.image_id) for i in pair.images],
+        "images": [i.file_name for i in pair.images],
+        "image_links": [i.coco_url for i in pair.images],
+        "subj_areas": [float(a) for a in pair.subj_areas],
+        "obj_areas": [float(a) for a in pair.obj_areas],
+        "draw": int(pair.draw), "pool_size": int(pair.pool_size), "split": "unsplit",
+        "source": "+".join(sorted({i.source for i in pair.images})),
+    }
+
+
+# --- the public layout -----------------------------------------------------------------------
+
+def public_id(value: str):
+    """Annotator ids back as the public file has them: integers where they are integers."""
+    text = str(value)
+    return int(text) if text.lstrip("-").isdigit() else text
+
+
+def to_public_line(voted: VotedExample, stringify_votes: bool = False) -> dict:
+    """One line of the public split files. Vote lists are JSON arrays; the public v2 files
+    hold them as strings ("[2, 10, 1]"), which `stringify_votes` reproduces."""
+    e = voted.example
+    votes = {"vote_true_validator_id": [public_id(x) for x in voted.vote_true],
+             "vote_false_validator_id": [public_id(x) for x in voted.vote_false]}
+    if stringify_votes:
+        votes = {k: str(v) for k, v in votes.items()}
+    return {"image": e.image, "image_link": e.image_link, "caption": e.caption,
+            "label": int(e.label), "relation": e.relation, "annotator_id": public_id(e.annotator_id),
+            **votes, "reference_frame": e.reference_frame, "subj": e.subj, "obj": e.obj}
+
+
+def parse_vote_list(value) -> List:
+    """A vote list as the public files hold it: a JSON array, or (v2) its string "[1, 2]"."""
+    if isinstance(value, str):
+        value = json.loads(value)
+    if not isinstance(value, list) or not all(
+            isinstance(x, (int, str)) and not isinstance(x, bool) for x in value):
+        raise ValueError("expected a list of validator ids")
+    return value
+
+
+def coco_source(image_link: str) -> str:
+    """train2017 / val2017 from a COCO image URL (".../train2017/000000419052.jpg")."""
+    parts = image_link.rstrip("/").split("/")
+    return parts[-2] if len(parts) >= 2 else ""

@@ -1,0 +1,367 @@
+"""Ingesting VSR annotations: the public raw layout, this build's writer output, validator
+votes and extra labels. Every line becomes records or a Reject with a reason.
+
+Public raw layout (../shared/realdata/vsr/all_vsr_raw_data.jsonl), one object per line:
+    {"image", "image_link", "caption", "label": 0|1, "relation", "annotator_id",
+     "vote_true_validator_id": [ids], "vote_false_validator_id": [ids]}
+Vote lists may also be the v2 strings "[1, 2]"; an optional "reference_frame" is kept.
+Subject and object come from parsing the caption (transforms.vsr_captions).
+
+Writer output (captions of this build's pairs, tasks/caption_tasks.jsonl):
+    {"pair_id": "pair-…", "relation": "under", "true_image": "000000012345.jpg",
+     "annotator_id": "w7"}
+Each line yields two examples: the rendered caption with label 1 on `true_image`, 0 on
+the other image of the pair.
+
+Validator votes (tasks/validation_tasks.jsonl names the examples):
+    {"example_id": "…", "validator_id": "v3", "label": 0|1}
+Extra labels (§3.5 human ceiling), same shape as votes; joined to kept examples only.
+"""
+from __future__ import annotations
+
+from typing import Dict, Mapping, Optional
+
+import apache_beam as beam
+
+from schemas import reasons
+from schemas.records import Reject
+from schemas.vsr import (PUBLIC_FIELDS, Example, ImagePair, coco_source, example_id,
+                         parse_vote_list)
+from transforms.inputs import parse_record
+from transforms.stage import MAIN, REJECTS, StageCounts
+from transforms.vsr_captions import CaptionParser, render_caption
+
+
+def _is_id(value) -> bool:
+    return (isinstance(value, int) and not isinstance(value, bool)) or (
+        isinstance(value, str) and value.strip() != "")
+
+
+def _label(value) -> Optional[int]:
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int) and value in (0, 1):
+        return value
+    return None
+
+
+def parse_public_line(line: str, parser: CaptionParser, relations: frozenset):
+    """(Example, listed true votes, listed false votes), or (reason, detail)."""
+    record = parse_record(line, ("image", "image_link", "caption", "relation"))
+    if isinstance(record, tuple):
+        return record
+    missing = [f for f in PUBLIC_FIELDS if f not in record]
+    if missing:
+        return reasons.MISSING_FIELD, f"missing field(s): {', '.join(missing)}"
+    label = _label(record["label"])
+    if label is None:
+        return reasons.BAD_FIELD, f"label must be 0 or 1, got {record['label']!r}"
+    if not _is_id(record["annotator_id"]):
+        return reasons.BAD_FIELD, f"annotator_id must be an id, got {record['annotator_id']!r}"
+    try:
+        vote_true = parse_vote_list(record["vote_true_validator_id"])
+        vote_false = parse_vote_list(record["vote_false_validator_id"])
+    except ValueError as e:
+        return reasons.BAD_FIELD, f"vote lists: {e}"
+    frame = record.get("reference_frame")
+    if frame is not None and (isinstance(frame, bool) or not isinstance(frame, (int, float))):
+        return reasons.BAD_FIELD, f"reference_frame must be a number or null, got {frame!r}"
+    relation = record["relation"]
+    if relation not in relations:
+        return reasons.RELATION_NOT_IN_LIST, f"relation {relation!r} is not in Table 1"
+    parsed, why = parser.parse(record["caption"])
+    if parsed is None:
+        return reasons.CAPTION_UNPARSED, f"{record['caption']!r}: {why}"
+    subj, parsed_relation, obj = parsed
+    if parsed_relation != relation:
+        return reasons.RELATION_MISMATCH, (f"caption {record['caption']!r} reads {parsed_relation!r}, "
+                                           f"relation field says {relation!r}")
+    example = Example(
+        example_id=example_id(record["image"], record["caption"]), image=record["image"],
+        image_link=record["image_link"], caption=record["caption"], label=label,
+        relation=relation, subj=subj, obj=obj, annotator_id=str(record["annotator_id"]),
+        source=coco_source(record["image_link"]),
+        reference_frame=None if frame is None else float(frame))
+    return example, tuple(str(v) for v in vote_true), tuple(str(v) for v in vote_false)
+
+
+class ReadPublicAnnotations(beam.PTransform):
+    """Public raw-layout files -> (Example, true votes, false votes) (main), line rejects.
+
+    The same (image, caption) twice: the line that sorts first is kept, the others are
+    duplicate_example. With `coco_images` (a PCollection of image file names), a line whose
+    image the COCO input lacks is unknown_image."""
+
+    def __init__(self, patterns, relations: frozenset, aliases: Mapping[str, str],
+                 coco_images=None):
+        super().__init__()
+        self._patterns = list(patterns)
+        self._relations = frozenset(relations)
+        self._aliases = dict(aliases)
+        self._coco_images = coco_images
+
+    def expand(self, pbegin):
+        lines = (pbegin | "Files" >> beam.Create(self._patterns)
+                 | "Read lines" >> beam.io.ReadAllFromText())
+        parsed = lines | "Parse" >> beam.ParDo(
+            _ParsePublic(self._relations, self._aliases)).with_outputs(REJECTS, main=MAIN)
+        unique = (parsed[MAIN] | "Key by example" >> beam.Map(lambda t: (t[1].example_id, t))
+                  | "Group duplicates" >> beam.GroupByKey()
+                  | "Keep first" >> beam.ParDo(_KeepFirstExample()).with_outputs(REJECTS, main=MAIN))
+        rejects = [parsed[REJECTS], unique[REJECTS]]
+        kept = unique[MAIN]
+        if self._coco_images is not None:
+            known = {"lines": kept | "Key by image" >> beam.Map(lambda t: (t[0].image, t)),
+                     "coco": self._coco_images | "Image names" >> beam.Map(lambda name: (name, True))}
+            checked = (known | "Join COCO images" >> beam.CoGroupByKey()
+                       | "Known images" >> beam.ParDo(_KnownImage()).with_outputs(REJECTS, main=MAIN))
+            kept = checked[MAIN]
+            rejects.append(checked[REJECTS])
+        return {MAIN: kept, REJECTS: rejects | "Annotation rejects" >> beam.Flatten()}
+
+
+class _ParsePublic(beam.DoFn):
+    def __init__(self, relations: frozenset, aliases: Dict[str, str]):
+        self._relations = relations
+        self._aliases = aliases
+        self._counts = StageCounts("annotations")
+
+    def setup(self):
+        self._parser = CaptionParser(self._relations, aliases=self._aliases)
+
+    def process(self, line: str):
+        if not line.strip():
+            return
+        self._counts.seen(level="line")
+        parsed = parse_public_line(line, self._parser, self._relations)
+        if isinstance(parsed[0], Example):
+            yield self._counts.passed((line, *parsed), level="line")
+            return
+        reason, detail = parsed
+        yield self._counts.rejected(Reject(stage="annotations", level="line", reason=reason,
+                                           item_id=line.strip()[:200], detail=detail))
+
+
+class _KeepFirstExample(beam.DoFn):
+    def __init__(self):
+        self._counts = StageCounts("annotations")
+
+    def process(self, keyed):
+        _, items = keyed
+        first, *duplicates = sorted(items, key=lambda t: t[0])
+        yield first[1:]
+        for line, example, _, _ in duplicates:
+            self._counts.count_out(-1, level="line")  # it passed parsing; it leaves as a duplicate
+            yield self._counts.rejected(Reject(
+                stage="annotations", level="line", reason=reasons.DUPLICATE_EXAMPLE,
+                item_id=line.strip()[:200], source=example.source,
+                detail=f"same image and caption as example {example.example_id}"))
+
+
+class _KnownImage(beam.DoFn):
+    def __init__(self):
+        self._counts = StageCounts("annotations")
+
+    def process(self, joined):
+        image, groups = joined
+        known = bool(list(groups["coco"]))
+        for item in groups["lines"]:
+            if known:
+                yield item
+                continue
+            self._counts.count_out(-1, level="line")
+            yield self._counts.rejected(Reject(
+                stage="annotations", level="line", reason=reasons.UNKNOWN_IMAGE,
+                item_id=item[0].example_id, source=item[0].source,
+                detail=f"image {image} is not in the COCO input"))
+
+
+class ReadCaptions(beam.PTransform):
+    """Writer output -> (Example, (), ()) x 2 per line (main) and line rejects, against
+    the sampled `pairs` (ImagePair). A second answer for a pair is duplicate_caption (the
+    line that sorts first is kept)."""
+
+    def __init__(self, patterns, relations: frozenset, pairs):
+        super().__init__()
+        self._patterns = list(patterns)
+        self._relations = frozenset(relations)
+        self._pairs = pairs
+
+    def expand(self, pbegin):
+        lines = (pbegin | "Files" >> beam.Create(self._patterns)
+                 | "Read lines" >> beam.io.ReadAllFromText())
+        parsed = lines | "Parse" >> beam.ParDo(_ParseCaptionLine()).with_outputs(REJECTS, main=MAIN)
+        joined = ({"answers": parsed[MAIN], "pairs": self._pairs | "Key pairs" >> beam.Map(
+            lambda p: (p.pair_id, p))}
+            | "Join pairs" >> beam.CoGroupByKey()
+            | "Examples" >> beam.ParDo(_PairExamples(self._relations)).with_outputs(REJECTS, main=MAIN))
+        return {MAIN: joined[MAIN],
+                REJECTS: (parsed[REJECTS], joined[REJECTS]) | "Caption rejects" >> beam.Flatten()}
+
+
+class _ParseCaptionLine(beam.DoFn):
+    def __init__(self):
+        self._counts = StageCounts("captions")
+
+    def process(self, line: str):
+        if not line.strip():
+            return
+        self._counts.seen(level="line")
+        record = parse_record(line, ("pair_id", "relation", "true_image"))
+        if not isinstance(record, tuple) and not _is_id(record.get("annotator_id")):
+            record = (reasons.MISSING_FIELD if "annotator_id" not in record else reasons.BAD_FIELD,
+                      "annotator_id must be an id")
+        if isinstance(record, tuple):
+            yield self._counts.rejected(Reject(stage="captions", level="line", reason=record[0],
+                                               item_id=line.strip()[:200], detail=record[1]))
+            return
+        yield (record["pair_id"], (line.strip(), record))  # counted out once joined
+
+
+class _PairExamples(beam.DoFn):
+    def __init__(self, relations: frozenset):
+        self._relations = relations
+        self._counts = StageCounts("captions")
+
+    def _reject(self, line: str, reason: str, detail: str):
+        return self._counts.rejected(Reject(stage="captions", level="line", reason=reason,
+                                            item_id=line[:200], detail=detail))
+
+    def process(self, joined):
+        pid, groups = joined
+        pairs = list(groups["pairs"])
+        answers = sorted(groups["answers"], key=lambda a: a[0])
+        if not pairs:
+            for line, _ in answers:
+                yield self._reject(line, reasons.UNKNOWN_PAIR, f"no sampled pair {pid}")
+            return
+        pair: ImagePair = pairs[0]
+        names = [image.file_name for image in pair.images]
+        taken = False
+        for line, record in answers:
+            if record["relation"] not in self._relations:
+                yield self._reject(line, reasons.RELATION_NOT_IN_LIST,
+                                   f"relation {record['relation']!r} is not in Table 1")
+            elif record["true_image"] not in names:
+                yield self._reject(line, reasons.BAD_FIELD,
+                                   f"true_image {record['true_image']!r} is not one of {names}")
+            elif taken:
+                yield self._reject(line, reasons.DUPLICATE_CAPTION, f"pair {pid} already captioned")
+            else:
+                taken = True
+                self._counts.count_out(level="line")
+                caption = render_caption(pair.subj, record["relation"], pair.obj)
+                for image in pair.images:
+                    self._counts.count_out(level="example")
+                    self._counts.seen(level="example")
+                    yield (Example(
+                        example_id=example_id(image.file_name, caption), image=image.file_name,
+                        image_link=image.coco_url, caption=caption,
+                        label=int(image.file_name == record["true_image"]),
+                        relation=record["relation"], subj=pair.subj, obj=pair.obj,
+                        annotator_id=str(record["annotator_id"]), source=image.source,
+                        pair_id=pair.pair_id), (), ())
+
+
+class JoinVotes(beam.PTransform):
+    """(examples as (Example, true, false), vote files) -> the same with the votes added,
+    and line rejects (stage votes) for bad lines and votes on unknown examples."""
+
+    def __init__(self, patterns):
+        super().__init__()
+        self._patterns = list(patterns)
+
+    def expand(self, examples):
+        lines = (examples.pipeline | "Vote files" >> beam.Create(self._patterns)
+                 | "Read votes" >> beam.io.ReadAllFromText())
+        parsed = lines | "Parse votes" >> beam.ParDo(
+            _ParseLabelLine("votes", "validator_id")).with_outputs(REJECTS, main=MAIN)
+        joined = ({"examples": examples | "Key examples" >> beam.Map(lambda t: (t[0].example_id, t)),
+                   "votes": parsed[MAIN]}
+                  | "Join votes" >> beam.CoGroupByKey()
+                  | "Add votes" >> beam.ParDo(_AddVotes()).with_outputs(REJECTS, main=MAIN))
+        return {MAIN: joined[MAIN],
+                REJECTS: (parsed[REJECTS], joined[REJECTS]) | "Vote rejects" >> beam.Flatten()}
+
+
+class _ParseLabelLine(beam.DoFn):
+    """{"example_id", <who>, "label"} -> (example_id, (who, label, line)); or a reject."""
+
+    def __init__(self, stage: str, who: str):
+        self._stage, self._who = stage, who
+        self._counts = StageCounts(stage)
+
+    def process(self, line: str):
+        if not line.strip():
+            return
+        self._counts.seen(level="line")
+        record = parse_record(line, ("example_id",))
+        if not isinstance(record, tuple):
+            if self._who not in record or "label" not in record:
+                record = reasons.MISSING_FIELD, f"needs {self._who} and label"
+            elif not _is_id(record[self._who]) or _label(record["label"]) is None:
+                record = reasons.BAD_FIELD, f"{self._who} must be an id and label 0 or 1"
+        if isinstance(record, tuple):
+            yield self._counts.rejected(Reject(stage=self._stage, level="line", reason=record[0],
+                                               item_id=line.strip()[:200], detail=record[1]))
+            return
+        yield record["example_id"], (str(record[self._who]), _label(record["label"]), line.strip())
+
+
+class _AddVotes(beam.DoFn):
+    def __init__(self):
+        self._counts = StageCounts("votes")
+
+    def process(self, joined):
+        eid, groups = joined
+        examples = list(groups["examples"])
+        votes = sorted(groups["votes"], key=lambda v: v[2])
+        if not examples:
+            for _, _, line in votes:
+                yield self._counts.rejected(Reject(stage="votes", level="line",
+                                                   reason=reasons.UNKNOWN_EXAMPLE,
+                                                   item_id=line[:200], detail=f"no example {eid}"))
+            return
+        self._counts.count_out(len(votes), level="line")
+        example, listed_true, listed_false = examples[0]
+        yield (example, listed_true + tuple(w for w, label, _ in votes if label == 1),
+               listed_false + tuple(w for w, label, _ in votes if label == 0))
+
+
+class JoinExtraLabels(beam.PTransform):
+    """(kept examples as (example_id, label), extra-label files) -> (gold, [extra labels])
+    per labelled example, and line rejects (stage extra_labels)."""
+
+    def __init__(self, patterns):
+        super().__init__()
+        self._patterns = list(patterns)
+
+    def expand(self, gold):
+        lines = (gold.pipeline | "Extra label files" >> beam.Create(self._patterns)
+                 | "Read extra labels" >> beam.io.ReadAllFromText())
+        parsed = lines | "Parse extra labels" >> beam.ParDo(
+            _ParseLabelLine("extra_labels", "annotator_id")).with_outputs(REJECTS, main=MAIN)
+        joined = ({"gold": gold, "extra": parsed[MAIN]} | "Join extra labels" >> beam.CoGroupByKey()
+                  | "Gold and extra" >> beam.ParDo(_GoldAndExtra()).with_outputs(REJECTS, main=MAIN))
+        return {MAIN: joined[MAIN],
+                REJECTS: (parsed[REJECTS], joined[REJECTS]) | "Extra rejects" >> beam.Flatten()}
+
+
+class _GoldAndExtra(beam.DoFn):
+    def __init__(self):
+        self._counts = StageCounts("extra_labels")
+
+    def process(self, joined):
+        eid, groups = joined
+        gold, extra = list(groups["gold"]), list(groups["extra"])
+        if not extra:
+            return
+        if not gold:
+            for _, _, line in extra:
+                yield self._counts.rejected(Reject(
+                    stage="extra_labels", level="line", reason=reasons.UNKNOWN_EXAMPLE,
+                    item_id=line[:200], detail=f"{eid} is not in the validated dataset"))
+            return
+        self._counts.count_out(len(extra), level="line")
+        yield gold[0], [label for _, label, _ in extra]
+
