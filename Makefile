@@ -53,6 +53,26 @@ endif
 sample-vsr: setup
 	$(PY) -m pipelines.vsr_sample samples/vsr
 
+# BD2BB (docs/bd2bb.md). Without TUPLES: the embedded sample (generated on first use).
+# With TUPLES=<tuples.jsonl>: the paper's config on your data; CAPTIONS=<captions_train2014.json>
+# and PARSES=<actions.conllu> (or ARGS="--set parser.backend=spacy --set parser.model=NAME_OR_DIR").
+BD2BB_CONFIG ?= pipelines/configs/bd2bb.yaml
+BD2BB_INPUTS = --set inputs.tuples=$(TUPLES) \
+               $(if $(CAPTIONS),--set inputs.captions=$(CAPTIONS)) \
+               $(if $(PARSES),--set inputs.parses=$(PARSES))
+ifeq ($(strip $(TUPLES)),)
+build-bd2bb: setup sample-bd2bb
+	$(PY) -m pipelines.bd2bb --config pipelines/configs/bd2bb_sample.yaml \
+	  --output $(OUT) --version $(VERSION) $(ARGS)
+else
+build-bd2bb: setup
+	$(PY) -m pipelines.bd2bb --config $(BD2BB_CONFIG) $(BD2BB_INPUTS) \
+	  --output $(OUT) --version $(VERSION) $(ARGS)
+endif
+
+sample-bd2bb: setup
+	$(PY) -m pipelines.bd2bb_sample samples/bd2bb
+
 test: setup
 	$(PY) -m pytest -q tests
 
@@ -60,9 +80,11 @@ bench: setup
 	$(PY) -m bench.imagecode_video
 	$(PY) -m bench.knn
 	$(PY) -m bench.crowd_ingest
+	$(PY) -m bench.imagecode_rebuild
+	$(PY) -m bench.bd2bb_decoys
 
 clean-sample:
-	rm -rf samples/imagecode samples/vsr
+	rm -rf samples/imagecode samples/vsr samples/bd2bb
 
 # Delete cache shards that no release's MANIFEST.json names ("cache_files"; see pipelines/cache.py).
 CACHE ?= $(OUT)/.cache

@@ -1,0 +1,145 @@
+"""BD2BB records (Pezzelle et al. 2020, §3-§4) and the Arrow schema of its release table.
+
+A tuple is one crowd answer: an image, an intention written after "If I", an action
+written after "I will", and its annotator. It becomes a `Datapoint` that the stages
+fill in (parse and argument codes, embedding cluster), and each surviving datapoint the
+target of one `Sample` with four decoy actions.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from typing import Optional, Tuple
+
+import pyarrow as pa
+
+SPLITS = ("train", "val", "test")   # the public file names: train.csv, val.csv, test.csv
+CANDIDATES = 5                      # target + 2 language + 2 vision decoys (§4)
+TARGET, LANGUAGE, VISION = "targ", "lan", "vis"   # end<k>type values of the public CSVs
+SOURCE = "coco"                     # images come from MS-COCO train2014 (§3, Vondrick et al.)
+
+
+def normalise_text(text: str) -> str:
+    """The spelling two actions must share to count as the same action: lower case,
+    single spaces (public BD2BB repeats actions verbatim across samples)."""
+    return " ".join(str(text).lower().split())
+
+
+def text_key(text: str) -> str:
+    """A stable id of a normalised text (actions, intentions): parses and embeddings are
+    keyed by it, so an action typed by several annotators is parsed and embedded once."""
+    return hashlib.sha256(normalise_text(text).encode("utf-8")).hexdigest()
+
+
+_DIGITS = re.compile(r"(\d+)(?=\D*$)")
+
+
+def coco_image_id(image: str) -> Optional[int]:
+    """The COCO image id of an image reference: an int, "123456", or a file name such as
+    COCO_train2014_000000123456.jpg (the last run of digits). None when there is none."""
+    match = _DIGITS.search(str(image))
+    return int(match.group(1)) if match else None
+
+
+@dataclass(frozen=True)
+class Token:
+    """One word of a dependency parse in the backend-neutral form every parser produces
+    (CoNLL-U's ID, FORM, LEMMA, UPOS, HEAD, DEPREL; head 0 = root)."""
+    id: int
+    form: str
+    lemma: str
+    upos: str
+    head: int
+    deprel: str
+
+
+@dataclass(frozen=True)
+class Codes:
+    """The 4-code argument structure of an action (§3.2, A.3, Table 4): main verb lemma,
+    its object/complement nouns, the second verb lemma, that verb's complement nouns.
+    Nouns keep their surface form (§3.2 fn. 6); a missing code is "" or ()."""
+    code1: str = ""
+    code2: Tuple[str, ...] = ()
+    code3: str = ""
+    code4: Tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class BD2BBTuple:
+    tuple_id: str       # the input's "id" when given, else a hash of its content
+    image: str          # as given (COCO file name or id)
+    intention: str      # the text after "If I"
+    action: str         # the text after "I will"
+    annotator: str = ""
+
+    @property
+    def action_key(self) -> str:
+        return text_key(self.action)
+
+
+@dataclass(frozen=True)
+class Datapoint:
+    """A tuple and what the stages learnt about it."""
+    tuple: BD2BBTuple
+    parse: Tuple[Token, ...] = ()
+    codes: Codes = field(default_factory=Codes)
+    cluster: int = -1
+    cluster_label: str = ""
+
+
+@dataclass(frozen=True)
+class ActionEntry:
+    """One unique action of the decoy pool: its text, cluster, codes and embedding row."""
+    action_key: str
+    action: str
+    cluster: int
+    codes: Codes
+
+
+@dataclass(frozen=True)
+class Sample:
+    """A target datapoint with its 5 candidates in shown order (§4); `label` is the
+    target's position."""
+    sample_id: str
+    datapoint: Datapoint
+    endings: Tuple[str, ...]
+    ending_types: Tuple[str, ...]
+    label: int
+    split: str = ""
+    hard_test: bool = False
+
+
+SAMPLE_SCHEMA = pa.schema([
+    pa.field("sample_id", pa.string(), nullable=False),
+    pa.field("split", pa.string(), nullable=False),
+    pa.field("source", pa.string(), nullable=False),
+    pa.field("hard_test", pa.bool_(), nullable=False),      # §7 hard (unseen) test subset
+    pa.field("tuple_id", pa.string(), nullable=False),
+    pa.field("image", pa.string(), nullable=False),
+    pa.field("annotator", pa.string(), nullable=False),
+    pa.field("intention", pa.string(), nullable=False),
+    pa.field("action", pa.string(), nullable=False),        # the target
+    pa.field("cluster", pa.int64(), nullable=False),
+    pa.field("cluster_label", pa.string(), nullable=False),
+    pa.field("code1", pa.string(), nullable=False),
+    pa.field("code2", pa.list_(pa.string()), nullable=False),
+    pa.field("code3", pa.string(), nullable=False),
+    pa.field("code4", pa.list_(pa.string()), nullable=False),
+    pa.field("endings", pa.list_(pa.string()), nullable=False),       # shown order
+    pa.field("ending_types", pa.list_(pa.string()), nullable=False),  # targ / lan / vis
+    pa.field("label", pa.int64(), nullable=False),                    # target position
+])
+
+
+def sample_to_row(sample: Sample) -> dict:
+    d, t = sample.datapoint, sample.datapoint.tuple
+    return {
+        "sample_id": sample.sample_id, "split": sample.split, "source": SOURCE,
+        "hard_test": bool(sample.hard_test), "tuple_id": t.tuple_id, "image": t.image,
+        "annotator": t.annotator, "intention": t.intention, "action": t.action,
+        "cluster": int(d.cluster), "cluster_label": d.cluster_label,
+        "code1": d.codes.code1, "code2": list(d.codes.code2), "code3": d.codes.code3,
+        "code4": list(d.codes.code4), "endings": list(sample.endings),
+        "ending_types": list(sample.ending_types), "label": int(sample.label),
+    }

@@ -1,0 +1,139 @@
+"""Parse every action and derive its argument codes (§3.2 "Argument structure", A.3).
+
+    tuples -> unique actions -> parses (CoNLL-U file, or a spaCy/Stanza model through the
+    shared cache) -> join back -> Datapoint(tuple, parse, codes)
+
+With a model backend, a parse is cached under cache_key("action_parse", sha256 of the
+normalised action, parser fingerprint incl. its weights checksum, {}), so a rebuild with
+other thresholds parses nothing it has parsed before. A CoNLL-U file is itself the input
+(the manually corrected parses), so it is read, not cached.
+
+Counters: stage "parse" (tuple.in / tuple.out / tuple.rejected.no_parse, action.parsed
+for model parses); the cache's own (stage "cache.action_parse": hit, miss, written).
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+
+from schemas import reasons
+from schemas.bd2bb import Datapoint, Token, text_key
+from schemas.records import Reject
+from transforms.argument_codes import extract_codes
+from transforms.cache import HITS, MISSES, LookupCache, WriteCache, cache_key, decode_json, encode_json
+from transforms.parsers import ModelParser, conllu_index
+from transforms.stage import MAIN, REJECTS, StageCounts
+
+CACHE_STAGE = "action_parse"
+WRITTEN = "written"
+
+
+def _read_conllu(path: str):
+    with FileSystems.open(path, compression_type="uncompressed") as f:
+        lines = (line.decode("utf-8") for line in f)
+        yield from conllu_index(lines)
+
+
+def _pick_parse(kv):
+    """Several sentences with the same text: the first by content, on every runner."""
+    key, parses = kv
+    return key, min(parses, key=lambda tokens: [(t.id, t.form, t.lemma, t.upos, t.head, t.deprel)
+                                                for t in tokens])
+
+
+class _ParseWithModel(beam.DoFn):
+    def __init__(self, backend: str, model: str):
+        self.backend, self.model = backend, model
+
+    def setup(self):
+        self.parser = ModelParser(self.backend, self.model)  # once per worker
+        self.counts = StageCounts("parse")
+
+    def process(self, item):
+        key, text = item
+        self.counts.note("action.parsed")
+        yield key, self.parser.parse(text)
+
+
+def _tokens_to_json(tokens):
+    return [[t.id, t.form, t.lemma, t.upos, t.head, t.deprel] for t in tokens]
+
+
+def _tokens_from_json(rows):
+    return tuple(Token(*row) for row in rows)
+
+
+class _Attach(beam.DoFn):
+    def __init__(self):
+        self.counts = StageCounts("parse")
+
+    def process(self, joined):
+        _, groups = joined
+        parses = list(groups["parses"])
+        for t in groups["tuples"]:
+            self.counts.seen(level="tuple")
+            if not parses:
+                yield self.counts.rejected(Reject(stage="parse", level="tuple", reason=reasons.NO_PARSE,
+                                                  item_id=t.tuple_id, source=t.image,
+                                                  detail=f"no parse of {t.action[:200]!r}"))
+                continue
+            tokens = parses[0]
+            yield self.counts.passed(Datapoint(tuple=t, parse=tokens, codes=extract_codes(tokens)),
+                                     level="tuple")
+
+
+class ParseActions(beam.PTransform):
+    """BD2BBTuple -> {MAIN: Datapoint with parse and codes, REJECTS: no_parse, WRITTEN: cache files}.
+
+    backend "conllu" reads `conllu_path`; "spacy"/"stanza" load `model` on each worker,
+    through the cache when `cache_root` is set (`fingerprint` from parsers.parser_identity).
+    """
+
+    def __init__(self, backend: str, model: Optional[str] = None, conllu_path: Optional[str] = None,
+                 fingerprint: str = "", cache_root: Optional[str] = None, run_id: str = ""):
+        super().__init__()
+        self.backend, self.model, self.conllu_path = backend, model, conllu_path
+        self.fingerprint, self.cache_root, self.run_id = fingerprint, cache_root, run_id
+
+    def expand(self, tuples):
+        keyed = tuples | "Key by action" >> beam.Map(lambda t: (t.action_key, t))
+        written = None
+        if self.backend == "conllu":
+            parses = (tuples.pipeline | "CoNLL-U path" >> beam.Create([self.conllu_path])
+                      | "Read CoNLL-U" >> beam.FlatMap(_read_conllu)
+                      | "Key parses" >> beam.Map(lambda kv: (text_key(kv[0]), kv[1]))
+                      | "Group parses" >> beam.GroupByKey()
+                      | "One parse per text" >> beam.Map(_pick_parse))
+        else:
+            # One text per action key; the smallest spelling, so every runner parses the same.
+            unique = (keyed | "Action texts" >> beam.MapTuple(lambda k, t: (k, t.action))
+                      | "Group spellings" >> beam.GroupByKey()
+                      | "One spelling" >> beam.MapTuple(lambda k, texts: (k, min(texts))))
+            parses, written = self._model_parses(unique)
+        joined = ({"tuples": keyed, "parses": parses} | "Join parses" >> beam.CoGroupByKey()
+                  | "Attach" >> beam.ParDo(_Attach()).with_outputs(REJECTS, main=MAIN))
+        if written is None:
+            written = tuples.pipeline | "No cache files" >> beam.Create([])
+        return {MAIN: joined[MAIN], REJECTS: joined[REJECTS], WRITTEN: written}
+
+    def _model_parses(self, unique):
+        parse = _ParseWithModel(self.backend, self.model)
+        if not self.cache_root:
+            return unique | "Parse" >> beam.ParDo(parse), None
+        fingerprint = self.fingerprint
+
+        def key(action_key):
+            return cache_key(CACHE_STAGE, action_key, fingerprint, {})
+
+        looked = (unique | "Cache key" >> beam.Map(lambda kv: (key(kv[0]), kv))
+                  | "Look up" >> LookupCache(self.cache_root, CACHE_STAGE))
+        cached = looked[HITS] | "From cache" >> beam.MapTuple(
+            lambda _, kv, value: (kv[0], _tokens_from_json(decode_json(value))))
+        computed = (looked[MISSES] | "Misses" >> beam.MapTuple(lambda _, kv: kv)
+                    | "Parse misses" >> beam.ParDo(parse))
+        written = (computed | "Cache entry" >> beam.MapTuple(
+            lambda k, tokens: (key(k), encode_json(_tokens_to_json(tokens))))
+            | "Write back" >> WriteCache(self.cache_root, CACHE_STAGE, self.run_id))
+        return (cached, computed) | "All parses" >> beam.Flatten(), written
