@@ -159,11 +159,18 @@ def describe_input(path: Optional[str]) -> Optional[dict]:
 
 
 def main(argv=None) -> int:
-    """`python -m pipelines.release diff A B`: what changed between two releases."""
+    """`python -m pipelines.release diff A B`: what changed between two releases;
+    `python -m pipelines.release calibrate ...`: see pipelines/calibrate.py."""
     import argparse
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["calibrate"]:
+        from pipelines import calibrate  # it imports the pipelines, which import this module
+        return calibrate.main(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m pipelines.release",
                                      description="Inspect releases.")
     commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("calibrate", help="sets per source for candidate thresholds, from the "
+                                          "cache only (see its --help)")
     diff = commands.add_parser("diff", help="config and rows changed between two releases")
     diff.add_argument("old", help="version folder, e.g. releases/imagecode/1.0.0")
     diff.add_argument("new", help="version folder, e.g. releases/imagecode/1.1.0")

@@ -253,3 +253,24 @@ def test_a_threshold_override_changes_the_release(sample, release):
     after = {r["set_name"] for r in set_rows(other)}
     assert (f"## video_sets\n\n{len(after - before)} added, {len(before - after)} removed"
             in notes)
+
+
+def test_calibrate_answers_from_the_cache_alone(release):
+    import collections
+    from pipelines import calibrate
+    cfg, cache_root = calibrate.load_release_config(release, [])
+    current = cfg.mining.distance_threshold
+    shards_before = sorted(glob.glob(os.path.join(cache_root, "*", "*.parquet")))
+    result = calibrate.calibrate(cfg, cache_root, calibrate.candidate_runs(
+        cfg, "mining.distance_threshold", [current, 0.6]))
+    assert sorted(glob.glob(os.path.join(cache_root, "*", "*.parquet"))) == shards_before
+    at = {value: {r["source"]: r for r in result["rows"] if r["value"] == value}
+          for value in (current, 0.6)}
+    # at the release's own threshold every consulted frame has a cached score: exact
+    assert all(r["unscored"] == 0 for r in at[current].values())
+    released = collections.Counter(r["source"] for r in set_rows(release))
+    assert {s: r["kept"] for s, r in at[current].items() if r["kept"]} == dict(released)
+    assert sum(r["sets"] for r in at[0.6].values()) < sum(r["sets"] for r in at[current].values())
+    assert len(result["uncached"]) == 1  # the corrupt video never gets a shot list
+    text = calibrate.render("mining.distance_threshold", current, result)
+    assert "not counted (1 videos" in text

@@ -410,32 +410,41 @@ def build_encoder(spec: EncoderSpec):
 
 # ---------------------------------------------------------------------------- Beam
 
-_LOADS_IN_THIS_PROCESS = 0  # how often load_model ran here (tests check "once per worker")
+_LOADS_IN_THIS_PROCESS = 0  # encoders built here (tests check "once per worker")
 
 
 def loads_in_this_process() -> int:
     return _LOADS_IN_THIS_PROCESS
 
 
+class _LazyEncoder:
+    """The encoder, built on the first frames it is given. RunInference loads its model
+    in setup(); a worker whose items all came from the cache then never reads weights."""
+
+    def __init__(self, spec: EncoderSpec):
+        self._spec = spec
+        self._encoder = None
+
+    def encode(self, frames: Sequence[np.ndarray]) -> np.ndarray:
+        global _LOADS_IN_THIS_PROCESS
+        if len(frames) == 0 and self._encoder is None:  # the width without loading
+            return np.zeros((0, encoder_identity(self._spec)["embedding_dim"]), np.float32)
+        if self._encoder is None:
+            self._encoder = build_encoder(self._spec)
+            _LOADS_IN_THIS_PROCESS += 1
+            Metrics.counter(NAMESPACE, "model.loaded").inc()  # live: we are in process()
+        return self._encoder.encode(frames)
+
+
 class _EncoderHandler(ModelHandler):
-    """What both handlers share: one encoder per worker, its load counted once."""
+    """What both handlers share: one encoder per worker, loaded on first use."""
 
     def __init__(self, spec: EncoderSpec):
         super().__init__()
         self.spec = spec
 
     def load_model(self):
-        global _LOADS_IN_THIS_PROCESS
-        _LOADS_IN_THIS_PROCESS += 1
-        encoder = build_encoder(self.spec)
-        encoder.load_counted = False  # counted on first use: metrics are not live in setup()
-        return encoder
-
-    @staticmethod
-    def _count_load(model) -> None:
-        if not model.load_counted:
-            Metrics.counter(NAMESPACE, "model.loaded").inc()
-            model.load_counted = True
+        return _LazyEncoder(self.spec)
 
 
 class ShotEncoderHandler(_EncoderHandler):
@@ -443,7 +452,6 @@ class ShotEncoderHandler(_EncoderHandler):
 
     def run_inference(self, batch: Sequence[ShotFrames], model,
                       inference_args: Optional[Dict[str, Any]] = None) -> Iterable[PredictionResult]:
-        self._count_load(model)
         sizes = [len(shot.frames) for shot in batch]
         # All frames of the batch's shots in one stream: sub-batches fill across shots.
         embeddings = model.encode([frame for shot in batch for frame in shot.frames])
@@ -518,7 +526,6 @@ class ImageEncoderHandler(_EncoderHandler):
 
     def run_inference(self, batch: Sequence[ImageRef], model,
                       inference_args: Optional[Dict[str, Any]] = None) -> Iterable[PredictionResult]:
-        self._count_load(model)
         outcomes: List[Any] = []
         pixels = []
         for ref in batch:

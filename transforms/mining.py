@@ -62,6 +62,32 @@ def mine_sets(embeddings: np.ndarray, threshold: float, set_size: int,
     return result
 
 
+def sets_from_known_scores(plan: VideoPlan, threshold: float, set_size: int,
+                           max_scores: Dict[str, float]) -> Dict[str, int]:
+    """What the miner would make of `plan` from its known scores alone: {"sets": complete
+    sets, "unscored": frames the gate consulted without a known score}. `max_scores`
+    holds the thresholds of the filters that are on ("brisque", "ocr"). An unscored
+    frame counts as passing, so the answer is exact when "unscored" is 0."""
+    from transforms.quality import QualityGate  # the gate's own rule, fed known values
+    on = object()
+    gate = QualityGate(on if "brisque" in max_scores else None, max_scores.get("brisque", 0.0),
+                       on if "ocr" in max_scores else None, max_scores.get("ocr", 0))
+    totals = {"sets": 0, "unscored": 0}
+    for shot in plan.shots:
+        def known(name: str, position: int, passing: float):
+            value = plan.known_scores.get(name, {}).get(shot.frame_indices[position])
+            if value is None:
+                totals["unscored"] += 1
+                return passing
+            return value
+
+        def accept(position: int) -> Optional[str]:
+            return gate.judge(lambda: known("brisque", position, float("-inf")),
+                              lambda: known("ocr", position, 0)).reason
+        totals["sets"] += len(mine_sets(shot.embeddings, threshold, set_size, accept).sets)
+    return totals
+
+
 def _far_from_all(embeddings: np.ndarray, position: int, selected: List[int],
                   threshold: float) -> bool:
     distances = np.linalg.norm(embeddings[selected] - embeddings[position], axis=1)

@@ -37,6 +37,7 @@ from transforms.stage import MAIN, REJECTS, StageCounts
 
 SHOT_LIST, FRAME_EMBEDDING = "shot_list", "frame_embedding"
 WRITTEN = "written"  # output tag: cache shard files this run wrote
+UNCACHED = "uncached"  # output tag: videos without cached shots and embeddings
 SHOTS_CODE_VERSION = "shots/v1"  # bump when shot detection changes its output
 
 
@@ -81,7 +82,7 @@ class PlanVideos(beam.PTransform):
             return {MAIN: plans, REJECTS: rejects, WRITTEN: written}
         looked = videos | "Look up" >> _LookUpVideos(self._cache.root, self._keys())
         warm_or_cold = looked | "Warm or cold" >> beam.Partition(
-            lambda v, _: 0 if v.shot_list is not None and v.embeddings is not None else 1, 2)
+            lambda v, _: 0 if _is_warm(v) else 1, 2)
         warm = warm_or_cold[0] | "Replay cached shots" >> beam.ParDo(
             _ReplayPlan(self._min_frames)).with_outputs(REJECTS, main=MAIN)
         cold_plans, cold_rejects, written = self._cold(warm_or_cold[1], store=True)
@@ -90,19 +91,7 @@ class PlanVideos(beam.PTransform):
         return {MAIN: plans, REJECTS: rejects, WRITTEN: written}
 
     def _keys(self):
-        """video sha256 -> {part: cache key}: everything each part depends on."""
-        shots = dict(self._shot_params, code=SHOTS_CODE_VERSION)
-        decode = {"max_side": self._shot_params.get("max_side")}
-        cache = self._cache
-
-        def keys(sha: str) -> Dict[str, str]:
-            out = {SHOT_LIST: cache_key(SHOT_LIST, sha, "", shots),
-                   FRAME_EMBEDDING: cache_key(FRAME_EMBEDDING, sha, cache.encoder_fingerprint,
-                                              {"shots": shots, "min_frames": self._min_frames})}
-            for name, fingerprint in cache.filter_fingerprints.items():
-                out[name] = cache_key(name, sha, fingerprint, decode)
-            return out
-        return keys
+        return cache_keys(self._shot_params, self._min_frames, self._cache)
 
     def _cold(self, looked, store: bool):
         """Decode, find shots, embed; with `store`, write shot lists and embeddings back."""
@@ -126,6 +115,43 @@ class PlanVideos(beam.PTransform):
         files = (written | "Stored files" >> beam.Flatten() if written
                  else looked.pipeline | "No stored files" >> beam.Create([]))
         return plans[MAIN], shots[REJECTS], files
+
+
+def cache_keys(shot_params: dict, min_frames: int, cache: VideoCacheSpec):
+    """video sha256 -> {part: cache key}: everything each part depends on."""
+    shots = dict(shot_params, code=SHOTS_CODE_VERSION)
+    decode = {"max_side": shot_params.get("max_side")}
+
+    def keys(sha: str) -> Dict[str, str]:
+        out = {SHOT_LIST: cache_key(SHOT_LIST, sha, "", shots),
+               FRAME_EMBEDDING: cache_key(FRAME_EMBEDDING, sha, cache.encoder_fingerprint,
+                                          {"shots": shots, "min_frames": min_frames})}
+        for name, fingerprint in cache.filter_fingerprints.items():
+            out[name] = cache_key(name, sha, fingerprint, decode)
+        return out
+    return keys
+
+
+def _is_warm(looked: "_Looked") -> bool:
+    return looked.shot_list is not None and looked.embeddings is not None
+
+
+class LookUpCachedPlans(beam.PTransform):
+    """VideoRef -> {MAIN: VideoPlan of each video whose shots and embeddings are cached,
+    UNCACHED: the other VideoRefs}. Reads the cache only: nothing is decoded or computed
+    (what `calibrate` answers from)."""
+
+    def __init__(self, shot_params: dict, min_frames: int, cache: VideoCacheSpec):
+        super().__init__()
+        self._keys = cache_keys(dict(shot_params), min_frames, cache)
+        self._root, self._min_frames = cache.root, min_frames
+
+    def expand(self, videos):
+        looked = videos | "Look up" >> _LookUpVideos(self._root, self._keys)
+        parts = looked | "Cached or not" >> beam.Partition(lambda v, _: 0 if _is_warm(v) else 1, 2)
+        plans = parts[0] | "Replay cached shots" >> beam.ParDo(
+            _ReplayPlan(self._min_frames)).with_outputs(REJECTS, main=MAIN)
+        return {MAIN: plans[MAIN], UNCACHED: parts[1] | "Uncached videos" >> beam.Map(lambda v: v.video)}
 
 
 class StoreNewScores(beam.PTransform):

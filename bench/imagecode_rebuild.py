@@ -1,0 +1,104 @@
+"""Benchmark: a rebuild after a threshold change against the cold build, on the same
+inputs in the same run (issue 4's regeneration workflow), printed as ratios.
+
+    python -m bench.imagecode_rebuild [--shots 8] [--frames-per-shot 150]
+
+On a generated 320x240 video (one shot in eight blurred, one captioned; see
+bench/imagecode_video.py) it builds, each in a fresh process:
+  1. 1.0.0 cold (empty cache);
+  2. 1.0.1 with the same config (everything cached);
+  3. 1.1.0 with mining.distance_threshold=0.30 (the issue's example);
+  4. 1.2.0 with quality.brisque.max_score=0.70 (a filter threshold).
+and reports wall time over the cold build's, and the model work each did: frames
+embedded, encoder loads, BRISQUE and OCR scores computed (and taken from the cache),
+frames decoded. A cached score is never computed again; a frame the lazy filters never
+saw before (a new distance threshold picks other frames) must still be scored once.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+from bench.imagecode_video import make_inputs, segments
+
+CONFIG = "pipelines/configs/imagecode_sample.yaml"
+BUILDS = (("cold", "1.0.0", ()),
+          ("same config", "1.0.1", ()),
+          ("distance 0.35 -> 0.30", "1.1.0", ("mining.distance_threshold=0.30",)),
+          ("BRISQUE max 0.65 -> 0.70", "1.2.0", ("quality.brisque.max_score=0.70",)))
+
+
+def build_in_child(manifest: str, out: str, version: str, overrides) -> dict:
+    proc = subprocess.run([sys.executable, "-m", "bench.imagecode_rebuild", "--child", manifest,
+                           out, version, *overrides], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(proc.stderr[-3000:])
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def child(manifest: str, out: str, version: str, *overrides: str) -> None:
+    from pipelines import imagecode  # imported here so import time is not measured
+    sets = [arg for override in overrides for arg in ("--set", override)]
+    start = time.perf_counter()
+    release = imagecode.run(["--config", CONFIG, "--set", f"inputs.videos={manifest}",
+                             "--output", out, "--version", version, *sets])
+    seconds = time.perf_counter() - start
+    manifest_json = json.load(open(os.path.join(release, "MANIFEST.json")))
+    print(json.dumps({"seconds": seconds, "stages": manifest_json["stages"],
+                      "sets": manifest_json["counts"]["tables"]["video_sets"]["total"]}))
+
+
+def model_work(stages: dict) -> dict:
+    embed, mining = stages.get("embed", {}), stages.get("mining", {})
+    return {"frames_embedded": embed.get("frame.embedded", 0),
+            "encoder_loads": embed.get("model.loaded", 0),
+            "brisque_computed": mining.get("frame.brisque_evaluations", 0),
+            "brisque_cached": mining.get("frame.brisque_cached", 0),
+            "ocr_computed": mining.get("frame.ocr_evaluations", 0),
+            "ocr_cached": mining.get("frame.ocr_cached", 0),
+            "frames_decoded": (stages.get("shots", {}).get("frame.in", 0)
+                               if embed.get("frame.embedded", 0) else 0)
+                              + mining.get("frame.decoded", 0)}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--shots", type=int, default=8)
+    parser.add_argument("--frames-per-shot", type=int, default=150)
+    parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(*args.child)
+        return 0
+    work = tempfile.mkdtemp(prefix="bench-rebuild-")
+    try:
+        manifest = make_inputs(work, "rebuild", segments(args.shots, args.frames_per_shot, True))
+        out = os.path.join(work, "releases")
+        runs = {name: build_in_child(manifest, out, version, overrides)
+                for name, version, overrides in BUILDS}
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    cold = runs["cold"]["seconds"]
+    report = {name: {"seconds": round(r["seconds"], 2), "over_cold": round(r["seconds"] / cold, 3),
+                     "video_sets": r["sets"], **model_work(r["stages"])}
+              for name, r in runs.items()}
+    print(json.dumps(report, indent=1))
+    header = ("build", "seconds", "/ cold", "sets", "embedded", "loads", "BRISQUE computed/cached",
+              "OCR computed/cached", "decoded")
+    print(" | ".join(header))
+    for name, r in report.items():
+        print(" | ".join(map(str, (name, r["seconds"], r["over_cold"], r["video_sets"],
+                                   r["frames_embedded"], r["encoder_loads"],
+                                   f"{r['brisque_computed']}/{r['brisque_cached']}",
+                                   f"{r['ocr_computed']}/{r['ocr_cached']}", r["frames_decoded"]))))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
