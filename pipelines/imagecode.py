@@ -145,7 +145,8 @@ def _video_sets(p, cfg: ImageCodeConfig, staging_dir: str, cache_root: Optional[
     mined = plans[MAIN] | "Mine frame sets" >> MineFrameSets(
         threshold=cfg.mining.distance_threshold, set_size=cfg.mining.set_size,
         gate_factory=quality_gate_factory(cfg), staging_dir=work_dir(staging_dir),
-        jpeg_quality=cfg.release.jpeg_quality, max_side=cfg.decode.max_side or None)
+        jpeg_quality=cfg.release.jpeg_quality, max_side=cfg.decode.max_side or None,
+        score_all_frames=cfg.quality.score_all_frames)
     cache_files = []
     if cache:
         cache_files = [plans[VIDEO_CACHE_WRITTEN],

@@ -57,6 +57,7 @@ class OcrConfig:
 class QualityConfig:
     brisque: BrisqueConfig = field(default_factory=BrisqueConfig)
     ocr: OcrConfig = field(default_factory=OcrConfig)
+    score_all_frames: bool = False        # score every frame, not only those the miner asks about
 
 
 @dataclass

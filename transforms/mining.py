@@ -119,8 +119,9 @@ class MineFrameSets(beam.PTransform):
     of every frame the gate consulted (BRISQUE_SCORES, for the data card), and the
     scores computed in this run, per video and filter (NEW_SCORES, for the cache).
 
-    A score in the plan's `known_scores` is used as is; only the others are computed,
-    on frames decoded on demand (one forward pass per video, only up to the last shot
+    A score in the plan's `known_scores` is used as is; only the others are computed
+    (for every frame with `score_all_frames`, else only for frames the gate is asked
+    about), on frames decoded on demand (one forward pass per video, only up to the last shot
     that needs pixels). The selected frames are written as JPEG under
     `<staging_dir>/frames/<set>/`; the release step moves the sets it keeps into compat/.
 
@@ -130,10 +131,11 @@ class MineFrameSets(beam.PTransform):
     """
 
     def __init__(self, threshold: float, set_size: int, gate_factory: GateFactory,
-                 staging_dir: str, jpeg_quality: int = 95, max_side: Optional[int] = None):
+                 staging_dir: str, jpeg_quality: int = 95, max_side: Optional[int] = None,
+                 score_all_frames: bool = False):
         super().__init__()
         self._dofn = _MineVideo(threshold, set_size, gate_factory, staging_dir, jpeg_quality,
-                                max_side)
+                                max_side, score_all_frames)
 
     def expand(self, plans):
         return plans | beam.ParDo(self._dofn).with_outputs(REJECTS, BRISQUE_SCORES, NEW_SCORES,
@@ -141,7 +143,9 @@ class MineFrameSets(beam.PTransform):
 
 
 class _MineVideo(beam.DoFn):
-    def __init__(self, threshold, set_size, gate_factory, staging_dir, jpeg_quality, max_side):
+    def __init__(self, threshold, set_size, gate_factory, staging_dir, jpeg_quality, max_side,
+                 score_all_frames):
+        self._score_all_frames = score_all_frames
         self._threshold = threshold
         self._set_size = set_size
         self._gate_factory = gate_factory
@@ -170,14 +174,28 @@ class _MineVideo(beam.DoFn):
     def _mine_shot(self, shot: ShotFrames, pixels: "_ShotPixels", known, new):
         verdicts = {}
 
+        resolved = {name: {} for name in SCORE_FILTERS}  # asked before in this shot: not counted again
+
         def score(name: str, position: int, compute):
             number = shot.frame_indices[position]
+            if number in resolved[name]:
+                return resolved[name][number]
             if number in known[name]:
                 self._counts.note(f"frame.{name}_cached")
-                return known[name][number]
-            self._counts.note(f"frame.{name}_evaluations")
-            value = new[name][number] = compute(pixels[position])
+                value = known[name][number]
+            else:
+                self._counts.note(f"frame.{name}_evaluations")
+                value = new[name][number] = compute(pixels[position])
+            resolved[name][number] = value
             return value
+
+        gate = self._gate
+        if self._score_all_frames and gate is not None:
+            for position in range(len(shot.frame_indices)):
+                if gate.brisque is not None:
+                    score("brisque", position, lambda f: float(gate.brisque.score_normalised([f])[0]))
+                if gate.text is not None:
+                    score("ocr", position, gate.text.text_chars)
 
         def accept(position: int) -> Optional[str]:
             if self._gate is None:
