@@ -233,14 +233,7 @@ def run(argv: Optional[List[str]] = None) -> str:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("faiss.loader").setLevel(logging.WARNING)
-    try:
-        run(argv)
-    except (ConfigError, PreflightError, release.ReleaseError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    return 0
+    return cli.run_main(run, argv)
 
 
 if __name__ == "__main__":

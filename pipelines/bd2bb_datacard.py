@@ -3,16 +3,15 @@ Table 1 per split (from the written samples table), the k curve with the elbow p
 cluster sizes after review, target-position uniformity, the review sheet and the cache."""
 from __future__ import annotations
 
-import json
 import math
 
 from apache_beam.io.filesystems import FileSystems
 
 from pipelines import plots
+from pipelines.cache import cache_report
 from pipelines.bd2bb_config import BD2BBConfig
 from schemas.datacard import markdown_table
-from schemas.manifest import read_parquet_columns
-from transforms.cache import relative_cache_path, shard_pattern
+from schemas.manifest import read_parquet_columns, read_stats
 from transforms.bd2bb_stats import COLUMNS, table1
 
 PAPER = "Pezzelle et al. 2020, BD2BB"
@@ -22,9 +21,9 @@ PAPER_TABLE1 = {"train": (2102, 1517, 1683, 5063, 2102, 4228), "val": (4082, 244
 
 def describe(cfg: BD2BBConfig, facts: dict, cache_root=None) -> dict:
     staging = facts["staging"]
-    clusters = (_read_stats(staging, "clusters") or [None])[0]
-    sizes = _read_stats(staging, "cluster_sizes") or []
-    positions = (_read_stats(staging, "target_positions") or [None])[0]
+    clusters = (read_stats(staging, "clusters") or [None])[0]
+    sizes = read_stats(staging, "cluster_sizes") or []
+    positions = (read_stats(staging, "target_positions") or [None])[0]
     stats = _table1(staging)
     sections = [_table1_section(stats)]
     if clusters:
@@ -48,35 +47,16 @@ def describe(cfg: BD2BBConfig, facts: dict, cache_root=None) -> dict:
             if cache_root else {}}
 
 
-def _read_stats(staging: str, name: str):
-    path = FileSystems.join(staging, "stats", f"{name}.json")
-    if not FileSystems.exists(path):
-        return None
-    with FileSystems.open(path, compression_type="uncompressed") as f:
-        return json.loads(f.read().decode("utf-8"))
-
-
 def _cache(stages: dict, staging: str, cache_root):
-    """The Cache table (per cache stage: actions cached vs computed), the manifest's
-    per-stage record, and every shard read (a lookup reads all shards of its stage) or
-    written, which the manifest names under "cache_files" so `make cache-prune` keeps them."""
+    """The Cache section (per cache stage: actions cached vs computed), the shards to
+    name in the manifest, and the manifest's per-stage record."""
     if not cache_root:
         return None, [], {}
     use = {name[len("cache."):]: {"items": c.get("item.in", 0), "cached": c.get("hit", 0),
-                                  "computed": c.get("miss", 0), "corrupt": c.get("corrupt", 0),
-                                  "written": c.get("written", 0)}
+                                  "computed": c.get("miss", 0)}
            for name, c in sorted(stages.items()) if name.startswith("cache.")}
-    read = []
-    for stage in use:
-        matches = FileSystems.match([shard_pattern(cache_root, stage)])[0].metadata_list
-        read += [relative_cache_path(cache_root, m.path) for m in matches]
-    written = _read_stats(staging, "cache_files") or []
-    rows = [[stage, u["items"], u["cached"], u["computed"], u["corrupt"], u["written"]] for stage, u in use.items()]
-    section = {"title": "Cache", "text": (
-        f"Action embeddings (and model parses) reused from `{cache_root}` (cached) or computed in "
-        "this build and written back.\n\n"
-        + markdown_table(["stage", "items", "cached", "computed", "corrupt entries", "entries written"], rows))}
-    return section, sorted(set(read) | set(written)), use
+    section, files = cache_report(cache_root, staging, use, "Action embeddings (and model parses)")
+    return section, files, use
 
 
 def _table1(staging: str) -> list:

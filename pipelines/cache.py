@@ -22,8 +22,9 @@ from typing import List, Optional, Set, Tuple
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from schemas.manifest import MANIFEST
-from transforms.cache import SUFFIX, relative_cache_path
+from schemas.datacard import markdown_table
+from schemas.manifest import MANIFEST, read_stats
+from transforms.cache import SUFFIX, relative_cache_path, shard_pattern
 
 CACHE_FILES_KEY = "cache_files"
 
@@ -38,6 +39,22 @@ def referenced_files(releases: str) -> Set[str]:
             manifest = json.loads(f.read().decode("utf-8"))
         keep.update(manifest.get(CACHE_FILES_KEY, []) if isinstance(manifest, dict) else [])
     return keep
+
+
+def cache_report(cache_root: str, staging: str, use: dict, what: str):
+    """A data card's Cache section and the shards the manifest names ("cache_files"):
+    every shard of the stages in `use` (a lookup reads them all) and those written.
+    `use`: {stage: {"items", "cached", "computed"}} (the manifest's "cache" record)."""
+    read = []
+    for stage in use:
+        matches = FileSystems.match([shard_pattern(cache_root, stage)])[0].metadata_list
+        read += [relative_cache_path(cache_root, m.path) for m in matches]
+    written = read_stats(staging, "cache_files") or []
+    rows = [[stage, u["items"], u["cached"], u["computed"]] for stage, u in use.items()]
+    section = {"title": "Cache", "text": (
+        f"{what} reused from `{cache_root}` (cached) or computed in this build and written "
+        "back.\n\n" + markdown_table(["stage", "items", "cached", "computed"], rows))}
+    return section, sorted(set(read) | set(written))
 
 
 def prune(cache: str, releases: str, dry_run: bool = False) -> Tuple[List[str], int]:

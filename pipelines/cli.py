@@ -6,8 +6,10 @@ Arguments we do not know are handed to Beam as pipeline options (--runner,
 from __future__ import annotations
 
 import argparse
+import logging
 import re
-from typing import List, Optional, Tuple
+import sys
+from typing import Callable, List, Optional, Tuple
 
 VERSION_PATTERN = re.compile(r"^\d+\.\d+\.\d+([-+][0-9A-Za-z.-]+)?$")
 
@@ -27,3 +29,19 @@ def _version(text: str) -> str:
     if not VERSION_PATTERN.match(text):
         raise argparse.ArgumentTypeError(f"version must look like 1.2.3, got {text!r}")
     return text
+
+
+def run_main(run: Callable[[Optional[List[str]]], str], argv: Optional[List[str]] = None) -> int:
+    """A pipeline's `main`: log progress, run, and turn the errors a user can fix (bad
+    config, missing input, a release that cannot be written) into one line and exit 2."""
+    from pipelines.config import ConfigError      # imported here: cli is imported by them all
+    from pipelines.preflight import PreflightError
+    from pipelines.release import ReleaseError
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("faiss.loader").setLevel(logging.WARNING)  # it logs each CPU build it tries
+    try:
+        run(argv)
+    except (ConfigError, PreflightError, ReleaseError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0

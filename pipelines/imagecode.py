@@ -22,7 +22,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipelines import cli, preflight, release
 from pipelines import imagecode_datacard as datacard
-from pipelines.config import ConfigError, load_config
+from pipelines.config import load_config
 from pipelines.imagecode_config import ImageCodeConfig
 from pipelines.runners import runner_for
 from schemas.arrow import DESCRIPTION_SCHEMA, STATIC_SET_SCHEMA
@@ -268,14 +268,7 @@ def run(argv: Optional[List[str]] = None) -> str:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("faiss.loader").setLevel(logging.WARNING)  # it logs each CPU build it tries
-    try:
-        run(argv)
-    except (ConfigError, preflight.PreflightError, release.ReleaseError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    return 0
+    return cli.run_main(run, argv)
 
 
 if __name__ == "__main__":

@@ -7,16 +7,16 @@ the manifest records.
 """
 from __future__ import annotations
 
-import json
 import math
 from collections import defaultdict
 
 from apache_beam.io.filesystems import FileSystems
 
 from pipelines import plots
+from pipelines.cache import cache_report
 from pipelines.imagecode_config import ImageCodeConfig
 from schemas.datacard import markdown_table
-from schemas.manifest import read_parquet_columns
+from schemas.manifest import read_parquet_columns, read_stats
 
 PAPER = "Krojer et al. 2022, ImageCoDe"
 PAPER_RATIO = 1.13  # §4.3: video frames are more similar than static pictures by this factor
@@ -25,7 +25,7 @@ PAPER_RATIO = 1.13  # §4.3: video frames are more similar than static pictures 
 def describe(cfg: ImageCodeConfig, facts: dict, cache_root=None) -> dict:
     staging = facts["staging"]
     tables = facts["counts"]["tables"]
-    stats = {name: _read_stats(staging, name) for name in
+    stats = {name: read_stats(staging, name) for name in
              ("agreement", "worker_pools", "language", "set_distances", "leakage", "brisque")}
     sections = [_plots(cfg, staging, tables, stats["brisque"])]
     if stats["language"] is not None:
@@ -76,28 +76,15 @@ def cache_use(stages: dict) -> dict:
 
 
 def _cache(stages: dict, staging: str, cache_root):
-    """The data card's cache table, the manifest's per-stage use, and every shard this
-    build read (a lookup reads all shards of its stage) or wrote, so `make cache-prune`
-    keeps them: the manifest names them under "cache_files" (pipelines/cache.py)."""
+    """The data card's Cache section, the shards to name in the manifest, and the
+    manifest's per-stage cached/computed record."""
     if not cache_root:
         return None, [], {}
     use = cache_use(stages)
-    rows = [[stage, u["items"], u["cached"], u["computed"],
-             stages[f"cache.{stage}"].get("corrupt", 0), stages[f"cache.{stage}"].get("written", 0)]
-            for stage, u in use.items()]
-    from transforms.cache import relative_cache_path, shard_pattern
-    read = []
-    for stage in use:
-        matches = FileSystems.match([shard_pattern(cache_root, stage)])[0].metadata_list
-        read += [relative_cache_path(cache_root, m.path) for m in matches]
-    written = _read_stats(staging, "cache_files") or []
-    section = {"title": "Cache", "text": (
-        f"Results reused from `{cache_root}` (cached) or computed in this build. Shot lists "
-        "and frame embeddings are stored per video, scores per video and filter (entries "
-        "written = shards' rows).\n\n"
-        + markdown_table(["stage", "items", "cached", "computed", "corrupt entries",
-                          "entries written"], rows))}
-    return section, sorted(set(read) | set(written)), use
+    section, files = cache_report(cache_root, staging, use, "Shot lists and frame embeddings "
+                                  "(per video), BRISQUE and OCR scores (per frame) and image "
+                                  "embeddings")
+    return section, files, use
 
 
 def _summary(cfg: ImageCodeConfig, facts: dict) -> str:
@@ -229,14 +216,6 @@ def _distance_section(stats: dict) -> dict:
     return {"title": "Within-set distances (§4.3)", "text": "Mean pairwise Euclidean distance "
             "between the embeddings of a set's images, averaged per source.\n\n"
             + markdown_table(["source", "sets", "mean distance"], rows) + "\n\n" + verdict}
-
-
-def _read_stats(staging: str, name: str):
-    path = FileSystems.join(staging, "stats", f"{name}.json")
-    if not FileSystems.exists(path):
-        return None
-    with FileSystems.open(path, compression_type="uncompressed") as f:
-        return json.loads(f.read().decode("utf-8"))
 
 
 def _fmt(value) -> str:

@@ -25,7 +25,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipelines import cli, release
 from pipelines import vsr_datacard as datacard
-from pipelines.config import ConfigError, load_config
+from pipelines.config import load_config
 from pipelines.preflight import PreflightError
 from pipelines.runners import runner_for
 from pipelines.vsr_config import VsrConfig
@@ -200,13 +200,7 @@ def run(argv: Optional[List[str]] = None) -> str:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    try:
-        run(argv)
-    except (ConfigError, PreflightError, release.ReleaseError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    return 0
+    return cli.run_main(run, argv)
 
 
 if __name__ == "__main__":

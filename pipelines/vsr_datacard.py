@@ -8,7 +8,6 @@ the manifest records.
 from __future__ import annotations
 
 import collections
-import json
 import math
 
 from apache_beam.io.filesystems import FileSystems
@@ -16,7 +15,7 @@ from apache_beam.io.filesystems import FileSystems
 from pipelines import plots
 from pipelines.vsr_config import VsrConfig
 from schemas.datacard import markdown_table
-from schemas.manifest import count_rows_by
+from schemas.manifest import count_rows_by, read_stats
 from schemas.vsr import CATEGORIES, RELATIONS, relation_category
 
 PAPER = "Liu et al. 2023, Visual Spatial Reasoning (TACL)"
@@ -27,7 +26,7 @@ PAPER_FIGURES = {"all_agree_share": 0.691, "kept_share": 0.856, "kept": 10972,
 def describe(cfg: VsrConfig, facts: dict) -> dict:
     staging = facts["staging"]
     tables = facts["counts"]["tables"]
-    stats = {name: _read_stats(staging, name)
+    stats = {name: read_stats(staging, name)
              for name in ("agreement", "counts", "zeroshot_concepts", "leakage")}
     sections = []
     splits = None
@@ -207,14 +206,6 @@ def _leakage_section(leak: dict) -> dict:
         f"\n\n{leak['zeroshot_concepts']} concepts in the zero-shot split. Subject and object "
         "are COCO category names parsed from the caption (never by stripping characters), so "
         "one concept cannot appear under two spellings.")}
-
-
-def _read_stats(staging: str, name: str):
-    path = FileSystems.join(staging, "stats", f"{name}.json")
-    if not FileSystems.exists(path):
-        return None
-    with FileSystems.open(path, compression_type="uncompressed") as f:
-        return json.loads(f.read().decode("utf-8"))
 
 
 def _pct(value) -> str:

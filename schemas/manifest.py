@@ -169,6 +169,15 @@ def verify_manifest(version: str) -> List[str]:
 
 # --- counts read back from the written tables ----------------------------------------
 
+def read_stats(staging: str, name: str):
+    """The JSON a WriteReport left in `<staging>/stats/<name>.json`, or None."""
+    path = FileSystems.join(staging, "stats", f"{name}.json")
+    if not FileSystems.exists(path):
+        return None
+    with FileSystems.open(path, compression_type="uncompressed") as f:
+        return json.loads(f.read().decode("utf-8"))
+
+
 def read_parquet_columns(folder: str, columns: List[str]) -> Dict[str, list]:
     """The given columns of every `*.parquet` file in `folder`, concatenated.
 
