@@ -1,5 +1,5 @@
 """What changed between two releases of one benchmark: config, and the rows of every
-table (added, removed, moved between splits), with counts per split.
+table (added, removed, moved between splits, changed in content), with counts per split.
 
     python -m pipelines.release diff releases/imagecode/1.0.0 releases/imagecode/1.1.0
 
@@ -7,6 +7,7 @@ Every build also writes this comparison against the previous version as RELEASE_
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections import Counter
@@ -41,44 +42,60 @@ def config_changes(old: dict, new: dict, prefix: str = "") -> List[Tuple[str, ob
     return changes
 
 
-def table_rows(version_dir: str, table: str) -> Dict[str, str]:
-    """{row key: split} of one table (only these two small columns are read)."""
+def table_rows(version_dir: str, table: str) -> Dict[str, Tuple[str, str]]:
+    """{row key: (split, content fingerprint)} of one table. The fingerprint covers every
+    column but the split, so a set that kept its name but not its frames shows as changed."""
     folder = FileSystems.join(version_dir, "parquet", table)
     if not FileSystems.exists(folder):
         return {}
     key = _row_key(folder, table)
-    columns = read_parquet_columns(folder, [key, "split"])
-    return dict(zip(columns[key], columns["split"]))
+    columns = read_parquet_columns(folder, _column_names(folder))
+    names = [n for n in columns if n != "split"]
+    out = {}
+    for values in zip(*(columns[n] for n in names), columns["split"]):
+        row = dict(zip(names, values))
+        text = json.dumps(row, sort_keys=True, default=str)
+        out[row[key]] = (values[-1], hashlib.sha256(text.encode("utf-8")).hexdigest())
+    return out
+
+
+def _column_names(folder: str) -> List[str]:
+    import pyarrow.parquet as pq
+    files = FileSystems.match([FileSystems.join(folder, "*.parquet")])[0].metadata_list
+    if not files:
+        return []
+    with FileSystems.open(files[0].path, compression_type="uncompressed") as f:
+        return pq.read_schema(f).names
 
 
 def _row_key(folder: str, table: str) -> str:
     """ROW_KEYS' column, else "set_name", else the table's first column (other benchmarks'
     tables lead with their id, e.g. VSR's example_id and pair_id)."""
     key = ROW_KEYS.get(table, "set_name")
-    files = FileSystems.match([FileSystems.join(folder, "*.parquet")])[0].metadata_list
-    if not files:
-        return key
-    import pyarrow.parquet as pq
-    with FileSystems.open(files[0].path, compression_type="uncompressed") as f:
-        names = pq.read_schema(f).names
-    return key if key in names else names[0]
+    names = _column_names(folder)
+    return key if key in names or not names else names[0]
 
 
 def compare_tables(old_dir: str, new_dir: str, tables) -> dict:
     report = {}
     for table in tables:
-        old, new = table_rows(old_dir, table), table_rows(new_dir, table)
+        old_rows, new_rows = table_rows(old_dir, table), table_rows(new_dir, table)
+        old = {k: split for k, (split, _) in old_rows.items()}
+        new = {k: split for k, (split, _) in new_rows.items()}
         added = sorted(set(new) - set(old))
         removed = sorted(set(old) - set(new))
-        moved = sorted(k for k in set(old) & set(new) if old[k] != new[k])
+        kept = set(old) & set(new)
+        moved = sorted(k for k in kept if old[k] != new[k])
+        changed = sorted(k for k in kept if old_rows[k][1] != new_rows[k][1])
         splits = sorted(set(old.values()) | set(new.values()))
         before, after = Counter(old.values()), Counter(new.values())
         report[table] = {
-            "added": added, "removed": removed,
+            "added": added, "removed": removed, "changed": changed,
             "moved": [{"key": k, "from": old[k], "to": new[k]} for k in moved],
             "per_split": {s: {"before": before[s], "after": after[s],
                               "added": sum(new[k] == s for k in added),
                               "removed": sum(old[k] == s for k in removed),
+                              "changed": sum(new[k] == s for k in changed),
                               "moved_in": sum(new[k] == s for k in moved),
                               "moved_out": sum(old[k] == s for k in moved)} for s in splits},
         }
@@ -112,12 +129,15 @@ def render(diff: dict, examples: int = 10) -> str:
     for table, t in diff["tables"].items():
         lines += ["", f"## {table}", "",
                   f"{len(t['added'])} added, {len(t['removed'])} removed, "
-                  f"{len(t['moved'])} moved between splits.", "",
-                  "| split | before | after | added | removed | moved in | moved out |",
-                  "|---|---|---|---|---|---|---|"]
+                  f"{len(t['moved'])} moved between splits, {len(t['changed'])} changed "
+                  "(same key, other content).", "",
+                  "| split | before | after | added | removed | changed | moved in | moved out |",
+                  "|---|---|---|---|---|---|---|---|"]
         lines += [f"| {s} | {c['before']} | {c['after']} | {c['added']} | {c['removed']} | "
-                  f"{c['moved_in']} | {c['moved_out']} |" for s, c in t["per_split"].items()]
+                  f"{c['changed']} | {c['moved_in']} | {c['moved_out']} |"
+                  for s, c in t["per_split"].items()]
         for label, keys in (("added", t["added"]), ("removed", t["removed"]),
+                            ("changed", t["changed"]),
                             ("moved", [f"{m['key']} ({m['from']} -> {m['to']})" for m in t["moved"]])):
             if keys:
                 shown = ", ".join(f"`{k}`" for k in keys[:examples])

@@ -38,8 +38,23 @@ def test_rows_added_removed_and_moved_per_split(tmp_path):
     assert t["added"] == ["s4"] and t["removed"] == ["s2"]
     assert t["moved"] == [{"key": "s3", "from": "test", "to": "valid"}]
     assert t["per_split"]["train"] == {"before": 2, "after": 1, "added": 0, "removed": 1,
-                                       "moved_in": 0, "moved_out": 0}
+                                       "changed": 0, "moved_in": 0, "moved_out": 0}
     assert t["per_split"]["test"]["moved_out"] == 1 and t["per_split"]["valid"]["moved_in"] == 1
+
+
+def test_a_row_that_keeps_its_key_but_not_its_content_is_changed(tmp_path):
+    def release(version, frames):
+        folder = os.path.join(str(tmp_path), "imagecode", version, "parquet", "video_sets")
+        os.makedirs(folder)
+        pq.write_table(pa.table({"set_name": ["s1", "s2"], "split": ["train", "test"],
+                                 "frame_indices": frames}),
+                       os.path.join(folder, "video_sets-00000-of-00001.parquet"))
+        return os.path.dirname(os.path.dirname(folder))
+    a = release("1.0.0", [[0, 5], [1, 9]])
+    b = release("1.1.0", [[0, 4], [1, 9]])
+    t = compare_tables(a, b, ["video_sets"])["video_sets"]
+    assert t["changed"] == ["s1"] and not t["added"] and not t["removed"] and not t["moved"]
+    assert t["per_split"]["train"]["changed"] == 1 and t["per_split"]["test"]["changed"] == 0
 
 
 def test_render_and_cli(tmp_path, capsys):
