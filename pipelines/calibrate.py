@@ -26,17 +26,17 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from pipelines import imagecode
 from pipelines.config import ConfigError, apply_override, from_dict
 from pipelines.imagecode_config import ImageCodeConfig
+from pipelines.imagecode_params import shot_params, video_cache_spec
 from pipelines.runners import runner_for
 from schemas.manifest import MANIFEST
-from transforms.embed import encoder_identity
 from transforms.inputs import ReadVideoManifest
 from transforms.mining import sets_from_known_scores
 from transforms.stage import MAIN
-from transforms.video_plans import UNCACHED, LookUpCachedPlans, VideoCacheSpec
+from transforms.video_plans import UNCACHED, LookUpCachedPlans
 
+BENCHMARK = "imagecode"  # the only benchmark with candidates so far
 # The thresholds a calibration can vary, and how each reaches the miner.
 PARAMS = ("mining.distance_threshold", "quality.brisque.max_score", "quality.ocr.max_text_chars")
 
@@ -48,7 +48,7 @@ def load_release_config(release: str, overrides: List[str]) -> tuple:
         raise FileNotFoundError(f"{path} not found: give a release version folder")
     with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
         manifest = json.loads(f.read().decode("utf-8"))
-    if manifest.get("benchmark") != imagecode.BENCHMARK:
+    if manifest.get("benchmark") != BENCHMARK:
         raise ValueError(f"calibrate knows ImageCoDe releases only, not {manifest.get('benchmark')!r}")
     if not manifest.get("cache_root"):
         raise ValueError(f"{release} was built without a cache: nothing to calibrate from")
@@ -82,11 +82,7 @@ def candidate_runs(cfg: ImageCodeConfig, param: str, values: List[float]) -> Lis
 def calibrate(cfg: ImageCodeConfig, cache_root: str, runs: List[dict],
               beam_args: Optional[List[str]] = None) -> dict:
     """{"rows": [{value, source, sets, unscored, videos}], "uncached": [video keys]}."""
-    spec = imagecode.encoder_spec(cfg)
-    cache = VideoCacheSpec(
-        root=cache_root, run_id="calibrate", encoder_fingerprint=encoder_identity(spec)["fingerprint"],
-        filter_fingerprints={name: identity["fingerprint"]
-                             for name, identity in imagecode.filter_identities(cfg).items()})
+    cache = video_cache_spec(cfg, cache_root, run_id="calibrate")  # it only reads
     set_size = cfg.mining.set_size
     with tempfile.TemporaryDirectory() as tmp:
         result_path = os.path.join(tmp, "calibration.json")
@@ -94,7 +90,7 @@ def calibrate(cfg: ImageCodeConfig, cache_root: str, runs: List[dict],
         with beam.Pipeline(runner=runner_for(options), options=options) as p:
             videos = p | "Read manifest" >> ReadVideoManifest(cfg.inputs.videos)
             looked = videos[MAIN] | "Cached plans" >> LookUpCachedPlans(
-                imagecode.shot_params(cfg), set_size, cache)
+                shot_params(cfg), set_size, cache)
 
             def per_candidate(plan):
                 for run in runs:

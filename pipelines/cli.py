@@ -11,6 +11,8 @@ import re
 import sys
 from typing import Callable, List, Optional, Tuple
 
+from pipelines.errors import UserError
+
 VERSION_PATTERN = re.compile(r"^\d+\.\d+\.\d+([-+][0-9A-Za-z.-]+)?$")
 
 
@@ -34,14 +36,11 @@ def _version(text: str) -> str:
 def run_main(run: Callable[[Optional[List[str]]], str], argv: Optional[List[str]] = None) -> int:
     """A pipeline's `main`: log progress, run, and turn the errors a user can fix (bad
     config, missing input, a release that cannot be written) into one line and exit 2."""
-    from pipelines.config import ConfigError      # imported here: cli is imported by them all
-    from pipelines.preflight import PreflightError
-    from pipelines.release import ReleaseError
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("faiss.loader").setLevel(logging.WARNING)  # it logs each CPU build it tries
     try:
         run(argv)
-    except (ConfigError, PreflightError, ReleaseError) as e:
+    except UserError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     return 0

@@ -15,10 +15,12 @@ from typing import Any, Dict, Iterable, Type, TypeVar
 
 import yaml
 
+from pipelines.errors import UserError
+
 T = TypeVar("T")
 
 
-class ConfigError(ValueError):
+class ConfigError(UserError, ValueError):
     """A config file or override that does not match the benchmark's schema."""
 
 

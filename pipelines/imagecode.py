@@ -11,7 +11,6 @@ Run:  python -m pipelines.imagecode --config pipelines/configs/imagecode.yaml \
 """
 from __future__ import annotations
 
-import functools
 import logging
 import sys
 from typing import List, Optional
@@ -24,6 +23,8 @@ from pipelines import cli, preflight, release
 from pipelines import imagecode_datacard as datacard
 from pipelines.config import load_config
 from pipelines.imagecode_config import ImageCodeConfig
+from pipelines.imagecode_params import (encoder_spec, filter_identities, quality_gate_factory,
+                                        shot_params, video_cache_spec)
 from pipelines.runners import runner_for
 from schemas.arrow import DESCRIPTION_SCHEMA, STATIC_SET_SCHEMA
 from schemas.crowd import AnnotationSet, DescribeTask, RetrieveTask
@@ -31,8 +32,8 @@ from schemas.manifest import work_dir
 from transforms.agreement import ComputeAgreement, WorkerPools
 from transforms.crowd import (JUDGED, ApplyKeepRule, MakeDescribeTasks, MakeRetrieveTasks,
                               ReadDescriptions, ReadRetrievals, WriteTasks)
-from transforms.cache import fingerprint, relative_cache_path
-from transforms.embed import EmbedImages, EncoderSpec, encoder_identity
+from transforms.cache import relative_cache_path
+from transforms.embed import EmbedImages, encoder_identity
 from transforms.embed_cache import WRITTEN, EmbedImagesCached
 from transforms.images import HashAndDedupe, ReadImageCollection
 from transforms.leakage import CheckLeakage
@@ -40,7 +41,6 @@ from transforms.inputs import ReadVideoManifest
 from transforms.histograms import HistogramFn
 from transforms.mining import BRISQUE_SCORES, NEW_SCORES, MineFrameSets
 from transforms.public_annotations import WritePublicAnnotations
-from transforms.quality import brisque_identity, build_quality_gate, ocr_identity
 from transforms.release import (VIDEO_SETS, DescriptionRows, PublishCompatImages, WriteFrameSets,
                                 WriteRejects, WriteReport, WriteTable)
 from transforms.static_publish import PublishStaticSets
@@ -49,7 +49,7 @@ from transforms.text_stats import LanguageStatsPerSplit
 from transforms.sampling import SampleSetsPerSource
 from transforms.set_stats import WithinSetDistanceStats
 from transforms.video_plans import WRITTEN as VIDEO_CACHE_WRITTEN
-from transforms.video_plans import PlanVideos, StoreNewScores, VideoCacheSpec
+from transforms.video_plans import PlanVideos, StoreNewScores
 from transforms.stage import MAIN, REJECTS
 
 BENCHMARK = "imagecode"
@@ -57,24 +57,6 @@ STATIC_SETS = "static_sets"
 BRISQUE_BINS = (0.0, 1.3, 65)  # BRISQUE/100 from 0 to 1.3 in steps of 0.02 (data card plot)
 DESCRIPTIONS = "descriptions"
 log = logging.getLogger("pipelines.imagecode")
-
-
-def encoder_spec(cfg: ImageCodeConfig) -> EncoderSpec:
-    e = cfg.embed
-    return EncoderSpec(kind=e.kind, model_name=e.model_name, pretrained=e.pretrained,
-                       checkpoint=e.checkpoint, batch_size=e.batch_size, device=e.device,
-                       thumbnail_size=e.thumbnail_size)
-
-
-def quality_gate_factory(cfg: ImageCodeConfig):
-    """A picklable zero-argument factory; the gate (and its models) is built on the worker."""
-    q = cfg.quality
-    return functools.partial(
-        build_quality_gate,
-        brisque_enabled=q.brisque.enabled, max_brisque=q.brisque.max_score,
-        brisque_model_dir=q.brisque.model_dir, brisque_features=q.brisque.features,
-        ocr_enabled=q.ocr.enabled, max_text_chars=q.ocr.max_text_chars,
-        min_confidence=q.ocr.min_confidence, lang=q.ocr.lang)
 
 
 def build_pipeline(p: beam.Pipeline, cfg: ImageCodeConfig, staging_dir: str,
@@ -110,36 +92,11 @@ def build_pipeline(p: beam.Pipeline, cfg: ImageCodeConfig, staging_dir: str,
     _ = (rejects | "All rejects" >> beam.Flatten() | "Write rejects" >> WriteRejects(staging_dir))
 
 
-def shot_params(cfg: ImageCodeConfig) -> dict:
-    """SplitIntoShots' settings from the config (they also key the cached shot lists)."""
-    backend = cfg.shots.backend
-    return dict(backend=backend,
-                threshold=(cfg.shots.pyscenedetect_threshold if backend == "pyscenedetect"
-                           else cfg.shots.ffmpeg_threshold),
-                min_scene_len=cfg.shots.min_scene_len, stride=cfg.decode.stride,
-                max_side=cfg.decode.max_side or None)
-
-
-def filter_identities(cfg: ImageCodeConfig) -> dict:
-    """Identities of the quality filters that are on (manifest; cache key fingerprints)."""
-    q, out = cfg.quality, {}
-    if q.brisque.enabled:
-        out["brisque"] = brisque_identity(q.brisque.model_dir, q.brisque.features)
-    if q.ocr.enabled:
-        out["ocr"] = ocr_identity(q.ocr.min_confidence, q.ocr.lang)
-    return {name: dict(identity, fingerprint=fingerprint(identity)) for name, identity in out.items()}
-
-
 def _video_sets(p, cfg: ImageCodeConfig, staging_dir: str, cache_root: Optional[str], run_id: str):
     """§3.1 Video Frames: shots, CLIP embeddings, greedy sets with lazy quality filters."""
     videos = p | "Read manifest" >> ReadVideoManifest(cfg.inputs.videos)
     spec = encoder_spec(cfg)
-    cache = None
-    if cache_root:
-        cache = VideoCacheSpec(
-            root=cache_root, run_id=run_id, encoder_fingerprint=encoder_identity(spec)["fingerprint"],
-            filter_fingerprints={name: identity["fingerprint"]
-                                 for name, identity in filter_identities(cfg).items()})
+    cache = video_cache_spec(cfg, cache_root, run_id) if cache_root else None
     plans = videos[MAIN] | "Shots and embeddings" >> PlanVideos(
         shot_params(cfg), min_frames=cfg.mining.set_size, encoder_spec=spec, cache=cache)
     mined = plans[MAIN] | "Mine frame sets" >> MineFrameSets(

@@ -6,10 +6,11 @@ import glob
 import os
 import shutil
 
+from pipelines.errors import UserError
 from pipelines.imagecode_config import ImageCodeConfig
 
 
-class PreflightError(RuntimeError):
+class PreflightError(UserError, RuntimeError):
     """The run cannot start; the message says what to change."""
 
 

@@ -20,6 +20,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from pipelines import release_diff
 from pipelines.config import config_hash, to_dict
+from pipelines.errors import UserError
 from schemas import manifest as release_manifest
 from schemas.datacard import write_datacard
 from transforms.stage import check_links, read_stage_counts, reconcile
@@ -29,7 +30,7 @@ log = logging.getLogger("pipelines.release")
 MANIFEST_FORMAT = 1
 
 
-class ReleaseError(RuntimeError):
+class ReleaseError(UserError, RuntimeError):
     """The release could not be built; no version folder was left behind."""
 
 
