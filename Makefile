@@ -82,6 +82,7 @@ bench: setup
 	$(PY) -m bench.crowd_ingest
 	$(PY) -m bench.imagecode_rebuild
 	$(PY) -m bench.bd2bb_decoys
+	$(PY) -m bench.vsr_coco_stream
 
 clean-sample:
 	rm -rf samples/imagecode samples/vsr samples/bd2bb

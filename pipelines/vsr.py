@@ -3,6 +3,7 @@
     COCO instances -> one large instance per concept -> concept-pair pools -> seeded draws  (§3.1)
       -> caption tasks (template, 71 relations)                                             (§3.1)
     writer output (or the public raw layout) -> True + False example per pair               (§3.1)
+      -> all sources merged, one example per id (duplicate_example for the rest)
       -> validator votes -> vote rules -> keep rule (>= 2 and >= 2/3 agree)                  (§3.2, §4.1)
       -> random 70/10/20 + concept zero-shot 50/20/30                                        (§3.4)
       -> release: tables, compat/ (public layout), tasks/, rejects, agreement, relation and
@@ -13,7 +14,7 @@ Run:  python -m pipelines.vsr --config pipelines/configs/vsr.yaml \
 """
 from __future__ import annotations
 
-import glob
+import dataclasses
 import logging
 import os
 import sys
@@ -30,14 +31,16 @@ from pipelines.preflight import PreflightError
 from pipelines.runners import runner_for
 from pipelines.vsr_config import VsrConfig
 from schemas.vsr import EXAMPLE_SCHEMA, PAIR_SCHEMA, example_to_row, pair_to_row
-from transforms.coco import EligibleConcepts, ReadCoco, SamplePairs
+from transforms.coco import FIGURES, EligibleConcepts, ReadCoco, SamplePairs
 from transforms.release import WriteRejects, WriteReport, WriteTable
 from transforms.stage import MAIN, REJECTS
-from transforms.vsr_annotations import JoinExtraLabels, JoinVotes, ReadCaptions, ReadPublicAnnotations
-from transforms.vsr_release import (CheckVsrLeakage, WriteCompat, WriteJsonLines, caption_task,
+from transforms.vsr_annotations import (JoinExtraLabels, JoinVotes, MergeExamples, ReadCaptions,
+                                        ReadPublicAnnotations)
+from transforms.vsr_release import (CAPTION_RELATIONS, CAPTION_TASKS, CheckVsrLeakage, WriteCompat,
+                                    WriteJsonLines, caption_relations, caption_task,
                                     relation_and_concept_counts, validation_task)
 from transforms.vsr_splits import SplitVsr
-from transforms.vsr_validation import (AgreementFn, ApplyVoteRules, KeepRule, extra_label_agreement,
+from transforms.vsr_validation import (AgreementFn, ApplyVoteRules, ExtraLabelAgreementFn, KeepRule,
                                        sum_counters)
 
 BENCHMARK = "vsr"
@@ -62,32 +65,36 @@ def build_pipeline(p: beam.Pipeline, cfg: VsrConfig, staging_dir: str) -> None:
 def _image_pairs(p, cfg: VsrConfig, staging_dir: str):
     """§3.1 Image Pair Sampling, and the caption tasks for the pairs."""
     coco = p | "Read COCO" >> ReadCoco(cfg.inputs.coco)
-    eligible = ((coco["images"], coco["annotations"])
+    eligible = ((coco["images"], coco["annotations"], coco["broken"])
                 | "Eligible concepts" >> EligibleConcepts(cfg.sampling.min_area,
                                                           cfg.sampling.max_instances))
     sampled = eligible[MAIN] | "Sample pairs" >> SamplePairs(
         cfg.seed, cfg.sampling.pairs, cfg.sampling.max_draws)
     pairs = sampled[MAIN]
+    _ = sampled[FIGURES] | "Write sampling figures" >> WriteReport(staging_dir, "sampling")
     _ = pairs | "Write pairs" >> WriteTable(staging_dir, PAIRS, PAIR_SCHEMA, pair_to_row)
-    _ = (pairs | "Caption tasks" >> beam.Map(
-            lambda pair: ("caption_tasks.jsonl", (pair.pair_id, caption_task(pair))))
+    tasks = pairs | "Caption tasks" >> beam.Map(
+        lambda pair: (CAPTION_TASKS, (pair.pair_id, caption_task(pair))))
+    relations = p | "Caption relations" >> beam.Create(
+        [(CAPTION_RELATIONS, line) for line in caption_relations()])
+    _ = ((tasks, relations) | "Task files" >> beam.Flatten()
          | "Write caption tasks" >> WriteJsonLines(FileSystems.join(staging_dir, "tasks"),
-                                                   ["caption_tasks.jsonl"]))
+                                                   [CAPTION_TASKS, CAPTION_RELATIONS]))
     names = coco["images"] | "Image file names" >> beam.Map(lambda image: image.file_name)
     return pairs, names, [coco[REJECTS], eligible[REJECTS], sampled[REJECTS]]
 
 
 def _examples(p, cfg: VsrConfig, staging_dir: str, pairs, coco_images):
     """§3.1 writer output and/or the public raw layout -> (Example, true votes, false votes)."""
-    sources, rejects = [], []
+    sources, rejects = {}, []
     if cfg.inputs.annotations:
         public = p | "Read public annotations" >> ReadPublicAnnotations(
             cfg.inputs.annotations, cfg.relations(), cfg.captions.aliases, coco_images)
-        sources.append(public[MAIN])
+        sources["annotations"] = public[MAIN]
         rejects.append(public[REJECTS])
     if cfg.inputs.captions:
         captions = p | "Read captions" >> ReadCaptions(cfg.inputs.captions, cfg.relations(), pairs)
-        sources.append(captions[MAIN])
+        sources["captions"] = captions[MAIN]
         rejects.append(captions[REJECTS])
         _ = (captions[MAIN] | "Validation tasks" >> beam.Map(
                 lambda t: ("validation_tasks.jsonl", (t[0].example_id, validation_task(t[0]))))
@@ -95,7 +102,9 @@ def _examples(p, cfg: VsrConfig, staging_dir: str, pairs, coco_images):
                                                           ["validation_tasks.jsonl"]))
     if not sources:
         return None, rejects
-    listed = sources | "All examples" >> beam.Flatten()
+    merged = sources | "All examples" >> MergeExamples()   # one per example id, the rest rejected
+    listed = merged[MAIN]
+    rejects.append(merged[REJECTS])
     if cfg.inputs.votes:
         voted = listed | "Join votes" >> JoinVotes(cfg.inputs.votes)
         listed = voted[MAIN]
@@ -125,8 +134,7 @@ def _validation_and_splits(p, cfg: VsrConfig, staging_dir: str, listed) -> list:
         gold = kept[MAIN] | "Gold labels" >> beam.Map(lambda x: (x.example.example_id, x.example.label))
         labelled = gold | "Extra labels" >> JoinExtraLabels(cfg.inputs.extra_labels)
         rejects.append(labelled[REJECTS])
-        extra_figures = (labelled[MAIN] | "Labelled examples" >> beam.combiners.ToList()
-                         | "Fleiss kappa" >> beam.Map(extra_label_agreement))
+        extra_figures = labelled[MAIN] | "Fleiss kappa" >> beam.CombineGlobally(ExtraLabelAgreementFn())
     _ = (figures | "Agreement report" >> beam.Map(
             _agreement_report, anomalies=beam.pvalue.AsSingleton(anomalies),
             extra=beam.pvalue.AsSingleton(extra_figures) if extra_figures is not None else None,
@@ -149,14 +157,32 @@ def _agreement_report(figures: dict, anomalies: dict, extra, rules: dict) -> dic
 
 def stage_links(cfg: VsrConfig) -> list:
     """What one stage passes on, the next must take in (checked before a release is written)."""
-    links = [("validation", "example.out", "zeroshot_split", "example.in")]
+    links = [("validation", "example.out", "zeroshot_split", "example.in"),
+             # every source's output enters the merge (which counts it per source and in
+             # total, and reconciles in = out + duplicates); the merge's output is validated
+             ("examples", "example.out", "validation", "example.in")]
     if cfg.inputs.coco:
-        links.append(("coco", "annotation.out", "pair_sampling", "annotation.in"))
-    if cfg.inputs.annotations and not cfg.inputs.captions:
-        links.append(("annotations", "line.out", "validation", "example.in"))
-    if cfg.inputs.captions and not cfg.inputs.annotations:
-        links.append(("captions", "example.out", "validation", "example.in"))
+        links += [("coco", "annotation.out", "pair_sampling", "annotation.in"),
+                  ("coco", "image.out", "pair_sampling", "image.in")]
+    if cfg.inputs.annotations:
+        links.append(("annotations", "line.out", "examples", "example.in_from_annotations"))
+    if cfg.inputs.captions:
+        links += [("captions", "example.out", "examples", "example.in_from_captions"),
+                  ("pair_sampling", "draw.out", "captions", "pair.in")]
     return links
+
+
+def check_source_sum(stages: dict, cfg: VsrConfig) -> list:
+    """validation's example.in == the sum of the sources' outputs - duplicate_example."""
+    outs = {"annotations": ("annotations", "line.out"), "captions": ("captions", "example.out")}
+    total = sum(stages.get(stage, {}).get(name, 0) for key, (stage, name) in outs.items()
+                if getattr(cfg.inputs, key))
+    duplicates = stages.get("examples", {}).get("example.rejected.duplicate_example", 0)
+    validated = stages.get("validation", {}).get("example.in", 0)
+    if validated != total - duplicates:
+        return [f"validation.example.in = {validated} but the sources gave {total} examples "
+                f"and {duplicates} were duplicates"]
+    return []
 
 
 def released_tables(cfg: VsrConfig) -> dict:
@@ -169,34 +195,69 @@ def released_tables(cfg: VsrConfig) -> dict:
     return tables
 
 
-def preflight(cfg: VsrConfig) -> None:
-    """Every input exists (a file or a glob that matches) before any work starts."""
-    for key in ("coco", "annotations", "captions", "votes", "extra_labels"):
-        for path in getattr(cfg.inputs, key):
-            if "://" not in path and not (os.path.exists(path) or glob.glob(path)):
-                raise PreflightError(f"inputs.{key}: no such file: {path}")
+INPUT_KEYS = ("coco", "annotations", "captions", "votes", "extra_labels")
+
+
+def expand_inputs(cfg: VsrConfig) -> dict:
+    """{input key: [concrete files]}: each path or glob (local, gs://, any Beam file system)
+    expanded once with FileSystems.match, files in pattern order then name order, each
+    file once. A pattern that matches nothing (or a missing file) is a PreflightError
+    before any work starts, never a reject further on."""
+    files = {}
+    for key in INPUT_KEYS:
+        found = []
+        for pattern in getattr(cfg.inputs, key):
+            try:
+                matched = FileSystems.match([pattern])[0].metadata_list
+            except Exception as e:   # an unknown scheme, a file system without credentials
+                raise PreflightError(f"inputs.{key}: cannot list {pattern}: {e}") from None
+            paths = sorted(m.path for m in matched if not os.path.isdir(m.path))   # a folder is no file
+            if not paths:
+                raise PreflightError(f"inputs.{key}: no such file: {pattern}"
+                                     + (" (the pattern matches nothing)" if _is_glob(pattern) else ""))
+            found += [path for path in paths if path not in found]
+        files[key] = found
+    return files
+
+
+def _is_glob(path: str) -> bool:
+    return any(c in path for c in "*?[")
+
+
+def preflight(cfg: VsrConfig) -> VsrConfig:
+    """Every input exists (a file, or a glob that matches) before any work starts; returns
+    the config with each input list replaced by the concrete files."""
+    files = expand_inputs(cfg)
+    return dataclasses.replace(cfg, inputs=dataclasses.replace(cfg.inputs, **files))
 
 
 def run(argv: Optional[List[str]] = None) -> str:
     """Build one release; returns its folder."""
     args, beam_args = cli.parse_args(argv, description=__doc__)
     cfg = load_config(args.config, args.set, VsrConfig)
-    preflight(cfg)
+    concrete = preflight(cfg)    # the readers and the manifest see files, never patterns
     options = PipelineOptions(beam_args)
 
     def execute(staging_dir: str):
         pipeline = beam.Pipeline(runner=runner_for(options), options=options)
-        build_pipeline(pipeline, cfg, staging_dir)
+        build_pipeline(pipeline, concrete, staging_dir)
         result = pipeline.run()
         result.wait_until_finish()
         return result
 
-    inputs = {f"{key}[{i}]": path for key in ("coco", "annotations", "captions", "votes", "extra_labels")
-              for i, path in enumerate(getattr(cfg.inputs, key))}
+    def describe(facts: dict) -> dict:
+        problems = check_source_sum(facts["stages"], concrete)
+        if problems:
+            raise release.ReleaseError("counts do not reconcile: " + "; ".join(problems))
+        return datacard.describe(concrete, facts)
+
+    inputs = {f"{key}[{i}]": path for key in INPUT_KEYS
+              for i, path in enumerate(getattr(concrete.inputs, key))}
+    # the manifest's config is the one given (patterns as written); `inputs` lists the files
     return release.build_release(
         benchmark=BENCHMARK, out=args.output, version=args.version, config=cfg, execute=execute,
-        models={}, inputs=inputs, links=stage_links(cfg), tables=released_tables(cfg),
-        describe=lambda facts: datacard.describe(cfg, facts))
+        models={}, inputs=inputs, links=stage_links(concrete), tables=released_tables(concrete),
+        describe=describe)
 
 
 def main(argv: Optional[List[str]] = None) -> int:

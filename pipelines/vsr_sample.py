@@ -37,7 +37,7 @@ from transforms.vsr_captions import render_caption
 SAMPLE_CONFIG = str(Path(__file__).with_name("configs") / "vsr_sample.yaml")
 CONCEPTS = ("cat", "laptop", "dog", "bench", "person", "umbrella", "pizza", "dining table",
             "couch", "bed")
-DONE_MARKER = ".complete-v1"
+DONE_MARKER = ".complete-v2"   # v2: a concept with a bad_coco_record annotation is not eligible
 WRITERS = ("w1", "w2", "w3")
 VALIDATORS = tuple(f"v{i}" for i in range(1, 10))
 
@@ -87,7 +87,7 @@ def _coco_files(out: Path, rng: random.Random):
 def _sampled_pairs(files, cfg: VsrConfig):
     """The pairs the build will sample, by the pipeline's own pure functions."""
     from schemas.vsr import CocoImage
-    images, by_image = {}, {}
+    images, by_image, broken = {}, {}, {}
     for source, (entries, anns) in files.items():
         path = f"instances_{source}.json"
         for e in entries:
@@ -97,10 +97,13 @@ def _sampled_pairs(files, cfg: VsrConfig):
             if isinstance(a.get("area"), float) and a["image_id"] in images:
                 by_image.setdefault(a["image_id"], []).append(
                     (a["image_id"], a["category_id"], a["area"], a["iscrowd"]))
+            elif "area" not in a:        # bad_coco_record: its concept is not eligible there
+                broken.setdefault(a["image_id"], []).append(a["category_id"])
     pools = {}
     for image_id, image_anns in by_image.items():
         known = [a for a in image_anns if a[1] in {c[0] for c in CATEGORIES}]
-        eligible, _ = concept_verdicts(known, cfg.sampling.min_area, cfg.sampling.max_instances)
+        eligible, _ = concept_verdicts(known, cfg.sampling.min_area, cfg.sampling.max_instances,
+                                       broken.get(image_id, ()))
         names = sorted(eligible)
         for i, a in enumerate(names):
             for b in names[i + 1:]:

@@ -71,19 +71,22 @@ WRITER_VOTE = "writer_vote"                  # the caption's writer voting on it
 NO_VOTES = "no_votes"                        # an example without any counted vote
 LOW_AGREEMENT = "low_agreement"              # fewer than 2, or under 2/3, of the validators agree (§3.2, §4.1)
 CONCEPTS_ACROSS_SPLITS = "concepts_across_splits"  # zero-shot: subject and object fell into different parts
+FEW_CONCEPTS = "too_few_concepts"            # an image with fewer than two eligible concepts: it enters no pool
+UNCAPTIONED_PAIR = "uncaptioned_pair"        # a sampled pair that got no accepted writer answer
 
 ALL = ALL + (MALFORMED_COCO, BAD_COCO_RECORD, DUPLICATE_COCO_IMAGE, UNKNOWN_IMAGE, UNKNOWN_CATEGORY,
              MULTIPLE_INSTANCES, SMALL_INSTANCE, POOL_EXHAUSTED, UNKNOWN_PAIR, UNKNOWN_EXAMPLE,
              RELATION_NOT_IN_LIST, CAPTION_UNPARSED, RELATION_MISMATCH, DUPLICATE_CAPTION,
              DUPLICATE_EXAMPLE, DUPLICATE_VOTE, CONFLICTING_VOTES, WRITER_VOTE, NO_VOTES,
-             LOW_AGREEMENT, CONCEPTS_ACROSS_SPLITS)
+             LOW_AGREEMENT, CONCEPTS_ACROSS_SPLITS, FEW_CONCEPTS, UNCAPTIONED_PAIR)
 
 # BD2BB (Pezzelle et al. 2020, §3-§4, A.1, A.3); see transforms/tuple_filters.py
-DUPLICATE_TUPLE = "duplicate_tuple"          # same id (or same image, intention, action, annotator) as another line
+DUPLICATE_TUPLE = "duplicate_tuple"          # §4.1: same COCO image, intention, action (normalised), or same id, as another line
 NONSENSE = "nonsense"                        # §3.1: random character sequences
 NOT_ENGLISH = "not_english"                  # §3.1: too few English words (e.g. Lorem Ipsum)
 SHORT_INTENTION = "short_intention"          # A.1: intention of fewer than 5 tokens
 NO_PARSE = "no_parse"                        # the CoNLL-U file holds no parse of the action
+NO_MAIN_VERB = "no_main_verb"                # §3.2: the parse gives no main verb (code1), so no codes
 NO_NOUN_OR_PRONOUN = "no_noun_or_pronoun"    # §3.1: the action has neither a noun nor a pronoun
 NO_CAPTIONS = "no_captions"                  # the image has no COCO captions to check against
 MENTIONS_IMAGE_ENTITY = "mentions_image_entity"  # A.1: intention names a noun seen > 1 in the captions
@@ -91,5 +94,5 @@ CLUSTER_DROPPED = "cluster_dropped"          # §3.2 / A.3: reviewers dropped th
 ACTION_DROPPED = "action_dropped"            # §3.2: reviewers removed the action from its cluster
 NO_DECOYS = "no_decoys"                      # §4 fn. 7: not all four decoys could be found
 
-ALL = ALL + (DUPLICATE_TUPLE, NONSENSE, NOT_ENGLISH, SHORT_INTENTION, NO_PARSE, NO_NOUN_OR_PRONOUN,
+ALL = ALL + (DUPLICATE_TUPLE, NONSENSE, NOT_ENGLISH, SHORT_INTENTION, NO_PARSE, NO_MAIN_VERB, NO_NOUN_OR_PRONOUN,
              NO_CAPTIONS, MENTIONS_IMAGE_ENTITY, CLUSTER_DROPPED, ACTION_DROPPED, NO_DECOYS)

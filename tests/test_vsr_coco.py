@@ -86,3 +86,36 @@ def test_sampled_images_hold_one_large_instance_of_each_concept(sample):
                  | beam.combiners.ToList())
         checked = pairs | beam.Map(_check_pairs, instances=instances, expected=cfg.sampling.pairs)
         assert_that(checked, equal_to([True]))
+
+
+def test_drawing_stops_when_every_pool_is_used_up():
+    # pools of 2 and 3 images hold one pair each: 6,405 asked, 2 possible
+    sizes = {"a|b": 2, "a|c": 3, "b|c": 1}
+    plan, exhausted = draw_plan(sizes, seed=0, pairs=6405, max_draws=1_000_000)
+    assert sorted(key for key, *_ in plan) == ["a|b", "a|c"]
+    assert len(exhausted) < 20                   # not ~1,000,000 pool_exhausted draws
+    figures = coco.plan_figures(sizes, plan, exhausted, 6405, 1_000_000)
+    assert figures["pairs_requested"] == 6405 and figures["pairs_sampled"] == 2
+    assert figures["shortfall"] == 6403 and figures["stopped"] == "every pool used up"
+    assert figures["draws"] == len(plan) + len(exhausted) and figures["pool_capacity"] == 2
+    # max_draws still bounds, and a plan that reaches its pairs says so
+    assert coco.plan_figures(sizes, *draw_plan(sizes, 0, 6405, 1), 6405, 1)["stopped"] == "max_draws reached"
+    assert coco.plan_figures(sizes, *draw_plan(sizes, 0, 1, 100), 1, 100)["stopped"] == "pairs reached"
+
+
+def test_a_concept_with_an_unreadable_annotation_is_not_eligible():
+    cat, dog = 17, 18
+    annotations = [(1, cat, 50000.0, 0), (1, dog, 50000.0, 0)]
+    eligible, verdicts = coco.concept_verdicts(annotations, 30000, 1)
+    assert set(eligible) == {"cat", "dog"}
+    eligible, verdicts = coco.concept_verdicts(annotations, 30000, 1, broken=[cat])
+    assert set(eligible) == {"dog"} and verdicts["cat"][0] == "bad_coco_record"
+    # the bad entry is rejected by ReadCoco and its (image, category) passed on as a marker
+    assert coco._broken_concept({"image_id": 1, "category_id": cat, "iscrowd": 0}) == (1, cat)
+    assert coco._broken_concept({"image_id": "1", "category_id": cat}) is None
+
+
+def test_a_missing_instances_file_is_an_error_not_malformed_coco(tmp_path):
+    with pytest.raises(Exception, match="No such file|not found|FileNotFound"):
+        with local_test_pipeline() as p:
+            _ = p | ReadCoco([str(tmp_path / "instances_missing.json")])

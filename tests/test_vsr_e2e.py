@@ -55,6 +55,22 @@ def test_layout_counts_and_manifest(release):
     assert manifest["leakage_check"]["passed"] is True
     extra = manifest["figures"]["agreement"]["extra_labels"]
     assert extra["examples"] == 5 and extra["extra_labels"] == 10
+    sampling = manifest["figures"]["sampling"]
+    assert (sampling["pairs_requested"], sampling["pairs_sampled"], sampling["shortfall"]) == (12, 12, 0)
+    assert sampling["stopped"] == "pairs reached"
+    stages = manifest["stages"]
+    # every image read is in a pool or rejected (too_few_concepts); every pair is captioned or not
+    assert stages["pair_sampling"]["image.in"] == stages["coco"]["image.out"]
+    assert stages["pair_sampling"]["image.in"] == (stages["pair_sampling"]["image.out"]
+                                                   + stages["pair_sampling"]["image.rejected.too_few_concepts"])
+    assert stages["captions"]["pair.in"] == 12 == stages["captions"]["pair.out"]
+    # validation takes in exactly what the two sources gave, less duplicates
+    merged = stages["examples"]
+    assert merged["example.in_from_captions"] == stages["captions"]["example.out"] == 24
+    assert merged["example.in_from_annotations"] == stages["annotations"]["line.out"]
+    assert stages["validation"]["example.in"] == merged["example.out"] == (
+        merged["example.in_from_captions"] + merged["example.in_from_annotations"])
+    assert "Image-pair sampling" in open(os.path.join(release, "DATACARD.md")).read()
 
 
 def test_every_kind_of_bad_input_has_its_reason(release):
@@ -64,7 +80,11 @@ def test_every_kind_of_bad_input_has_its_reason(release):
                                 "image": {reasons.DUPLICATE_COCO_IMAGE: 1}}
     sampling = by_stage["pair_sampling"]
     assert sampling["annotation"] == {reasons.UNKNOWN_CATEGORY: 1, reasons.UNKNOWN_IMAGE: 1}
-    assert set(sampling["image_concept"]) == {reasons.MULTIPLE_INSTANCES, reasons.SMALL_INSTANCE}
+    assert set(sampling["image_concept"]) == {reasons.MULTIPLE_INSTANCES, reasons.SMALL_INSTANCE,
+                                              reasons.BAD_COCO_RECORD}
+    # the annotation without area names image 1's cat: cat is not eligible there
+    assert sampling["image_concept"][reasons.BAD_COCO_RECORD] == 1
+    assert set(sampling["image"]) == {reasons.FEW_CONCEPTS}
     # the sample's answers name exactly the pairs this (multi-process) build sampled
     assert by_stage["captions"]["line"] == {reasons.BAD_JSON: 1, reasons.UNKNOWN_PAIR: 1,
                                             reasons.RELATION_NOT_IN_LIST: 1,
@@ -87,7 +107,11 @@ def test_pairs_tasks_and_examples(release, sample):
     assert pq.read_schema(glob.glob(os.path.join(release, "parquet", "image_pairs", "*"))[0]).names == PAIR_SCHEMA.names
     tasks = [json.loads(x) for x in open(os.path.join(release, "tasks", "caption_tasks.jsonl"))]
     assert {t["pair_id"] for t in tasks} == {p["pair_id"] for p in pairs}
-    assert all(len(t["relations"]) == 71 and t["template"] == "The ENT1 (is) ___ the ENT2." for t in tasks)
+    assert all(t["relations"] == "caption_relations.jsonl" and t["template"] == "The ENT1 (is) ___ the ENT2."
+               for t in tasks)
+    offered = [json.loads(x) for x in open(os.path.join(release, "tasks", "caption_relations.jsonl"))]
+    assert len(offered) == 71 and offered[0] == {"relation": "adjacent to", "category": "Adjacency"}
+    assert {o["relation"] for o in offered} == set(RELATIONS)
     rows = pq.read_table(os.path.join(release, "parquet", "examples")).to_pylist()
     by_pair = collections.defaultdict(list)
     for r in rows:

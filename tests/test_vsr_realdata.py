@@ -85,6 +85,13 @@ def test_release_from_the_raw_file_alone(release):
     assert manifest["counts"]["rejects"]["by_reason"]["low_agreement"] == 12809 - 10972
     agreement = manifest["figures"]["agreement"]
     assert round(agreement["all_agree_share"], 3) == 0.691            # §4.1: 69.1%
+    assert agreement["all_agree_share"] == pytest.approx(8848 / 12809, abs=1e-12)
+    assert agreement["kept"] == 10972 and agreement["examples"] == 12809
+    assert agreement["kept_share"] == pytest.approx(10972 / 12809, abs=1e-12)   # 85.66% (§4.1: 85.6%)
+    above = agreement["disagreement_by_relation"]["above"]                    # Figure 7
+    assert above["examples"] == 435 and above["probability"] == pytest.approx(0.216015, abs=1e-6)
+    assert manifest["stages"]["examples"]["example.in_from_annotations"] == 12809
+    assert manifest["stages"]["validation"]["example.in"] == 12809
     assert agreement["vote_anomalies"] == {"conflicting_votes": 25, "duplicate_vote": 354,
                                            "writer_vote": 1700}
     assert verify_manifest(release) == []

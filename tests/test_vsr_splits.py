@@ -2,6 +2,7 @@
 import collections
 
 import apache_beam as beam
+import numpy as np
 from apache_beam.testing.util import assert_that, equal_to
 
 from tests.beam_testing import local_test_pipeline
@@ -63,3 +64,16 @@ def test_group_zero_shot_split_keeps_groups_apart():
             return True
         assert_that(assigned | beam.Map(check, groups=beam.pvalue.AsSingleton(groups)),
                     equal_to([True]))
+
+
+def test_route_computes_cut_points_once_per_side_input(monkeypatch):
+    calls = []
+    real = splits.cut_points
+    monkeypatch.setattr(splits, "cut_points", lambda n, r: calls.append(n) or real(n, r))
+    counts = np.zeros(splits.N_BUCKETS, dtype=np.int64)
+    counts[0], counts[-1] = 3, 1
+    route = splits._Route(["a", "b"], [0.5, 0.5])
+    out = [list(route.process((p, f"k{p}", p), counts)) for p in (1, 2, 3, (1 << 64) - 1)]
+    assert calls == [4] and all(len(o) == 1 for o in out)
+    list(route.process((5, "k", 5), counts.copy()))       # a new side-input value: recomputed
+    assert calls == [4, 4]

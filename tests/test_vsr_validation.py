@@ -3,8 +3,9 @@ from fractions import Fraction
 
 import pytest
 
-from transforms.vsr_validation import (apply_vote_rules, disagreement_probability,
-                                       extra_label_agreement, fleiss_kappa, keeps, parse_fraction)
+from transforms.vsr_validation import (ExtraLabelAgreementFn, apply_vote_rules,
+                                       disagreement_probability, extra_label_agreement, fleiss_kappa,
+                                       keeps, parse_fraction)
 
 
 def test_keep_rule_is_at_least_two_and_two_thirds():
@@ -70,5 +71,30 @@ def test_extra_label_agreement():
     figures = extra_label_agreement([(1, [1, 1]), (0, [0, 0]), (1, [1, 0]), (0, [0, 0])])
     assert figures["examples"] == 4 and figures["extra_labels"] == 8
     assert figures["human_accuracy"] == pytest.approx(7 / 8)
-    assert 0 < figures["fleiss_kappa"] < 1
+    # matrix [[0, 3], [3, 0], [1, 2], [3, 0]]: P-bar = 10/12, P_e = (7/12)^2 + (5/12)^2 = 74/144,
+    # kappa = (10/12 - 74/144) / (1 - 74/144) = 46/70 = 0.6571
+    assert figures["fleiss_kappa"] == pytest.approx(23 / 35, abs=1e-12)
+    assert round(figures["fleiss_kappa"], 4) == 0.6571
     assert extra_label_agreement([]) is None
+
+
+def test_extra_label_combiner_equals_the_list_version_in_any_merge_order():
+    rows = [(1, [1, 1]), (0, [0, 0]), (1, [1, 0]), (0, [0, 0]), (1, []), (0, [1, 1, 0])]
+    fn = ExtraLabelAgreementFn()
+
+    def combine(parts):
+        accs = []
+        for part in parts:
+            acc = fn.create_accumulator()
+            for row in part:
+                acc = fn.add_input(acc, row)
+            accs.append(acc)
+        return fn.extract_output(fn.merge_accumulators(accs))
+    expected = extra_label_agreement(rows)
+    for parts in ([rows], [rows[:2], rows[2:]], [rows[5:], rows[:1], rows[1:5]]):
+        got = combine(parts)
+        assert got["fleiss_kappa"] == pytest.approx(expected["fleiss_kappa"], abs=1e-12)
+        assert {k: v for k, v in got.items() if k != "fleiss_kappa"} == \
+            {k: v for k, v in expected.items() if k != "fleiss_kappa"}
+    assert combine([rows[:4]])["fleiss_kappa"] == pytest.approx(23 / 35, abs=1e-12)
+    assert fn.extract_output(fn.create_accumulator()) is None

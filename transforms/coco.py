@@ -18,12 +18,16 @@ Sampling (§3.1), as Beam computations:
      images, by priority(seed, "draw/i"), and an order (which concept is ENT1); the r-th
      draw of the same pair takes the images ranked 2r and 2r+1 by priority(seed, pair/image)
      (images are not reused within a pair). A draw whose pool is used up is
-     pool_exhausted and the next draw is tried, until `pairs` pairs or `max_draws` draws.
+     pool_exhausted and the next draw is tried, until `pairs` pairs, `max_draws` draws, or
+     every pool is used up (the remaining capacity, sum of pool size // 2, is tracked);
+     pairs requested and sampled go to stats/sampling.json, a shortfall is logged.
 Only the pool sizes (one number per concept pair, at most 3,160) meet in one place.
 """
 from __future__ import annotations
 
+import collections
 import heapq
+import logging
 import itertools
 import json
 import os
@@ -41,7 +45,9 @@ from transforms.stage import MAIN, REJECTS, StageCounts
 
 CHUNK = 1 << 20
 MAX_ELEMENT = 64 << 20   # characters; no COCO entry comes near it
-IMAGE, ANNOTATION = "image", "annotation"
+IMAGE, ANNOTATION, BROKEN = "image", "annotation", "broken"
+FIGURES = "figures"
+log = logging.getLogger("transforms.coco")
 
 
 class MalformedCoco(ValueError):
@@ -172,6 +178,19 @@ def _image(entry, path: str) -> Optional[CocoImage]:
     return CocoImage(image_id, file_name, url, source_of(path, url))
 
 
+def _valid_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _broken_concept(entry) -> Optional[Tuple[int, int]]:
+    """(image_id, category_id) of a bad annotation entry whose image and category are
+    still readable: that concept cannot be checked in that image (its instance count or
+    area is unknown), so it must not be eligible there."""
+    if isinstance(entry, dict) and _valid_int(entry.get("image_id")) and _valid_int(entry.get("category_id")):
+        return entry["image_id"], entry["category_id"]
+    return None
+
+
 def _annotation(entry):
     if not isinstance(entry, dict):
         return None
@@ -184,7 +203,12 @@ def _annotation(entry):
 
 class ReadCoco(beam.PTransform):
     """Instances files -> {"images": CocoImage, "annotations": (image_id, category_id,
-    area, iscrowd), REJECTS: file / record rejects (stage coco)}."""
+    area, iscrowd), "broken": (image_id, category_id) of annotation entries rejected as
+    bad_coco_record whose image and category are readable, REJECTS: file / record rejects
+    (stage coco)}.
+
+    `paths` are concrete files (pipelines.vsr.expand_inputs expands patterns once, before
+    the run). A file that cannot be opened is an error, never a malformed_coco reject."""
 
     def __init__(self, paths: List[str]):
         super().__init__()
@@ -194,11 +218,11 @@ class ReadCoco(beam.PTransform):
         read = (pbegin | "Files" >> beam.Create(self._paths)
                 | "Spread files" >> beam.Reshuffle()
                 | "Stream entries" >> beam.ParDo(_StreamCoco()).with_outputs(
-                    REJECTS, ANNOTATION, main=IMAGE))
+                    REJECTS, ANNOTATION, BROKEN, main=IMAGE))
         unique = (read[IMAGE] | "Key images" >> beam.Map(lambda i: (i.image_id, i))
                   | "Group image ids" >> beam.GroupByKey()
                   | "One per id" >> beam.ParDo(_OneImagePerId()).with_outputs(REJECTS, main=MAIN))
-        return {"images": unique[MAIN], "annotations": read[ANNOTATION],
+        return {"images": unique[MAIN], "annotations": read[ANNOTATION], "broken": read[BROKEN],
                 REJECTS: (read[REJECTS], unique[REJECTS]) | "COCO rejects" >> beam.Flatten()}
 
 
@@ -211,7 +235,9 @@ class _StreamCoco(beam.DoFn):
         try:
             for _ in iter_coco_file(path):   # validate first: a broken file emits nothing
                 pass
-        except (MalformedCoco, UnicodeDecodeError, OSError) as e:
+        except FileNotFoundError:
+            raise    # expand_inputs found it: a missing file is an error, not a malformed one
+        except (MalformedCoco, UnicodeDecodeError) as e:
             yield self._counts.rejected(Reject(stage="coco", level="file",
                                                reason=reasons.MALFORMED_COCO, item_id=path,
                                                detail=str(e)[:300]))
@@ -224,6 +250,9 @@ class _StreamCoco(beam.DoFn):
                 yield self._counts.rejected(Reject(
                     stage="coco", level=kind, reason=reasons.BAD_COCO_RECORD,
                     item_id=f"{path}#{kind}{n}", detail=json.dumps(entry)[:200]))
+                broken = _broken_concept(entry) if kind == ANNOTATION else None
+                if broken is not None:    # a marker, not a record: counted above as rejected
+                    yield beam.pvalue.TaggedOutput(BROKEN, broken)
             elif kind == IMAGE:
                 yield self._counts.passed(record, level=kind)
             else:
@@ -246,16 +275,25 @@ class _OneImagePerId(beam.DoFn):
                 detail=f"{image.file_name}: id already used by {first.file_name} ({first.source})"))
 
 
-def concept_verdicts(annotations, min_area: float, max_instances: int = 1):
+def concept_verdicts(annotations, min_area: float, max_instances: int = 1, broken=()):
     """One image's (image_id, category_id, area, iscrowd) annotations (known categories)
-    -> ({concept: area} eligible, {concept: (reason, detail)} not eligible)."""
+    -> ({concept: area} eligible, {concept: (reason, detail)} not eligible). `broken`:
+    category ids of this image's bad_coco_record annotations; such a concept is never
+    eligible (bad_coco_record), as its other instances or its area are unknown."""
     by_concept: Dict[str, list] = {}
     for a in annotations:
         by_concept.setdefault(NAME_BY_ID[a[1]], []).append(a)
+    broken_names = collections.Counter(NAME_BY_ID[c] for c in broken if c in NAME_BY_ID)
+    for name in broken_names:
+        by_concept.setdefault(name, [])
     eligible, verdicts = {}, {}
     for name, instances in sorted(by_concept.items()):
         crowd = any(a[3] for a in instances)
-        if len(instances) > max_instances or crowd:
+        if broken_names[name]:
+            verdicts[name] = (reasons.BAD_COCO_RECORD,
+                              f"{broken_names[name]} unreadable annotation(s) of this concept "
+                              f"beside {len(instances)} readable one(s)")
+        elif len(instances) > max_instances or crowd:
             verdicts[name] = (reasons.MULTIPLE_INSTANCES,
                               f"{len(instances)} instances" + (" (crowd)" if crowd else ""))
         elif min(a[2] for a in instances) < min_area:
@@ -266,9 +304,12 @@ def concept_verdicts(annotations, min_area: float, max_instances: int = 1):
 
 
 class EligibleConcepts(beam.PTransform):
-    """(images, annotations) -> (CocoImage, {concept: area}) for images with at least two
-    eligible concepts, plus rejects: annotation level (unknown_image, unknown_category)
-    and image-concept level (multiple_instances, small_instance)."""
+    """(images, annotations[, broken]) -> (CocoImage, {concept: area}) for images with at
+    least two eligible concepts, plus rejects: annotation level (unknown_image,
+    unknown_category), image-concept level (multiple_instances, small_instance,
+    bad_coco_record: a concept with an unreadable annotation) and image level
+    (too_few_concepts: the image enters no pool). Counters image.in / image.out reconcile
+    the images read with the images entering pools."""
 
     def __init__(self, min_area: float, max_instances: int = 1):
         super().__init__()
@@ -276,10 +317,12 @@ class EligibleConcepts(beam.PTransform):
         self._max_instances = max_instances
 
     def expand(self, inputs):
-        images, annotations = inputs
-        joined = ({"image": images | "Key images" >> beam.Map(lambda i: (i.image_id, i)),
-                   "annotations": annotations | "Key annotations" >> beam.Map(lambda a: (a[0], a))}
-                  | "Per image" >> beam.CoGroupByKey())
+        images, annotations, *rest = inputs
+        groups = {"image": images | "Key images" >> beam.Map(lambda i: (i.image_id, i)),
+                  "annotations": annotations | "Key annotations" >> beam.Map(lambda a: (a[0], a))}
+        if rest:
+            groups["broken"] = rest[0] | "Key broken" >> beam.Map(lambda b: (b[0], b[1]))
+        joined = groups | "Per image" >> beam.CoGroupByKey()
         return joined | "Filter concepts" >> beam.ParDo(
             _Eligible(self._min_area, self._max_instances)).with_outputs(REJECTS, main=MAIN)
 
@@ -294,6 +337,7 @@ class _Eligible(beam.DoFn):
         image_id, groups = joined
         images = list(groups["image"])
         annotations = list(groups["annotations"])
+        broken = list(groups.get("broken", ()))
         self._counts.seen(len(annotations), level="annotation")
         if not images:
             for a in annotations:
@@ -302,7 +346,8 @@ class _Eligible(beam.DoFn):
                     item_id=f"{image_id}/{a[1]}", detail=f"annotation of image id {image_id}, "
                                                          "which no images entry lists"))
             return
-        image = images[0]
+        image = images[0]      # ReadCoco keeps one image per id
+        self._counts.seen(level=IMAGE)
         known = []
         for a in annotations:
             if a[1] not in NAME_BY_ID:
@@ -313,7 +358,7 @@ class _Eligible(beam.DoFn):
                 continue
             self._counts.count_out(level="annotation")
             known.append(a)
-        eligible, verdicts = concept_verdicts(known, self._min_area, self._max_instances)
+        eligible, verdicts = concept_verdicts(known, self._min_area, self._max_instances, broken)
         self._counts.seen(len(eligible) + len(verdicts), level="image_concept")
         self._counts.count_out(len(eligible), level="image_concept")
         for name, (reason, detail) in sorted(verdicts.items()):
@@ -321,18 +366,27 @@ class _Eligible(beam.DoFn):
                 stage="pair_sampling", level="image_concept", reason=reason,
                 item_id=f"{image.file_name}/{name}", source=image.source, detail=detail))
         if len(eligible) >= 2:
+            self._counts.count_out(level=IMAGE)
             yield image, eligible
+            return
+        yield self._counts.rejected(Reject(
+            stage="pair_sampling", level=IMAGE, reason=reasons.FEW_CONCEPTS,
+            item_id=image.file_name, source=image.source,
+            detail=f"{len(eligible)} eligible concept(s) ({', '.join(sorted(eligible)) or 'none'}) "
+                   f"of {len(eligible) + len(verdicts)}: an image needs two to join a pool"))
 
 
 def draw_plan(pool_sizes: Dict[str, int], seed: int, pairs: int, max_draws: int):
     """([(pair key, draw, repeat, subj first?)] of the successful draws, [(draw, pair key)]
-    of the draws whose pool was used up). Pure: depends on the seed and the pool sizes."""
+    of the draws whose pool was used up). Pure: depends on the seed and the pool sizes.
+
+    A pool of n images gives n // 2 pairs; drawing stops at `pairs` pairs, at `max_draws`
+    draws, or as soon as every pool is used up (then no later draw could succeed)."""
     candidates = sorted(k for k, n in pool_sizes.items() if n >= 2)
     plan, exhausted, repeats = [], [], {}
-    if not candidates:
-        return plan, exhausted
+    remaining = sum(pool_sizes[k] // 2 for k in candidates)   # pairs the pools can still give
     for draw in range(max_draws):
-        if len(plan) >= pairs:
+        if len(plan) >= pairs or remaining == 0:
             break
         key = candidates[priority(seed, f"draw/{draw}") % len(candidates)]
         r = repeats.get(key, 0)
@@ -340,8 +394,23 @@ def draw_plan(pool_sizes: Dict[str, int], seed: int, pairs: int, max_draws: int)
             exhausted.append((draw, key))
             continue
         repeats[key] = r + 1
+        remaining -= 1
         plan.append((key, draw, r, priority(seed, f"order/{draw}") % 2 == 0))
     return plan, exhausted
+
+
+def plan_figures(pool_sizes: Dict[str, int], plan: list, exhausted: list, pairs: int,
+                 max_draws: int) -> dict:
+    """What the sampling asked for and got (stats/sampling.json, the manifest, the card)."""
+    capacity = sum(n // 2 for n in pool_sizes.values() if n >= 2)
+    draws = len(plan) + len(exhausted)
+    stopped = ("pairs reached" if len(plan) >= pairs else
+               "every pool used up" if len(plan) >= capacity else "max_draws reached")
+    return {"pairs_requested": pairs, "pairs_sampled": len(plan),
+            "shortfall": max(0, pairs - len(plan)), "draws": draws,
+            "pool_exhausted_draws": len(exhausted), "max_draws": max_draws,
+            "pools": sum(1 for n in pool_sizes.values() if n >= 2), "pool_capacity": capacity,
+            "stopped": stopped}
 
 
 def pair_key(a: str, b: str) -> str:
@@ -349,7 +418,8 @@ def pair_key(a: str, b: str) -> str:
 
 
 class SamplePairs(beam.PTransform):
-    """(CocoImage, {concept: area}) -> ImagePair (main) and draw rejects (pool_exhausted).
+    """(CocoImage, {concept: area}) -> ImagePair (main), draw rejects (pool_exhausted) and
+    "figures": one plan_figures dict (pairs requested / sampled, why drawing stopped).
 
     The draws run on one worker over the pool sizes; the images of each drawn pair are
     chosen per pair key (a group of image ids: bounded by the pool, not the dataset)."""
@@ -368,10 +438,10 @@ class SamplePairs(beam.PTransform):
         planned = (eligible.pipeline | "Draw" >> beam.Create([None])
                    | "Plan draws" >> beam.ParDo(
                        _Plan(seed, self._pairs, self._max_draws),
-                       sizes=beam.pvalue.AsSingleton(sizes)).with_outputs(REJECTS, main=MAIN))
+                       sizes=beam.pvalue.AsSingleton(sizes)).with_outputs(REJECTS, FIGURES, main=MAIN))
         pairs = ({"pool": pools, "draws": planned[MAIN]} | "Join draws" >> beam.CoGroupByKey()
                  | "Choose images" >> beam.FlatMap(lambda kv: choose_images(kv[0], kv[1], seed)))
-        return {MAIN: pairs, REJECTS: planned[REJECTS]}
+        return {MAIN: pairs, REJECTS: planned[REJECTS], FIGURES: planned[FIGURES]}
 
 
 class _Plan(beam.DoFn):
@@ -381,6 +451,12 @@ class _Plan(beam.DoFn):
 
     def process(self, _, sizes):
         plan, exhausted = draw_plan(sizes, self._seed, self._pairs, self._max_draws)
+        figures = plan_figures(sizes, plan, exhausted, self._pairs, self._max_draws)
+        if figures["shortfall"]:
+            log.warning("sampled %d of %d requested pairs (%s; %d pools, room for %d pairs)",
+                        figures["pairs_sampled"], figures["pairs_requested"], figures["stopped"],
+                        figures["pools"], figures["pool_capacity"])
+        yield beam.pvalue.TaggedOutput(FIGURES, figures)
         self._counts.seen(len(plan) + len(exhausted), level="draw")
         self._counts.count_out(len(plan), level="draw")
         for draw, key in exhausted:

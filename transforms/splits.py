@@ -73,6 +73,31 @@ class _BucketCounts(beam.CombineFn):
         return acc
 
 
+class _Route(beam.DoFn):
+    """(priority, key, item) -> "direct" (part, item) when its bucket lies inside one part,
+    else "straddling" (bucket, (priority, key, item, first rank of the bucket)). The bucket
+    starts and the cut points are computed once per side-input value (so once per bundle
+    at most), not once per element."""
+
+    def __init__(self, names: Sequence[str], ratios: Sequence[float]):
+        self._names, self._ratios = tuple(names), tuple(ratios)
+        self._for = None
+
+    def process(self, t, counts):
+        if self._for is not counts:     # a new side-input value: recompute, keep a reference
+            self._for = counts
+            self._starts = np.concatenate([[0], np.cumsum(counts)])
+            self._cuts = cut_points(int(self._starts[-1]), self._ratios)
+        p, key, item = t
+        b = _bucket(p)
+        lo, hi = int(self._starts[b]), int(self._starts[b + 1])     # ranks this bucket covers
+        first, last = _part(lo, self._cuts), _part(hi - 1, self._cuts)
+        if first == last:
+            yield beam.pvalue.TaggedOutput("direct", (self._names[first], item))
+        else:
+            yield beam.pvalue.TaggedOutput("straddling", (b, (p, key, item, lo)))
+
+
 class ExactRatioSplit(beam.PTransform):
     """(key, item) pairs -> (part name, item), parts in `names` with `ratios` of the items.
 
@@ -91,20 +116,9 @@ class ExactRatioSplit(beam.PTransform):
         counts = (prioritised | "Priorities" >> beam.Map(lambda t: t[0])
                   | "Bucket counts" >> beam.CombineGlobally(_BucketCounts()))
 
-        def route(t, counts):
-            p, key, item = t
-            b = _bucket(p)
-            starts = np.concatenate([[0], np.cumsum(counts)])
-            lo, hi = int(starts[b]), int(starts[b + 1])     # ranks this bucket covers
-            cuts = cut_points(int(starts[-1]), ratios)
-            first, last = _part(lo, cuts), _part(hi - 1, cuts)
-            if first == last:
-                yield beam.pvalue.TaggedOutput("direct", (names[first], item))
-            else:
-                yield beam.pvalue.TaggedOutput("straddling", (b, (p, key, item, lo)))
-
-        routed = prioritised | "Route by bucket" >> beam.FlatMap(
-            route, counts=beam.pvalue.AsSingleton(counts)).with_outputs("direct", "straddling")
+        routed = prioritised | "Route by bucket" >> beam.ParDo(
+            _Route(names, ratios), counts=beam.pvalue.AsSingleton(counts)).with_outputs(
+                "direct", "straddling")
 
         def rank_bucket(kv, counts):
             _, members = kv

@@ -19,6 +19,8 @@ Extra labels (§3.5 human ceiling), same shape as votes; joined to kept examples
 """
 from __future__ import annotations
 
+import dataclasses
+import json
 from typing import Dict, Mapping, Optional
 
 import apache_beam as beam
@@ -235,7 +237,11 @@ class _PairExamples(beam.DoFn):
             for line, _ in answers:
                 yield self._reject(line, reasons.UNKNOWN_PAIR, f"no sampled pair {pid}")
             return
-        pair: ImagePair = pairs[0]
+        pair: ImagePair = pairs[0]     # pair ids are unique: one draw, one id
+        self._counts.seen(level="pair")
+        yield from self._examples(pid, pair, answers)
+
+    def _examples(self, pid: str, pair: ImagePair, answers):
         names = [image.file_name for image in pair.images]
         taken = False
         for line, record in answers:
@@ -261,11 +267,78 @@ class _PairExamples(beam.DoFn):
                         relation=record["relation"], subj=pair.subj, obj=pair.obj,
                         annotator_id=str(record["annotator_id"]), source=image.source,
                         pair_id=pair.pair_id), (), ())
+        if taken:
+            self._counts.count_out(level="pair")
+        else:
+            yield self._counts.rejected(Reject(
+                stage="captions", level="pair", reason=reasons.UNCAPTIONED_PAIR, item_id=pid,
+                source=pair.images[0].source,
+                detail=(f"{len(answers)} answer(s), none accepted" if answers else "no writer answer")
+                + f": {pair.subj} / {pair.obj} on {names[0]}, {names[1]}"))
+
+
+def _merge_order(tagged) -> str:
+    """A total order of (source, (Example, true, false)) that depends on content only."""
+    origin, (example, vote_true, vote_false) = tagged
+    return json.dumps([origin, dataclasses.asdict(example), list(vote_true), list(vote_false)],
+                      sort_keys=True, default=str)
+
+
+class MergeExamples(beam.PTransform):
+    """{source name: PCollection of (Example, true votes, false votes)} -> one PCollection
+    with unique example ids (main) and example rejects (stage examples).
+
+    The same example id (image + caption) from two sources, or twice from one, is kept
+    once: the item first by (source name, its content as sorted JSON), a order that never
+    depends on arrival or runner; the others are duplicate_example. Counters (stage
+    examples, level example): `example.in` and, per source, `example.in_from_<source>`
+    (linked to that source's out counter), so validation's input reconciles with the
+    sum of the sources' outputs."""
+
+    def __init__(self, stage: str = "examples"):
+        super().__init__()
+        self._stage = stage
+
+    def expand(self, sources):
+        stage = self._stage
+        tagged = [pcoll | f"Tag {name}" >> beam.Map(lambda t, name=name: (name, t))
+                  for name, pcoll in sorted(sources.items())]
+        merged = (tagged | "Flatten sources" >> beam.Flatten()
+                  | "Key by example id" >> beam.Map(lambda nt: (nt[1][0].example_id, nt))
+                  | "Group example ids" >> beam.GroupByKey()
+                  | "One per example id" >> beam.ParDo(_OnePerExample(stage)).with_outputs(
+                      REJECTS, main=MAIN))
+        return {MAIN: merged[MAIN], REJECTS: merged[REJECTS]}
+
+
+class _OnePerExample(beam.DoFn):
+    def __init__(self, stage: str):
+        self._stage = stage
+        self._counts = StageCounts(stage)
+
+    def process(self, keyed):
+        eid, items = keyed
+        items = sorted(items, key=_merge_order)
+        for origin, _ in items:
+            self._counts.seen(level="example")
+            self._counts.note(f"example.in_from_{origin}")
+        (kept_from, kept), *others = items
+        yield self._counts.passed(kept, level="example")
+        for origin, (example, _, _) in others:
+            yield self._counts.rejected(Reject(
+                stage=self._stage, level="example", reason=reasons.DUPLICATE_EXAMPLE,
+                item_id=eid, source=example.source,
+                detail=f"from {origin} (writer {example.annotator_id}, label {example.label}): "
+                       f"{example.caption!r} on {example.image} is already an example from "
+                       f"{kept_from} (writer {kept[0].annotator_id}, label {kept[0].label})"))
 
 
 class JoinVotes(beam.PTransform):
     """(examples as (Example, true, false), vote files) -> the same with the votes added,
-    and line rejects (stage votes) for bad lines and votes on unknown examples."""
+    and line rejects (stage votes) for bad lines and votes on unknown examples.
+
+    Example ids must be unique (MergeExamples first): a second example with the same id is
+    an error, never silently dropped."""
 
     def __init__(self, patterns):
         super().__init__()
@@ -322,6 +395,9 @@ class _AddVotes(beam.DoFn):
                                                    reason=reasons.UNKNOWN_EXAMPLE,
                                                    item_id=line[:200], detail=f"no example {eid}"))
             return
+        if len(examples) > 1:   # MergeExamples runs first; never keep one by arrival order
+            raise ValueError(f"example id {eid} reached JoinVotes {len(examples)} times: "
+                             "de-duplicate the examples first (MergeExamples)")
         self._counts.count_out(len(votes), level="line")
         example, listed_true, listed_false = examples[0]
         yield (example, listed_true + tuple(w for w, label, _ in votes if label == 1),

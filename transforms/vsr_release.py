@@ -77,14 +77,25 @@ class WriteCompat(beam.PTransform):
             self._folder, always)
 
 
+CAPTION_TASKS, CAPTION_RELATIONS = "caption_tasks.jsonl", "caption_relations.jsonl"
+
+
+def caption_relations() -> list:
+    """(line number, {"relation", "category"}) for Table 1's 71 entries in print order
+    ("among" under both of its categories): tasks/caption_relations.jsonl, written once
+    for all caption tasks."""
+    return list(enumerate({"relation": r, "category": category}
+                          for category, relations in TABLE_1 for r in relations))
+
+
 def caption_task(pair) -> dict:
     """The writer's task for one pair (§3.1, Figure 3): both images, both concepts, the
-    template and Table 1's 71 relations with their categories ("among" under both of its
-    categories, as in Table 1), and the answer fields to fill in."""
+    template, the relation list to offer (a reference to tasks/caption_relations.jsonl,
+    Table 1's 71 relations, written once rather than in every task), and the answer
+    fields to fill in."""
     return {"pair_id": pair.pair_id, "subj": pair.subj, "obj": pair.obj, "template": TEMPLATE,
             "images": [{"image": i.file_name, "image_link": i.coco_url} for i in pair.images],
-            "relations": [{"relation": r, "category": category}
-                          for category, relations in TABLE_1 for r in relations],
+            "relations": CAPTION_RELATIONS,
             "answer": {"pair_id": pair.pair_id, "relation": "", "true_image": "", "annotator_id": ""}}
 
 
