@@ -200,9 +200,20 @@ def load_review(path: Optional[str]) -> Review:
             raise ConfigError(f"clusters.review: {e}") from None
 
 
+def _review_error(error: Exception) -> Optional[str]:
+    """The "clusters.review: ..." line of a failed run (transforms.clustering.check_review),
+    whatever the runner wrapped it in."""
+    for line in str(error).splitlines():
+        at = line.find("clusters.review: ")
+        if at >= 0:
+            return line[at:].strip()
+    return None
+
+
 def ensure_sample(cfg: BD2BBConfig) -> None:
-    """The embedded sample is generated on first use (samples/ is not versioned)."""
-    if cfg.inputs.tuples == SAMPLE_TUPLES and not os.path.exists(SAMPLE_TUPLES):
+    """The embedded sample is generated on first use (samples/ is not versioned), and
+    again when the generator's DONE_MARKER says the sample changed."""
+    if cfg.inputs.tuples == SAMPLE_TUPLES:
         from pipelines.bd2bb_sample import make_bd2bb_sample
         make_bd2bb_sample(os.path.dirname(SAMPLE_TUPLES))
 
@@ -220,8 +231,14 @@ def run(argv: Optional[List[str]] = None) -> str:
     def execute(staging_dir: str):
         pipeline = beam.Pipeline(runner=runner_for(options), options=options)
         build_pipeline(pipeline, cfg, staging_dir, models, review, cache_root)
-        result = pipeline.run()
-        result.wait_until_finish()
+        try:
+            result = pipeline.run()
+            result.wait_until_finish()
+        except Exception as e:  # the review check runs inside the pipeline (it needs the clusters)
+            line = _review_error(e)
+            if line:
+                raise ConfigError(line) from None
+            raise
         return result
 
     return release.build_release(

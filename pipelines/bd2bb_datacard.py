@@ -3,6 +3,7 @@ Table 1 per split (from the written samples table), the k curve with the elbow p
 cluster sizes after review, target-position uniformity, the review sheet and the cache."""
 from __future__ import annotations
 
+import logging
 import math
 
 from apache_beam.io.filesystems import FileSystems
@@ -15,6 +16,8 @@ from schemas.manifest import read_parquet_columns, read_stats
 from transforms.bd2bb_stats import COLUMNS, table1
 
 PAPER = "Pezzelle et al. 2020, BD2BB"
+POSITION_WARN_P = 0.01       # chi-square p-value under which the target positions are flagged
+log = logging.getLogger("pipelines.bd2bb")
 PAPER_TABLE1 = {"train": (2102, 1517, 1683, 5063, 2102, 4228), "val": (4082, 2447, 2772, 6082, 3567, 4133),
                 "test": (4081, 2425, 2720, 6108, 3561, 4138)}
 
@@ -28,13 +31,18 @@ def describe(cfg: BD2BBConfig, facts: dict, cache_root=None) -> dict:
     sections = [_table1_section(stats)]
     if clusters:
         sections.append(_cluster_section(cfg, clusters, sizes, staging))
+    sections.append(_codes_section(facts["stages"]))
     if positions:
         sections.append(_positions_section(positions))
+        if positions["n"] and not positions["chi2_p"] > POSITION_WARN_P:
+            log.warning("target positions are not uniform: chi-square p = %s (counts %s)",
+                        _fmt(positions["chi2_p"]), positions["counts"])
     sections.append({"title": "Cluster review", "text": (
         "`review/cluster_review.csv` lists up to "
         f"{cfg.clusters.review_per_cluster} actions per cluster (drawn by hash of seed and action). "
-        "Write decisions with the header of `review/decisions_template.csv` "
-        "(`label`, `drop`, `move`, `remove`; docs/bd2bb.md) and rebuild with "
+        "Write decisions under the header and the `clustering` row of `review/decisions_template.csv` "
+        f"(this clustering: `{clusters['fingerprint'] if clusters else '-'}`; decisions for another "
+        "clustering stop the build) with `label`, `drop`, `move`, `remove` (docs/bd2bb.md), and rebuild with "
         "`--set clusters.review=decisions.csv`. "
         + (f"This build applied `{cfg.clusters.review}`." if cfg.clusters.review
            else "This build had no review decisions: every cluster was kept unlabelled."))})
@@ -42,7 +50,8 @@ def describe(cfg: BD2BBConfig, facts: dict, cache_root=None) -> dict:
     if cache_section:
         sections.append(cache_section)
     return {"summary": _summary(cfg, facts), "thresholds": _thresholds(cfg), "sections": sections,
-            "manifest": {"table1": stats, "clusters": clusters, "target_positions": positions},
+            "manifest": {"table1": stats, "clusters": clusters, "target_positions": positions,
+                         "no_main_verb": _no_main_verb(facts["stages"])},
             "manifest_top": {"cache_root": cache_root, "cache_files": cache_files, "cache": use}
             if cache_root else {}}
 
@@ -120,12 +129,27 @@ def _elbow_plot(clusters: dict, path: str):
     return plots._save(figure, path)
 
 
+def _no_main_verb(stages: dict) -> int:
+    return int(stages.get("parse", {}).get("tuple.rejected.no_main_verb", 0))
+
+
+def _codes_section(stages: dict) -> dict:
+    n = _no_main_verb(stages)
+    parsed = stages.get("parse", {}).get("tuple.in", 0)
+    return {"title": "Argument codes (§3.2, Table 4)", "text": (
+        f"Tuples whose action parse gives no main verb (no code1; `no_main_verb` rejects): **{n}** "
+        f"of {parsed} tuples reaching the parse stage. Copular actions reach their verb (\"be able to talk\" -> talk) or "
+        "take the copula as code1; a parse with neither is rejected, so no target enters the decoy "
+        "step with empty codes (which would let every noun/verb exclusion pass).")}
+
+
 def _positions_section(p: dict) -> dict:
     return {"title": "Target positions (§4)", "text": (
         "Candidates are shown in a seeded random order; `label` is the target's position. "
         f"Targets per position 0..4: {p['counts']} (n = {p['n']}); chi-square test against "
         f"uniform: p = {_fmt(p['chi2_p'])}"
-        + (" (no evidence of bias)." if p["chi2_p"] > 0.01 else " — **not uniform**, check the seed/shuffle."))}
+        + (" (no evidence of bias at p > 0.01)." if p["chi2_p"] > POSITION_WARN_P
+           else " — **WARNING: not uniform (p <= 0.01)**, check the seed/shuffle."))}
 
 
 def _summary(cfg: BD2BBConfig, facts: dict) -> str:
@@ -153,7 +177,7 @@ def _thresholds(cfg: BD2BBConfig) -> dict:
                                          "source": "A.1 (5)"},
         "caption noun frequency": {"value": "> 1", "source": "A.1"},
         "parser.backend": {"value": cfg.parser.backend, "source": "§3.2 (Stanford parser, manually fixed)"},
-        "clusters.k": {"value": c.k if c.k else f"elbow over {c.k_min}..{c.k_max}", "source": "§3.2 fn. 5 (60)"},
+        "clusters.k": {"value": c.k if c.k else f"elbow over {c.k_min}..{c.k_max}", "source": "§3.2 fn. 5 (60); the k range is ours"},
         "decoys": {"value": "2 language + 2 vision", "source": "§4"},
         "decoys.pool_size": {"value": cfg.decoys.pool_size, "source": "ours (§4: 'a number')"},
         "splits.ratios": {"value": cfg.splits.ratios, "source": "§4.1 (20/40/40)"},

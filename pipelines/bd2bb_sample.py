@@ -6,9 +6,12 @@ Generated deterministically from templates that carry their own UD parse trees, 
 parses are correct by construction (the role of the paper's manually fixed parses).
 Eight topics (tennis, pizza, skateboard, dogs, surf, kites, zoo, buses), 40 images with
 5 answers each (§3.1: ~5 tuples per image), plus the bad input every filter must catch:
-lines that are not JSON or lack a field, a duplicate answer, key-mashing, Lorem Ipsum,
-short intentions, intentions naming what the captions show, actions without a noun,
-actions missing from the CoNLL-U file and an image without captions.
+lines that are not JSON or lack a field, a duplicate answer, the same answer by another
+annotator with the image as a bare id and the action capitalised and double-spaced
+(§4.1: one tuple per image, intention, action; its capitals must not reach the endings),
+key-mashing, Lorem Ipsum, short intentions, intentions naming what the captions show,
+actions without a noun, an action whose parse has no main verb, actions missing from the
+CoNLL-U file and an image without captions.
 """
 from __future__ import annotations
 
@@ -22,7 +25,7 @@ from schemas.bd2bb import Token
 from transforms.parsers import to_conllu
 
 TUPLES, CAPTIONS, PARSES = "tuples.jsonl", "captions.json", "actions.conllu"
-DONE_MARKER = ".complete-v1"  # bump when the sample changes: older samples are rebuilt
+DONE_MARKER = ".complete-v2"  # bump when the sample changes: older samples are rebuilt
 
 # topic: (nouns, verbs, caption scene)
 TOPICS = {
@@ -93,6 +96,11 @@ NO_NOUN_ACTIONS = [  # parsed, but without a noun or pronoun (§3.1)
                          ("quickly", "quickly", "ADV", 1, "advmod")]),
     ("just relax", [("just", "just", "ADV", 2, "advmod"), ("relax", "relax", "VERB", 0, "root")]),
 ]
+NO_VERB_ACTIONS = [  # parsed, with a noun, but no main verb: no codes (no_main_verb)
+    ("a picture of the dog", [("a", "a", "DET", 2, "det"), ("picture", "picture", "NOUN", 0, "root"),
+                              ("of", "of", "ADP", 5, "case"), ("the", "the", "DET", 5, "det"),
+                              ("dog", "dog", "NOUN", 2, "nmod")]),
+]
 UNPARSED_ACTIONS = ["clap loudly for the winner", "call my mother about the trip"]  # not in the CoNLL-U
 NONSENSE = [("asdfgh jklqwr", "hit the ball"), ("want to go out", "xzcvbn mnbvc qwrtzp")]
 LOREM = [("lorem ipsum dolor sit amet consectetur", "eat the pizza"),
@@ -139,6 +147,10 @@ def build(rng: random.Random):
     for k, (text, rows) in enumerate(NO_NOUN_ACTIONS):
         parses[text] = _tokens(rows)
         extra.append({"image": first[k], "intention": INTENTIONS[k], "action": text, "annotator": "worker05"})
+    for k, (text, rows) in enumerate(NO_VERB_ACTIONS):
+        parses[text] = _tokens(rows)
+        extra.append({"image": first[k + 3], "intention": INTENTIONS[k + 4], "action": text,
+                      "annotator": "worker08"})
     for k, text in enumerate(UNPARSED_ACTIONS):
         extra.append({"image": first[k], "intention": INTENTIONS[k + 2], "action": text, "annotator": "worker06"})
     extra.append({"image": "COCO_train2014_000000999999.jpg", "intention": INTENTIONS[3],
@@ -147,6 +159,11 @@ def build(rng: random.Random):
         parses.setdefault(t, _tokens(_action(0, t.split()[0], t.split()[2], "", "")))
     lines = [json.dumps(t) for t in tuples + extra]
     lines.append(json.dumps(tuples[1]))                                    # duplicate answer
+    same = tuples[3]                       # the same answer by another annotator (§4.1)
+    lines.append(json.dumps({"image": int(same["image"].split("_")[-1].split(".")[0]),
+                             "intention": same["intention"],
+                             "action": same["action"].capitalize().replace(" ", "  ", 1),
+                             "annotator": "worker99"}))
     lines += ['{"image": "COCO_train2014_000000100007.jpg", "intention": ', # not JSON
               json.dumps({"image": first[0], "intention": INTENTIONS[0]})]  # no action
     conllu = "".join(to_conllu(tokens, text=text, sent_id=f"a{n:04d}")

@@ -8,8 +8,8 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from schemas.bd2bb import BD2BBTuple, Datapoint, Sample
 from tests.beam_testing import local_test_pipeline
-from transforms.bd2bb_splits import AssignSplits, assign_split
-from transforms.clustering import cluster_actions, elbow, parse_review, review_rows
+from transforms.bd2bb_splits import AssignSplits, split_of
+from transforms.clustering import check_review, cluster_actions, elbow, parse_review, review_rows
 
 
 def test_elbow_is_the_point_farthest_below_the_chord():
@@ -58,10 +58,10 @@ def test_review_sheet_samples_per_cluster_by_seeded_hash():
 
 
 def test_review_decisions():
-    review = parse_review("decision,cluster,action,to_cluster,label\n"
+    review = parse_review("decision,cluster,action,to_cluster,label\nclustering,,,,abc\n"
                           "label,0,,,tennis\nlabel,1,,,cake\ndrop,2,,,\n"
                           "move,,Hit THE ball,1,\nremove,,buy a dog,,\n")
-    assert review.labels == {0: "tennis", 1: "cake"}
+    assert review.labels == {0: "tennis", 1: "cake"} and review.clustering == "abc"
     assert review.decide("serve the ball", 0) == ("keep", 0)
     assert review.decide("hit  the ball", 0) == ("keep", 1)          # moved, text normalised
     assert review.decide("buy a dog", 0) == ("action_dropped", 0)
@@ -74,13 +74,26 @@ def test_review_decisions():
         parse_review("cluster,label\n1,x\n")
 
 
-def test_split_shares_are_20_40_40_and_seeded():
+def test_split_shares_are_exactly_20_40_40_and_seeded():
     ratios = {"train": 0.2, "val": 0.4, "test": 0.4}
-    splits = collections.Counter(assign_split(0, f"s{i}", ratios) for i in range(20000))
-    assert abs(splits["train"] / 20000 - 0.2) < 0.01 and abs(splits["val"] / 20000 - 0.4) < 0.01
-    assert assign_split(0, "s1", ratios) == assign_split(0, "s1", ratios)
-    assert [assign_split(1, f"s{i}", ratios) for i in range(50)] != [assign_split(0, f"s{i}", ratios)
-                                                                     for i in range(50)]
+    for n in (200, 1000, 20000):
+        splits = collections.Counter(split_of(0, [f"s{i}" for i in range(n)], ratios).values())
+        assert splits == {"train": n // 5, "val": 2 * n // 5, "test": n - n // 5 - 2 * n // 5}
+    odd = collections.Counter(split_of(0, [f"s{i}" for i in range(7)], ratios).values())
+    assert odd == {"train": 1, "val": 3, "test": 3}            # floor(7 x .2) = 1, floor(7 x .6) = 4
+    ids = [f"s{i}" for i in range(50)]
+    assert split_of(0, ids, ratios) == split_of(0, list(reversed(ids)), ratios)
+    assert split_of(1, ids, ratios) != split_of(0, ids, ratios)
+
+
+def test_beam_splits_are_exact_and_match_the_in_memory_ranking():
+    ratios = {"train": 0.2, "val": 0.4, "test": 0.4}
+    samples = [sample(i, f"COCO_{i}.jpg", f"intention {i}", f"action {i}") for i in range(500)]
+    expected = split_of(3, [s.sample_id for s in samples], ratios)
+    with local_test_pipeline() as p:
+        out = p | beam.Create(samples) | AssignSplits(3, ratios)
+        assert_that(out | beam.Map(lambda s: (s.sample_id, s.split)), equal_to(sorted(expected.items())))
+    assert collections.Counter(expected.values()) == {"train": 100, "val": 200, "test": 200}
 
 
 def sample(i, image, intention, action, endings=()):
@@ -89,21 +102,56 @@ def sample(i, image, intention, action, endings=()):
 
 
 def test_hard_test_excludes_what_train_has_seen():
+    """§7, with images compared by COCO image id ("7" and COCO_..._000000000007.jpg are
+    one image)."""
     ratios = {"train": 0.2, "val": 0.4, "test": 0.4}
-    ids = [f"id{i}" for i in range(200)]
-    train_id = next(i for i in ids if assign_split(0, i, ratios) == "train")
-    test_ids = [i for i in ids if assign_split(0, i, ratios) == "test"][:5]
-    n = {i: int(i[2:]) for i in ids}
-    samples = [sample(n[train_id], "img-T", "want to relax now", "hit the ball", ["ride a horse"])]
+    ids = [f"id{i}" for i in range(10)]
+    _hard_test_case(ratios, ids, {i: int(i[2:]) for i in ids})
+
+
+def _hard_test_case(ratios, ids, n):
+    # Ten samples split exactly 2 / 4 / 4. Two train samples fix what train has seen; the
+    # four test samples are chosen among id pairs until the wanted roles fit.
+    pool = ids[:10]
+    split = split_of(0, pool, ratios)
+    train_ids = [i for i in pool if split[i] == "train"]
+    test_ids = [i for i in pool if split[i] == "test"]
+    val_ids = [i for i in pool if split[i] == "val"]
+    assert (len(train_ids), len(val_ids), len(test_ids)) == (2, 4, 4)
+    samples = [sample(n[train_ids[0]], "COCO_train2014_000000000007.jpg", "want to relax now", "hit the ball",
+                      ["ride a horse"]),
+               sample(n[train_ids[1]], "COCO_train2014_000000000008.jpg", "train two", "train action")]
+    samples += [sample(n[i], f"COCO_{100 + k}.jpg", f"val {k}", f"val action {k}") for k, i in enumerate(val_ids)]
     samples += [
-        sample(n[test_ids[0]], "img-T", "a new intention", "new action 0"),            # image seen
-        sample(n[test_ids[1]], "img-1", "Want to  relax now", "new action 1"),         # intention seen
-        sample(n[test_ids[2]], "img-2", "another one", "Hit the ball"),                # target seen as target
-        sample(n[test_ids[3]], "img-3", "yet another", "ride a horse"),               # seen only as decoy: hard
-        sample(n[test_ids[4]], "img-4", "fresh intention", "fresh action"),           # hard
+        sample(n[test_ids[0]], "7", "a new intention", "new action 0"),                # image seen (COCO id 7)
+        sample(n[test_ids[1]], "COCO_1.jpg", "Want to  relax now", "new action 1"),    # intention seen
+        sample(n[test_ids[2]], "COCO_2.jpg", "another one", "Hit the ball"),           # target seen as target
+        sample(n[test_ids[3]], "COCO_3.jpg", "yet another", "ride a horse"),           # seen only as decoy: hard
     ]
     with local_test_pipeline() as p:
         out = p | beam.Create(samples) | AssignSplits(0, ratios)
-        assert_that(out | beam.Map(lambda s: (s.sample_id, s.split, s.hard_test)),
-                    equal_to([(train_id, "train", False)]
-                             + [(i, "test", k >= 3) for k, i in enumerate(test_ids)]))
+        assert_that(out | beam.Filter(lambda s: s.split != "val")
+                    | beam.Map(lambda s: (s.sample_id, s.split, s.hard_test)),
+                    equal_to([(i, "train", False) for i in train_ids]
+                             + [(i, "test", k == 3) for k, i in enumerate(test_ids)]))
+
+
+def test_review_decisions_must_name_this_clustering_and_its_clusters():
+    items = blobs(n_per=12, centres=2)
+    result = cluster_actions(items, [2, 3], seed=0, fixed_k=2)
+    other = cluster_actions(items, [2, 3], seed=0, fixed_k=3)
+    assert result.fingerprint != other.fingerprint
+    assert result.fingerprint == cluster_actions(list(reversed(items)), [2, 3], seed=0, fixed_k=2).fingerprint
+    rows = review_rows({k: k for k, _ in items}, result, 3, 0)
+    assert {r[-1] for r in rows} == {result.fingerprint}          # the sheet carries it
+    header = "decision,cluster,action,to_cluster,label\n"
+    check_review(parse_review(header), result)                    # no decisions: nothing to check
+    good = parse_review(header + f"clustering,,,,{result.fingerprint}\nlabel,1,,,tennis\ndrop,0,,,\n")
+    check_review(good, result)
+    with pytest.raises(ValueError, match="clusters.review: the decisions have no `clustering"):
+        check_review(parse_review(header + "label,1,,,tennis\n"), result)
+    with pytest.raises(ValueError, match="clusters.review: the decisions were written for clustering"):
+        check_review(good, other)
+    with pytest.raises(ValueError, match=r"clusters.review: the decisions name clusters \[5, 7\]"):
+        check_review(parse_review(header + f"clustering,,,,{result.fingerprint}\nlabel,7,,,x\n"
+                                  "move,,some action,5,\n"), result)

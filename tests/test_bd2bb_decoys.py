@@ -139,4 +139,90 @@ def test_vision_draws_stay_in_the_cluster_when_it_is_larger_than_the_pool():
     _, vis = select_for_cluster(pool, 0, targets, seeds, pool_size=10)
     assert (vis >= 0).all()
     assert (pool.clusters[vis] == 0).all() and (vis != targets[:, None]).all()
-    assert (pool.verbs[vis][:, :, 0] != pool.verbs[targets][:, None, 0]).all()
+    for t, decoys in zip(targets, vis):        # every verb id of target and decoy, not only the first
+        target_verbs = set(pool.verbs[t].tolist()) - {-1}
+        for d in decoys:
+            assert not target_verbs & (set(pool.verbs[d].tolist()) - {-1})
+
+
+# --- through Beam: the canonical spelling, no_decoys and the stage counters -----------------
+
+def _datapoint(tuple_id, action, cluster, codes):
+    from schemas.bd2bb import BD2BBTuple, Datapoint
+    return Datapoint(tuple=BD2BBTuple(tuple_id, "COCO_train2014_000000000001.jpg", "want to have fun",
+                                      action, "w"), codes=codes, cluster=cluster)
+
+
+def _beam_pool(datapoints, vectors):
+    """The pipeline's pool: one entry per action key, in normalise_text spelling."""
+    from schemas.bd2bb import normalise_text
+    entries = {}
+    for d in datapoints:
+        entries.setdefault(d.tuple.action_key, (d.tuple.action_key, normalise_text(d.tuple.action),
+                                                d.cluster, d.codes, unit(*vectors[d.tuple.action_key])))
+    return build_pool(list(entries.values()))
+
+
+def test_select_decoys_in_beam_rejects_no_decoys_and_counters_reconcile():
+    """Cluster 0's actions all share the verb ride: no vision decoy exists, every target of
+    it is a no_decoys reject. Cluster 1 gets its decoys; its targets are typed with
+    capitals and double spaces, and the written endings must not show it."""
+    import apache_beam as beam
+    from apache_beam.testing.util import assert_that, equal_to
+
+    from schemas import reasons
+    from tests.beam_testing import local_test_pipeline
+    from transforms.decoys import SelectDecoys
+    from transforms.stage import MAIN, REJECTS, read_stage_counts
+    riders = [_datapoint(f"r{i}", a, 0, Codes("ride", (n,))) for i, (a, n) in
+              enumerate([("ride a horse", "horse"), ("ride the pony", "pony"), ("ride a camel", "camel")])]
+    others = [_datapoint("c0", "Cut  The CAKE", 1, Codes("cut", ("cake",))),
+              _datapoint("c1", "eat the pie", 1, Codes("eat", ("pie",))),
+              _datapoint("c2", "Bake  bread", 1, Codes("bake", ("bread",))),
+              _datapoint("c3", "serve the soup", 1, Codes("serve", ("soup",)))]
+    points = riders + others
+    vectors = {d.tuple.action_key: (1.0, 0.1 * i, 0.2 if d.cluster else 0.0) for i, d in enumerate(points)}
+    pool = _beam_pool(points, vectors)
+    p = local_test_pipeline()
+    selected = ({"datapoints": p | "points" >> beam.Create(points), "pool": p | "pool" >> beam.Create([pool])}
+                | SelectDecoys(seed=0, pool_size=40))
+    assert_that(selected[REJECTS] | "rejects" >> beam.Map(lambda r: (r.item_id, r.reason, r.stage, r.level)),
+                equal_to([(d.tuple.tuple_id, reasons.NO_DECOYS, "decoys", "sample") for d in riders]),
+                label="no_decoys rejects")
+
+    def spelling(sample):
+        target = sample.endings[sample.label]
+        return (sample.sample_id, target, all(e == " ".join(e.lower().split()) for e in sample.endings))
+
+    assert_that(selected[MAIN] | "spelling" >> beam.Map(spelling),
+                equal_to([("c0", "cut the cake", True), ("c1", "eat the pie", True),
+                          ("c2", "bake bread", True), ("c3", "serve the soup", True)]),
+                label="one canonical spelling")
+    result = p.run()
+    result.wait_until_finish()
+    counts = read_stage_counts(result)["decoys"]
+    assert counts["sample.in"] == 7 and counts["sample.out"] == 4
+    assert counts["sample.rejected.no_decoys"] == 3
+    assert counts["sample.in"] == counts["sample.out"] + counts["sample.rejected.no_decoys"]
+
+
+def test_target_spelling_carries_no_signal():
+    """The same target typed "Ride A  Horse" or "ride a horse" gives the same endings."""
+    from transforms.decoys import _DecoysForCluster
+    typed = [_datapoint("t", "Ride A  Horse", 0, Codes("ride", ("horse",)))]
+    plain = [_datapoint("t", "ride a horse", 0, Codes("ride", ("horse",)))]
+    pool = pool_of(ROWS[1:] + [(typed[0].tuple.action_key, "ride a horse", 0, Codes("ride", ("horse",)),
+                                (1, 0, 0))])
+    [a] = list(_DecoysForCluster(0, 50).process((0, typed), pool))
+    [b] = list(_DecoysForCluster(0, 50).process((0, plain), pool))
+    assert a.endings == b.endings and a.label == b.label
+    assert a.endings[a.label] == "ride a horse"
+    assert all(e == e.lower() and "  " not in e for e in a.endings)
+
+
+def test_the_data_card_warns_when_target_positions_are_not_uniform(caplog):
+    from pipelines.bd2bb_datacard import _positions_section
+    fine = _positions_section(position_uniformity([0, 1, 2, 3, 4] * 40))
+    assert "no evidence of bias" in fine["text"] and "WARNING" not in fine["text"]
+    skewed = _positions_section(position_uniformity([0] * 100 + [1] * 10))
+    assert "WARNING: not uniform" in skewed["text"]

@@ -13,18 +13,20 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipelines import bd2bb
-from pipelines.bd2bb_sample import make_bd2bb_sample
+from pipelines.bd2bb_sample import TOPICS, make_bd2bb_sample
+from pipelines.config import ConfigError
 from schemas import bd2bb_compat as compat
 from schemas import reasons
-from schemas.bd2bb import SAMPLE_SCHEMA, Codes, normalise_text
+from schemas.bd2bb import SAMPLE_SCHEMA, Codes, coco_image_id, normalise_text
 from schemas.manifest import verify_manifest
 from schemas.tfexample import iter_tfrecord_file, parse_example_bytes
 from transforms.argument_codes import nouns_of, verbs_of
 
 CONFIG = "pipelines/configs/bd2bb_sample.yaml"
-EXPECTED_REJECTS = {reasons.BAD_JSON: 1, reasons.MISSING_FIELD: 1, reasons.DUPLICATE_TUPLE: 1,
+EXPECTED_REJECTS = {reasons.BAD_JSON: 1, reasons.MISSING_FIELD: 1, reasons.DUPLICATE_TUPLE: 2,
                     reasons.NONSENSE: 2, reasons.NOT_ENGLISH: 2, reasons.SHORT_INTENTION: 3,
-                    reasons.NO_PARSE: 2, reasons.NO_NOUN_OR_PRONOUN: 2, reasons.NO_CAPTIONS: 1,
+                    reasons.NO_PARSE: 2, reasons.NO_MAIN_VERB: 1, reasons.NO_NOUN_OR_PRONOUN: 2,
+                    reasons.NO_CAPTIONS: 1,
                     reasons.MENTIONS_IMAGE_ENTITY: 3}
 
 
@@ -80,17 +82,24 @@ def test_layout_manifest_and_counts(release):
 def test_clusters_recover_the_generated_topics(release):
     clusters = manifest_of(release)["figures"]["clusters"]
     assert clusters["k"] == 8 and clusters["method"] == "elbow"   # the sample has 8 topics
-    topic_of = {}
+    # every generated action's first code2 noun is one of its topic's nouns (no noun is in
+    # two topics), so a row's generated topic is known: each cluster must hold one topic
+    topic_of_noun = {noun: topic for topic, (nouns, _, _) in TOPICS.items() for noun in nouns}
+    topics_in = {}
     for r in rows_of(release):
-        topic_of.setdefault(r["cluster"], set()).add(r["code2"][0] if r["code2"] else "")
-    assert len(topic_of) == 8
+        topics_in.setdefault(r["cluster"], set()).add(topic_of_noun[r["code2"][0]])
+    assert len(topics_in) == 8
+    assert all(len(topics) == 1 for topics in topics_in.values()), topics_in
+    assert sorted(t for topics in topics_in.values() for t in topics) == sorted(TOPICS)
 
 
 def test_rows_carry_codes_and_decoys_follow_the_rules(release):
     rows = rows_of(release)
     by_action = {normalise_text(r["action"]): r for r in rows}
     for r in rows:
-        assert r["endings"][r["label"]] == r["action"] and r["ending_types"][r["label"]] == "targ"
+        # one canonical spelling for all five endings: the target is not told by its casing
+        assert r["endings"][r["label"]] == normalise_text(r["action"]) and r["ending_types"][r["label"]] == "targ"
+        assert all(e == normalise_text(e) for e in r["endings"])
         assert sorted(r["ending_types"]) == ["lan", "lan", "targ", "vis", "vis"]
         target = Codes(r["code1"], tuple(r["code2"]), r["code3"], tuple(r["code4"]))
         assert target.code1, r["action"]
@@ -105,6 +114,8 @@ def test_rows_carry_codes_and_decoys_follow_the_rules(release):
                 assert other["cluster"] == r["cluster"] and not verbs_of(codes) & verbs_of(target)
     one = next(r for r in rows if r["action"] == "try to drive the ticket")
     assert (one["code1"], one["code2"], one["code3"], one["code4"]) == ("drive", ["ticket"], "", [])
+    typed = [r for r in rows if r["annotator"] == "worker99"]     # the sample's capitalised duplicate
+    assert len(typed) == 1 and typed[0]["action"] != normalise_text(typed[0]["action"])
 
 
 def test_tfrecords_hold_the_same_rows(release):
@@ -163,14 +174,15 @@ def test_compat_files_read_like_the_public_release(release):
     for item, csv_row in zip(items, files["all"]):
         r = by_sample[item["sample_id"]]
         assert str(item["id"]) == csv_row["id"] and csv_row["sent1"] == r["intention"]
-        assert item["target"]["action"] == csv_row[f"ending{csv_row['label']}"] == r["action"]
+        assert item["target"]["action"] == r["action"]
+        assert csv_row[f"ending{csv_row['label']}"] == normalise_text(r["action"])
         assert sorted(d["type"] for d in item["decoys"]) == ["lan", "lan", "vis", "vis"]
     train = [r for r in rows if r["split"] == "train"]
-    seen = {r["image"] for r in train} | {normalise_text(r["intention"]) for r in train}
+    seen = {coco_image_id(r["image"]) for r in train} | {normalise_text(r["intention"]) for r in train}
     train_targets = {normalise_text(r["action"]) for r in train}
     for r in rows:
         if r["hard_test"]:
-            assert r["split"] == "test" and r["image"] not in seen
+            assert r["split"] == "test" and coco_image_id(r["image"]) not in seen
             assert normalise_text(r["intention"]) not in seen and normalise_text(r["action"]) not in train_targets
 
 
@@ -190,9 +202,11 @@ def test_review_decisions_label_drop_move_and_remove(release, sample, out, tmp_p
     per_cluster = collections.Counter(r["cluster"] for r in rows)
     removed = next(s["action"] for s in sheet if s["cluster"] == "2")
     moved = next(s["action"] for s in sheet if s["cluster"] == "3")
+    with open(os.path.join(release, "review", "decisions_template.csv")) as f:
+        template = f.read()
+    assert template.splitlines()[1].startswith("clustering,,,,")
     decisions = tmp_path / "decisions.csv"
-    decisions.write_text("decision,cluster,action,to_cluster,label\n"
-                         "label,0,,,topic zero\nlabel,4,,,topic four\ndrop,1,,,\n"
+    decisions.write_text(template + "label,0,,,topic zero\nlabel,4,,,topic four\ndrop,1,,,\n"
                          f"remove,,{removed},,\nmove,,{moved},4,\n")
     reviewed = build(sample, out, "1.1.0", "--set", f"clusters.review={decisions}")
     manifest = manifest_of(reviewed)
@@ -206,3 +220,17 @@ def test_review_decisions_label_drop_move_and_remove(release, sample, out, tmp_p
     assert all(r["cluster"] == 4 and r["cluster_label"] == "topic four"
                for r in new_rows if normalise_text(r["action"]) == normalise_text(moved))
     assert not any(normalise_text(e) == normalise_text(removed) for r in new_rows for e in r["endings"])
+
+
+def test_review_decisions_for_another_clustering_stop_the_build(release, sample, out, tmp_path):
+    decisions = tmp_path / "stale.csv"
+    decisions.write_text("decision,cluster,action,to_cluster,label\nclustering,,,,0000000000000000\n"
+                         "drop,1,,,\n")
+    with pytest.raises(ConfigError, match="clusters.review: the decisions were written for clustering 0000"):
+        build(sample, out, "1.2.0", "--set", f"clusters.review={decisions}")
+    unknown = tmp_path / "unknown.csv"
+    fingerprint = manifest_of(release)["figures"]["clusters"]["fingerprint"]
+    unknown.write_text(f"decision,cluster,action,to_cluster,label\nclustering,,,,{fingerprint}\n"
+                       "label,42,,,nothing\n")
+    with pytest.raises(ConfigError, match=r"clusters.review: the decisions name clusters \[42\]"):
+        build(sample, out, "1.2.1", "--set", f"clusters.review={unknown}")

@@ -145,3 +145,35 @@ def test_action_noun_and_grounding_stages():
                     equal_to([("t4", reasons.MENTIONS_IMAGE_ENTITY, "intention names dog"),
                               ("t5", reasons.NO_CAPTIONS, "no captions for image COCO_train2014_000000000009.jpg")]),
                     label="grounding rejects")
+
+
+def test_duplicates_are_unique_image_intention_action_whatever_the_annotator_or_id(tmp_path):
+    """§4.1: one sample per <image, intention, action>; annotator, input id, image spelling,
+    case and spacing do not make a second one."""
+    from transforms.stage import read_stage_counts
+    lines = [json.dumps({"image": "COCO_train2014_000000000001.jpg", "intention": "want to relax a bit",
+                         "action": "pet the dog", "annotator": "w1"}),
+             json.dumps({"image": 1, "intention": "Want to relax  a bit", "action": "Pet the DOG",
+                         "annotator": "w2"}),
+             json.dumps({"id": "z9", "image": "COCO_1.jpg", "intention": "want to relax a bit",
+                         "action": "pet the dog ", "annotator": "w3"}),
+             json.dumps({"image": "COCO_2.jpg", "intention": "want to relax a bit", "action": "pet the dog",
+                         "annotator": "w1"})]                         # another image: kept
+    path = tmp_path / "tuples.jsonl"
+    first = parse_tuple_line(lines[1])           # same hash id as lines[0]; image "1" sorts first
+    other = parse_tuple_line(lines[3])
+    for order in (lines, list(reversed(lines))):  # the kept tuple does not depend on input order
+        path.write_text("\n".join(order) + "\n")
+        p = local_test_pipeline()
+        read = p | ReadTuples(str(path))
+        assert_that(read[MAIN] | "kept" >> beam.Map(lambda t: (t.tuple_id, t.annotator)),
+                    equal_to([(first.tuple_id, "w2"), (other.tuple_id, "w1")]), label="kept")
+        assert_that(read[REJECTS] | "reasons" >> beam.Map(lambda r: r.reason),
+                    equal_to([reasons.DUPLICATE_TUPLE] * 2), label="two duplicates")
+        result = p.run()
+        result.wait_until_finish()
+        counts = read_stage_counts(result)["dedupe"]
+        assert counts["tuple.in"] == 4 and counts["tuple.out"] == 2
+        assert counts["tuple.in"] == counts["tuple.out"] + counts["tuple.rejected.duplicate_tuple"]
+    hashed = parse_tuple_line(lines[0]).tuple_id
+    assert parse_tuple_line(lines[1]).tuple_id == hashed, "the id hashes the content key, not the annotator"

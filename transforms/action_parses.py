@@ -8,7 +8,10 @@ normalised action, parser fingerprint incl. its weights checksum, {}), so a rebu
 other thresholds parses nothing it has parsed before. A CoNLL-U file is itself the input
 (the manually corrected parses), so it is read, not cached.
 
-Counters: stage "parse" (tuple.in / tuple.out / tuple.rejected.no_parse, action.parsed
+An action whose parse gives no main verb (extract_codes: empty code1) leaves as
+no_main_verb: empty codes would make the decoy exclusions (§4) pass every candidate.
+
+Counters: stage "parse" (tuple.in / tuple.out / tuple.rejected.no_parse / no_main_verb, action.parsed
 for model parses); the cache's own (stage "cache.action_parse": hit, miss, written).
 """
 from __future__ import annotations
@@ -65,6 +68,11 @@ def _tokens_from_json(rows):
     return tuple(Token(*row) for row in rows)
 
 
+def _root_of(tokens) -> str:
+    roots = [f"{t.form}/{t.upos}" for t in tokens if t.head == 0]
+    return roots[0] if roots else "none"
+
+
 class _Attach(beam.DoFn):
     def __init__(self):
         self.counts = StageCounts("parse")
@@ -80,8 +88,14 @@ class _Attach(beam.DoFn):
                                                   detail=f"no parse of {t.action[:200]!r}"))
                 continue
             tokens = parses[0]
-            yield self.counts.passed(Datapoint(tuple=t, parse=tokens, codes=extract_codes(tokens)),
-                                     level="tuple")
+            codes = extract_codes(tokens)
+            if not codes.code1:   # empty codes would let every decoy exclusion pass (§4)
+                yield self.counts.rejected(Reject(
+                    stage="parse", level="tuple", reason=reasons.NO_MAIN_VERB, item_id=t.tuple_id,
+                    source=t.image, detail=f"no main verb in the parse of {t.action[:200]!r} "
+                                           f"(root {_root_of(tokens)})"))
+                continue
+            yield self.counts.passed(Datapoint(tuple=t, parse=tokens, codes=codes), level="tuple")
 
 
 class ParseActions(beam.PTransform):

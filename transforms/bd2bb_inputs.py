@@ -2,8 +2,15 @@
 
 A tuple line is {"image": ..., "intention": ..., "action": ..., "annotator": ...} with an
 optional "id"; the intention and action are the texts typed after "If I" and "I will"
-(§3.1). Without an id, the tuple's id is a hash of its four fields, so the same answer
-twice is one tuple (the second is a duplicate_tuple reject).
+(§3.1). Without an id, the tuple's id is a hash of its content key.
+
+§4.1: each sample is a unique <image, intention, action>. The content key is (COCO image
+id, normalised intention, normalised action) - not the annotator, not the input id, not
+the image's spelling - so two annotators typing the same answer, or the same answer under
+two ids, is one tuple. Of tuples sharing a content key the one with the smallest
+(id, image, intention, action, annotator) is kept, on every runner; the others are
+duplicate_tuple rejects. Then tuples sharing an input id with different content: the
+smallest by content is kept, the others are duplicate_tuple too (an id names one tuple).
 """
 from __future__ import annotations
 
@@ -15,7 +22,7 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from schemas import reasons
-from schemas.bd2bb import BD2BBTuple, coco_image_id
+from schemas.bd2bb import BD2BBTuple, coco_image_id, normalise_text
 from schemas.records import Reject
 from transforms.inputs import parse_record
 from transforms.stage import MAIN, REJECTS, StageCounts
@@ -44,8 +51,22 @@ def parse_tuple_line(line: str):
               str(annotator).strip()]
     tuple_id = record.get("id")
     if tuple_id is None:
-        tuple_id = hashlib.sha256("\x00".join(fields).encode("utf-8")).hexdigest()[:16]
+        tuple_id = hashlib.sha256("\x00".join(map(str, content_key_of(*fields[:3]))).encode("utf-8")
+                                  ).hexdigest()[:16]
     return BD2BBTuple(str(tuple_id), *fields)
+
+
+def content_key_of(image: str, intention: str, action: str) -> tuple:
+    """§4.1's identity of a datapoint: (COCO image id, normalised intention, normalised action)."""
+    return (coco_image_id(image), normalise_text(intention), normalise_text(action))
+
+
+def content_key(t: BD2BBTuple) -> tuple:
+    return content_key_of(t.image, t.intention, t.action)
+
+
+def _order(t: BD2BBTuple) -> tuple:
+    return (t.tuple_id, t.image, t.intention, t.action, t.annotator)
 
 
 class _ParseLine(beam.DoFn):
@@ -65,21 +86,39 @@ class _ParseLine(beam.DoFn):
                                            item_id=line.strip()[:200], detail=parsed[1]))
 
 
-class _KeepOne(beam.DoFn):
-    """Tuples sharing an id: keep the smallest by content, so every runner keeps the same."""
+class _KeepOneContent(beam.DoFn):
+    """Tuples sharing a content key: keep the smallest by (id, content). Counts dedupe's
+    tuple.in and the content duplicates; tuple.out is counted by _KeepOneId."""
 
     def __init__(self):
         self.counts = StageCounts("dedupe")
 
     def process(self, kv):
         _, group = kv
-        group = sorted(group, key=lambda t: (t.image, t.intention, t.action, t.annotator))
+        group = sorted(group, key=_order)
         self.counts.seen(len(group), level="tuple")
+        yield group[0]
+        for t in group[1:]:
+            yield self.counts.rejected(Reject(
+                stage="dedupe", level="tuple", reason=reasons.DUPLICATE_TUPLE, item_id=t.tuple_id,
+                source=t.image, detail=f"same image, intention and action as {group[0].tuple_id}: "
+                                       f"{t.action[:200]}"))
+
+
+class _KeepOneId(beam.DoFn):
+    """Content-unique tuples sharing an input id: keep the smallest by content."""
+
+    def __init__(self):
+        self.counts = StageCounts("dedupe")
+
+    def process(self, kv):
+        _, group = kv
+        group = sorted(group, key=_order)
         yield self.counts.passed(group[0], level="tuple")
         for t in group[1:]:
-            yield self.counts.rejected(Reject(stage="dedupe", level="tuple",
-                                              reason=reasons.DUPLICATE_TUPLE, item_id=t.tuple_id,
-                                              source=t.image, detail=t.action[:200]))
+            yield self.counts.rejected(Reject(
+                stage="dedupe", level="tuple", reason=reasons.DUPLICATE_TUPLE, item_id=t.tuple_id,
+                source=t.image, detail=f"id {t.tuple_id} already names another tuple: {t.action[:200]}"))
 
 
 class ReadTuples(beam.PTransform):
@@ -92,10 +131,14 @@ class ReadTuples(beam.PTransform):
     def expand(self, pbegin):
         parsed = (pbegin | "Read lines" >> beam.io.ReadFromText(self.path)
                   | "Parse" >> beam.ParDo(_ParseLine()).with_outputs(REJECTS, main=MAIN))
-        unique = (parsed[MAIN] | "Key by id" >> beam.Map(lambda t: (t.tuple_id, t))
+        by_content = (parsed[MAIN] | "Key by content" >> beam.Map(lambda t: (content_key(t), t))
+                      | "Group contents" >> beam.GroupByKey()
+                      | "Keep one content" >> beam.ParDo(_KeepOneContent()).with_outputs(REJECTS, main=MAIN))
+        unique = (by_content[MAIN] | "Key by id" >> beam.Map(lambda t: (t.tuple_id, t))
                   | "Group ids" >> beam.GroupByKey()
-                  | "Keep one" >> beam.ParDo(_KeepOne()).with_outputs(REJECTS, main=MAIN))
-        rejects = (parsed[REJECTS], unique[REJECTS]) | "Input rejects" >> beam.Flatten()
+                  | "Keep one" >> beam.ParDo(_KeepOneId()).with_outputs(REJECTS, main=MAIN))
+        rejects = ((parsed[REJECTS], by_content[REJECTS], unique[REJECTS])
+                   | "Input rejects" >> beam.Flatten())
         return {MAIN: unique[MAIN], REJECTS: rejects}
 
 

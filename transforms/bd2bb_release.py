@@ -15,7 +15,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from schemas import bd2bb_compat as compat
 from schemas.bd2bb import TARGET, Sample
-from transforms.clustering import DECISIONS_HEADER, REVIEW_HEADER, csv_text
+from transforms.clustering import DECISIONS_HEADER, REVIEW_HEADER, csv_text, decisions_template
 
 COMPAT_JSON = "bd2bb.json"
 
@@ -68,7 +68,8 @@ class WriteCompat(beam.PTransform):
 
 class WriteReviewSheet(beam.PTransform):
     """The clustering result -> review/cluster_review.csv (a seeded sample of actions per
-    cluster) and review/decisions_template.csv (the header the build ingests)."""
+    cluster, with the clustering's fingerprint) and review/decisions_template.csv (the
+    header the build ingests and the `clustering` row the decisions must keep)."""
 
     def __init__(self, staging_dir: str):
         super().__init__()
@@ -81,7 +82,7 @@ class WriteReviewSheet(beam.PTransform):
             return [_write(FileSystems.join(folder, "cluster_review.csv"),
                            csv_text(REVIEW_HEADER, c["sheet"]), "text/csv"),
                     _write(FileSystems.join(folder, "decisions_template.csv"),
-                           csv_text(DECISIONS_HEADER, []), "text/csv")]
+                           csv_text(DECISIONS_HEADER, decisions_template(c["result"])), "text/csv")]
 
         return clustered | "Write sheet" >> beam.Map(write)
 
@@ -89,5 +90,5 @@ class WriteReviewSheet(beam.PTransform):
 def cluster_report(clustered) -> dict:
     """stats/clusters.json: the k curve, the chosen k and the k-means cluster sizes."""
     r = clustered["result"]
-    return {"k": r.k, "method": r.method, "curve": r.curve,
+    return {"k": r.k, "method": r.method, "curve": r.curve, "fingerprint": r.fingerprint,
             "sizes": {str(c): n for c, n in sorted(r.sizes.items())}, "actions": len(r.assignments)}

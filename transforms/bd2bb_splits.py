@@ -1,9 +1,10 @@
 """BD2BB splits (§4.1) and the hard test subset (§7).
 
-  splits     20% train, 40% val, 40% test: each sample's split is read off a uniform
-             hash of (seed, sample id) against the cumulative shares, so it never
-             depends on arrival order or worker count.
-  hard test  test samples whose image and intention never occur in train and whose
+  splits     exactly 20% train, 40% val, 40% test (floor of n x cumulative share): samples
+             are ranked by hash(seed, sample id) and cut at those counts
+             (transforms.splits.ExactRatioSplit, a bucketed global rank), so the shares
+             are exact and never depend on arrival order or worker count.
+  hard test  test samples whose image (COCO image id) and intention never occur in train and whose
              target action is never a target in train (it may be a decoy there).
              Train's images, intentions and target actions are gathered once (bounded
              by the train split, 20% of the samples) and given to the test samples as a
@@ -16,28 +17,23 @@ from typing import Dict, Iterable, List, Tuple
 
 import apache_beam as beam
 
-from schemas.bd2bb import Sample, normalise_text
-from transforms.sampling import priority
+from schemas.bd2bb import Sample, coco_image_id, normalise_text
+from transforms.splits import ExactRatioSplit, split_ranked
 from transforms.stage import StageCounts
 
-_SCALE = float(2 ** 64)
+KEY_PREFIX = "split/"
 
 
-def assign_split(seed: int, sample_id: str, ratios: Dict[str, float]) -> str:
-    """The split whose cumulative share first exceeds hash(seed, id) / 2^64."""
-    u = priority(seed, "split/" + sample_id) / _SCALE
-    total = sum(ratios.values())
-    cumulative = 0.0
-    for name, share in ratios.items():
-        cumulative += share / total
-        if u < cumulative:
-            return name
-    return list(ratios)[-1]
+def split_of(seed: int, sample_ids: Iterable[str], ratios: Dict[str, float]) -> Dict[str, str]:
+    """The split of each sample id, in memory (tests, small sets): the same ranks and
+    cuts as AssignSplits."""
+    keyed = split_ranked([KEY_PREFIX + i for i in sample_ids], seed, list(ratios), list(ratios.values()))
+    return {key[len(KEY_PREFIX):]: split for key, split in keyed.items()}
 
 
 def seen_in_train(sample: Sample) -> List[Tuple[str, str]]:
     t = sample.datapoint.tuple
-    return [("image", t.image), ("intention", normalise_text(t.intention)),
+    return [("image", coco_image_id(t.image)), ("intention", normalise_text(t.intention)),
             ("target", t.action_key)]
 
 
@@ -47,13 +43,12 @@ def is_hard(sample: Sample, train: frozenset, test_split: str = "test") -> bool:
 
 
 class _Assign(beam.DoFn):
-    def __init__(self, seed: int, ratios: Dict[str, float]):
-        self.seed, self.ratios = seed, dict(ratios)
+    def __init__(self):
         self.counts = StageCounts("splits")
 
-    def process(self, sample: Sample):
+    def process(self, named):
+        split, sample = named
         self.counts.seen(level="sample")
-        split = assign_split(self.seed, sample.sample_id, self.ratios)
         self.counts.note(f"sample.{split}")
         yield self.counts.passed(dataclasses.replace(sample, split=split), level="sample")
 
@@ -86,7 +81,9 @@ class AssignSplits(beam.PTransform):
         self.train_split, self.test_split = train_split, test_split
 
     def expand(self, samples):
-        split = samples | "Assign" >> beam.ParDo(_Assign(self.seed, self.ratios))
+        split = (samples | "Split key" >> beam.Map(lambda s: (KEY_PREFIX + s.sample_id, s))
+                 | "Exact ratios" >> ExactRatioSplit(self.seed, list(self.ratios), list(self.ratios.values()))
+                 | "Assign" >> beam.ParDo(_Assign()))
         train_split = self.train_split
         train = (split | "Train samples" >> beam.Filter(lambda s: s.split == train_split)
                  | "Seen in train" >> beam.FlatMap(seen_in_train)

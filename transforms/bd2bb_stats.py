@@ -5,7 +5,8 @@ Measured on the public files, Table 1's "average length" columns are CHARACTERS,
 tokens: the mean character count of the intention (sent1) per sample gives 22.15 /
 20.76 / 20.49 for train / val / test, as printed, and the mean over the five candidate
 actions gives 35.25 / 35.95 / 35.71 against 35.34 / 36.20 / 36.00
-(tests/test_bd2bb_realdata.py). We report characters, as the paper does, plus tokens.
+(tests/test_bd2bb_realdata.py). We report characters, as the paper does (no token
+columns: COLUMNS lists exactly what the data card prints).
 """
 from __future__ import annotations
 

@@ -19,12 +19,19 @@ to_cluster,label`:
     drop,7,,,                   drop cluster 7 (its datapoints: cluster_dropped)
     move,,hit the ball,3,       move an action (any cluster) to cluster 3
     remove,,buy a dog,,         remove an action (its datapoints: action_dropped)
-Clusters are numbered by k-means on sorted input, so the same embeddings and seed give
-the same numbers: decisions for one build apply to the next.
+    clustering,,,,3f2a...       the clustering the decisions were made for (required)
+Cluster numbers are k-means' raw labels, so a decision is only meaningful for the
+clustering it was written against. The sheet carries the clustering's fingerprint (a hash
+of the sorted (action key, cluster) assignment) in its `clustering` column, and
+`review/decisions_template.csv` starts with the `clustering` row. A decisions file must
+carry that row; a fingerprint that differs from this build's (other inputs, encoder, k
+range, seed: the numbers may now name other topics), or a decision naming a cluster this
+clustering does not have, stops the build with an error naming `clusters.review`.
 """
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -34,8 +41,8 @@ import numpy as np
 from schemas.bd2bb import normalise_text
 from transforms.sampling import priority
 
-DECISIONS = ("label", "drop", "move", "remove")
-REVIEW_HEADER = ["cluster", "cluster_size", "action_key", "action", "suggested_label"]
+DECISIONS = ("clustering", "label", "drop", "move", "remove")
+REVIEW_HEADER = ["cluster", "cluster_size", "action_key", "action", "suggested_label", "clustering"]
 DECISIONS_HEADER = ["decision", "cluster", "action", "to_cluster", "label"]
 
 
@@ -60,6 +67,17 @@ class ClusterResult:
     curve: List[dict]                    # per k: inertia, silhouette
     assignments: Dict[str, int]          # action key -> cluster
     sizes: Dict[int, int] = field(default_factory=dict)
+
+    @property
+    def fingerprint(self) -> str:
+        return clustering_fingerprint(self.assignments)
+
+
+def clustering_fingerprint(assignments: Dict[str, int]) -> str:
+    """A hash of the sorted (action key, cluster) assignment: review decisions name
+    clusters by number, and this says which numbering they meant."""
+    text = "\n".join(f"{key}\t{int(cluster)}" for key, cluster in sorted(assignments.items()))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
 def kmeans_curve(matrix: np.ndarray, ks: Sequence[int], seed: int, n_init: int,
@@ -110,10 +128,16 @@ def review_rows(texts: Dict[str, str], result: ClusterResult, per_cluster: int, 
     for key, cluster in result.assignments.items():
         by_cluster.setdefault(cluster, []).append(key)
     rows = []
+    fingerprint = result.fingerprint
     for cluster in sorted(by_cluster):
         keys = sorted(by_cluster[cluster], key=lambda k: priority(seed, k))[:per_cluster]
-        rows += [[cluster, len(by_cluster[cluster]), k, texts[k], ""] for k in keys]
+        rows += [[cluster, len(by_cluster[cluster]), k, texts[k], "", fingerprint] for k in keys]
     return rows
+
+
+def decisions_template(result: ClusterResult) -> List[list]:
+    """review/decisions_template.csv's rows: the `clustering` row the decisions must keep."""
+    return [["clustering", "", "", "", result.fingerprint]]
 
 
 def csv_text(header: List[str], rows: List[list]) -> str:
@@ -130,6 +154,13 @@ class Review:
     dropped: frozenset = frozenset()
     moves: Dict[str, int] = field(default_factory=dict)      # normalised action -> cluster
     removed: frozenset = frozenset()                         # normalised actions
+    clustering: Optional[str] = None                         # fingerprint the decisions were made for
+
+    def empty(self) -> bool:
+        return not (self.labels or self.dropped or self.moves or self.removed)
+
+    def clusters_named(self) -> set:
+        return set(self.labels) | set(self.dropped) | set(self.moves.values())
 
     def decide(self, action: str, cluster: int) -> Tuple[str, int]:
         """("keep" | "cluster_dropped" | "action_dropped", final cluster) for one action."""
@@ -153,7 +184,9 @@ def parse_review(text: str) -> Review:
         row = {k: (v or "").strip() for k, v in row.items()}
         decision = row["decision"]
         try:
-            if decision == "label":
+            if decision == "clustering":
+                review.clustering = _need(row, "label")
+            elif decision == "label":
                 review.labels[int(row["cluster"])] = row["label"]
             elif decision == "drop":
                 dropped.add(int(row["cluster"]))
@@ -167,6 +200,27 @@ def parse_review(text: str) -> Review:
             raise ValueError(f"cluster review decisions line {line}: {e}") from None
     review.dropped, review.removed = frozenset(dropped), frozenset(removed)
     return review
+
+
+def check_review(review: Review, result: ClusterResult, key: str = "clusters.review") -> None:
+    """The decisions fit this clustering, or a ValueError naming the config key."""
+    if review.empty():
+        return
+    if not review.clustering:
+        raise ValueError(
+            f"{key}: the decisions have no `clustering,,,,<fingerprint>` row; copy it from "
+            "review/decisions_template.csv of the build whose review/cluster_review.csv you reviewed "
+            f"(this build's clustering is {result.fingerprint})")
+    if review.clustering != result.fingerprint:
+        raise ValueError(
+            f"{key}: the decisions were written for clustering {review.clustering}, but this build's "
+            f"clustering is {result.fingerprint} (review/cluster_review.csv): inputs, embed.model, "
+            "clusters.k*/n_init or seed changed, so cluster numbers may name other topics; review "
+            "this build's sheet, or rebuild with the settings the decisions were made for")
+    unknown = sorted(c for c in review.clusters_named() if c not in result.sizes)
+    if unknown:
+        raise ValueError(f"{key}: the decisions name clusters {unknown} that clustering "
+                         f"{result.fingerprint} does not have (clusters: {sorted(result.sizes)})")
 
 
 def _need(row: dict, name: str) -> str:

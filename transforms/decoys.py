@@ -9,7 +9,9 @@ For each target datapoint (§4):
             cosine (same topic, other verbs, different meaning).
 A target that cannot get 2 + 2 is dropped (no_decoys; the paper lost 22 of 10,287).
 
-Candidates are unique actions (the same action typed twice is one candidate). The draws
+Candidates are unique actions (the same action typed twice is one candidate), each
+shown in one canonical spelling, normalise_text's (lower case, single spaces, as in the
+public CSVs) - the target too, so casing or spacing never marks it. The draws
 for a target depend only on (seed, target id) and the pool - a hash per (target, draw
 number) mapped into the candidate range - never on arrival order or batch layout.
 The pool is ordered by (cluster, action key), so a cluster is a contiguous block and
@@ -194,7 +196,9 @@ class _DecoysForCluster(beam.DoFn):
                     detail=f"{int((l_rows >= 0).sum())}/2 language, {int((v_rows >= 0).sum())}/2 vision "
                            f"decoys for {d.tuple.action[:200]!r}"))
                 continue
-            endings, types, label = shuffle(self.seed, d.tuple.tuple_id, d.tuple.action,
+            # One spelling per action key in all five endings (the pool's normalise_text
+            # form, lower case like the public CSVs): a typed target must not stand out.
+            endings, types, label = shuffle(self.seed, d.tuple.tuple_id, pool.texts[pool.row_of[d.tuple.action_key]],
                                             [pool.texts[r] for r in l_rows], [pool.texts[r] for r in v_rows])
             yield self.counts.passed(Sample(d.tuple.tuple_id, d, tuple(endings), tuple(types), label),
                                      level="sample")

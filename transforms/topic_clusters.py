@@ -16,7 +16,7 @@ import apache_beam as beam
 from schemas import reasons
 from schemas.bd2bb import Datapoint, normalise_text
 from schemas.records import Reject
-from transforms.clustering import ClusterResult, Review, cluster_actions, review_rows
+from transforms.clustering import ClusterResult, Review, check_review, cluster_actions, review_rows
 from transforms.stage import MAIN, REJECTS, StageCounts
 
 
@@ -70,5 +70,15 @@ class ApplyClusters(beam.PTransform):
         self.review, self.clustered = review, clustered
 
     def expand(self, datapoints):
-        return datapoints | beam.ParDo(_Apply(self.review), beam.pvalue.AsSingleton(self.clustered)
+        review = self.review
+        checked = self.clustered | "Check review" >> beam.Map(_checked, review)
+        return datapoints | beam.ParDo(_Apply(self.review), beam.pvalue.AsSingleton(checked)
                                        ).with_outputs(REJECTS, main=MAIN)
+
+
+def _checked(clustered, review: Review):
+    """The decisions must name this clustering (its fingerprint) and its clusters: a
+    ValueError starting "clusters.review:" otherwise (pipelines/bd2bb.py reports it as a
+    config error)."""
+    check_review(review, clustered["result"])
+    return clustered
