@@ -155,3 +155,9 @@ def test_review_decisions_must_name_this_clustering_and_its_clusters():
     with pytest.raises(ValueError, match=r"clusters.review: the decisions name clusters \[5, 7\]"):
         check_review(parse_review(header + f"clustering,,,,{result.fingerprint}\nlabel,7,,,x\n"
                                   "move,,some action,5,\n"), result)
+    moves = parse_review(header + f"clustering,,,,{result.fingerprint}\nmove,,Hit  the Ball,1,\n"
+                         "remove,,buy a dog,,\n")
+    check_review(moves, result, actions=["hit the ball", "buy a dog"])  # spelling is normalised
+    with pytest.raises(ValueError, match=r"move or remove actions that no tuple of this build has: "
+                                         r"\['buy a dog'\]"):
+        check_review(moves, result, actions=["hit the ball"])

@@ -34,7 +34,7 @@ import csv
 import hashlib
 import io
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -202,8 +202,10 @@ def parse_review(text: str) -> Review:
     return review
 
 
-def check_review(review: Review, result: ClusterResult, key: str = "clusters.review") -> None:
-    """The decisions fit this clustering, or a ValueError naming the config key."""
+def check_review(review: Review, result: ClusterResult, key: str = "clusters.review",
+                 actions: Optional[Iterable[str]] = None) -> None:
+    """The decisions fit this clustering (and, given the clustered `actions`, move or
+    remove only actions it has), or a ValueError naming the config key."""
     if review.empty():
         return
     if not review.clustering:
@@ -221,6 +223,12 @@ def check_review(review: Review, result: ClusterResult, key: str = "clusters.rev
     if unknown:
         raise ValueError(f"{key}: the decisions name clusters {unknown} that clustering "
                          f"{result.fingerprint} does not have (clusters: {sorted(result.sizes)})")
+    if actions is not None:
+        known = {normalise_text(a) for a in actions}
+        missing = sorted(a for a in set(review.moves) | set(review.removed) if a not in known)
+        if missing:
+            raise ValueError(f"{key}: the decisions move or remove actions that no tuple of "
+                             f"this build has: {missing[:5]}" + (" ..." if len(missing) > 5 else ""))
 
 
 def _need(row: dict, name: str) -> str:

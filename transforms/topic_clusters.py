@@ -23,11 +23,13 @@ from transforms.stage import MAIN, REJECTS, StageCounts
 def _cluster(items, ks, seed, fixed_k, n_init, silhouette_sample, per_cluster):
     result = cluster_actions([(k, v) for k, _, v in items], ks, seed, fixed_k, n_init, silhouette_sample)
     texts = {k: t for k, t, _ in items}
-    return {"result": result, "sheet": review_rows(texts, result, per_cluster, seed)}
+    return {"result": result, "sheet": review_rows(texts, result, per_cluster, seed),
+            "actions": sorted(texts.values())}
 
 
 class ClusterActions(beam.PTransform):
-    """(action key, text, vector) -> one dict {"result": ClusterResult, "sheet": rows}."""
+    """(action key, text, vector) -> one dict {"result": ClusterResult, "sheet": rows,
+    "actions": the clustered texts}."""
 
     def __init__(self, ks, seed: int, fixed_k=None, n_init: int = 3, silhouette_sample: int = 5000,
                  per_cluster: int = 20):
@@ -80,5 +82,5 @@ def _checked(clustered, review: Review):
     """The decisions must name this clustering (its fingerprint) and its clusters: a
     ValueError starting "clusters.review:" otherwise (pipelines/bd2bb.py reports it as a
     config error)."""
-    check_review(review, clustered["result"])
+    check_review(review, clustered["result"], actions=clustered["actions"])
     return clustered
