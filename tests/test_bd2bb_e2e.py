@@ -2,12 +2,9 @@
 again in-process (same release, embeddings from the cache), and with review decisions;
 then the release read back the ways its users read it."""
 import collections
-import importlib.util
 import csv
 import json
 import os
-import subprocess
-import sys
 
 import pyarrow.parquet as pq
 import pytest
@@ -19,7 +16,7 @@ from schemas import bd2bb_compat as compat
 from schemas import reasons
 from schemas.bd2bb import SAMPLE_SCHEMA, Codes, coco_image_id, normalise_text
 from schemas.manifest import verify_manifest
-from schemas.tfexample import iter_tfrecord_file, parse_example_bytes
+from schemas.tfexample import iter_tfrecord_file, parse_example_bytes, tf_feature_spec
 from transforms.argument_codes import nouns_of, verbs_of
 
 CONFIG = "pipelines/configs/bd2bb_sample.yaml"
@@ -129,31 +126,16 @@ def test_tfrecords_hold_the_same_rows(release):
         assert e["hard_test"] == int(r["hard_test"])
 
 
-TF_READER = """
-import json, sys
-import tensorflow as tf
-from schemas.bd2bb import SAMPLE_SCHEMA
-from schemas.tfexample import tf_feature_spec
-spec = tf_feature_spec(tf, SAMPLE_SCHEMA)
-out = {}
-for record in tf.data.TFRecordDataset(tf.io.gfile.glob(sys.argv[1] + "/*")):
-    e = tf.io.parse_single_example(record, spec)
-    out[e["sample_id"].numpy().decode()] = {
-        "endings": [x.decode() for x in tf.sparse.to_dense(e["endings"]).numpy()],
-        "label": int(e["label"]), "code1": e["code1"].numpy().decode()}
-print(json.dumps(out))
-"""
-
-
 def test_tensorflow_reads_the_tfrecords(release):
-    if importlib.util.find_spec("tensorflow") is None:   # never imported here (see below)
-        pytest.skip("tensorflow is a test dependency (requirements-dev.txt)")
-    # In its own process: TensorFlow and the torch this process loaded for the
-    # in-process builds do not share a process safely.
-    done = subprocess.run([sys.executable, "-c", TF_READER, os.path.join(release, "tfrecord", "samples")],
-                          capture_output=True, text=True, timeout=300, cwd=os.getcwd())
-    assert done.returncode == 0, done.stderr[-2000:]
-    parsed = json.loads(done.stdout.strip().splitlines()[-1])
+    import tensorflow as tf  # a test dependency (requirements-dev.txt); see tests/conftest.py
+    spec = tf_feature_spec(tf, SAMPLE_SCHEMA)
+    files = sorted(tf.io.gfile.glob(os.path.join(release, "tfrecord", "samples", "*")))
+    parsed = {}
+    for record in tf.data.TFRecordDataset(files):
+        e = tf.io.parse_single_example(record, spec)
+        parsed[e["sample_id"].numpy().decode()] = {
+            "endings": [x.decode() for x in tf.sparse.to_dense(e["endings"]).numpy()],
+            "label": int(e["label"]), "code1": e["code1"].numpy().decode()}
     rows = rows_of(release)
     assert len(parsed) == len(rows) == 200
     for r in rows:
