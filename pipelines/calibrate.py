@@ -22,15 +22,13 @@ import tempfile
 from typing import List, Optional
 
 import apache_beam as beam
-from apache_beam.io.filesystem import CompressionTypes
-from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipelines.config import ConfigError, apply_override, from_dict
 from pipelines.imagecode_config import ImageCodeConfig
+from pipelines.release_diff import load_manifest
 from pipelines.imagecode_params import shot_params, video_cache_spec
 from pipelines.runners import runner_for
-from schemas.manifest import MANIFEST
 from transforms.inputs import ReadVideoManifest
 from transforms.mining import sets_from_known_scores
 from transforms.stage import MAIN
@@ -43,11 +41,7 @@ PARAMS = ("mining.distance_threshold", "quality.brisque.max_score", "quality.ocr
 
 def load_release_config(release: str, overrides: List[str]) -> tuple:
     """(config, cache root) of a release, with `overrides` applied."""
-    path = FileSystems.join(release, MANIFEST)
-    if not FileSystems.exists(path):
-        raise FileNotFoundError(f"{path} not found: give a release version folder")
-    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
-        manifest = json.loads(f.read().decode("utf-8"))
+    manifest = load_manifest(release)
     if manifest.get("benchmark") != BENCHMARK:
         raise ValueError(f"calibrate knows ImageCoDe releases only, not {manifest.get('benchmark')!r}")
     if not manifest.get("cache_root"):
