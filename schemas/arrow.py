@@ -28,8 +28,10 @@ FRAMESET_SCHEMA = pa.schema([
     pa.field("distance_max", pa.float64(), nullable=False),
 ])
 
+_REJECT_TYPES = {"line": pa.int64()}  # every other field is a string
 REJECT_SCHEMA = pa.schema(
-    [pa.field(f.name, pa.string(), nullable=False) for f in dataclasses.fields(Reject)])
+    [pa.field(f.name, _REJECT_TYPES.get(f.name, pa.string()), nullable=False)
+     for f in dataclasses.fields(Reject)])
 
 
 def frameset_to_row(fs: FrameSet) -> dict:
@@ -59,7 +61,8 @@ def frameset_to_row(fs: FrameSet) -> dict:
 
 def reject_to_row(reject: Reject) -> dict:
     """A Reject as a row of REJECT_SCHEMA."""
-    return {f.name: str(getattr(reject, f.name)) for f in dataclasses.fields(Reject)}
+    return {f.name: int(getattr(reject, f.name)) if f.name in _REJECT_TYPES
+            else str(getattr(reject, f.name)) for f in dataclasses.fields(Reject)}
 
 
 # --- ImageCoDe static sets and descriptions (issue 3) -----------------------------------

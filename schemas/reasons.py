@@ -2,6 +2,8 @@
 
 # manifest lines
 BAD_JSON = "bad_json"
+BAD_ENCODING = "bad_encoding"      # a line whose bytes are not UTF-8 (never published with U+FFFD)
+NOT_A_FILE = "not_a_file"          # a path that exists but is not a regular file (a folder, a device)
 MISSING_FIELD = "missing_field"
 BAD_FIELD = "bad_field"            # wrong type, unknown split, unsafe empty name
 PATH_NOT_FOUND = "path_not_found"
@@ -27,7 +29,7 @@ DUPLICATE_IMAGE = "duplicate_image"        # same bytes (sha256) as a kept image
 UNREADABLE_IMAGE = "unreadable_image"      # cannot be read or decoded
 TOO_FEW_NEIGHBOURS = "too_few_neighbours"  # the database holds fewer than k other images
 
-ALL = (BAD_JSON, MISSING_FIELD, BAD_FIELD, PATH_NOT_FOUND, DUPLICATE_VIDEO, UNREADABLE_VIDEO, NO_FRAMES,
+ALL = (BAD_JSON, BAD_ENCODING, NOT_A_FILE, MISSING_FIELD, BAD_FIELD, PATH_NOT_FOUND, DUPLICATE_VIDEO, UNREADABLE_VIDEO, NO_FRAMES,
        SHOT_TOO_SHORT, TOO_SIMILAR, BLURRY, TEXT, UNFINISHED_SET, NOT_SAMPLED,
        DUPLICATE_IMAGE_ID, DUPLICATE_IMAGE, UNREADABLE_IMAGE, TOO_FEW_NEIGHBOURS)
 

@@ -90,6 +90,8 @@ class Reject:
     video_id: str = ""
     split: str = ""
     detail: str = ""
+    file: str = ""    # the input file, for problems found in one line of it
+    line: int = 0     # 1-based line number in `file`; 0: not a line-level reject
 
 
 # ---------------------------------------------------------------- static pictures (§3.1)

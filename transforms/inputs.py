@@ -8,7 +8,6 @@ names would produce the same set names, so only the one with the smallest path i
 """
 from __future__ import annotations
 
-import json
 import os
 
 import apache_beam as beam
@@ -17,6 +16,7 @@ from apache_beam.io.filesystems import FileSystems
 from schemas import reasons
 from schemas.names import safe_name
 from schemas.records import SPLITS, Reject, VideoRef
+from transforms.lines import parse_json_object
 from transforms.stage import MAIN, REJECTS, StageCounts
 
 REQUIRED_FIELDS = ("path", "source", "video_id", "split")
@@ -66,21 +66,8 @@ class _ParseLine(beam.DoFn):
 
 def parse_record(line: str, required_fields):
     """One JSON Lines manifest line as a dict whose `required_fields` are non-empty
-    strings, or (reason code, detail) saying what is wrong with it. Shared by the
-    video and image manifests."""
-    try:
-        record = json.loads(line)
-    except json.JSONDecodeError as e:
-        return reasons.BAD_JSON, f"not JSON: {e.msg} at column {e.colno}"
-    if not isinstance(record, dict):
-        return reasons.BAD_JSON, "a line must be a JSON object"
-    missing = [f for f in required_fields if f not in record]
-    if missing:
-        return reasons.MISSING_FIELD, f"missing field(s): {', '.join(missing)}"
-    bad = [f for f in required_fields if not isinstance(record[f], str) or not record[f].strip()]
-    if bad:
-        return reasons.BAD_FIELD, f"field(s) must be non-empty strings: {', '.join(bad)}"
-    return record
+    strings, or (reason code, detail) saying what is wrong with it (transforms.lines)."""
+    return parse_json_object(line, required_fields)
 
 
 def parse_manifest_line(line: str, base_dir: str):
