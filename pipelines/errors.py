@@ -1,6 +1,5 @@
-"""The errors a user can fix (a config key, an input path, a version that exists): a
-pipeline's command line prints them as one line and exits 2 (pipelines/cli.py)."""
+"""The errors a user can fix; defined in transforms/errors.py so that transforms raise
+them too. Re-exported here for the pipelines."""
+from transforms.errors import InputError, UserError
 
-
-class UserError(Exception):
-    """Raised with a message that says what to change."""
+__all__ = ["InputError", "UserError"]

@@ -1,0 +1,15 @@
+"""The errors a user can fix (a config key, an input file, a folder that cannot be
+written): the command line prints them as one line and exits 2 (pipelines/cli.py).
+
+They live below the pipelines so that a transform or a reader that finds such a problem
+(a crowd file without a required column, say) raises the same kind of error as a
+preflight check, and never ends in a traceback."""
+
+
+class UserError(Exception):
+    """Raised with a message that says what to change."""
+
+
+class InputError(UserError, ValueError):
+    """An input file as a whole cannot be used (missing column, undecodable encoding,
+    no rows): named in the message, raised before any work starts."""
