@@ -27,7 +27,7 @@ from pipelines import bd2bb_datacard as datacard
 from pipelines import cli, release
 from pipelines.bd2bb_config import BD2BBConfig
 from pipelines.config import ConfigError, load_config
-from pipelines.preflight import PreflightError
+from pipelines.preflight import PreflightError, check_not_empty, check_outputs
 from pipelines.runners import runner_for
 from schemas.bd2bb import SAMPLE_SCHEMA, coco_image_id, normalise_text, sample_to_row
 from transforms import action_parses, sentence_embed
@@ -183,6 +183,7 @@ def preflight(cfg: BD2BBConfig) -> dict:
             raise PreflightError(f"{key} is not set (--set {key}=PATH)")
         if path and "://" not in path and not os.path.isfile(path):
             raise PreflightError(f"{key}: no such file: {path}")
+        check_not_empty(path, key)
     try:
         return {"sentence_encoder": encoder_identity(encoder_spec(cfg)),
                 "parser": parser_identity(cfg.parser.backend, cfg.parser.model)}
@@ -227,6 +228,7 @@ def run(argv: Optional[List[str]] = None) -> str:
     review = load_review(cfg.clusters.review)
     options = PipelineOptions(beam_args)
     cache_root = (cfg.cache.dir or FileSystems.join(args.output, ".cache")) if cfg.cache.enabled else None
+    check_outputs(args.output, cache_root)
 
     def execute(staging_dir: str):
         pipeline = beam.Pipeline(runner=runner_for(options), options=options)
@@ -246,7 +248,7 @@ def run(argv: Optional[List[str]] = None) -> str:
         models=models, inputs={"tuples": cfg.inputs.tuples, "captions": cfg.inputs.captions,
                                "parses": cfg.inputs.parses, "review": cfg.clusters.review},
         links=STAGE_LINKS, tables={SAMPLES: ("splits", "sample.out")},
-        describe=lambda facts: datacard.describe(cfg, facts, cache_root))
+        describe=lambda facts: datacard.describe(cfg, facts, cache_root), cache_root=cache_root)
 
 
 def main(argv: Optional[List[str]] = None) -> int:

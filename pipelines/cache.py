@@ -8,20 +8,22 @@ wrote under a top-level key of its MANIFEST.json,
 paths relative to the cache root (transforms.cache.relative_cache_path). Prune keeps
 every shard named by any MANIFEST.json below OUT and deletes every other shard
 (`<ROOT>/<stage>/*.parquet`), printing each removal and the bytes freed. Beam's
-`beam-temp-*` folders are left alone: they may belong to a run still writing.
-Run prune when no build is running: a build's new shards are named in its manifest
-only once the build finishes.
+`beam-temp-*` folders of builds that are gone are removed too; a build that is still
+running (its lock in `<ROOT>/.runs/` is alive, pipelines/runs.py) keeps its shards and
+temp folders, though its manifest names them only once it finishes.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import List, Optional, Set, Tuple
 
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
+from pipelines import runs
 from schemas.datacard import markdown_table
 from schemas.manifest import MANIFEST, read_stats
 from transforms.cache import SUFFIX, relative_cache_path, shard_pattern
@@ -58,15 +60,39 @@ def cache_report(cache_root: str, staging: str, use: dict, what: str):
 
 
 def prune(cache: str, releases: str, dry_run: bool = False) -> Tuple[List[str], int]:
-    """Delete unreferenced shards; returns (removed paths, bytes freed)."""
+    """Delete unreferenced shards and what builds that are gone left behind (their Beam
+    temp folders, pipelines/runs.py); returns (removed paths, bytes freed). Shards of a
+    build that is still running are kept: its manifest will name them."""
     keep = referenced_files(releases)
     pattern = FileSystems.join(cache, "*", "*" + SUFFIX)  # shards only, not beam-temp-*/
     doomed = [m for m in FileSystems.match([pattern])[0].metadata_list
-              if relative_cache_path(cache, m.path) not in keep]
+              if relative_cache_path(cache, m.path) not in keep
+              and not _running(cache, m.path)]
     doomed.sort(key=lambda m: m.path)
+    freed = sum(m.size_in_bytes for m in doomed)
+    removed = [m.path for m in doomed]
     if doomed and not dry_run:
-        FileSystems.delete([m.path for m in doomed])
-    return [m.path for m in doomed], sum(m.size_in_bytes for m in doomed)
+        FileSystems.delete(removed)
+    temps = runs.stale_cache_temps(cache)
+    freed += sum(_size(path) for path in temps)
+    if not dry_run:
+        runs.sweep_cache(cache)
+    return removed + temps, freed
+
+
+def _running(cache: str, shard_path: str) -> bool:
+    """The shard belongs to a build whose lock says it is still running."""
+    name = FileSystems.split(shard_path)[1][:-len(SUFFIX)]
+    run_id = name.rsplit("-", 3)[0]  # <run id>-SSSSS-of-NNNNN
+    holder = runs.read_lock(runs.cache_lock_path(cache, run_id))
+    return holder is not None and runs.is_alive(holder) is not False
+
+
+def _size(path: str) -> int:
+    """Bytes of every file below a folder (a temp folder holds files only)."""
+    matches = FileSystems.match([FileSystems.join(path, "**")])[0].metadata_list
+    return sum(m.size_in_bytes for m in matches
+               if not (FileSystems.get_scheme(m.path) is None and os.path.isdir(m.path)))
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -83,7 +109,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     verb = "would remove" if args.dry_run else "removed"
     for path in removed:
         print(f"{verb} {path}")
-    print(f"{verb} {len(removed)} shard(s), {freed} bytes")
+    print(f"{verb} {len(removed)} shard(s) or temp folder(s), {freed} bytes")
     return 0
 
 

@@ -6,10 +6,14 @@ Arguments we do not know are handed to Beam as pipeline options (--runner,
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
+import os
 import re
 import sys
 from typing import Callable, List, Optional, Tuple
+
+from apache_beam.io.filesystems import FileSystems
 
 from pipelines.errors import UserError
 
@@ -22,9 +26,20 @@ def parse_args(argv: Optional[List[str]], description: str) -> Tuple[argparse.Na
     parser.add_argument("--config", required=True, help="YAML config (pipelines/configs/)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="override a config value, e.g. mining.distance_threshold=0.3 (repeatable)")
-    parser.add_argument("--output", required=True, help="release root: writes <output>/<benchmark>/<version>/")
+    parser.add_argument("--output", required=True, type=absolute_path,
+                        help="release root: writes <output>/<benchmark>/<version>/")
     parser.add_argument("--version", required=True, type=_version, help="release version, x.y.z")
     return parser.parse_known_args(argv)
+
+
+def absolute_path(text: str) -> str:
+    """A local path made absolute against the working directory the command ran in;
+    a URL (gs://...) as given. Every path the pipeline derives (staging, cache, scratch)
+    is then absolute too, so no stage joins a relative path onto another one, and a
+    worker with another working directory finds the same folder."""
+    if FileSystems.get_scheme(text):
+        return text
+    return os.path.abspath(os.path.expanduser(text))
 
 
 def _version(text: str) -> str:
@@ -43,4 +58,25 @@ def run_main(run: Callable[[Optional[List[str]]], str], argv: Optional[List[str]
     except UserError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except Exception as e:
+        if not disk_full(e):
+            raise
+        print("error: no space left on device: free space where the release and the cache "
+              "are written, then run again (this build removed its partial files)",
+              file=sys.stderr)
+        return 2
     return 0
+
+
+def disk_full(error: BaseException) -> bool:
+    """ENOSPC anywhere in the chain; Beam re-raises a worker's error as text, so the
+    message is read too."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if isinstance(error, OSError) and error.errno == errno.ENOSPC:
+            return True
+        if "No space left on device" in str(error):
+            return True
+        error = error.__cause__ or error.__context__
+    return False

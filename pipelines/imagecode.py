@@ -208,6 +208,7 @@ def run(argv: Optional[List[str]] = None) -> str:
     options = PipelineOptions(beam_args)
 
     cache_root = (cfg.cache.dir or FileSystems.join(args.output, ".cache")) if cfg.cache.enabled else None
+    preflight.check_outputs(args.output, cache_root)
 
     def execute(staging_dir: str):
         pipeline = beam.Pipeline(runner=runner_for(options), options=options)
@@ -221,7 +222,7 @@ def run(argv: Optional[List[str]] = None) -> str:
         execute=execute, models={"image_encoder": encoder_identity(spec), **filter_identities(cfg)},
         inputs={"videos": cfg.inputs.videos}, links=STAGE_LINKS,
         tables=released_tables(cfg),
-        describe=lambda facts: datacard.describe(cfg, facts, cache_root))
+        describe=lambda facts: datacard.describe(cfg, facts, cache_root), cache_root=cache_root)
 
 
 def main(argv: Optional[List[str]] = None) -> int:

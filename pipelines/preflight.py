@@ -5,6 +5,8 @@ from __future__ import annotations
 import glob
 import os
 import shutil
+import uuid
+from typing import Optional
 
 from pipelines.errors import UserError
 from pipelines.imagecode_config import ImageCodeConfig
@@ -20,6 +22,7 @@ def check_imagecode(cfg: ImageCodeConfig) -> None:
         raise PreflightError("no video manifest: set inputs.videos (--set inputs.videos=PATH or VIDEOS=PATH)")
     if "://" not in videos and not os.path.isfile(videos):
         raise PreflightError(f"inputs.videos: no such file: {videos}")
+    check_not_empty(videos, "inputs.videos")
     require_program("ffmpeg", "decoding videos")
     if cfg.quality.ocr.enabled:
         require_program("tesseract", "the OCR filter (quality.ocr.enabled)")
@@ -28,6 +31,11 @@ def check_imagecode(cfg: ImageCodeConfig) -> None:
                       ("crowd.retrievals", cfg.crowd.retrievals)):
         if path and "://" not in path and not _exists(path):
             raise PreflightError(f"{key}: no such file or folder: {path}")
+    if cfg.static.images and "://" not in cfg.static.images:
+        if os.path.isdir(cfg.static.images):
+            _check_folder_has_images(cfg.static.images, "static.images")
+        else:
+            check_not_empty(cfg.static.images, "static.images")
     if cfg.stats.parser:
         from transforms.text_stats import ParserNotInstalled, check_parser
         try:
@@ -44,6 +52,14 @@ def check_imagecode(cfg: ImageCodeConfig) -> None:
             raise PreflightError(f"embed.checkpoint: no such file or folder: {checkpoint}")
 
 
+def _check_folder_has_images(folder: str, key: str) -> None:
+    from transforms.images import IMAGE_SUFFIXES
+    for _, _, files in os.walk(folder):
+        if any(name.lower().endswith(IMAGE_SUFFIXES) for name in files):
+            return
+    raise PreflightError(f"{key}: {folder} holds no {'/'.join(IMAGE_SUFFIXES)} file: nothing to build")
+
+
 def _exists(path: str) -> bool:
     """A file, a folder, or a glob that matches something (crowd exports may be sharded)."""
     return os.path.exists(path) or bool(glob.glob(path))
@@ -54,3 +70,49 @@ def require_program(name: str, purpose: str) -> None:
         raise PreflightError(
             f"`{name}` is not installed but is needed for {purpose}; "
             f"run `make setup` (it installs the Debian package) or install it yourself")
+
+
+# --- checks every benchmark makes ------------------------------------------------------
+
+def check_writable(folder: str, key: str) -> None:
+    """`folder` exists (or can be made) and takes a new file: one line naming the folder
+    when not, before any work. A probe file is written and removed, since permission
+    bits alone mislead (root ignores them; a read-only mount or a full quota does not)."""
+    from schemas.manifest import make_dirs
+    from apache_beam.io.filesystems import FileSystems
+    probe = FileSystems.join(folder, f".write-probe-{uuid.uuid4().hex}")
+    try:
+        make_dirs(folder)
+        with FileSystems.create(probe) as f:
+            f.write(b"probe")
+        FileSystems.delete([probe])
+    except Exception as e:  # noqa: BLE001 - any file system's way of saying no
+        reason = getattr(e, "strerror", None) or str(e).splitlines()[0][:200]
+        raise PreflightError(f"{key}: cannot write to {folder}: {reason}") from None
+
+
+def check_outputs(output: str, cache_root: Optional[str]) -> None:
+    """The release root and the cache can be written (checked before any work)."""
+    check_writable(output, "--output")
+    if cache_root:
+        check_writable(cache_root, "cache.dir")
+
+
+def check_not_empty(path: Optional[str], key: str) -> None:
+    """An input file a config names must hold something: an empty one would build an
+    empty release and use up the version. Reads up to the first non-blank byte only."""
+    if not path or _is_glob(path):
+        return
+    from apache_beam.io.filesystems import FileSystems
+    try:
+        with FileSystems.open(path, compression_type="uncompressed") as f:
+            for block in iter(lambda: f.read(1 << 16), b""):
+                if block.strip():
+                    return
+    except OSError as e:
+        raise PreflightError(f"{key}: cannot read {path}: {e.strerror or e}") from None
+    raise PreflightError(f"{key}: {path} is empty: nothing to build")
+
+
+def _is_glob(path: str) -> bool:
+    return any(c in path for c in "*?[")

@@ -7,18 +7,22 @@ A run that fails anywhere leaves no version folder behind (schemas.manifest).
 """
 from __future__ import annotations
 
+import contextlib
 import datetime
 import hashlib
 import json
 import logging
 import os
+import signal
 import subprocess
 import sys
+import threading
+import uuid
 from typing import Callable, Dict, Iterable, Optional, Tuple
 
 from apache_beam.io.filesystems import FileSystems
 
-from pipelines import release_diff
+from pipelines import release_diff, runs
 from pipelines.config import config_hash, to_dict
 from pipelines.errors import UserError
 from schemas import manifest as release_manifest
@@ -37,15 +41,33 @@ class ReleaseError(UserError, RuntimeError):
 def build_release(*, benchmark: str, out: str, version: str, config,
                   execute: Callable[[str], object], models: Dict[str, dict],
                   inputs: Dict[str, Optional[str]], links: Iterable[tuple] = (),
-                  tables: Dict[str, Tuple[str, str]], describe: Callable[[dict], dict]) -> str:
+                  tables: Dict[str, Tuple[str, str]], describe: Callable[[dict], dict],
+                  cache_root: Optional[str] = None) -> str:
     """Run `execute(staging_dir)` and publish what it wrote as `<out>/<benchmark>/<version>`.
 
     `tables` maps each table written under parquet/ to the (stage, counter) whose value
     must equal its rows; `describe(facts)` returns the data card's summary, thresholds
-    and sections (it may write plots into facts["staging"]).
+    and sections (it may write plots into facts["staging"]). While it runs the build
+    holds a lock beside its staging folder (and in the cache), so that the next build
+    can tell garbage from work in progress (pipelines/runs.py); before it starts it
+    removes what builds that died left behind. On any failure, SIGTERM included, its
+    own staging folder and its temp files in the cache are removed.
     """
+    runs.sweep_release_dir(FileSystems.join(out, benchmark))
+    if cache_root:
+        runs.sweep_cache(cache_root)
+    run_uuid = uuid.uuid4().hex
+    run_id = f"{benchmark}-{run_uuid}"
+    staging_path = release_manifest.staging_dir_for(out, benchmark, version, run_uuid)
+    locks = [runs.staging_lock_path(staging_path)]
+    if cache_root:
+        locks.append(runs.cache_lock_path(cache_root, run_id))
     try:
-        with release_manifest.staged_release(out, benchmark, version) as staging:
+        for lock in locks:
+            release_manifest.make_dirs(FileSystems.split(lock)[0])
+            runs.write_lock(lock)
+        with _sigterm_as_exit(), release_manifest.staged_release(
+                out, benchmark, version, run_uuid=run_uuid) as staging:
             log.info("building %s %s in %s", benchmark, version, staging)
             counts = _fill(staging, benchmark=benchmark, version=version, config=config,
                            result=execute(staging), models=models, inputs=inputs,
@@ -53,8 +75,30 @@ def build_release(*, benchmark: str, out: str, version: str, config,
             final = release_manifest.final_dir_of(staging)
     except FileExistsError as e:  # the version exists, or appeared while we wrote
         raise ReleaseError(str(e)) from None
+    except BaseException:
+        if cache_root:  # finished shards stay (valid entries); half-written ones go
+            runs.remove_quietly(runs.temp_dirs_of_run(cache_root, run_id))
+        raise
+    finally:
+        runs.remove_quietly(locks)
     print_summary(final, counts)
     return final
+
+
+@contextlib.contextmanager
+def _sigterm_as_exit():
+    """`kill` (SIGTERM) ends the build through Python's exit path, so the staging
+    folder is removed as on any other failure. Only the main thread can set handlers."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    def on_term(signum, frame):
+        raise SystemExit(128 + signum)
+    previous = signal.signal(signal.SIGTERM, on_term)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _fill(staging: str, *, benchmark, version, config, result, models, inputs, links,
@@ -189,7 +233,11 @@ def main(argv=None) -> int:
 
 def print_summary(final: str, counts: dict) -> None:
     rejects = counts["rejects"]
-    lines = [f"release: {final}"]
+    shown = final
+    if FileSystems.get_scheme(final) is None:  # as the user would type it, from here
+        relative = os.path.relpath(final)
+        shown = final if relative.startswith("..") else relative
+    lines = [f"release: {shown}"]
     for table, rows in counts["tables"].items():
         lines.append(f"  {table}: {rows['total']}  " + "  ".join(
             f"{split}={n}" for split, n in sorted(rows["by_split"].items())))

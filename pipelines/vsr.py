@@ -27,7 +27,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from pipelines import cli, release
 from pipelines import vsr_datacard as datacard
 from pipelines.config import load_config
-from pipelines.preflight import PreflightError
+from pipelines.preflight import PreflightError, check_not_empty, check_outputs
 from pipelines.runners import runner_for
 from pipelines.vsr_config import VsrConfig
 from schemas.vsr import EXAMPLE_SCHEMA, PAIR_SCHEMA, example_to_row, pair_to_row
@@ -216,6 +216,8 @@ def expand_inputs(cfg: VsrConfig) -> dict:
                 raise PreflightError(f"inputs.{key}: no such file: {pattern}"
                                      + (" (the pattern matches nothing)" if _is_glob(pattern) else ""))
             found += [path for path in paths if path not in found]
+        for path in found:
+            check_not_empty(path, f"inputs.{key}")
         files[key] = found
     return files
 
@@ -236,6 +238,7 @@ def run(argv: Optional[List[str]] = None) -> str:
     args, beam_args = cli.parse_args(argv, description=__doc__)
     cfg = load_config(args.config, args.set, VsrConfig)
     concrete = preflight(cfg)    # the readers and the manifest see files, never patterns
+    check_outputs(args.output, None)
     options = PipelineOptions(beam_args)
 
     def execute(staging_dir: str):

@@ -47,12 +47,19 @@ def version_dir(out: str, benchmark: str, version: str) -> str:
     return FileSystems.join(out, benchmark, version)
 
 
-def new_staging_dir(out: str, benchmark: str, version: str) -> str:
+def staging_dir_for(out: str, benchmark: str, version: str, run_uuid: str) -> str:
+    """Where a build with this run uuid stages `version` (hidden: a leading dot)."""
+    version_dir(out, benchmark, version)  # checks both names
+    return FileSystems.join(out, benchmark, f".{version}.staging-{run_uuid}")
+
+
+def new_staging_dir(out: str, benchmark: str, version: str,
+                    run_uuid: Optional[str] = None) -> str:
     """Create the hidden staging folder for a new version; error if the version exists."""
     final = version_dir(out, benchmark, version)
     if FileSystems.exists(final):
         raise FileExistsError(f"version already exists (versions are immutable): {final}")
-    staging = FileSystems.join(out, benchmark, f".{version}.staging-{uuid.uuid4().hex}")
+    staging = staging_dir_for(out, benchmark, version, run_uuid or uuid.uuid4().hex)
     make_dirs(staging)
     return staging
 
@@ -77,17 +84,18 @@ def remove_work_dir(staging: str) -> None:
 
 
 @contextlib.contextmanager
-def staged_release(out: str, benchmark: str, version: str,
-                   keep_failed: bool = False) -> Iterator[str]:
-    """Yield a new staging folder; finalise it on success, remove it on error."""
-    staging = new_staging_dir(out, benchmark, version)
+def staged_release(out: str, benchmark: str, version: str, keep_failed: bool = False,
+                   run_uuid: Optional[str] = None) -> Iterator[str]:
+    """Yield a new staging folder; finalise it on success, remove it on error (also
+    when finalising fails: the loser of two builds of one version leaves nothing)."""
+    staging = new_staging_dir(out, benchmark, version, run_uuid)
     try:
         yield staging
+        finalise(staging, final_dir_of(staging))
     except BaseException:
-        if not keep_failed:
+        if not keep_failed and FileSystems.exists(staging):
             _delete_tree(staging)
         raise
-    finalise(staging, final_dir_of(staging))
 
 
 def finalise(staging: str, final: str, rename: Optional[bool] = None) -> str:

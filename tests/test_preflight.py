@@ -10,7 +10,7 @@ SAMPLE_CONFIG = "pipelines/configs/imagecode_sample.yaml"
 @pytest.fixture
 def manifest(tmp_path):
     path = tmp_path / "videos.jsonl"
-    path.write_text("")
+    path.write_text('{"path": "v.mp4", "source": "s", "video_id": "v", "split": "train"}\n')
     return str(path)
 
 

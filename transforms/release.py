@@ -91,11 +91,14 @@ class _PublishImages(beam.DoFn):
 
     def _inside_staging(self, path: str) -> str:
         # Moving deletes the source: only ever move files this run wrote into staging.
-        if FileSystems.get_scheme(path) is None and not os.path.isabs(path):
-            path = FileSystems.join(self.staging_dir, path)
         root = self.staging_dir.rstrip("/") + "/"
         if FileSystems.get_scheme(path) is None:
-            path, root = os.path.abspath(path), os.path.abspath(root) + os.sep
+            root = os.path.abspath(root) + os.sep
+            # A relative path is relative to staging, unless it already spells staging
+            # out (a relative release root gives relative staged paths).
+            if not os.path.isabs(path) and not os.path.abspath(path).startswith(root):
+                path = os.path.join(root, path)
+            path = os.path.abspath(path)
         if not path.startswith(root):
             raise ValueError(f"staged image outside the staging folder: {path}")
         return path
