@@ -124,21 +124,21 @@ def _static_sets(p, cfg: ImageCodeConfig, staging_dir: str, cache_root: Optional
     if not cfg.static.images:
         return p | "No static sets" >> beam.Create([]), [], []
     images = p | "Read images" >> ReadImageCollection(cfg.static.images)
-    unique = images[MAIN] | "Drop duplicate images" >> HashAndDedupe()
+    unique = images[MAIN] | "Drop duplicate images" >> HashAndDedupe(cfg.static.max_pixels)
     spec = encoder_spec(cfg)
     cache_files = []
     if cache_root:
         embedded = unique[MAIN] | "Embed images (cached)" >> EmbedImagesCached(
-            spec, encoder_identity(spec)["fingerprint"], cache_root, run_id)
+            spec, encoder_identity(spec)["fingerprint"], cache_root, run_id, cfg.static.max_pixels)
         cache_files = [embedded[WRITTEN]]
     else:
-        embedded = unique[MAIN] | "Embed images" >> EmbedImages(spec)
+        embedded = unique[MAIN] | "Embed images" >> EmbedImages(spec, cfg.static.max_pixels)
     sets = embedded[MAIN] | "Nearest neighbours" >> BuildStaticSets(
         seed=cfg.seed, n_sets=cfg.static.sets, k=cfg.static.neighbours,
         num_shards=cfg.static.shards, split_ratios=cfg.static.split_ratios,
         source=cfg.static.source)
     rows = ((sets[MAIN], embedded[MAIN]) | "Publish static sets" >> PublishStaticSets(
-        staging_dir, cfg.static.source, cfg.release.jpeg_quality))
+        staging_dir, cfg.static.source, cfg.release.jpeg_quality, cfg.static.max_pixels))
     _ = rows | "Write static sets" >> WriteTable(staging_dir, STATIC_SETS, STATIC_SET_SCHEMA,
                                                  lambda row: row)
     return rows, [images[REJECTS], unique[REJECTS], embedded[REJECTS], sets[REJECTS]], cache_files

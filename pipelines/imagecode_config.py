@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 from typing import Dict, Literal, Optional
 
 from pipelines.config import ConfigError
+from transforms.image_decode import DEFAULT_MAX_PIXELS, pillow_pixel_ceiling
 
 
 @dataclass
@@ -80,6 +81,7 @@ class StaticConfig:
     sets: Optional[int] = None            # sets to sample; null = one per image
     neighbours: int = 9
     shards: int = 8
+    max_pixels: int = DEFAULT_MAX_PIXELS  # width x height above which an image is too_many_pixels
     split_ratios: Dict[str, float] = field(
         default_factory=lambda: {"train": 0.78, "valid": 0.11, "test": 0.11})
 
@@ -146,6 +148,9 @@ class ImageCodeConfig:
             (self.static.images is None or self.static.neighbours + 1 == self.mining.set_size,
              "static.neighbours + 1 (the query) must equal mining.set_size"),
             (self.static.shards >= 1, "static.shards must be >= 1"),
+            (1 <= self.static.max_pixels <= pillow_pixel_ceiling(),
+             f"static.max_pixels must be in 1..{pillow_pixel_ceiling()} "
+             "(Pillow refuses to open larger images at all)"),
             (set(self.static.split_ratios) <= {"train", "valid", "test"}
              and abs(sum(self.static.split_ratios.values()) - 1.0) < 1e-6,
              "static.split_ratios: train/valid/test shares summing to 1"),

@@ -201,8 +201,9 @@ INPUT_KEYS = ("coco", "annotations", "captions", "votes", "extra_labels")
 def expand_inputs(cfg: VsrConfig) -> dict:
     """{input key: [concrete files]}: each path or glob (local, gs://, any Beam file system)
     expanded once with FileSystems.match, files in pattern order then name order, each
-    file once. A pattern that matches nothing (or a missing file) is a PreflightError
-    before any work starts, never a reject further on."""
+    file once; a glob skips what is not a regular file. A pattern that matches nothing (or
+    a missing file, or a named folder or pipe) is a PreflightError before any work starts,
+    never a reject further on."""
     files = {}
     for key in INPUT_KEYS:
         found = []
@@ -211,7 +212,10 @@ def expand_inputs(cfg: VsrConfig) -> dict:
                 matched = FileSystems.match([pattern])[0].metadata_list
             except Exception as e:   # an unknown scheme, a file system without credentials
                 raise PreflightError(f"inputs.{key}: cannot list {pattern}: {e}") from None
-            paths = sorted(m.path for m in matched if not os.path.isdir(m.path))   # a folder is no file
+            paths = sorted(m.path for m in matched if _is_file(m.path))
+            if not paths and not _is_glob(pattern) and os.path.exists(pattern):
+                raise PreflightError(f"inputs.{key}: not a regular file: {pattern}"
+                                     + (" (a folder)" if os.path.isdir(pattern) else ""))
             if not paths:
                 raise PreflightError(f"inputs.{key}: no such file: {pattern}"
                                      + (" (the pattern matches nothing)" if _is_glob(pattern) else ""))
@@ -220,6 +224,12 @@ def expand_inputs(cfg: VsrConfig) -> dict:
             check_not_empty(path, f"inputs.{key}")
         files[key] = found
     return files
+
+
+def _is_file(path: str) -> bool:
+    """A regular file, or a remote object: a folder, pipe or device is no input (reading
+    a pipe would wait forever)."""
+    return bool(FileSystems.get_scheme(path)) or os.path.isfile(path)
 
 
 def _is_glob(path: str) -> bool:

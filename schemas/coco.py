@@ -1,9 +1,34 @@
 """The 80 COCO 2017 object categories (id, name, supercategory), as every
 instances_*.json file lists them. Shipped as data so that captions can be matched
-against category names without any COCO file at hand."""
+against category names without any COCO file at hand. Also what a COCO image's file
+name and link may look like: both end up in released files and in paths."""
 from __future__ import annotations
 
+import re
 from typing import Dict
+from urllib.parse import urlsplit
+
+# COCO 2017: "000000419052.jpg"; COCO 2014/2015: "COCO_train2014_000000419052.jpg".
+# Nothing else: no folder, no "..", no absolute path can pass for an image name.
+FILE_NAME = re.compile(r"(?:COCO_(?:train|val|test)(?:2014|2015)_)?[0-9]{12}\.jpg")
+LINK_SCHEMES = ("http", "https")
+
+
+def is_file_name(name) -> bool:
+    """A plain COCO image file name (see FILE_NAME)."""
+    return isinstance(name, str) and FILE_NAME.fullmatch(name) is not None
+
+
+def is_link(url) -> bool:
+    """An http(s) URL with a host, like COCO's coco_url / VSR's image_link (never
+    javascript:, file:, data: or a bare path)."""
+    if not isinstance(url, str) or any(c.isspace() or ord(c) < 32 for c in url):
+        return False
+    try:
+        parts = urlsplit(url)
+    except ValueError:       # e.g. an unbalanced "[" in the host
+        return False
+    return parts.scheme.lower() in LINK_SCHEMES and bool(parts.netloc)
 
 CATEGORIES = (
     (1, "person", "person"), (2, "bicycle", "vehicle"), (3, "car", "vehicle"),

@@ -27,11 +27,12 @@ NOT_SAMPLED = "not_sampled"        # frame/set of a complete set that sampling l
 DUPLICATE_IMAGE_ID = "duplicate_image_id"  # another file/line gives the same safe image id
 DUPLICATE_IMAGE = "duplicate_image"        # same bytes (sha256) as a kept image
 UNREADABLE_IMAGE = "unreadable_image"      # cannot be read or decoded
+TOO_MANY_PIXELS = "too_many_pixels"        # width x height (from the header) over static.max_pixels
 TOO_FEW_NEIGHBOURS = "too_few_neighbours"  # the database holds fewer than k other images
 
 ALL = (BAD_JSON, BAD_ENCODING, NOT_A_FILE, MISSING_FIELD, BAD_FIELD, PATH_NOT_FOUND, DUPLICATE_VIDEO, UNREADABLE_VIDEO, NO_FRAMES,
        SHOT_TOO_SHORT, TOO_SIMILAR, BLURRY, TEXT, UNFINISHED_SET, NOT_SAMPLED,
-       DUPLICATE_IMAGE_ID, DUPLICATE_IMAGE, UNREADABLE_IMAGE, TOO_FEW_NEIGHBOURS)
+       DUPLICATE_IMAGE_ID, DUPLICATE_IMAGE, UNREADABLE_IMAGE, TOO_MANY_PIXELS, TOO_FEW_NEIGHBOURS)
 
 # crowd rounds (describe / retrieve, ImageCoDe §3.2-3.3); see schemas/crowd.py
 WRONG_SET_SIZE = "wrong_set_size"            # a set without exactly SET_SIZE images cannot enter the rounds

@@ -112,6 +112,61 @@ def test_manifest_lines_become_refs_or_rejects(collection, tmp_path):
     assert reconcile({"images": counts}) == []
 
 
+def test_a_bad_manifest_line_is_a_reject_naming_file_and_line(collection, tmp_path):
+    """Issue 10, case 5: a Latin-1 byte used to end the build in UnicodeDecodeError."""
+    manifest = tmp_path / "images.jsonl"
+    good = json.dumps({"path": str(collection / "astronaut.jpg"), "image_id": "astronaut"})
+    latin1 = '{"path": "caf\xe9.jpg", "image_id": "cafe"}'.encode("latin-1")
+    manifest.write_bytes(good.encode() + b"\n\n" + latin1 + b"\n{broken\n")
+
+    def build(p):
+        refs = p | ReadImageCollection(str(manifest))
+        assert_that(refs[MAIN] | beam.Map(lambda r: r.image_id), equal_to(["astronaut"]), label="kept")
+        assert_that(refs[REJECTS] | beam.Map(lambda r: (r.reason, r.file, r.line, r.item_id)), equal_to([
+            (reasons.BAD_ENCODING, str(manifest), 3, f"{manifest}:3"),
+            (reasons.BAD_JSON, str(manifest), 4, "{broken")]), label="rejects")
+
+    counts = run(local_test_pipeline(), build)["images"]
+    assert counts["entry.in"] == 3 and counts["entry.rejected.bad_encoding"] == 1
+    assert reconcile({"images": counts}) == []
+
+
+def test_a_listed_path_that_is_not_a_regular_file_is_not_a_file(collection, tmp_path):
+    (tmp_path / "album.jpg").mkdir()
+    os.mkfifo(tmp_path / "pipe.jpg")      # hashing it would wait for a writer forever
+    manifest = tmp_path / "images.jsonl"
+    manifest.write_text("\n".join(json.dumps(x) for x in [
+        {"path": "album.jpg", "image_id": "album"}, {"path": "pipe.jpg", "image_id": "pipe"},
+        {"path": str(collection / "chelsea.jpg"), "image_id": "chelsea"}]) + "\n")
+
+    def build(p):
+        refs = p | ReadImageCollection(str(manifest))
+        assert_that(refs[MAIN] | beam.Map(lambda r: r.image_id), equal_to(["chelsea"]), label="kept")
+        assert_that(refs[REJECTS] | beam.Map(lambda r: (r.reason, r.line, r.detail)), equal_to([
+            (reasons.NOT_A_FILE, 1, f"{tmp_path}/album.jpg is a folder"),
+            (reasons.NOT_A_FILE, 2, f"{tmp_path}/pipe.jpg is not a regular file (a pipe, socket or device)"),
+        ]), label="rejects")
+
+    run(local_test_pipeline(), build)
+
+
+def test_in_a_folder_a_folder_named_like_an_image_is_not_an_image(tmp_path):
+    root = tmp_path / "photos"
+    (root / "album.jpg").mkdir(parents=True)
+    Image.new("RGB", (8, 8)).save(root / "album.jpg" / "inside.png")
+    Image.new("RGB", (8, 8)).save(root / "plain.jpg")
+    os.mkfifo(root / "pipe.jpg")
+
+    def build(p):
+        refs = p | ReadImageCollection(str(root))
+        assert_that(refs[MAIN] | beam.Map(lambda r: r.image_id), equal_to(["inside", "plain"]), label="images")
+        assert_that(refs[REJECTS] | beam.Map(lambda r: (r.reason, r.item_id)),
+                    equal_to([(reasons.NOT_A_FILE, str(root / "pipe.jpg"))]), label="rejects")
+
+    counts = run(local_test_pipeline(), build)["images"]
+    assert counts["entry.in"] == 3 and counts["entry.out"] == 2
+
+
 def test_parse_image_line_makes_ids_safe_and_paths_absolute(collection):
     ref = parse_image_line(json.dumps({"path": "astronaut.jpg", "image_id": "a/b c"}), str(collection))
     assert ref == ImageRef(str(collection / "astronaut.jpg"), "a_b_c")

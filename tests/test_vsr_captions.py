@@ -67,8 +67,9 @@ def test_compat_lines_read_back_with_arrays_or_v2_strings(stringify):
     from schemas.vsr import Example, VotedExample, example_id, to_public_line
     from transforms.vsr_annotations import parse_public_line
     caption = "The cat is under the couch."
-    example = Example(example_id=example_id("1.jpg", caption), image="1.jpg",
-                      image_link="http://images.cocodataset.org/train2017/1.jpg",
+    name = "000000000001.jpg"      # a plain COCO file name, as the reader requires
+    example = Example(example_id=example_id(name, caption), image=name,
+                      image_link=f"http://images.cocodataset.org/train2017/{name}",
                       caption=caption, label=1, relation="under", subj="cat", obj="couch",
                       annotator_id="7")
     line = to_public_line(VotedExample(example, ("2", "3"), ("4",)), stringify)

@@ -4,7 +4,9 @@ Reading: `iter_coco_file` walks an instances JSON file (train 2017 is ~450 MB) w
 json.JSONDecoder.raw_decode over 1 MiB chunks, one array element at a time, so a worker
 holds one element, never the file. Each file is read by one worker (the reads of several
 files run in parallel); an image becomes a CocoImage, an annotation a small tuple
-(image_id, category_id, area, iscrowd). A file that is not COCO JSON (not an object,
+(image_id, category_id, area, iscrowd). An entry that lacks what it needs, an image
+whose file_name is not a plain COCO name (schemas.coco.FILE_NAME) or whose coco_url is
+not http(s), and an entry holding NaN or an infinity is bad_coco_record. A file that is not COCO JSON (not an object,
 broken JSON, truncated) is dropped as a whole (`malformed_coco`): it is checked in one
 streaming pass before any of its records are emitted, so a half-read file never feeds
 the sample.
@@ -30,14 +32,15 @@ import heapq
 import logging
 import itertools
 import json
+import math
 import os
-from typing import Dict, Iterator, List, Optional, Tuple
+from typing import Dict, Iterator, List, Optional, Tuple, Union
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from schemas import reasons
-from schemas.coco import NAME_BY_ID
+from schemas.coco import NAME_BY_ID, is_file_name, is_link
 from schemas.records import Reject
 from schemas.vsr import CocoImage, ImagePair, pair_id
 from transforms.sampling import priority
@@ -168,13 +171,35 @@ def source_of(path: str, coco_url: str) -> str:
     return stem.split("instances_", 1)[-1]
 
 
-def _image(entry, path: str) -> Optional[CocoImage]:
+def _non_finite(entry: dict) -> List[str]:
+    """Fields of an entry holding NaN or an infinity (Python's json reads NaN, Infinity
+    and 1e999): its top-level numbers and its bbox. Polygons are never read, so never
+    checked."""
+    def bad(value) -> bool:
+        return isinstance(value, float) and not math.isfinite(value)
+    found = [key for key, value in entry.items() if bad(value)]
+    bbox = entry.get("bbox")
+    if isinstance(bbox, list) and any(bad(v) for v in bbox):
+        found.append("bbox")
+    return sorted(found)
+
+
+def _image(entry, path: str) -> Union[CocoImage, str]:
+    """A CocoImage, or what is wrong with the entry (its bad_coco_record detail)."""
     if not isinstance(entry, dict):
-        return None
+        return "an images entry must be an object"
     image_id, file_name = entry.get("id"), entry.get("file_name")
     if not isinstance(image_id, int) or isinstance(image_id, bool) or not isinstance(file_name, str):
-        return None
+        return "needs an integer id and a string file_name"
+    if not is_file_name(file_name):
+        # It becomes a released image name and, for a user, a path: only a plain name.
+        return f"file_name {file_name[:100]!r} is not a plain COCO file name"
     url = entry.get("coco_url") if isinstance(entry.get("coco_url"), str) else ""
+    if url and not is_link(url):
+        return f"coco_url {url[:100]!r} is not an http(s) link"
+    non_finite = _non_finite(entry)
+    if non_finite:
+        return f"not a finite number: {', '.join(non_finite)}"
     return CocoImage(image_id, file_name, url, source_of(path, url))
 
 
@@ -191,13 +216,17 @@ def _broken_concept(entry) -> Optional[Tuple[int, int]]:
     return None
 
 
-def _annotation(entry):
+def _annotation(entry) -> Union[Tuple[int, int, float, int], str]:
+    """(image_id, category_id, area, iscrowd), or what is wrong with the entry."""
     if not isinstance(entry, dict):
-        return None
+        return "an annotations entry must be an object"
     values = [entry.get(k) for k in ("image_id", "category_id", "area")]
     if (not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
             or not isinstance(values[0], int) or not isinstance(values[1], int)):
-        return None
+        return "needs integer image_id and category_id and a numeric area"
+    non_finite = _non_finite(entry)
+    if non_finite:   # a NaN area passed `area < min_area` as not small
+        return f"not a finite number: {', '.join(non_finite)}"
     return values[0], values[1], float(values[2]), int(bool(entry.get("iscrowd", 0)))
 
 
@@ -238,18 +267,22 @@ class _StreamCoco(beam.DoFn):
         except FileNotFoundError:
             raise    # expand_inputs found it: a missing file is an error, not a malformed one
         except (MalformedCoco, UnicodeDecodeError) as e:
+            # A decode error's position counts from the start of a 1 MiB chunk, not the
+            # file: name the byte instead of a position that would mislead.
+            detail = (f"not UTF-8: byte 0x{e.object[e.start]:02x} cannot be decoded"
+                      if isinstance(e, UnicodeDecodeError) else str(e)[:300])
             yield self._counts.rejected(Reject(stage="coco", level="file",
                                                reason=reasons.MALFORMED_COCO, item_id=path,
-                                               detail=str(e)[:300]))
+                                               file=path, detail=detail))
             return
         self._counts.count_out(level="file")
         for n, (kind, entry) in enumerate(iter_coco_file(path)):
             self._counts.seen(level=kind)
             record = _image(entry, path) if kind == IMAGE else _annotation(entry)
-            if record is None:
+            if isinstance(record, str):
                 yield self._counts.rejected(Reject(
                     stage="coco", level=kind, reason=reasons.BAD_COCO_RECORD,
-                    item_id=f"{path}#{kind}{n}", detail=json.dumps(entry)[:200]))
+                    item_id=f"{path}#{kind}{n}", detail=f"{record}: {json.dumps(entry)[:200]}"))
                 broken = _broken_concept(entry) if kind == ANNOTATION else None
                 if broken is not None:    # a marker, not a record: counted above as rejected
                     yield beam.pvalue.TaggedOutput(BROKEN, broken)

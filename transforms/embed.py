@@ -25,8 +25,9 @@ No shuffle is involved (BatchElements without a duration limit is a plain DoFn),
 stage fuses between the shot decoder and the miner and pixels never leave the worker.
 
 `EmbedImages` is the same for still images (static sets): RunInference over ImageRefs;
-the worker reads and decodes each file itself, so only paths and embeddings cross
-between stages. A file that does not decode leaves as a Reject (unreadable_image).
+the worker reads and decodes each file itself (transforms/image_decode.py), so only
+paths and embeddings cross between stages. A file that does not decode leaves as a
+Reject (unreadable_image), one over the pixel limit as too_many_pixels.
 """
 from __future__ import annotations
 
@@ -47,6 +48,7 @@ from apache_beam.ml.inference.base import ModelHandler, PredictionResult, RunInf
 from schemas import reasons
 from schemas.records import ImageEmbedding, ImageRef, Reject, ShotFrames
 from transforms.hashing import file_sha256
+from transforms.image_decode import DEFAULT_MAX_PIXELS, ImageProblem, decode_rgb, describe_error
 from transforms.stage import COUNTER_NAMESPACE_PREFIX, MAIN, REJECTS, StageCounts
 
 STAGE = "embed"
@@ -496,33 +498,42 @@ class EmbedShots(beam.PTransform):
 # ---------------------------------------------------------------------------- still images
 
 class _Unreadable:
-    """What the image handler returns for a file it cannot read or decode."""
+    """What the image handler returns for a file it cannot use: a reject reason
+    (unreadable_image, too_many_pixels) and a detail naming the file."""
 
-    def __init__(self, detail: str):
+    def __init__(self, reason: str, detail: str):
+        self.reason = reason
         self.detail = detail
 
 
-def read_image(path: str):
-    """(RGB uint8 HxWx3 array, sha256 of the bytes) of an image file on any Beam filesystem.
+def read_image(path: str, expected_sha256: str = "", max_pixels: int = DEFAULT_MAX_PIXELS):
+    """(RGB uint8 HxWx3 array, sha256 of the bytes) of an image file on any Beam filesystem,
+    decoded by transforms.image_decode (16-bit scaled, transparency composited, pixel
+    limit checked from the header). Raises ImageProblem.
 
-    The bytes are hashed as read, so the embedding always belongs to the content hashed.
-    """
-    import io
-
+    The bytes are hashed as read, so the embedding always belongs to the content hashed;
+    with `expected_sha256`, bytes that changed since hashing are refused before decoding
+    (their header was never checked against the pixel limit)."""
     from apache_beam.io.filesystem import CompressionTypes
     from apache_beam.io.filesystems import FileSystems
-    from PIL import Image
-    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
-        data = f.read()
-    with Image.open(io.BytesIO(data)) as image:
-        image.load()  # decode now: a truncated file fails here, not later
-        pixels = np.asarray(image.convert("RGB"))
-    return np.ascontiguousarray(pixels), hashlib.sha256(data).hexdigest()
+    try:
+        with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+            data = f.read()
+    except Exception as e:  # noqa: BLE001 - missing, permission, I/O error
+        raise ImageProblem(reasons.UNREADABLE_IMAGE, f"{path}: {describe_error(e)}") from None
+    sha = hashlib.sha256(data).hexdigest()
+    if expected_sha256 and expected_sha256 != sha:
+        raise ImageProblem(reasons.UNREADABLE_IMAGE, f"{path}: content changed since it was hashed")
+    return decode_rgb(data, path, max_pixels), sha
 
 
 class ImageEncoderHandler(_EncoderHandler):
     """RunInference handler: ImageRef in, PredictionResult(ref, ((d,) embedding, sha256) or
     _Unreadable) out. Images of one batch are decoded, then encoded together."""
+
+    def __init__(self, spec: EncoderSpec, max_pixels: int = DEFAULT_MAX_PIXELS):
+        super().__init__(spec)
+        self.max_pixels = max_pixels
 
     def run_inference(self, batch: Sequence[ImageRef], model,
                       inference_args: Optional[Dict[str, Any]] = None) -> Iterable[PredictionResult]:
@@ -530,12 +541,9 @@ class ImageEncoderHandler(_EncoderHandler):
         pixels = []
         for ref in batch:
             try:
-                image, sha = read_image(ref.path)
-            except Exception as e:  # noqa: BLE001 - missing, truncated, not an image, bomb ...
-                outcomes.append(_Unreadable(f"{ref.path}: {type(e).__name__}: {str(e)[:200]}"))
-                continue
-            if ref.content_sha256 and ref.content_sha256 != sha:
-                outcomes.append(_Unreadable(f"{ref.path}: content changed since it was hashed"))
+                image, sha = read_image(ref.path, ref.content_sha256, self.max_pixels)
+            except ImageProblem as e:
+                outcomes.append(_Unreadable(e.reason, e.detail))
                 continue
             outcomes.append(sha)
             pixels.append(image)
@@ -560,7 +568,7 @@ class _SplitImageResults(beam.DoFn):
         ref = result.example
         self._counts.seen(level="image")
         if isinstance(result.inference, _Unreadable):
-            return [self._counts.rejected(Reject(stage=STAGE, level="image", reason=reasons.UNREADABLE_IMAGE,
+            return [self._counts.rejected(Reject(stage=STAGE, level="image", reason=result.inference.reason,
                                                  item_id=ref.image_id, detail=result.inference.detail))]
         embedding, sha = result.inference
         return [self._counts.passed(ImageEmbedding(image_id=ref.image_id, path=ref.path, content_sha256=sha,
@@ -569,17 +577,19 @@ class _SplitImageResults(beam.DoFn):
 
 
 class EmbedImages(beam.PTransform):
-    """ImageRef -> ImageEmbedding ((d,) float32, unit norm; main) and Rejects (unreadable_image).
+    """ImageRef -> ImageEmbedding ((d,) float32, unit norm; main) and Rejects
+    (unreadable_image, too_many_pixels: width x height over `max_pixels`).
 
-    Counters (namespace "stage.embed"): image.in, image.out, image.rejected.unreadable_image,
+    Counters (namespace "stage.embed"): image.in, image.out, image.rejected.<reason>,
     model.loaded.
     """
 
-    def __init__(self, spec: EncoderSpec):
+    def __init__(self, spec: EncoderSpec, max_pixels: int = DEFAULT_MAX_PIXELS):
         super().__init__()
         self.spec = spec
+        self.max_pixels = max_pixels
 
     def expand(self, refs):
         return (refs
-                | "Encode images" >> RunInference(ImageEncoderHandler(self.spec))
+                | "Encode images" >> RunInference(ImageEncoderHandler(self.spec, self.max_pixels))
                 | "Split unreadable" >> beam.ParDo(_SplitImageResults()).with_outputs(REJECTS, main=MAIN))

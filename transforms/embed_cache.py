@@ -12,6 +12,7 @@ from schemas.records import ImageEmbedding
 from transforms.cache import (HITS, MISSES, LookupCache, WriteCache, cache_key, decode_array,
                               encode_array)
 from transforms.embed import EmbedImages
+from transforms.image_decode import DEFAULT_MAX_PIXELS
 from transforms.stage import MAIN, REJECTS
 
 CACHE_STAGE = "image_embedding"
@@ -22,12 +23,15 @@ class EmbedImagesCached(beam.PTransform):
     """ImageRef (with content_sha256) -> {MAIN: ImageEmbedding, REJECTS, WRITTEN: paths}.
 
     `fingerprint` is the encoder identity's fingerprint (weights checksum included), so
-    other weights or preprocessing never hit."""
+    other weights or preprocessing never hit. `max_pixels` bounds the misses' decoding
+    (HashAndDedupe checked every image's header against it before the lookup)."""
 
-    def __init__(self, spec, fingerprint: str, cache_root: str, run_id: str):
+    def __init__(self, spec, fingerprint: str, cache_root: str, run_id: str,
+                 max_pixels: int = DEFAULT_MAX_PIXELS):
         super().__init__()
         self._spec, self._fingerprint = spec, fingerprint
         self._root, self._run_id = cache_root, run_id
+        self._max_pixels = max_pixels
 
     def expand(self, images):
         fingerprint = self._fingerprint
@@ -42,7 +46,7 @@ class EmbedImagesCached(beam.PTransform):
             lambda _, ref, value: ImageEmbedding(ref.image_id, ref.path, ref.content_sha256,
                                                  decode_array(value)))
         computed = (looked_up[MISSES] | "Misses" >> beam.MapTuple(lambda _, ref: ref)
-                    | "Embed misses" >> EmbedImages(self._spec))
+                    | "Embed misses" >> EmbedImages(self._spec, self._max_pixels))
         written = (computed[MAIN]
                    | "Cache entry" >> beam.Map(
                        lambda e: (key(e.content_sha256), encode_array(e.embedding)))

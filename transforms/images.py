@@ -1,12 +1,17 @@
 """Reading a collection of still images (ImageCoDe §3.1 "Static Pictures": Open Images).
 
 `ReadImageCollection(source)` takes either
-  a folder     every *.jpg / *.jpeg / *.png below it (any depth, any letter case);
+  a folder     every *.jpg / *.jpeg / *.png file below it (any depth, any letter case);
                image_id = the file's stem made safe (schemas.names.safe_name)
   a manifest   JSON Lines, one image per line: {"path": "...", "image_id": "..."};
                a relative path is taken relative to the manifest's folder
-and gives ImageRefs. `HashAndDedupe()` then hashes each file's bytes (sha256, streamed
-through Beam's FileSystems, so gs:// works too) and keeps one image per distinct content.
+and gives ImageRefs. A bad manifest line is a reject naming the file and line (bytes that
+are not UTF-8: bad_encoding); a listed path that exists but is not a regular file (a
+folder, a pipe) is not_a_file, and so is such a thing found in a folder (reading a pipe
+would never end). `HashAndDedupe(max_pixels)` then hashes each file's bytes (sha256,
+streamed through Beam's FileSystems, so gs:// works too), rejects an image whose header
+says it has more than `max_pixels` pixels (too_many_pixels, nothing decoded) and keeps
+one image per distinct content.
 
 Both choices that drop something are by a stable key, never by arrival order: of the
 entries that map to the same safe id, the smallest path stays; of byte-identical files,
@@ -18,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import posixpath
+from typing import Optional, Union
 
 import apache_beam as beam
 from apache_beam.io import fileio
@@ -27,7 +33,8 @@ from schemas import reasons
 from schemas.names import safe_name
 from schemas.records import ImageRef, Reject
 from transforms.hashing import content_sha256
-from transforms.inputs import parse_record
+from transforms.image_decode import DEFAULT_MAX_PIXELS, ImageProblem, describe_error, read_header
+from transforms.lines import ReadNumberedLines, SourceLine, parse_json_object
 from transforms.stage import MAIN, REJECTS, StageCounts
 
 STAGE = "images"
@@ -55,7 +62,7 @@ class ReadImageCollection(beam.PTransform):
             base_dir = posixpath.dirname(self._source) if FileSystems.get_scheme(self._source) \
                 else os.path.dirname(os.path.abspath(self._source))
             parsed = (pbegin
-                      | "Read lines" >> beam.io.ReadFromText(self._source)
+                      | "Read lines" >> ReadNumberedLines(self._source)
                       | "Parse lines" >> beam.ParDo(_ParseLine(base_dir)).with_outputs(REJECTS, main=MAIN))
         else:
             pattern = FileSystems.join(self._source.rstrip("/"), "**")
@@ -73,8 +80,18 @@ class ReadImageCollection(beam.PTransform):
         return {MAIN: unique[MAIN], REJECTS: rejects}
 
 
-def _entry_reject(reason: str, item_id: str, detail: str) -> Reject:
-    return Reject(stage=STAGE, level="entry", reason=reason, item_id=item_id[:200], detail=detail)
+def _entry_reject(reason: str, item_id: str, detail: str, line: Optional[SourceLine] = None) -> Reject:
+    where = {"file": line.path, "line": line.number} if line is not None else {}
+    return Reject(stage=STAGE, level="entry", reason=reason, item_id=item_id[:200], detail=detail,
+                  **where)
+
+
+def _not_a_regular_file(path: str) -> Optional[str]:
+    """What a local path is when it exists but is not a regular file ("a folder", "not a
+    regular file"); None for a regular file, a missing one, or a remote object."""
+    if FileSystems.get_scheme(path) or not os.path.exists(path) or os.path.isfile(path):
+        return None
+    return "a folder" if os.path.isdir(path) else "not a regular file (a pipe, socket or device)"
 
 
 class _NameFile(beam.DoFn):
@@ -83,6 +100,10 @@ class _NameFile(beam.DoFn):
 
     def process(self, metadata):
         self._counts.seen(level="entry")
+        what = _not_a_regular_file(metadata.path)
+        if what:
+            return [self._counts.rejected(_entry_reject(reasons.NOT_A_FILE, metadata.path,
+                                                        f"{metadata.path} is {what}"))]
         stem = posixpath.splitext(posixpath.basename(metadata.path.replace("\\", "/")))[0]
         try:
             image_id = safe_name(stem)
@@ -96,20 +117,19 @@ class _ParseLine(beam.DoFn):
         self._base_dir = base_dir
         self._counts = StageCounts(STAGE)
 
-    def process(self, line: str):
-        if not line.strip():
-            return []  # blank lines are layout, not items
-        self._counts.seen(level="entry")
+    def process(self, line: SourceLine):
+        self._counts.seen(level="entry")   # ReadNumberedLines gives no blank lines
         parsed = parse_image_line(line, self._base_dir)
         if isinstance(parsed, ImageRef):
             return [self._counts.passed(parsed, level="entry")]
         reason, detail = parsed
-        return [self._counts.rejected(_entry_reject(reason, line.strip(), detail))]
+        return [self._counts.rejected(_entry_reject(reason, line.text.strip() or line.where,
+                                                    detail, line))]
 
 
-def parse_image_line(line: str, base_dir: str):
+def parse_image_line(line: Union[SourceLine, str], base_dir: str):
     """An ImageRef, or (reason code, detail) saying what is wrong with the line."""
-    record = parse_record(line, REQUIRED_FIELDS)
+    record = parse_json_object(line, REQUIRED_FIELDS)
     if isinstance(record, tuple):
         return record
     try:
@@ -122,6 +142,9 @@ def parse_image_line(line: str, base_dir: str):
             else os.path.normpath(os.path.join(base_dir, path))  # one spelling per file
     if not FileSystems.exists(path):
         return reasons.PATH_NOT_FOUND, f"no such file: {path}"
+    what = _not_a_regular_file(path)
+    if what:
+        return reasons.NOT_A_FILE, f"{path} is {what}"
     return ImageRef(path=path, image_id=image_id)
 
 
@@ -144,10 +167,19 @@ class _KeepSmallestPath(beam.DoFn):
 
 class HashAndDedupe(beam.PTransform):
     """ImageRef -> ImageRef with content_sha256 set, one per distinct content (main),
-    and image-level Rejects (unreadable_image, duplicate_image)."""
+    and image-level Rejects (unreadable_image: the bytes cannot be read; too_many_pixels:
+    the header says width x height > `max_pixels`; duplicate_image).
+
+    Whether an image decodes is decided by the decoder (transforms/image_decode.py, run
+    by the encoder); here only its header is read, so the limit holds before any stage
+    decodes, cached embeddings included."""
+
+    def __init__(self, max_pixels: int = DEFAULT_MAX_PIXELS):
+        super().__init__()
+        self._max_pixels = max_pixels
 
     def expand(self, refs):
-        hashed = refs | "Hash" >> beam.ParDo(_Hash()).with_outputs(REJECTS, main=MAIN)
+        hashed = refs | "Hash" >> beam.ParDo(_Hash(self._max_pixels)).with_outputs(REJECTS, main=MAIN)
         kept = (hashed[MAIN]
                 | "Key by content" >> beam.Map(lambda ref: (ref.content_sha256, ref))
                 | "Group contents" >> beam.GroupByKey()
@@ -157,17 +189,36 @@ class HashAndDedupe(beam.PTransform):
 
 
 class _Hash(beam.DoFn):
-    def __init__(self):
+    def __init__(self, max_pixels: int):
+        self._max_pixels = max_pixels
         self._counts = StageCounts(STAGE)
 
     def process(self, ref: ImageRef):
         self._counts.seen(level="image")
         try:
             sha = content_sha256(ref.path)
+            check_pixel_limit(ref.path, self._max_pixels)
+        except ImageProblem as e:
+            return [self._reject(ref, e.reason, e.detail)]
         except Exception as e:  # noqa: BLE001 - vanished file, permission, I/O error ...
-            return [self._counts.rejected(Reject(stage=STAGE, level="image", reason=reasons.UNREADABLE_IMAGE,
-                                                 item_id=ref.image_id, detail=f"{ref.path}: {str(e)[:200]}"))]
+            return [self._reject(ref, reasons.UNREADABLE_IMAGE, f"{ref.path}: {describe_error(e)}")]
         return [dataclasses.replace(ref, content_sha256=sha)]
+
+    def _reject(self, ref: ImageRef, reason: str, detail: str) -> Reject:
+        return self._counts.rejected(Reject(stage=STAGE, level="image", reason=reason,
+                                            item_id=ref.image_id, detail=detail))
+
+
+def check_pixel_limit(path: str, max_pixels: int) -> None:
+    """Raises ImageProblem(too_many_pixels) when the image's header gives more than
+    `max_pixels` pixels; reads the header only. A header that cannot be read is left to
+    the decoder, which rejects the file as unreadable_image with its own detail."""
+    with FileSystems.open(path, compression_type="uncompressed") as f:
+        try:
+            read_header(f, path, max_pixels)
+        except ImageProblem as e:
+            if e.reason == reasons.TOO_MANY_PIXELS:
+                raise
 
 
 class _KeepSmallestId(beam.DoFn):

@@ -7,6 +7,7 @@ UTF-8. A data engineer needs the opposite: a bad line becomes a reject that says
 
     lines = p | ReadNumberedLines(["a.jsonl", "more/*.jsonl"])   # SourceLine per line
     record = parse_json_object(line, required_fields)          # dict or (reason, detail)
+    record = parse_json_object(line, required_fields, finite_numbers=True)  # NaN: bad_field
 
 One worker reads one file (line numbers need a sequential read); a Reshuffle then spreads
 the lines, so everything after reading runs on every worker.
@@ -14,6 +15,7 @@ the lines, so everything after reading runs on every worker.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from typing import Iterable, Iterator, Optional, Sequence, Tuple, Union
 
@@ -85,20 +87,42 @@ class ReadNumberedLines(beam.PTransform):
                 | "Spread lines" >> beam.Reshuffle())
 
 
-def parse_json_object(line: Union[SourceLine, str], required_fields: Iterable[str] = ()
-                      ) -> Union[dict, Tuple[str, str]]:
+class _NonFinite(ValueError):
+    """A number JSON does not have: NaN, Infinity, -Infinity (Python's json reads them) or
+    one too large for a float (1e999 reads as inf)."""
+
+
+def _refuse_constant(name: str):
+    raise _NonFinite(name)
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _NonFinite(text)
+    return value
+
+
+def parse_json_object(line: Union[SourceLine, str], required_fields: Iterable[str] = (),
+                      finite_numbers: bool = False) -> Union[dict, Tuple[str, str]]:
     """One JSON Lines line as a dict whose `required_fields` are non-empty strings, or
-    (reason code, detail) saying what is wrong with it."""
+    (reason code, detail) saying what is wrong with it. With `finite_numbers`, a line
+    holding NaN, Infinity or a number beyond float range anywhere is bad_field."""
     if isinstance(line, SourceLine):
         if line.error:
             return reasons.BAD_ENCODING, line.error
         line = line.text
+    hooks = {"parse_constant": _refuse_constant, "parse_float": _finite_float} if finite_numbers else {}
     try:
-        record = json.loads(line)
+        record = json.loads(line, **hooks)
+    except _NonFinite as e:
+        return reasons.BAD_FIELD, f"{e} is not a finite number"
     except json.JSONDecodeError as e:
         return reasons.BAD_JSON, f"not JSON: {e.msg} at column {e.colno}"
     except RecursionError:
         return reasons.BAD_JSON, "not JSON: nested too deeply"
+    except ValueError as e:   # e.g. an integer of more than 4,300 digits
+        return reasons.BAD_JSON, f"not JSON: {str(e)[:200]}"
     if not isinstance(record, dict):
         return reasons.BAD_JSON, "a line must be a JSON object"
     required_fields = tuple(required_fields)

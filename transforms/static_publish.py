@@ -1,8 +1,10 @@
 """Static sets into the release: within-set distances and the public image layout.
 
 Each set's 10 images are copied to `compat/image-sets/<set>/img<i>.jpg`, i = 0..9 in the
-set's stored order (query first, then neighbours nearest first); JPEGs are copied byte
-for byte, other formats re-encoded. The mean pairwise distance over all 10 images (what
+set's stored order (query first, then neighbours nearest first); RGB and greyscale JPEGs
+are copied byte for byte, everything else (PNG, CMYK JPEG, ...) is decoded by
+transforms/image_decode.py, the encoder's decoder (16-bit scaled, transparency
+composited on its BACKGROUND), and re-encoded as JPEG. The mean pairwise distance over all 10 images (what
 the video sets report too, and what §4.3 compares) needs every member's embedding, so
 members are joined with the embeddings by image id: a shuffle of ids and vectors, never
 the whole collection on one worker.
@@ -10,6 +12,7 @@ the whole collection on one worker.
 from __future__ import annotations
 
 import io
+
 import apache_beam as beam
 import numpy as np
 from apache_beam.io.filesystems import FileSystems
@@ -17,19 +20,25 @@ from PIL import Image
 
 from schemas.names import compat_image_path
 from schemas.records import StaticSet
+from transforms.image_decode import DEFAULT_MAX_PIXELS, decode_rgb, read_header
 from transforms.mining import pairwise_distances
 
-JPEG_MAGIC = b"\xff\xd8\xff"
+# JPEGs whose bytes already are what the public layout holds (MPO: a camera JPEG with a
+# second picture appended; readers show the first).
+COPIED_FORMATS = ("JPEG", "MPO")
+COPIED_MODES = ("RGB", "L")
 
 
 class PublishStaticSets(beam.PTransform):
     """(StaticSet, ImageEmbedding) -> rows of schemas.arrow.STATIC_SET_SCHEMA, images copied."""
 
-    def __init__(self, staging_dir: str, source: str, jpeg_quality: int = 95):
+    def __init__(self, staging_dir: str, source: str, jpeg_quality: int = 95,
+                 max_pixels: int = DEFAULT_MAX_PIXELS):
         super().__init__()
         self._staging_dir = staging_dir
         self._source = source
         self._jpeg_quality = jpeg_quality
+        self._max_pixels = max_pixels
 
     def expand(self, inputs):
         sets, embeddings = inputs
@@ -44,14 +53,16 @@ class PublishStaticSets(beam.PTransform):
         return (
             {"set": sets | "By name" >> beam.Map(lambda s: (s.set_name, s)), "vectors": vectors}
             | "Join per set" >> beam.CoGroupByKey()
-            | "Publish" >> beam.ParDo(_Publish(self._staging_dir, self._source, self._jpeg_quality)))
+            | "Publish" >> beam.ParDo(_Publish(self._staging_dir, self._source, self._jpeg_quality,
+                                               self._max_pixels)))
 
 
 class _Publish(beam.DoFn):
-    def __init__(self, staging_dir: str, source: str, jpeg_quality: int):
+    def __init__(self, staging_dir: str, source: str, jpeg_quality: int, max_pixels: int):
         self._staging_dir = staging_dir
         self._source = source
         self._jpeg_quality = jpeg_quality
+        self._max_pixels = max_pixels
 
     def process(self, kv):
         _, grouped = kv
@@ -70,11 +81,15 @@ class _Publish(beam.DoFn):
         }
 
     def _copy_as_jpeg(self, source: str, target: str) -> None:
+        # Every member's header passed HashAndDedupe and its bytes decoded for the encoder
+        # (in this build, or in the one that cached its embedding): a problem here means
+        # the file changed since, and ImageProblem stops the build naming it.
         with FileSystems.open(source, compression_type="uncompressed") as f:
             data = f.read()
-        if not data.startswith(JPEG_MAGIC):  # PNG and others: the public layout is JPEG
+        header = read_header(data, source, self._max_pixels)
+        if header.format not in COPIED_FORMATS or header.mode not in COPIED_MODES:
             buffer = io.BytesIO()
-            Image.open(io.BytesIO(data)).convert("RGB").save(
+            Image.fromarray(decode_rgb(data, source, self._max_pixels)).save(
                 buffer, format="JPEG", quality=self._jpeg_quality)
             data = buffer.getvalue()
         with FileSystems.create(target) as f:

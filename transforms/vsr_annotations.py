@@ -16,22 +16,47 @@ the other image of the pair.
 Validator votes (tasks/validation_tasks.jsonl names the examples):
     {"example_id": "…", "validator_id": "v3", "label": 0|1}
 Extra labels (§3.5 human ceiling), same shape as votes; joined to kept examples only.
+
+Every file is read with transforms.lines.ReadNumberedLines, so a line-level reject names
+its file and line, and a line whose bytes are not UTF-8 is bad_encoding. A line holding
+NaN, Infinity or a number beyond float range is bad_field; so is a public-layout image
+that is not a plain COCO file name (schemas.coco.FILE_NAME) or an image_link that is not
+http(s): both are published, and an image name becomes a path for whoever downloads it.
 """
 from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Dict, Mapping, Optional
+from typing import Dict, Mapping, Optional, Union
 
 import apache_beam as beam
 
 from schemas import reasons
+from schemas.coco import is_file_name, is_link
 from schemas.records import Reject
 from schemas.vsr import (PUBLIC_FIELDS, Example, ImagePair, coco_source, example_id,
                          parse_vote_list)
-from transforms.inputs import parse_record
+from transforms.lines import ReadNumberedLines, SourceLine, parse_json_object
 from transforms.stage import MAIN, REJECTS, StageCounts
 from transforms.vsr_captions import CaptionParser, render_caption
+
+
+def parse_record(line: Union[SourceLine, str], required_fields):
+    """A VSR JSON Lines line as a dict (required fields non-empty strings, every number
+    finite), or (reason, detail)."""
+    return parse_json_object(line, required_fields, finite_numbers=True)
+
+
+def _line_reject(stage: str, line: SourceLine, reason: str, detail: str, **fields) -> Reject:
+    """A line-level reject: the line's text (or its place, when it has none) as item id."""
+    return Reject(stage=stage, level="line", reason=reason,
+                  item_id=line.text.strip()[:200] or line.where, detail=detail,
+                  file=line.path, line=line.number, **fields)
+
+
+def _line_order(line: SourceLine):
+    """Which of two lines comes first: by content, then by place (never by arrival)."""
+    return line.text, line.path, line.number
 
 
 def _is_id(value) -> bool:
@@ -47,7 +72,7 @@ def _label(value) -> Optional[int]:
     return None
 
 
-def parse_public_line(line: str, parser: CaptionParser, relations: frozenset):
+def parse_public_line(line: Union[SourceLine, str], parser: CaptionParser, relations: frozenset):
     """(Example, listed true votes, listed false votes), or (reason, detail)."""
     record = parse_record(line, ("image", "image_link", "caption", "relation"))
     if isinstance(record, tuple):
@@ -55,6 +80,10 @@ def parse_public_line(line: str, parser: CaptionParser, relations: frozenset):
     missing = [f for f in PUBLIC_FIELDS if f not in record]
     if missing:
         return reasons.MISSING_FIELD, f"missing field(s): {', '.join(missing)}"
+    if not is_file_name(record["image"]):
+        return reasons.BAD_FIELD, f"image {record['image'][:100]!r} is not a plain COCO file name"
+    if not is_link(record["image_link"]):
+        return reasons.BAD_FIELD, f"image_link {record['image_link'][:100]!r} is not an http(s) link"
     label = _label(record["label"])
     if label is None:
         return reasons.BAD_FIELD, f"label must be 0 or 1, got {record['label']!r}"
@@ -103,23 +132,23 @@ class ReadPublicAnnotations(beam.PTransform):
         self._coco_images = coco_images
 
     def expand(self, pbegin):
-        lines = (pbegin | "Files" >> beam.Create(self._patterns)
-                 | "Read lines" >> beam.io.ReadAllFromText())
+        lines = pbegin | "Read lines" >> ReadNumberedLines(self._patterns)
         parsed = lines | "Parse" >> beam.ParDo(
             _ParsePublic(self._relations, self._aliases)).with_outputs(REJECTS, main=MAIN)
         unique = (parsed[MAIN] | "Key by example" >> beam.Map(lambda t: (t[1].example_id, t))
                   | "Group duplicates" >> beam.GroupByKey()
                   | "Keep first" >> beam.ParDo(_KeepFirstExample()).with_outputs(REJECTS, main=MAIN))
         rejects = [parsed[REJECTS], unique[REJECTS]]
-        kept = unique[MAIN]
+        kept = unique[MAIN]     # (SourceLine, Example, true votes, false votes)
         if self._coco_images is not None:
-            known = {"lines": kept | "Key by image" >> beam.Map(lambda t: (t[0].image, t)),
+            known = {"lines": kept | "Key by image" >> beam.Map(lambda t: (t[1].image, t)),
                      "coco": self._coco_images | "Image names" >> beam.Map(lambda name: (name, True))}
             checked = (known | "Join COCO images" >> beam.CoGroupByKey()
                        | "Known images" >> beam.ParDo(_KnownImage()).with_outputs(REJECTS, main=MAIN))
             kept = checked[MAIN]
             rejects.append(checked[REJECTS])
-        return {MAIN: kept, REJECTS: rejects | "Annotation rejects" >> beam.Flatten()}
+        examples = kept | "Drop line" >> beam.Map(lambda t: t[1:])
+        return {MAIN: examples, REJECTS: rejects | "Annotation rejects" >> beam.Flatten()}
 
 
 class _ParsePublic(beam.DoFn):
@@ -131,17 +160,14 @@ class _ParsePublic(beam.DoFn):
     def setup(self):
         self._parser = CaptionParser(self._relations, aliases=self._aliases)
 
-    def process(self, line: str):
-        if not line.strip():
-            return
+    def process(self, line: SourceLine):
         self._counts.seen(level="line")
         parsed = parse_public_line(line, self._parser, self._relations)
         if isinstance(parsed[0], Example):
             yield self._counts.passed((line, *parsed), level="line")
             return
         reason, detail = parsed
-        yield self._counts.rejected(Reject(stage="annotations", level="line", reason=reason,
-                                           item_id=line.strip()[:200], detail=detail))
+        yield self._counts.rejected(_line_reject("annotations", line, reason, detail))
 
 
 class _KeepFirstExample(beam.DoFn):
@@ -150,14 +176,14 @@ class _KeepFirstExample(beam.DoFn):
 
     def process(self, keyed):
         _, items = keyed
-        first, *duplicates = sorted(items, key=lambda t: t[0])
-        yield first[1:]
+        first, *duplicates = sorted(items, key=lambda t: _line_order(t[0]))
+        yield first
         for line, example, _, _ in duplicates:
             self._counts.count_out(-1, level="line")  # it passed parsing; it leaves as a duplicate
-            yield self._counts.rejected(Reject(
-                stage="annotations", level="line", reason=reasons.DUPLICATE_EXAMPLE,
-                item_id=line.strip()[:200], source=example.source,
-                detail=f"same image and caption as example {example.example_id}"))
+            yield self._counts.rejected(_line_reject(
+                "annotations", line, reasons.DUPLICATE_EXAMPLE,
+                f"same image and caption as example {example.example_id} ({first[0].where})",
+                source=example.source))
 
 
 class _KnownImage(beam.DoFn):
@@ -171,11 +197,12 @@ class _KnownImage(beam.DoFn):
             if known:
                 yield item
                 continue
+            line, example = item[0], item[1]
             self._counts.count_out(-1, level="line")
             yield self._counts.rejected(Reject(
                 stage="annotations", level="line", reason=reasons.UNKNOWN_IMAGE,
-                item_id=item[0].example_id, source=item[0].source,
-                detail=f"image {image} is not in the COCO input"))
+                item_id=example.example_id, source=example.source,
+                detail=f"image {image} is not in the COCO input", file=line.path, line=line.number))
 
 
 class ReadCaptions(beam.PTransform):
@@ -190,8 +217,7 @@ class ReadCaptions(beam.PTransform):
         self._pairs = pairs
 
     def expand(self, pbegin):
-        lines = (pbegin | "Files" >> beam.Create(self._patterns)
-                 | "Read lines" >> beam.io.ReadAllFromText())
+        lines = pbegin | "Read lines" >> ReadNumberedLines(self._patterns)
         parsed = lines | "Parse" >> beam.ParDo(_ParseCaptionLine()).with_outputs(REJECTS, main=MAIN)
         joined = ({"answers": parsed[MAIN], "pairs": self._pairs | "Key pairs" >> beam.Map(
             lambda p: (p.pair_id, p))}
@@ -205,19 +231,16 @@ class _ParseCaptionLine(beam.DoFn):
     def __init__(self):
         self._counts = StageCounts("captions")
 
-    def process(self, line: str):
-        if not line.strip():
-            return
+    def process(self, line: SourceLine):
         self._counts.seen(level="line")
         record = parse_record(line, ("pair_id", "relation", "true_image"))
         if not isinstance(record, tuple) and not _is_id(record.get("annotator_id")):
             record = (reasons.MISSING_FIELD if "annotator_id" not in record else reasons.BAD_FIELD,
                       "annotator_id must be an id")
         if isinstance(record, tuple):
-            yield self._counts.rejected(Reject(stage="captions", level="line", reason=record[0],
-                                               item_id=line.strip()[:200], detail=record[1]))
+            yield self._counts.rejected(_line_reject("captions", line, *record))
             return
-        yield (record["pair_id"], (line.strip(), record))  # counted out once joined
+        yield (record["pair_id"], (line, record))  # counted out once joined
 
 
 class _PairExamples(beam.DoFn):
@@ -225,14 +248,13 @@ class _PairExamples(beam.DoFn):
         self._relations = relations
         self._counts = StageCounts("captions")
 
-    def _reject(self, line: str, reason: str, detail: str):
-        return self._counts.rejected(Reject(stage="captions", level="line", reason=reason,
-                                            item_id=line[:200], detail=detail))
+    def _reject(self, line: SourceLine, reason: str, detail: str):
+        return self._counts.rejected(_line_reject("captions", line, reason, detail))
 
     def process(self, joined):
         pid, groups = joined
         pairs = list(groups["pairs"])
-        answers = sorted(groups["answers"], key=lambda a: a[0])
+        answers = sorted(groups["answers"], key=lambda a: _line_order(a[0]))
         if not pairs:
             for line, _ in answers:
                 yield self._reject(line, reasons.UNKNOWN_PAIR, f"no sampled pair {pid}")
@@ -345,8 +367,7 @@ class JoinVotes(beam.PTransform):
         self._patterns = list(patterns)
 
     def expand(self, examples):
-        lines = (examples.pipeline | "Vote files" >> beam.Create(self._patterns)
-                 | "Read votes" >> beam.io.ReadAllFromText())
+        lines = examples.pipeline | "Read votes" >> ReadNumberedLines(self._patterns)
         parsed = lines | "Parse votes" >> beam.ParDo(
             _ParseLabelLine("votes", "validator_id")).with_outputs(REJECTS, main=MAIN)
         joined = ({"examples": examples | "Key examples" >> beam.Map(lambda t: (t[0].example_id, t)),
@@ -358,15 +379,13 @@ class JoinVotes(beam.PTransform):
 
 
 class _ParseLabelLine(beam.DoFn):
-    """{"example_id", <who>, "label"} -> (example_id, (who, label, line)); or a reject."""
+    """{"example_id", <who>, "label"} -> (example_id, (who, label, SourceLine)); or a reject."""
 
     def __init__(self, stage: str, who: str):
         self._stage, self._who = stage, who
         self._counts = StageCounts(stage)
 
-    def process(self, line: str):
-        if not line.strip():
-            return
+    def process(self, line: SourceLine):
         self._counts.seen(level="line")
         record = parse_record(line, ("example_id",))
         if not isinstance(record, tuple):
@@ -375,10 +394,9 @@ class _ParseLabelLine(beam.DoFn):
             elif not _is_id(record[self._who]) or _label(record["label"]) is None:
                 record = reasons.BAD_FIELD, f"{self._who} must be an id and label 0 or 1"
         if isinstance(record, tuple):
-            yield self._counts.rejected(Reject(stage=self._stage, level="line", reason=record[0],
-                                               item_id=line.strip()[:200], detail=record[1]))
+            yield self._counts.rejected(_line_reject(self._stage, line, *record))
             return
-        yield record["example_id"], (str(record[self._who]), _label(record["label"]), line.strip())
+        yield record["example_id"], (str(record[self._who]), _label(record["label"]), line)
 
 
 class _AddVotes(beam.DoFn):
@@ -388,12 +406,11 @@ class _AddVotes(beam.DoFn):
     def process(self, joined):
         eid, groups = joined
         examples = list(groups["examples"])
-        votes = sorted(groups["votes"], key=lambda v: v[2])
+        votes = sorted(groups["votes"], key=lambda v: _line_order(v[2]))
         if not examples:
             for _, _, line in votes:
-                yield self._counts.rejected(Reject(stage="votes", level="line",
-                                                   reason=reasons.UNKNOWN_EXAMPLE,
-                                                   item_id=line[:200], detail=f"no example {eid}"))
+                yield self._counts.rejected(_line_reject("votes", line, reasons.UNKNOWN_EXAMPLE,
+                                                         f"no example {eid}"))
             return
         if len(examples) > 1:   # MergeExamples runs first; never keep one by arrival order
             raise ValueError(f"example id {eid} reached JoinVotes {len(examples)} times: "
@@ -413,8 +430,7 @@ class JoinExtraLabels(beam.PTransform):
         self._patterns = list(patterns)
 
     def expand(self, gold):
-        lines = (gold.pipeline | "Extra label files" >> beam.Create(self._patterns)
-                 | "Read extra labels" >> beam.io.ReadAllFromText())
+        lines = gold.pipeline | "Read extra labels" >> ReadNumberedLines(self._patterns)
         parsed = lines | "Parse extra labels" >> beam.ParDo(
             _ParseLabelLine("extra_labels", "annotator_id")).with_outputs(REJECTS, main=MAIN)
         joined = ({"gold": gold, "extra": parsed[MAIN]} | "Join extra labels" >> beam.CoGroupByKey()
@@ -433,10 +449,10 @@ class _GoldAndExtra(beam.DoFn):
         if not extra:
             return
         if not gold:
-            for _, _, line in extra:
-                yield self._counts.rejected(Reject(
-                    stage="extra_labels", level="line", reason=reasons.UNKNOWN_EXAMPLE,
-                    item_id=line[:200], detail=f"{eid} is not in the validated dataset"))
+            for _, _, line in sorted(extra, key=lambda v: _line_order(v[2])):
+                yield self._counts.rejected(_line_reject(
+                    "extra_labels", line, reasons.UNKNOWN_EXAMPLE,
+                    f"{eid} is not in the validated dataset"))
             return
         self._counts.count_out(len(extra), level="line")
         yield gold[0], [label for _, label, _ in extra]
