@@ -25,8 +25,9 @@
                                    "mon", "das", "bin", ...); the identifier alone is weak
                                    on two-word texts, where the word list does better.
                                    Both see the text lower-cased, as BD2BB publishes it,
-                                   without the opener ("If I" pushes every text towards
-                                   English). docs/bd2bb.md gives precision and recall.
+                                   without the opener ("I will" in front pushes foreign
+                                   actions towards English). docs/bd2bb.md gives precision
+                                   and recall.
   intention_length  A.1: an intention needs at least 5 tokens (spaCy's rule-based English
                     tokenizer). The annotation tool counted the sentence as typed, so
                     by default the opener "If I" counts (public BD2BB keeps "feel
