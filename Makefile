@@ -82,6 +82,7 @@ bench: setup
 	$(PY) -m bench.crowd_ingest
 	$(PY) -m bench.imagecode_rebuild
 	$(PY) -m bench.bd2bb_decoys
+	$(PY) -m bench.bd2bb_language
 	$(PY) -m bench.vsr_coco_stream
 
 clean-sample:

@@ -1,6 +1,7 @@
 """BD2BB's construction (Pezzelle et al. 2020, §3-§4, §7, Appendix A) as a Beam pipeline.
 
-    tuples -> filters: language, intention length, parse, action nouns, grounding (§3.1, A.1)
+    tuples -> filters: text length, language, intention length, parse, action nouns,
+              grounding (§3.1, A.1)
            -> action embeddings (cached) -> k-means over a k range, elbow -> review (§3.2, A.3)
            -> argument codes from the parses (§3.2, A.3, Table 4)
            -> 2 language + 2 vision decoys per target, shuffled (§4)
@@ -27,6 +28,7 @@ from pipelines import bd2bb_datacard as datacard
 from pipelines import cli, release
 from pipelines.bd2bb_config import BD2BBConfig
 from pipelines.config import ConfigError, load_config
+from pipelines.errors import InputError
 from pipelines.preflight import PreflightError, check_not_empty, check_outputs
 from pipelines.runners import runner_for
 from schemas.bd2bb import SAMPLE_SCHEMA, coco_image_id, normalise_text, sample_to_row
@@ -38,14 +40,14 @@ from transforms.bd2bb_splits import AssignSplits
 from transforms.cache import relative_cache_path
 from transforms.clustering import Review, parse_review
 from transforms.decoys import SelectDecoys, build_pool, position_uniformity
-from transforms.parsers import ParserError, parser_identity
+from transforms.parsers import ParserError, conllu_file_problem, parser_identity
 from transforms.release import WriteRejects, WriteReport, WriteTable
 from transforms.sentence_embed import (EmbedActions, EmbedActionsCached, EmbedError,
                                        SentenceEncoderSpec, encoder_identity)
 from transforms.stage import MAIN, REJECTS
 from transforms.topic_clusters import ApplyClusters, ClusterActions
 from transforms.tuple_filters import (ActionNounFilter, GroundingFilter, IntentionLength,
-                                      LanguageFilter, NounLexiconFn)
+                                      LanguageFilter, NounLexiconFn, TextLength, language_identifier)
 
 BENCHMARK = "bd2bb"
 SAMPLES = "samples"
@@ -81,7 +83,9 @@ def _filters(p, cfg: BD2BBConfig, models: dict, cache_root, run_id):
     """§3.1 and A.1: every tuple that fails a filter leaves with the filter's reason."""
     f = cfg.filters
     tuples = p | "Read tuples" >> ReadTuples(cfg.inputs.tuples)
-    english = tuples[MAIN] | "Language" >> LanguageFilter(f.min_english_share, f.wordlist)
+    short_enough = tuples[MAIN] | "Text length" >> TextLength(f.max_intention_chars, f.max_action_chars)
+    english = short_enough[MAIN] | "Language" >> LanguageFilter(
+        f.min_english_share, f.wordlist, f.languages, f.min_english_probability)
     long_enough = english[MAIN] | "Intention length" >> IntentionLength(f.intention_min_tokens, f.count_opener)
     parsed = long_enough[MAIN] | "Parse actions" >> ParseActions(
         cfg.parser.backend, cfg.parser.model, cfg.inputs.parses,
@@ -94,7 +98,7 @@ def _filters(p, cfg: BD2BBConfig, models: dict, cache_root, run_id):
                     lambda d: (coco_image_id(d.tuple.image), d)),
                  "captions": captions}
                 | "Grounding" >> GroundingFilter(lexicon))
-    rejects = [tuples[REJECTS], english[REJECTS], long_enough[REJECTS], parsed[REJECTS],
+    rejects = [tuples[REJECTS], short_enough[REJECTS], english[REJECTS], long_enough[REJECTS], parsed[REJECTS],
                with_nouns[REJECTS], grounded[REJECTS]]
     return grounded[MAIN], rejects, [parsed[action_parses.WRITTEN]]
 
@@ -161,7 +165,8 @@ def _release(samples, clustered, reviewed, cfg: BD2BBConfig, staging_dir: str):
 
 STAGE_LINKS = (
     ("read", "line.out", "dedupe", "tuple.in"),
-    ("dedupe", "tuple.out", "language", "tuple.in"),
+    ("dedupe", "tuple.out", "text_length", "tuple.in"),
+    ("text_length", "tuple.out", "language", "tuple.in"),
     ("language", "tuple.out", "intention_length", "tuple.in"),
     ("intention_length", "tuple.out", "parse", "tuple.in"),
     ("parse", "tuple.out", "action_nouns", "tuple.in"),
@@ -184,6 +189,14 @@ def preflight(cfg: BD2BBConfig) -> dict:
         if path and "://" not in path and not os.path.isfile(path):
             raise PreflightError(f"{key}: no such file: {path}")
         check_not_empty(path, key)
+    if cfg.parser.backend == "conllu":   # a whole file that is not CoNLL-U stops here, not per line
+        problem = conllu_file_problem(cfg.inputs.parses)
+        if problem:
+            raise InputError(f"inputs.parses: {problem}")
+    try:
+        language_identifier(tuple(cfg.filters.languages))
+    except ValueError as e:   # py3langid: "Unknown language code(s): {'xx'}"
+        raise ConfigError(f"filters.languages: {e}") from None
     try:
         return {"sentence_encoder": encoder_identity(encoder_spec(cfg)),
                 "parser": parser_identity(cfg.parser.backend, cfg.parser.model)}

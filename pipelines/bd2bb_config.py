@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, Literal, Optional
+from typing import Dict, List, Literal, Optional
 
 from pipelines.config import ConfigError
 
@@ -16,8 +16,13 @@ class InputsConfig:
 
 @dataclass
 class FiltersConfig:
+    max_intention_chars: int = 500        # longer intentions are too_long (the public maximum is 107)
+    max_action_chars: int = 500           # longer actions are too_long (the public maximum is 105)
     min_english_share: float = 0.5        # share of English words in intention and in action
     wordlist: Optional[str] = None        # extra English word list; null = bundled vocabulary
+    # The language identifier (py3langid) chooses among these; "en" must be one of them.
+    languages: List[str] = field(default_factory=lambda: ["en", "es", "de", "fr", "it", "pt", "nl", "la"])
+    min_english_probability: float = 0.05  # below: not_english; 0 = identifier off
     intention_min_tokens: int = 5
     count_opener: bool = True             # count "If I" in the intention's tokens
 
@@ -84,6 +89,12 @@ class BD2BBConfig:
         c = self.clusters
         checks = [
             (0.0 <= self.filters.min_english_share <= 1.0, "filters.min_english_share must be in [0, 1]"),
+            (self.filters.max_intention_chars >= 1 and self.filters.max_action_chars >= 1,
+             "filters.max_intention_chars and filters.max_action_chars must be >= 1"),
+            ("en" in self.filters.languages and len(set(self.filters.languages)) >= 2,
+             "filters.languages must hold \"en\" and at least one other language"),
+            (0.0 <= self.filters.min_english_probability < 1.0,
+             "filters.min_english_probability must be in [0, 1)"),
             (self.filters.intention_min_tokens >= 0, "filters.intention_min_tokens must be >= 0"),
             (self.parser.backend == "conllu" or self.parser.model,
              f"parser.model is required for parser.backend {self.parser.backend}"),

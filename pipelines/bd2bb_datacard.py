@@ -172,7 +172,12 @@ def _summary(cfg: BD2BBConfig, facts: dict) -> str:
 def _thresholds(cfg: BD2BBConfig) -> dict:
     f, c = cfg.filters, cfg.clusters
     return {
+        "filters.max_intention_chars / max_action_chars": {
+            "value": f"{f.max_intention_chars} / {f.max_action_chars}", "source": "ours (public maxima 107 / 105)"},
         "filters.min_english_share": {"value": f.min_english_share, "source": "ours (§3.1 was semi-manual)"},
+        "filters.min_english_probability": {
+            "value": f"{f.min_english_probability} among {', '.join(f.languages)} (py3langid)",
+            "source": "ours (§3.1 was semi-manual)"},
         "filters.intention_min_tokens": {"value": f"{f.intention_min_tokens} (opener counted: {f.count_opener})",
                                          "source": "A.1 (5)"},
         "caption noun frequency": {"value": "> 1", "source": "A.1"},

@@ -9,9 +9,10 @@ Eight topics (tennis, pizza, skateboard, dogs, surf, kites, zoo, buses), 40 imag
 lines that are not JSON or lack a field, a duplicate answer, the same answer by another
 annotator with the image as a bare id and the action capitalised and double-spaced
 (§4.1: one tuple per image, intention, action; its capitals must not reach the endings),
-key-mashing, Lorem Ipsum, short intentions, intentions naming what the captions show,
-actions without a noun, an action whose parse has no main verb, actions missing from the
-CoNLL-U file and an image without captions.
+key-mashing, Lorem Ipsum, Spanish and German answers, a 10,000-character action, a line
+with a Latin-1 byte, short intentions, intentions naming what the captions show, actions
+without a noun, an action whose parse has no main verb, actions missing from the CoNLL-U
+file, an action whose CoNLL-U sentence is malformed and an image without captions.
 """
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from schemas.bd2bb import Token
 from transforms.parsers import to_conllu
 
 TUPLES, CAPTIONS, PARSES = "tuples.jsonl", "captions.json", "actions.conllu"
-DONE_MARKER = ".complete-v2"  # bump when the sample changes: older samples are rebuilt
+DONE_MARKER = ".complete-v3"  # bump when the sample changes: older samples are rebuilt
 
 # topic: (nouns, verbs, caption scene)
 TOPICS = {
@@ -105,6 +106,10 @@ UNPARSED_ACTIONS = ["clap loudly for the winner", "call my mother about the trip
 NONSENSE = [("asdfgh jklqwr", "hit the ball"), ("want to go out", "xzcvbn mnbvc qwrtzp")]
 LOREM = [("lorem ipsum dolor sit amet consectetur", "eat the pizza"),
          ("want to enjoy the sun", "sed do eiusmod tempor incididunt labore")]
+FOREIGN = [("quiero relajarme un poco esta tarde", "pet the dog"),          # Spanish intention
+           ("want to have some fun today", "mit meinem Hund im Park spielen")]  # German action
+TOO_LONG_ACTION = " ".join(["hit the ball"] * 770)                     # 10,009 characters
+MALFORMED_PARSE = "wash the bus slowly"   # its CoNLL-U sentence has a line of 5 columns
 
 
 def build(rng: random.Random):
@@ -135,8 +140,12 @@ def build(rng: random.Random):
     # bad input, each on images that exist (one on an image without captions)
     first = [t["image"] for t in tuples[::5]]
     extra = []
-    for k, (intention, action) in enumerate(NONSENSE + LOREM):
+    for k, (intention, action) in enumerate(NONSENSE + LOREM + FOREIGN):
         extra.append({"image": first[k], "intention": intention, "action": action, "annotator": "bot"})
+    extra.append({"image": first[5], "intention": INTENTIONS[6], "action": TOO_LONG_ACTION,
+                  "annotator": "bot"})
+    extra.append({"image": first[4], "intention": INTENTIONS[5], "action": MALFORMED_PARSE,
+                  "annotator": "worker10"})
     for k, intention in enumerate(SHORT_INTENTIONS):
         extra.append({"image": first[k], "intention": intention, "action": "pet the dog",
                       "annotator": "worker03"})
@@ -166,9 +175,16 @@ def build(rng: random.Random):
                              "annotator": "worker99"}))
     lines += ['{"image": "COCO_train2014_000000100007.jpg", "intention": ', # not JSON
               json.dumps({"image": first[0], "intention": INTENTIONS[0]})]  # no action
+    lines.append(json.dumps({"image": first[1], "intention": "want to eat a crêpe this afternoon",
+                             "action": "eat the pizza", "annotator": "worker09"},
+                            ensure_ascii=False).encode("latin-1"))          # not UTF-8
     conllu = "".join(to_conllu(tokens, text=text, sent_id=f"a{n:04d}")
                      for n, (text, tokens) in enumerate(sorted(parses.items())))
-    return lines, {"images": images, "annotations": captions}, conllu
+    bad = to_conllu(_tokens([("wash", "wash", "VERB", 0, "root"), _det(3), ("bus", "bus", "NOUN", 1, "obj"),
+                             ("slowly", "slowly", "ADV", 1, "advmod")]), text=MALFORMED_PARSE, sent_id="bad")
+    bad_lines = bad.split("\n")
+    bad_lines[3] = "\t".join(bad_lines[3].split("\t")[:5])      # the word "the": 5 columns
+    return lines, {"images": images, "annotations": captions}, conllu + "\n".join(bad_lines)
 
 
 def make_bd2bb_sample(folder: str) -> Path:
@@ -178,7 +194,8 @@ def make_bd2bb_sample(folder: str) -> Path:
         return out / TUPLES
     out.mkdir(parents=True, exist_ok=True)
     lines, captions, conllu = build(random.Random(0))
-    (out / TUPLES).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (out / TUPLES).write_bytes(b"".join((line if isinstance(line, bytes) else line.encode("utf-8")) + b"\n"
+                                        for line in lines))
     (out / CAPTIONS).write_text(json.dumps(captions, indent=0), encoding="utf-8")
     (out / PARSES).write_text(conllu, encoding="utf-8")
     (out / DONE_MARKER).write_text("ok\n")

@@ -20,9 +20,11 @@ from schemas.tfexample import iter_tfrecord_file, parse_example_bytes, tf_featur
 from transforms.argument_codes import nouns_of, verbs_of
 
 CONFIG = "pipelines/configs/bd2bb_sample.yaml"
-EXPECTED_REJECTS = {reasons.BAD_JSON: 1, reasons.MISSING_FIELD: 1, reasons.DUPLICATE_TUPLE: 2,
-                    reasons.NONSENSE: 2, reasons.NOT_ENGLISH: 2, reasons.SHORT_INTENTION: 3,
+EXPECTED_REJECTS = {reasons.BAD_JSON: 1, reasons.BAD_ENCODING: 1, reasons.MISSING_FIELD: 1,
+                    reasons.DUPLICATE_TUPLE: 2, reasons.TOO_LONG: 1,
+                    reasons.NONSENSE: 2, reasons.NOT_ENGLISH: 4, reasons.SHORT_INTENTION: 3,
                     reasons.NO_PARSE: 2, reasons.NO_MAIN_VERB: 1, reasons.NO_NOUN_OR_PRONOUN: 2,
+                    reasons.BAD_PARSE: 2,   # the malformed CoNLL-U sentence and its action's tuple
                     reasons.NO_CAPTIONS: 1,
                     reasons.MENTIONS_IMAGE_ENTITY: 3}
 

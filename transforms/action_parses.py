@@ -11,21 +11,29 @@ other thresholds parses nothing it has parsed before. A CoNLL-U file is itself t
 An action whose parse gives no main verb (extract_codes: empty code1) leaves as
 no_main_verb: empty codes would make the decoy exclusions (§4) pass every candidate.
 
-Counters: stage "parse" (tuple.in / tuple.out / tuple.rejected.no_parse / no_main_verb, action.parsed
-for model parses); the cache's own (stage "cache.action_parse": hit, miss, written).
+A malformed CoNLL-U sentence (a line with other than 10 columns, a non-integer ID or
+HEAD, a HEAD outside the sentence, bytes that are not UTF-8) is a sentence-level reject
+naming the file and line (bad_parse, or bad_encoding), never a crash; the tuples of the
+action it was meant for (by its `# text`) leave as bad_parse with the same place, unless
+another, well-formed sentence parses that action.
+
+Counters: stage "parse" (tuple.in / tuple.out / tuple.rejected.no_parse / bad_parse /
+no_main_verb; sentence.in / out / rejected.* for a CoNLL-U file; action.parsed for model
+parses); the cache's own (stage "cache.action_parse": hit, miss, written).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Optional
 
 import apache_beam as beam
-from apache_beam.io.filesystems import FileSystems
 
 from schemas import reasons
 from schemas.bd2bb import Datapoint, Token, text_key
 from schemas.records import Reject
 from transforms.argument_codes import extract_codes
 from transforms.cache import HITS, MISSES, LookupCache, WriteCache, cache_key, decode_json, encode_json
+from transforms.lines import read_numbered_lines
 from transforms.parsers import ModelParser, conllu_index
 from transforms.stage import MAIN, REJECTS, StageCounts
 
@@ -33,17 +41,49 @@ CACHE_STAGE = "action_parse"
 WRITTEN = "written"
 
 
-def _read_conllu(path: str):
-    with FileSystems.open(path, compression_type="uncompressed") as f:
-        lines = (line.decode("utf-8") for line in f)
-        yield from conllu_index(lines)
+@dataclass(frozen=True)
+class BadSentence:
+    """Stands for a malformed CoNLL-U sentence in the join, so its action's tuples can
+    say where their parse went wrong."""
+    where: str        # "actions.conllu:43"
+    problem: str      # "expected 10 tab-separated columns, got 5"
+
+
+class _ReadConllu(beam.DoFn):
+    """A CoNLL-U path -> (text key, tokens) per sentence, (text key, BadSentence) per
+    malformed one, and a sentence-level reject for each malformed one."""
+
+    def __init__(self):
+        self.counts = StageCounts("parse")
+
+    def process(self, path: str):
+        lines = ((line.number, line.text, line.error) for line in read_numbered_lines(path))
+        for text, sentence in conllu_index(lines):
+            self.counts.seen(level="sentence")
+            if sentence.problem is None:
+                yield self.counts.passed((text_key(text), sentence.tokens), level="sentence")
+                continue
+            problem = sentence.problem.split(": ", 1)[1]
+            where = f"{path}:{sentence.problem_line}"
+            if text:
+                yield text_key(text), BadSentence(where, problem)
+            yield self.counts.rejected(Reject(
+                stage="parse", level="sentence",
+                reason=reasons.BAD_ENCODING if sentence.undecodable else reasons.BAD_PARSE,
+                item_id=text[:200] or f"sentence at {path}:{sentence.first_line}",
+                detail=problem, file=path, line=sentence.problem_line))
 
 
 def _pick_parse(kv):
-    """Several sentences with the same text: the first by content, on every runner."""
+    """Several sentences with the same text: the first well-formed one by content, on
+    every runner; when all are malformed, the first by place."""
     key, parses = kv
-    return key, min(parses, key=lambda tokens: [(t.id, t.form, t.lemma, t.upos, t.head, t.deprel)
-                                                for t in tokens])
+    parses = list(parses)
+    good = [p for p in parses if not isinstance(p, BadSentence)]
+    if good:
+        return key, min(good, key=lambda tokens: [(t.id, t.form, t.lemma, t.upos, t.head, t.deprel)
+                                                  for t in tokens])
+    return key, min(parses, key=lambda bad: (bad.where, bad.problem))
 
 
 class _ParseWithModel(beam.DoFn):
@@ -87,6 +127,13 @@ class _Attach(beam.DoFn):
                                                   item_id=t.tuple_id, source=t.image,
                                                   detail=f"no parse of {t.action[:200]!r}"))
                 continue
+            if isinstance(parses[0], BadSentence):
+                bad = parses[0]
+                yield self.counts.rejected(Reject(
+                    stage="parse", level="tuple", reason=reasons.BAD_PARSE, item_id=t.tuple_id,
+                    source=t.image, detail=f"the parse of {t.action[:200]!r} is malformed: "
+                                           f"{bad.where}: {bad.problem}"))
+                continue
             tokens = parses[0]
             codes = extract_codes(tokens)
             if not codes.code1:   # empty codes would let every decoy exclusion pass (§4)
@@ -99,7 +146,8 @@ class _Attach(beam.DoFn):
 
 
 class ParseActions(beam.PTransform):
-    """BD2BBTuple -> {MAIN: Datapoint with parse and codes, REJECTS: no_parse, WRITTEN: cache files}.
+    """BD2BBTuple -> {MAIN: Datapoint with parse and codes, REJECTS: no_parse, bad_parse,
+    no_main_verb and malformed CoNLL-U sentences, WRITTEN: cache files}.
 
     backend "conllu" reads `conllu_path`; "spacy"/"stanza" load `model` on each worker,
     through the cache when `cache_root` is set (`fingerprint` from parsers.parser_identity).
@@ -115,11 +163,11 @@ class ParseActions(beam.PTransform):
         keyed = tuples | "Key by action" >> beam.Map(lambda t: (t.action_key, t))
         written = None
         if self.backend == "conllu":
-            parses = (tuples.pipeline | "CoNLL-U path" >> beam.Create([self.conllu_path])
-                      | "Read CoNLL-U" >> beam.FlatMap(_read_conllu)
-                      | "Key parses" >> beam.Map(lambda kv: (text_key(kv[0]), kv[1]))
-                      | "Group parses" >> beam.GroupByKey()
+            read = (tuples.pipeline | "CoNLL-U path" >> beam.Create([self.conllu_path])
+                    | "Read CoNLL-U" >> beam.ParDo(_ReadConllu()).with_outputs(REJECTS, main=MAIN))
+            parses = (read[MAIN] | "Group parses" >> beam.GroupByKey()
                       | "One parse per text" >> beam.Map(_pick_parse))
+            sentence_rejects = read[REJECTS]
         else:
             # One text per action key; the smallest spelling, so every runner parses the same.
             unique = (keyed | "Action texts" >> beam.MapTuple(lambda k, t: (k, t.action))
@@ -130,7 +178,10 @@ class ParseActions(beam.PTransform):
                   | "Attach" >> beam.ParDo(_Attach()).with_outputs(REJECTS, main=MAIN))
         if written is None:
             written = tuples.pipeline | "No cache files" >> beam.Create([])
-        return {MAIN: joined[MAIN], REJECTS: joined[REJECTS], WRITTEN: written}
+        rejects = joined[REJECTS]
+        if self.backend == "conllu":
+            rejects = (rejects, sentence_rejects) | "Parse rejects" >> beam.Flatten()
+        return {MAIN: joined[MAIN], REJECTS: rejects, WRITTEN: written}
 
     def _model_parses(self, unique):
         parse = _ParseWithModel(self.backend, self.model)

