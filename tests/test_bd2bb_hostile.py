@@ -122,8 +122,8 @@ def test_a_file_that_is_not_conllu_at_all_stops_in_preflight(tmp_path):
     parses.write_text("\n".join(json.dumps({"text": f"action {i}"}) for i in range(3)) + "\n")
     assert conllu_file_problem(str(parses)) == (
         f"{parses} is not CoNLL-U: none of its first 3 word lines has 10 tab-separated columns")
-    for name in ("tuples.jsonl", "captions.json"):
-        (tmp_path / name).write_text("")
+    (tmp_path / "tuples.jsonl").write_text('{"image": "1", "intention": "i", "action": "a"}\n')
+    (tmp_path / "captions.json").write_text('{"annotations": []}')
     cfg = BD2BBConfig()
     cfg.inputs.tuples, cfg.inputs.captions = str(tmp_path / "tuples.jsonl"), str(tmp_path / "captions.json")
     cfg.inputs.parses = str(parses)
@@ -231,8 +231,8 @@ def test_the_language_stage_rejects_a_spanish_tuple_with_english_looking_words()
 
 
 def test_an_unknown_language_code_is_a_config_error(tmp_path):
-    for name in ("tuples.jsonl", "captions.json"):
-        (tmp_path / name).write_text("")
+    (tmp_path / "tuples.jsonl").write_text('{"image": "1", "intention": "i", "action": "a"}\n')
+    (tmp_path / "captions.json").write_text('{"annotations": []}')
     (tmp_path / "actions.conllu").write_text(GOOD)
     cfg = BD2BBConfig()
     cfg.inputs.tuples, cfg.inputs.captions = str(tmp_path / "tuples.jsonl"), str(tmp_path / "captions.json")
