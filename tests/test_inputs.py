@@ -42,16 +42,18 @@ def test_every_line_becomes_a_video_or_a_reject_with_its_reason(tmp_path):
                               reasons.PATH_NOT_FOUND]), label="rejects")
 
 
-def test_names_that_collide_once_made_safe_are_duplicates(tmp_path):
-    (tmp_path / "a.mp4").write_bytes(b"x")
-    (tmp_path / "b.mp4").write_bytes(b"x")
-    lines = [json.dumps({"path": "a.mp4", "source": "s", "video_id": "x/y", "split": "test"}),
-             json.dumps({"path": "b.mp4", "source": "s", "video_id": "x_y", "split": "test"})]
+def test_ids_that_read_alike_once_made_safe_are_both_kept(tmp_path):
+    # Before: both ids became "___" and the second line was a duplicate_video of the first.
+    (tmp_path / "a.mp4").write_bytes(b"a")
+    (tmp_path / "b.mp4").write_bytes(b"b")
+    (tmp_path / "c.mp4").write_bytes(b"c")
+    lines = [json.dumps({"path": "a.mp4", "source": "s", "video_id": "视频一", "split": "test"}),
+             json.dumps({"path": "b.mp4", "source": "s", "video_id": "视频二", "split": "test"}),
+             json.dumps({"path": "c.mp4", "source": "s", "video_id": "x_y", "split": "test"})]
     manifest = tmp_path / "videos.jsonl"
-    manifest.write_text("\n".join(lines))
+    manifest.write_text("\n".join(lines), encoding="utf-8")
     with local_test_pipeline() as p:
         result = p | ReadVideoManifest(str(manifest))
         assert_that(result[MAIN] | "ids" >> beam.Map(lambda v: v.video_id),
-                    equal_to(["x/y"]), label="kept")
-        assert_that(result[REJECTS] | "r" >> beam.Map(lambda r: r.reason),
-                    equal_to([reasons.DUPLICATE_VIDEO]), label="dup")
+                    equal_to(["视频一", "视频二", "x_y"]), label="kept")
+        assert_that(result[REJECTS], equal_to([]), label="no rejects")
