@@ -98,7 +98,8 @@ def _video_sets(p, cfg: ImageCodeConfig, staging_dir: str, cache_root: Optional[
     spec = encoder_spec(cfg)
     cache = video_cache_spec(cfg, cache_root, run_id) if cache_root else None
     plans = videos[MAIN] | "Shots and embeddings" >> PlanVideos(
-        shot_params(cfg), min_frames=cfg.mining.set_size, encoder_spec=spec, cache=cache)
+        shot_params(cfg), min_frames=cfg.mining.set_size, encoder_spec=spec, cache=cache,
+        truncation_tolerance=cfg.decode.truncation_tolerance)
     mined = plans[MAIN] | "Mine frame sets" >> MineFrameSets(
         threshold=cfg.mining.distance_threshold, set_size=cfg.mining.set_size,
         gate_factory=quality_gate_factory(cfg), staging_dir=work_dir(staging_dir),

@@ -16,6 +16,7 @@ class InputsConfig:
 class DecodeConfig:
     stride: int = 1                       # keep every n-th frame; 1 = every frame
     max_side: int = 0                     # downscale so the longer side is at most this; 0 = native
+    truncation_tolerance: float = 0.02    # share of the container's frames that may fail to decode
 
 
 @dataclass
@@ -129,6 +130,8 @@ class ImageCodeConfig:
         checks = [
             (self.decode.stride >= 1, "decode.stride must be >= 1"),
             (self.decode.max_side >= 0, "decode.max_side must be >= 0 (0 = native)"),
+            (0.0 <= self.decode.truncation_tolerance <= 1.0,
+             "decode.truncation_tolerance must be in [0, 1] (a share of the expected frames)"),
             (self.shots.min_scene_len >= 1, "shots.min_scene_len must be >= 1"),
             (self.embed.batch_size >= 1, "embed.batch_size must be >= 1"),
             (self.embed.thumbnail_size >= 2, "embed.thumbnail_size must be >= 2"),
