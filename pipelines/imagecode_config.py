@@ -104,6 +104,13 @@ class CacheConfig:
 
 
 @dataclass
+class LeakageConfig:
+    # a manifest line whose video content an earlier line listed in another split:
+    # "reject" it (same_content_other_split) or "fail" the build, publishing nothing
+    on_conflict: Literal["reject", "fail"] = "reject"
+
+
+@dataclass
 class ReleaseConfig:
     jpeg_quality: int = 95
 
@@ -123,6 +130,7 @@ class ImageCodeConfig:
     crowd: CrowdConfig = field(default_factory=CrowdConfig)
     stats: StatsConfig = field(default_factory=StatsConfig)
     cache: CacheConfig = field(default_factory=CacheConfig)
+    leakage: LeakageConfig = field(default_factory=LeakageConfig)
     release: ReleaseConfig = field(default_factory=ReleaseConfig)
 
     def validate(self) -> None:
