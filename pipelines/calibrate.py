@@ -84,7 +84,7 @@ def calibrate(cfg: ImageCodeConfig, cache_root: str, runs: List[dict],
         with beam.Pipeline(runner=runner_for(options), options=options) as p:
             videos = p | "Read manifest" >> ReadVideoManifest(cfg.inputs.videos)
             looked = videos[MAIN] | "Cached plans" >> LookUpCachedPlans(
-                shot_params(cfg), set_size, cache)
+                shot_params(cfg), set_size, cache, cfg.decode.truncation_tolerance)
 
             def per_candidate(plan):
                 for run in runs:

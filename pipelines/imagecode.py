@@ -28,7 +28,7 @@ from pipelines.imagecode_params import (encoder_spec, filter_identities, quality
 from pipelines.runners import runner_for
 from schemas.arrow import DESCRIPTION_SCHEMA, STATIC_SET_SCHEMA
 from schemas.crowd import AnnotationSet, DescribeTask, RetrieveTask
-from schemas.manifest import work_dir
+from schemas.manifest import read_stats, work_dir
 from transforms.agreement import ComputeAgreement, WorkerPools
 from transforms.crowd import (JUDGED, ApplyKeepRule, MakeDescribeTasks, MakeRetrieveTasks,
                               ReadDescriptions, ReadRetrievals, WriteTasks)
@@ -64,7 +64,7 @@ def build_pipeline(p: beam.Pipeline, cfg: ImageCodeConfig, staging_dir: str,
     """Wire the stages; reads like §3.1-§3.3. Writes into `staging_dir`; reuses and adds
     cached results under `cache_root` (None: no cache)."""
     run_id = f"{BENCHMARK}-{FileSystems.split(staging_dir.rstrip('/'))[1].rsplit('-', 1)[-1]}"
-    video_sets, rejects, cache_files = _video_sets(p, cfg, staging_dir, cache_root, run_id)
+    videos, video_sets, rejects, cache_files = _video_sets(p, cfg, staging_dir, cache_root, run_id)
     static_rows, static_rejects, static_files = _static_sets(p, cfg, staging_dir, cache_root,
                                                              run_id)
     rejects += static_rejects
@@ -87,8 +87,9 @@ def build_pipeline(p: beam.Pipeline, cfg: ImageCodeConfig, staging_dir: str,
         | "All distances" >> beam.Flatten())
     _ = (distances | "Within-set distances" >> WithinSetDistanceStats((cfg.static.source,))
          | "Write distance stats" >> WriteReport(staging_dir, "set_distances"))
-    _ = ((video_sets, static_rows) | "Leakage" >> CheckLeakage()
-         | "Write leakage" >> WriteReport(staging_dir, "leakage"))
+    _ = ({"video_sets": video_sets, "videos": videos[MAIN], "manifest_rejects": videos[REJECTS],
+          "static_rows": static_rows}
+         | "Leakage" >> CheckLeakage() | "Write leakage" >> WriteReport(staging_dir, "leakage"))
     _ = (rejects | "All rejects" >> beam.Flatten() | "Write rejects" >> WriteRejects(staging_dir))
 
 
@@ -98,7 +99,8 @@ def _video_sets(p, cfg: ImageCodeConfig, staging_dir: str, cache_root: Optional[
     spec = encoder_spec(cfg)
     cache = video_cache_spec(cfg, cache_root, run_id) if cache_root else None
     plans = videos[MAIN] | "Shots and embeddings" >> PlanVideos(
-        shot_params(cfg), min_frames=cfg.mining.set_size, encoder_spec=spec, cache=cache)
+        shot_params(cfg), min_frames=cfg.mining.set_size, encoder_spec=spec, cache=cache,
+        truncation_tolerance=cfg.decode.truncation_tolerance)
     mined = plans[MAIN] | "Mine frame sets" >> MineFrameSets(
         threshold=cfg.mining.distance_threshold, set_size=cfg.mining.set_size,
         gate_factory=quality_gate_factory(cfg), staging_dir=work_dir(staging_dir),
@@ -115,7 +117,7 @@ def _video_sets(p, cfg: ImageCodeConfig, staging_dir: str, cache_root: Optional[
         seed=cfg.seed, quotas=cfg.sampling.sets_per_source, default=cfg.sampling.default)
     released = sampled[MAIN] | "Publish images" >> PublishCompatImages(staging_dir)
     _ = released | "Write video sets" >> WriteFrameSets(staging_dir)
-    return (released, [videos[REJECTS], plans[REJECTS], mined[REJECTS], sampled[REJECTS]],
+    return (videos, released, [videos[REJECTS], plans[REJECTS], mined[REJECTS], sampled[REJECTS]],
             cache_files)
 
 
@@ -189,6 +191,22 @@ STAGE_LINKS = (
 )
 
 
+def check_split_conflicts(cfg: ImageCodeConfig, staging_dir: str) -> None:
+    """With `leakage.on_conflict: fail`, a manifest that lists one video content in two
+    splits stops the build before anything is published. Judged after the run, on the
+    leakage report it wrote, so the decision is the same on every runner."""
+    if cfg.leakage.on_conflict != "fail":
+        return
+    report = (read_stats(staging_dir, "leakage") or [{}])[0]
+    n = report.get("video_split_conflicts_rejected", 0)
+    if n:
+        examples = "; ".join(report.get("video_split_conflict_examples", []))
+        raise release.ReleaseError(
+            f"leakage.on_conflict is 'fail' and {n} line(s) of {cfg.inputs.videos} list a video "
+            f"whose content an earlier line lists in another split: {examples}. Fix the "
+            "manifest, or set leakage.on_conflict=reject to keep the first line of each.")
+
+
 def released_tables(cfg: ImageCodeConfig) -> dict:
     """Tables this config writes, each with the counter its row count must equal."""
     tables = {VIDEO_SETS: ("sampling", "set.out")}
@@ -215,6 +233,7 @@ def run(argv: Optional[List[str]] = None) -> str:
         build_pipeline(pipeline, cfg, staging_dir, cache_root)
         result = pipeline.run()
         result.wait_until_finish()
+        check_split_conflicts(cfg, staging_dir)
         return result
 
     return release.build_release(

@@ -17,6 +17,7 @@ class InputsConfig:
 class DecodeConfig:
     stride: int = 1                       # keep every n-th frame; 1 = every frame
     max_side: int = 0                     # downscale so the longer side is at most this; 0 = native
+    truncation_tolerance: float = 0.02    # share of the container's frames that may fail to decode
 
 
 @dataclass
@@ -105,6 +106,13 @@ class CacheConfig:
 
 
 @dataclass
+class LeakageConfig:
+    # a manifest line whose video content an earlier line listed in another split:
+    # "reject" it (same_content_other_split) or "fail" the build, publishing nothing
+    on_conflict: Literal["reject", "fail"] = "reject"
+
+
+@dataclass
 class ReleaseConfig:
     jpeg_quality: int = 95
 
@@ -124,6 +132,7 @@ class ImageCodeConfig:
     crowd: CrowdConfig = field(default_factory=CrowdConfig)
     stats: StatsConfig = field(default_factory=StatsConfig)
     cache: CacheConfig = field(default_factory=CacheConfig)
+    leakage: LeakageConfig = field(default_factory=LeakageConfig)
     release: ReleaseConfig = field(default_factory=ReleaseConfig)
 
     def validate(self) -> None:
@@ -131,6 +140,8 @@ class ImageCodeConfig:
         checks = [
             (self.decode.stride >= 1, "decode.stride must be >= 1"),
             (self.decode.max_side >= 0, "decode.max_side must be >= 0 (0 = native)"),
+            (0.0 <= self.decode.truncation_tolerance <= 1.0,
+             "decode.truncation_tolerance must be in [0, 1] (a share of the expected frames)"),
             (self.shots.min_scene_len >= 1, "shots.min_scene_len must be >= 1"),
             (self.embed.batch_size >= 1, "embed.batch_size must be >= 1"),
             (self.embed.thumbnail_size >= 2, "embed.thumbnail_size must be >= 2"),

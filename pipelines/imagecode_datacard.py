@@ -38,8 +38,14 @@ def describe(cfg: ImageCodeConfig, facts: dict, cache_root=None) -> dict:
         sections.append(_distance_section(stats["set_distances"][0]))
     if stats["leakage"]:
         leak = stats["leakage"][0]
-        verdict = ("**No video appears in more than one split.**" if not leak["video_leakage"]
+        verdict = ("**No video appears in more than one split** (judged on the videos' "
+                   "content sha256, not their ids)." if not leak["video_leakage"]
                    else f"**Videos in several splits: {leak['videos_in_several_splits']}**")
+        conflicts = leak.get("video_split_conflicts_rejected", 0)
+        if conflicts:
+            verdict += (f"\n\n{conflicts} manifest line(s) listed a video whose content an "
+                        "earlier line had listed in another split; they were rejected "
+                        "(`same_content_other_split`, see rejects/).")
         sections.append({"title": "Leakage check", "text": verdict + (
             f"\n\nStatic sets: {leak['static_images_in_several_splits']} of "
             f"{leak['static_images']} images are members of sets in more than one split "
@@ -120,6 +126,9 @@ def _thresholds(cfg: ImageCodeConfig) -> dict:
         "shots.backend": {"value": cfg.shots.backend,
                           "source": "issue default; the paper used ffmpeg's scene detection"},
         "decode.stride": {"value": cfg.decode.stride, "source": "§3.1 (every frame)"},
+        "decode.truncation_tolerance": {
+            "value": cfg.decode.truncation_tolerance,
+            "source": "ours (share of the container's frames a video may miss)"},
         "sampling": {"value": _sampling(cfg), "source": "§3.1 / Table 1"},
         "static.sets": {"value": cfg.static.sets if cfg.static.images else "no static input",
                         "source": "§3.1 (4,845)"},

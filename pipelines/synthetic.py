@@ -24,7 +24,7 @@ import sys
 import tempfile
 from functools import lru_cache
 from pathlib import Path
-from typing import List, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import cv2
 import ffmpeg
@@ -108,12 +108,15 @@ def make_corrupt_video(path: str) -> None:
         _truncate_copy(whole, path, 0.5)
 
 
-def make_truncated_video(path: str, keep: float = 0.5) -> int:
-    """An mp4 whose index is intact but whose data stops early: the first frames decode,
-    then the decoder runs out. Returns the frame count of the complete video."""
+def make_truncated_video(path: str, keep: float = 0.5,
+                         segments: Optional[Sequence[Segment]] = None) -> int:
+    """An mp4 whose index is intact but whose data stops early (an interrupted download):
+    the first frames decode, then the decoder runs out, and ffmpeg still exits 0. Only
+    the first `keep` of the bytes are written. Returns the frame count of the complete
+    video (what the index promises)."""
     with tempfile.TemporaryDirectory() as tmp:
         whole = os.path.join(tmp, "whole.mp4")
-        n = _encode_plain(whole, movflags="+faststart")  # moov first, data after
+        n = _encode_plain(whole, movflags="+faststart", segments=segments)  # moov first
         _truncate_copy(whole, path, keep)
     return n
 
@@ -228,8 +231,8 @@ def _captions(stream, first: int, last: int, width: int, height: int):
     return stream
 
 
-def _encode_plain(path: str, movflags: str) -> int:
-    segs = [("astronaut", 25, "pan"), ("chelsea", 25, "zoom")]
+def _encode_plain(path: str, movflags: str, segments: Optional[Sequence[Segment]] = None) -> int:
+    segs = segments or [("astronaut", 25, "pan"), ("chelsea", 25, "zoom")]
     make_video(path, segs)
     if not movflags:  # make_video writes faststart; rewrite with the index at the end
         tmp = path + ".tail.mp4"

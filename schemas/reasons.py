@@ -7,11 +7,14 @@ NOT_A_FILE = "not_a_file"          # a path that exists but is not a regular fil
 MISSING_FIELD = "missing_field"
 BAD_FIELD = "bad_field"            # wrong type, unknown split, unsafe empty name
 PATH_NOT_FOUND = "path_not_found"
-DUPLICATE_VIDEO = "duplicate_video"  # same source + video_id as an earlier line
+DUPLICATE_VIDEO = "duplicate_video"  # same source + video_id (so the same set names) as an earlier line
+DUPLICATE_VIDEO_CONTENT = "duplicate_video_content"  # same bytes (sha256) as an earlier line of the same split
+SAME_CONTENT_OTHER_SPLIT = "same_content_other_split"  # same bytes as an earlier line of another split (leakage)
 
 # videos
 UNREADABLE_VIDEO = "unreadable_video"
 NO_FRAMES = "no_frames"
+TRUNCATED_VIDEO = "truncated_video"  # decoded fewer frames than the container promises (decode.truncation_tolerance)
 
 # shots
 SHOT_TOO_SHORT = "shot_too_short"  # fewer decoded frames than one set needs
@@ -30,7 +33,8 @@ UNREADABLE_IMAGE = "unreadable_image"      # cannot be read or decoded
 TOO_MANY_PIXELS = "too_many_pixels"        # width x height (from the header) over static.max_pixels
 TOO_FEW_NEIGHBOURS = "too_few_neighbours"  # the database holds fewer than k other images
 
-ALL = (BAD_JSON, BAD_ENCODING, NOT_A_FILE, MISSING_FIELD, BAD_FIELD, PATH_NOT_FOUND, DUPLICATE_VIDEO, UNREADABLE_VIDEO, NO_FRAMES,
+ALL = (BAD_JSON, BAD_ENCODING, NOT_A_FILE, MISSING_FIELD, BAD_FIELD, PATH_NOT_FOUND, DUPLICATE_VIDEO,
+       DUPLICATE_VIDEO_CONTENT, SAME_CONTENT_OTHER_SPLIT, UNREADABLE_VIDEO, NO_FRAMES, TRUNCATED_VIDEO,
        SHOT_TOO_SHORT, TOO_SIMILAR, BLURRY, TEXT, UNFINISHED_SET, NOT_SAMPLED,
        DUPLICATE_IMAGE_ID, DUPLICATE_IMAGE, UNREADABLE_IMAGE, TOO_MANY_PIXELS, TOO_FEW_NEIGHBOURS)
 

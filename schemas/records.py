@@ -16,11 +16,13 @@ SPLITS = ("train", "valid", "test")
 
 @dataclass(frozen=True)
 class VideoRef:
-    """One line of the video manifest, validated."""
+    """One line of the video manifest, validated. `content_sha256` is set once the
+    manifest stage hashed the file: leakage is judged on it and caches are keyed by it."""
     path: str
     source: str
     video_id: str
     split: str
+    content_sha256: Optional[str] = None
 
     @property
     def key(self) -> str:

@@ -169,7 +169,7 @@ def test_in_a_folder_a_folder_named_like_an_image_is_not_an_image(tmp_path):
 
 def test_parse_image_line_makes_ids_safe_and_paths_absolute(collection):
     ref = parse_image_line(json.dumps({"path": "astronaut.jpg", "image_id": "a/b c"}), str(collection))
-    assert ref == ImageRef(str(collection / "astronaut.jpg"), "a_b_c")
+    assert ref == ImageRef(str(collection / "astronaut.jpg"), "a_b_c-0af99a609169")  # hash of "a/b c"
     assert parse_image_line("[1]", "/")[0] == reasons.BAD_JSON
     assert parse_image_line(json.dumps({"path": "", "image_id": "x"}), "/")[0] == reasons.BAD_FIELD
 

@@ -28,12 +28,27 @@ def test_safe_name_gives_one_safe_component(hostile):
 
 
 def test_safe_name_examples():
-    assert safe_name("../../etc") == "______etc"
-    assert safe_name("a/b") == "a_b"
-    assert safe_name("..") == "__"
-    assert safe_name("vidéo") == "vid_o"
-    assert safe_name("christmas_56Nm66j-i5Q") == "christmas_56Nm66j-i5Q"  # real ids unchanged
+    # names that needed a change carry a hash of the original, so they stay apart
+    assert safe_name("../../etc") == "______etc-74ccf3c5b4c1"
+    assert safe_name("a/b") == "a_b-c14cddc033f6"
+    assert safe_name("..") == "__-5ec1f7e700f3"
+    assert safe_name("vidéo") == "vid_o-bc6b753e3015"
+    # safe names are kept as they are: set names and cache keys of real ids never change
+    assert safe_name("a_b") == "a_b"
+    assert safe_name("christmas_56Nm66j-i5Q") == "christmas_56Nm66j-i5Q"
     assert safe_name("TrainValVideo_video2044") == "TrainValVideo_video2044"
+
+
+def test_ids_that_read_alike_once_made_safe_stay_distinct():
+    ids = ["视频一", "视频二", "видео1", "видео2", "a/b", "a b", "a_b", "a\\b", "a\x00b",
+           "ü", "u\u0308", "\ud800"]  # the last: a lone surrogate, as JSON may give one
+    names = [safe_name(i) for i in ids]
+    assert len(set(names)) == len(ids), names
+    assert safe_name("视频一") == "___-ab3272992f3f"
+    assert safe_name("视频二") == "___-0bdd3ecbd754"
+    assert len({video_set_name("s", i, 0, 0) for i in ids}) == len(ids)
+    for i in ids:
+        assert parse_video_set_name(video_set_name("s", i, 0, 0)).video_id == safe_name(i)
 
 
 @pytest.mark.parametrize("bad", ["", None, 7, "x" * 300])

@@ -1,4 +1,6 @@
 """Shot detection (transforms/shots.py): both backends, stride, and the Beam stage."""
+import json
+
 import numpy as np
 import pytest
 import apache_beam as beam
@@ -28,11 +30,15 @@ SHORT_SEGMENTS = [("astronaut", 24, "pan"), ("motorcycle_left", 6, "pan"),
 @pytest.fixture(scope="module")
 def videos(tmp_path_factory):
     d = tmp_path_factory.mktemp("shots")
-    paths = {k: str(d / f"{k}.mp4") for k in ("clip", "short", "corrupt", "empty")}
+    paths = {k: str(d / f"{k}.mp4") for k in ("clip", "short", "corrupt", "empty", "truncated")}
     assert synthetic.make_video(paths["clip"], SEGMENTS, size=(192, 144)) == CUTS
     assert synthetic.make_video(paths["short"], SHORT_SEGMENTS, size=(192, 144)) == [24, 30]
     synthetic.make_corrupt_video(paths["corrupt"])
     synthetic.make_empty_video(paths["empty"])
+    # the first half decodes: two whole shots of 24 frames, then part of the third
+    paths["truncated_total"] = synthetic.make_truncated_video(
+        paths["truncated"], keep=0.5, segments=[("astronaut", 24, "pan"), ("chelsea", 24, "zoom"),
+                                                ("hubble", 48, "zoom")])
     paths["frameless"] = str(d / "frameless.y4m")
     synthetic.make_frameless_video(paths["frameless"])
     paths["missing"] = str(d / "missing.mp4")
@@ -151,3 +157,60 @@ def test_stage_runs_in_multi_process_mode(videos):
     from apache_beam.options.pipeline_options import PipelineOptions
     options = PipelineOptions(direct_running_mode="multi_processing", direct_num_workers=2)
     _run_stage(videos, options=options, min_scene_len=5, min_frames=10)
+
+
+def _split(videos, refs, **params):
+    """SplitIntoShots over `refs`: (shot keys in MAIN, rejects, videos with a shot list,
+    stage counters)."""
+    from tests.beam_testing import local_test_pipeline
+    from transforms.shots import SHOT_LISTS
+    from transforms.stage import read_stage_counts, reconcile
+    out_file = videos["truncated"] + ".split.json"
+    p = local_test_pipeline()
+    out = p | beam.Create(refs) | SplitIntoShots(**params)
+    rows = ((out[MAIN] | "shots" >> beam.Map(lambda s: ["shot", s.key]),
+             out[REJECTS] | "rejects" >> beam.Map(lambda r: ["reject", [r.level, r.reason, r.item_id, r.detail]]),
+             out[SHOT_LISTS] | "lists" >> beam.Map(lambda kv: ["listed", [kv[0].key, kv[1]["decode"]]]))
+            | beam.Flatten() | beam.combiners.ToList()
+            | beam.Map(lambda items: open(out_file, "w").write(json.dumps(items))))
+    counts = read_stage_counts(p.run())["shots"]
+    assert reconcile({"shots": counts}) == []
+    items = json.load(open(out_file))
+    return ({v for k, v in items if k == "shot"}, [v for k, v in items if k == "reject"],
+            {v[0]: v[1] for k, v in items if k == "listed"}, counts)
+
+
+def test_a_truncated_video_is_rejected_whole_not_used_in_part(videos):
+    # Before: ffmpeg exited 0 after half the frames and the shots of that half went on.
+    shots, rejects, listed, counts = _split(
+        videos, [ref(videos["truncated"], "cut"), ref(videos["short"], "whole")], min_frames=10)
+    assert [r[:3] for r in rejects if r[2].startswith("synthetic/cut")] == [
+        ["video", reasons.TRUNCATED_VIDEO, "synthetic/cut"]]
+    assert rejects[0][3].startswith("decoded ") and f"of {videos['truncated_total']} frames" in rejects[0][3]
+    assert set(listed) == {"synthetic/whole"}  # no shot list: no plan, nothing cached
+    assert listed["synthetic/whole"]["frames"] == listed["synthetic/whole"]["expected"] == 54
+    # the truncated video's shots that went out before the verdict are never counted
+    whole = {s for s in shots if s.startswith("synthetic/whole/")}
+    assert counts["video.rejected.truncated_video"] == 1 and counts["video.out"] == 1
+    assert counts["shot.out"] == len(whole) == 2
+
+
+def test_the_truncation_tolerance_is_a_setting(videos):
+    shots, rejects, listed, counts = _split(
+        videos, [ref(videos["truncated"], "cut")], min_frames=10, truncation_tolerance=0.7)
+    assert [r for r in rejects if r[0] == "video"] == [] and set(listed) == {"synthetic/cut"}
+    assert listed["synthetic/cut"]["frames"] < listed["synthetic/cut"]["expected"]
+    assert counts["video.out"] == 1 and counts["shot.out"] == len(shots) == 2
+
+
+def test_a_cached_shot_list_is_judged_again_with_this_runs_tolerance():
+    from transforms.shots import replay_shots
+    from transforms.stage import StageCounts
+    listing = {"fps": 25.0, "shots": [{"index": 0, "start": 0, "end": 98, "frames": list(range(98))}],
+               "decode": {"frames": 98, "expected": 100, "basis": "container frame count",
+                          "exit_code": 0, "errors": ""}}
+    video = ref("/nonexistent.mp4", "v")
+    out = list(replay_shots(StageCounts("replay-test"), video, listing, 10, 0.02))
+    assert [s.key for s in out] == ["synthetic/v/shot0"]  # 2% missing: whole enough
+    out = list(replay_shots(StageCounts("replay-test"), video, listing, 10, 0.01))
+    assert [(o.value.level, o.value.reason) for o in out] == [("video", reasons.TRUNCATED_VIDEO)]

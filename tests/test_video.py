@@ -8,8 +8,8 @@ import psutil
 import pytest
 
 from pipelines import synthetic
-from transforms.video import (VideoError, VideoInfo, iter_frames, iter_scored_frames,
-                              output_size, probe)
+from transforms.video import (DecodeReport, VideoError, VideoInfo, iter_frames,
+                              iter_scored_frames, output_size, probe, truncation)
 
 SEGMENTS = [("astronaut", 20, "pan"), ("chelsea", 15, "zoom"), ("coffee", 12, "still")]
 N = sum(n for _, n, _ in SEGMENTS)
@@ -103,6 +103,39 @@ def test_scene_scores_peak_at_cuts(videos):
 def test_truncated_file_yields_what_decodes_then_stops(videos):
     n = sum(1 for _ in iter_frames(videos["truncated"]))
     assert 0 < n < videos["truncated_total"]
+
+
+@pytest.mark.parametrize("scored", [False, True])
+def test_a_truncated_file_is_reported_short_though_ffmpeg_exits_0(videos, scored):
+    # An mp4 with its index first, cut in half: ffmpeg exits 0 after half the frames.
+    report = DecodeReport()
+    frames = (iter_scored_frames if scored else iter_frames)(videos["truncated"], report=report)
+    n = sum(1 for _ in frames)
+    assert report.frames == n < videos["truncated_total"] == report.expected
+    assert report.exit_code == 0 and report.basis == "container frame count"
+    assert "partial file" in report.errors and " @ 0x" not in report.errors
+    why = truncation(report, 0.02)
+    assert why.startswith(f"decoded {n} of {videos['truncated_total']} frames "
+                          "(container frame count): 50% missing > decode.truncation_tolerance 0.02")
+    assert truncation(report, 0.5) is None  # the tolerance decides
+
+
+def test_a_whole_file_is_reported_whole(videos):
+    report = DecodeReport()
+    assert sum(1 for _ in iter_frames(videos["clip"], report=report)) == N
+    assert (report.frames, report.expected, report.exit_code, report.errors) == (N, N, 0, "")
+    assert truncation(report, 0.0) is None
+
+
+def test_truncation_rules():
+    assert truncation(DecodeReport(frames=49, expected=50, basis="b"), 0.02) is None  # 2% missing
+    assert truncation(DecodeReport(frames=48, expected=50, basis="b"), 0.02).startswith(
+        "decoded 48 of 50 frames (b): 4% missing")
+    assert truncation(DecodeReport(frames=0, expected=50, basis="b"), 1.0) is None
+    # no promise from the container: only an ffmpeg that stopped with an error tells
+    assert truncation(DecodeReport(frames=7, exit_code=0, errors="x"), 0.0) is None
+    assert truncation(DecodeReport(frames=7, exit_code=1, errors="boom"), 0.0) == (
+        "decoded 7 frames, then ffmpeg exit 1 (the container gives no frame count); ffmpeg: boom")
 
 
 def test_frameless_video_yields_nothing(videos):

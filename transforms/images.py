@@ -71,7 +71,7 @@ class ReadImageCollection(beam.PTransform):
                           pattern, empty_match_treatment=fileio.EmptyMatchTreatment.ALLOW)
                       | "Images only" >> beam.Filter(lambda m: m.path.lower().endswith(IMAGE_SUFFIXES))
                       | "Name files" >> beam.ParDo(_NameFile()).with_outputs(REJECTS, main=MAIN))
-        # safe_name is not injective ("a b.jpg", "a_b.jpg"; "x.jpg", "x.png"): one id, one image.
+        # Two files can give one id ("x.jpg", "x.png"; a line repeating an id): one id, one image.
         unique = (parsed[MAIN]
                   | "Key by id" >> beam.Map(lambda ref: (ref.image_id, ref))
                   | "Group ids" >> beam.GroupByKey()

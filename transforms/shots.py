@@ -32,8 +32,8 @@ import numpy as np
 from schemas import reasons
 from schemas.records import Reject, ShotFrames, VideoRef
 from transforms.stage import MAIN, REJECTS, StageCounts
-from transforms.video import (DEFAULT_STALL_TIMEOUT, VideoError, iter_frames,
-                              iter_scored_frames, probe)
+from transforms.video import (DEFAULT_STALL_TIMEOUT, DecodeReport, VideoError, iter_frames,
+                              iter_scored_frames, probe, truncation)
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +47,7 @@ BACKENDS = ("ffmpeg", "pyscenedetect")
 DEFAULT_THRESHOLD = {"ffmpeg": 0.3, "pyscenedetect": 27.0}
 DEFAULT_MIN_SCENE_LEN = 15
 DEFAULT_MIN_FRAMES = 10  # one set of 10 frames (paper §3.1) needs at least 10 frames
+DEFAULT_TRUNCATION_TOLERANCE = 0.02  # share of the promised frames that may fail to decode
 
 Frame = Tuple[int, np.ndarray]
 
@@ -55,9 +56,11 @@ def iter_shots(video: VideoRef, *, backend: str = "pyscenedetect",
                threshold: Optional[float] = None,
                min_scene_len: int = DEFAULT_MIN_SCENE_LEN, stride: int = 1,
                max_side: Optional[int] = None,
-               stall_timeout: float = DEFAULT_STALL_TIMEOUT) -> Iterator[ShotFrames]:
+               stall_timeout: float = DEFAULT_STALL_TIMEOUT,
+               report: Optional[DecodeReport] = None) -> Iterator[ShotFrames]:
     """Yield the shots of `video` in order, each as soon as it ends. Raises VideoError
-    when the video cannot be read (possibly after some shots were yielded)."""
+    when the video cannot be read (possibly after some shots were yielded). `report` is
+    filled in when the decode has ended: whether the video was whole is known only then."""
     _check_params(backend, threshold, min_scene_len, stride)
     info = probe(video.path)
     if threshold is None:
@@ -65,11 +68,12 @@ def iter_shots(video: VideoRef, *, backend: str = "pyscenedetect",
     if backend == "ffmpeg":
         detector = _FfmpegCuts(threshold, min_scene_len)
         frames = iter_scored_frames(video.path, max_side, info=info,
-                                    stall_timeout=stall_timeout)
+                                    stall_timeout=stall_timeout, report=report)
     else:
         detector = _ContentCuts(threshold, min_scene_len, info.fps)
         frames = ((i, f, None) for i, f in iter_frames(video.path, max_side, info=info,
-                                                       stall_timeout=stall_timeout))
+                                                       stall_timeout=stall_timeout,
+                                                       report=report))
     shots = _ShotBuffer(stride, detector.lookback)
     n_shots, n_frames = 0, 0
 
@@ -98,38 +102,50 @@ def iter_shots(video: VideoRef, *, backend: str = "pyscenedetect",
 
 
 class SplitIntoShots(beam.PTransform):
-    """VideoRef -> ShotFrames (main), Reject records (REJECTS) and, per video read to
-    the end, (VideoRef, shot list) (SHOT_LISTS: what the cache keeps, see replay_shots).
+    """VideoRef -> ShotFrames (main), Reject records (REJECTS) and, per video decoded
+    whole, (VideoRef, shot list) (SHOT_LISTS: what the cache keeps, see replay_shots).
 
-    Rejects: video `unreadable_video` / `no_frames`; shot `shot_too_short` (fewer than
-    `min_frames` kept frames) together with one frame-level `shot_too_short` per frame of
-    that shot, so frame counts reconcile. Counters (stage "shots"): video.*, shot.*,
-    frame.* (frames kept by the stride: in; in emitted shots: out).
+    Rejects: video `unreadable_video` / `truncated_video` (fewer frames decoded than the
+    container promises, beyond `truncation_tolerance`) / `no_frames`; shot
+    `shot_too_short` (fewer than `min_frames` kept frames) together with one frame-level
+    `shot_too_short` per frame of that shot, so frame counts reconcile. Counters (stage
+    "shots"): video.*, shot.*, frame.* (frames kept by the stride: in; in emitted shots: out).
+
+    Pixels cannot wait for the verdict on their video (memory is bounded by one shot), so
+    a shot goes out as soon as it ends, and a video found truncated or broken only at its
+    end leaves shots in MAIN that belong to a rejected video. They are never counted (the
+    video's reject stands for everything in it), and its SHOT_LISTS entry is missing:
+    a consumer keeps only the shots of videos with a shot list (PlanVideos does).
     """
 
     def __init__(self, backend: str = "pyscenedetect", threshold: Optional[float] = None,
                  min_scene_len: int = DEFAULT_MIN_SCENE_LEN, stride: int = 1,
                  max_side: Optional[int] = None, min_frames: int = DEFAULT_MIN_FRAMES,
-                 stall_timeout: float = DEFAULT_STALL_TIMEOUT):
+                 stall_timeout: float = DEFAULT_STALL_TIMEOUT,
+                 truncation_tolerance: float = DEFAULT_TRUNCATION_TOLERANCE):
         super().__init__()
         _check_params(backend, threshold, min_scene_len, stride)  # fail before any work
         if min_frames < 1:
             raise ValueError("min_frames must be >= 1")
+        if not 0.0 <= truncation_tolerance <= 1.0:
+            raise ValueError("truncation_tolerance must be in [0, 1]")
         self._params = dict(backend=backend, threshold=threshold,
                             min_scene_len=min_scene_len, stride=stride,
                             max_side=max_side, stall_timeout=stall_timeout)
         self._min_frames = min_frames
+        self._tolerance = truncation_tolerance
 
     def expand(self, videos):
         return videos | "DetectShots" >> beam.ParDo(
-            _ShotsDoFn(self._params, self._min_frames)).with_outputs(
+            _ShotsDoFn(self._params, self._min_frames, self._tolerance)).with_outputs(
             REJECTS, SHOT_LISTS, main=MAIN)
 
 
 class _ShotsDoFn(beam.DoFn):
-    def __init__(self, params: dict, min_frames: int):
+    def __init__(self, params: dict, min_frames: int, tolerance: float):
         self._params = params
         self._min_frames = min_frames
+        self._tolerance = tolerance
         self._counts = None
 
     def setup(self):
@@ -138,46 +154,69 @@ class _ShotsDoFn(beam.DoFn):
     def process(self, video: VideoRef):
         counts = self._counts
         counts.seen(level="video")
-        n_shots, spans = 0, []
+        report, spans = DecodeReport(), []
         try:
-            for shot in iter_shots(video, **self._params):
-                n_shots += 1
+            for shot in iter_shots(video, report=report, **self._params):
                 spans.append(dataclasses.replace(shot, frames=[]))
-                yield from _judge(counts, shot, self._min_frames)
+                if len(shot.frame_indices) >= self._min_frames:
+                    yield shot  # to the embedder now; counted once the video is judged
         except VideoError as e:
             yield counts.rejected(_reject(video, "video", reasons.UNREADABLE_VIDEO,
-                                          video.key, _after(n_shots) + str(e)))
+                                          video.key, _after(len(spans)) + str(e)))
             return
         except Exception as e:  # one bad video must not stop the others
             log.exception("shot detection failed on %s", video.path)
             yield counts.rejected(_reject(video, "video", reasons.UNREADABLE_VIDEO, video.key,
-                                          f"{_after(n_shots)}{type(e).__name__}: {e}"))
+                                          f"{_after(len(spans))}{type(e).__name__}: {e}"))
             return
-        if n_shots == 0:
-            yield counts.rejected(_reject(video, "video", reasons.NO_FRAMES, video.key,
-                                          "ffmpeg decoded no frames"))
-        else:
-            counts.count_out(level="video")
-            log.info("shots: %s -> %d shots", video.key, n_shots)  # progress on long runs
-            yield beam.pvalue.TaggedOutput(SHOT_LISTS, (video, shot_list(spans[0].fps, spans)))
+        rejected = _judge_video(counts, video, report, self._tolerance, bool(spans))
+        if rejected:
+            yield rejected
+            return
+        for shot in spans:
+            yield from _judge(counts, shot, self._min_frames, emit_passed=False)
+        counts.count_out(level="video")
+        log.info("shots: %s -> %d shots", video.key, len(spans))  # progress on long runs
+        yield beam.pvalue.TaggedOutput(SHOT_LISTS, (video, shot_list(spans[0].fps, spans, report)))
+
+
+def _judge_video(counts: StageCounts, video: VideoRef, report: DecodeReport, tolerance: float,
+                 any_shots: bool):
+    """The video-level reject of a decode that ended (truncated, no frames), or None."""
+    why = truncation(report, tolerance)
+    if why:
+        return counts.rejected(_reject(video, "video", reasons.TRUNCATED_VIDEO, video.key, why))
+    if not any_shots:
+        return counts.rejected(_reject(video, "video", reasons.NO_FRAMES, video.key,
+                                       "ffmpeg decoded no frames"))
+    return None
 
 
 def replay_shots(counts: StageCounts, video: VideoRef, listing: dict,
-                 min_frames: int = DEFAULT_MIN_FRAMES):
+                 min_frames: int = DEFAULT_MIN_FRAMES,
+                 truncation_tolerance: float = DEFAULT_TRUNCATION_TOLERANCE):
     """What SplitIntoShots gives for a video whose shot list came from the cache: the
     same shots (without pixels: `frames` is empty), rejects (TaggedOutput) and counters,
-    with no decode."""
+    with no decode. The decode facts stored with the list are judged again, with this
+    run's tolerance: a list cached under a looser one is never replayed as whole."""
     counts.seen(level="video")
+    rejected = _judge_video(counts, video, DecodeReport(**listing["decode"]),
+                            truncation_tolerance, bool(listing["shots"]))
+    if rejected:
+        yield rejected
+        return
     for shot in shots_from_list(video, listing):
         yield from _judge(counts, shot, min_frames)
     counts.count_out(level="video")
 
 
-def shot_list(fps: float, shots: List[ShotFrames]) -> dict:
-    """Every shot of a video (short ones too), as the cache stores it: JSON-ready."""
+def shot_list(fps: float, shots: List[ShotFrames], report: DecodeReport) -> dict:
+    """Every shot of a video (short ones too) and what its decode saw, as the cache
+    stores it: JSON-ready."""
     return {"fps": fps, "shots": [{"index": s.shot_index, "start": s.start_frame,
                                    "end": s.end_frame, "frames": list(s.frame_indices)}
-                                  for s in shots]}
+                                  for s in shots],
+            "decode": dataclasses.asdict(report)}
 
 
 def shots_from_list(video: VideoRef, listing: dict) -> List[ShotFrames]:
@@ -186,14 +225,17 @@ def shots_from_list(video: VideoRef, listing: dict) -> List[ShotFrames]:
                        frames=[]) for s in listing["shots"]]
 
 
-def _judge(counts: StageCounts, shot: ShotFrames, min_frames: int):
-    """Pass a shot with enough kept frames on; reject a shorter one and its frames."""
+def _judge(counts: StageCounts, shot: ShotFrames, min_frames: int, emit_passed: bool = True):
+    """Pass a shot with enough kept frames on (`emit_passed` False: it went out already,
+    only count it); reject a shorter one and its frames."""
     n = len(shot.frame_indices)
     counts.seen(level="shot")
     counts.seen(n, level="frame")
     if n >= min_frames:
         counts.count_out(n, level="frame")
-        yield counts.passed(shot, level="shot")
+        counts.count_out(level="shot")
+        if emit_passed:
+            yield shot
         return
     detail = (f"{n} frames kept (frames {shot.start_frame}-{shot.end_frame - 1})"
               f" < min_frames {min_frames}")

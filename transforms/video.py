@@ -7,8 +7,12 @@ score for every frame arrives on an extra pipe (see `iter_scored_frames`).
 
 Errors: anything that cannot be opened or decoded at all raises `VideoError` with a
 short summary of what ffmpeg said. A file that breaks half-way yields the frames that
-decode and then stops. A decode that makes no progress for `stall_timeout` seconds is
-killed and raises, so a worker never hangs on one bad file.
+decode and then stops: ffmpeg often exits 0 on an mp4 cut short (its index, read first,
+still promises every frame). So a decode can fill a `DecodeReport` (frames decoded, the
+frames the container promised, ffmpeg's error lines), and `truncation` compares them: the
+caller decides, once the stream has ended, whether the video was whole. A decode that
+makes no progress for `stall_timeout` seconds is killed and raises, so a worker never
+hangs on one bad file.
 """
 from __future__ import annotations
 
@@ -77,6 +81,48 @@ def probe(path: str) -> VideoInfo:
                      n_frames=int(n_frames) if n_frames and n_frames.isdigit() else None)
 
 
+@dataclass
+class DecodeReport:
+    """What one decode pass saw, filled in when the stream ends (JSON-ready: the shot
+    list cache keeps it, so a cached video is judged as a decoded one is)."""
+    frames: int = 0                  # frames decoded
+    expected: Optional[int] = None   # frames the container promises; None: it does not say
+    basis: str = ""                  # where `expected` comes from
+    exit_code: Optional[int] = None  # ffmpeg's; None: the stream did not reach its end
+    errors: str = ""                 # ffmpeg's last error lines ("" when it printed none)
+
+
+def expected_frames(info: VideoInfo) -> Tuple[Optional[int], str]:
+    """(frames the container promises, how we know): its frame count, else duration x
+    frame rate, else (None, "")."""
+    if info.n_frames:
+        return info.n_frames, "container frame count"
+    if info.duration and info.fps:
+        return round(info.duration * info.fps), "duration x frame rate"
+    return None, ""
+
+
+def truncation(report: DecodeReport, tolerance: float) -> Optional[str]:
+    """None when a finished decode looks whole, else why not (a reject's detail).
+
+    Truncated: more than `tolerance` (a share) of the promised frames did not decode, or,
+    when the container promises nothing, ffmpeg stopped with an error after some frames.
+    Error lines alone do not decide (a damaged frame ffmpeg conceals is still a frame);
+    they are quoted so the reader sees why frames went missing."""
+    said = f"; ffmpeg: {report.errors}" if report.errors else ""
+    if report.expected:
+        missing = report.expected - report.frames
+        if missing > tolerance * report.expected:
+            share = missing / report.expected
+            return (f"decoded {report.frames} of {report.expected} frames ({report.basis}): "
+                    f"{share:.0%} missing > decode.truncation_tolerance {tolerance:g}{said}")
+        return None
+    if report.exit_code:
+        return (f"decoded {report.frames} frames, then ffmpeg exit {report.exit_code} "
+                f"(the container gives no frame count){said}")
+    return None
+
+
 def output_size(info: VideoInfo, max_side: Optional[int]) -> Tuple[int, int]:
     """(width, height) of decoded frames: downscaled to fit max_side, even, aspect kept."""
     w, h = info.width, info.height
@@ -89,25 +135,28 @@ def output_size(info: VideoInfo, max_side: Optional[int]) -> Tuple[int, int]:
 def iter_frames(path: str, max_side: Optional[int] = None, *,
                 info: Optional[VideoInfo] = None,
                 stall_timeout: float = DEFAULT_STALL_TIMEOUT,
+                report: Optional[DecodeReport] = None,
                 ) -> Iterator[Tuple[int, np.ndarray]]:
-    """Yield (frame_index, RGB uint8 HxWx3) for every frame, in order, from index 0."""
-    for index, frame, _ in _stream(path, max_side, info, False, stall_timeout):
+    """Yield (frame_index, RGB uint8 HxWx3) for every frame, in order, from index 0.
+    `report`, when given, is filled in once the stream has ended."""
+    for index, frame, _ in _stream(path, max_side, info, False, stall_timeout, report):
         yield index, frame
 
 
 def iter_scored_frames(path: str, max_side: Optional[int] = None, *,
                        info: Optional[VideoInfo] = None,
                        stall_timeout: float = DEFAULT_STALL_TIMEOUT,
+                       report: Optional[DecodeReport] = None,
                        ) -> Iterator[Tuple[int, np.ndarray, float]]:
     """Like `iter_frames`, plus ffmpeg's scene score (0..1) of each frame against the
     previous one (`select` filter's `scene`, the paper's "scene detection of ffmpeg").
     Computed in the same ffmpeg process: one decode gives both."""
-    yield from _stream(path, max_side, info, True, stall_timeout)
+    yield from _stream(path, max_side, info, True, stall_timeout, report)
 
 
 # --- internals -----------------------------------------------------------------------
 
-def _stream(path, max_side, info, scene_scores, stall_timeout):
+def _stream(path, max_side, info, scene_scores, stall_timeout, report=None):
     info = info or probe(path)
     width, height = output_size(info, max_side)
 
@@ -166,14 +215,16 @@ def _stream(path, max_side, info, scene_scores, stall_timeout):
         rc = proc.wait()
         if watch.fired:
             raise VideoError(f"ffmpeg stalled for {stall_timeout:.0f}s after {index} frames")
+        threads[0].join(timeout=5)  # let the drain thread collect the last words
+        msg = _summarise("\n".join(stderr_tail)) if stderr_tail else ""
         if rc != 0:
-            for t in threads[:1]:
-                t.join(timeout=5)  # let the drain thread collect the last words
-            msg = _summarise("\n".join(stderr_tail))
             if index == 0:
-                raise VideoError(f"ffmpeg exit {rc}: {msg}")
+                raise VideoError(f"ffmpeg exit {rc}: {msg or 'no message'}")
             log.warning("%s: decode stopped after %d frames (ffmpeg exit %d): %s",
                         path, index, rc, msg)
+        if report is not None:
+            report.frames, report.exit_code, report.errors = index, rc, msg
+            report.expected, report.basis = expected_frames(info)
     finally:
         # Also runs when the consumer stops early (generator closed): kill, reap, join.
         watch.stop()

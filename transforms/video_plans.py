@@ -32,13 +32,17 @@ from transforms.embed import STAGE as EMBED_STAGE
 from transforms.embed import EmbedShots
 from transforms.hashing import content_sha256
 from transforms.mining import SCORE_FILTERS
-from transforms.shots import (SHOT_LISTS, STAGE as SHOTS_STAGE, SplitIntoShots, replay_shots)
+from transforms.shots import (DEFAULT_TRUNCATION_TOLERANCE, SHOT_LISTS, STAGE as SHOTS_STAGE,
+                              SplitIntoShots, replay_shots)
 from transforms.stage import MAIN, REJECTS, StageCounts
 
 SHOT_LIST, FRAME_EMBEDDING = "shot_list", "frame_embedding"
 WRITTEN = "written"  # output tag: cache shard files this run wrote
 UNCACHED = "uncached"  # output tag: videos without cached shots and embeddings
-SHOTS_CODE_VERSION = "shots/v1"  # bump when shot detection changes its output
+# Bump when shot detection changes its output. v2: a shot list carries its decode facts
+# (frames decoded and promised), judged again on replay; v1 lists never are, since
+# some of them are of truncated videos taken for whole ones.
+SHOTS_CODE_VERSION = "shots/v2"
 
 
 @dataclass(frozen=True)
@@ -65,15 +69,20 @@ class PlanVideos(beam.PTransform):
     """VideoRef -> {MAIN: VideoPlan, REJECTS: shot-stage rejects, WRITTEN: cache files}.
 
     `shot_params` are SplitIntoShots' arguments (backend, threshold, min_scene_len,
-    stride, max_side); `min_frames` the shortest shot kept. `cache` None: no cache.
+    stride, max_side); `min_frames` the shortest shot kept; `truncation_tolerance` the
+    share of promised frames a video may miss (not part of the cache key: a cached shot
+    list keeps its decode facts and is judged again). `cache` None: no cache.
     Counters: stage "shots" as SplitIntoShots (replayed for cached videos); stage
-    "embed" frame.in/out (every frame given an embedding) and frame.cached."""
+    "embed" frame.in/out (every frame of a planned video given an embedding) and
+    frame.cached. Only a video decoded whole gets a plan or a cache entry."""
 
     def __init__(self, shot_params: dict, min_frames: int, encoder_spec,
-                 cache: Optional[VideoCacheSpec] = None):
+                 cache: Optional[VideoCacheSpec] = None,
+                 truncation_tolerance: float = DEFAULT_TRUNCATION_TOLERANCE):
         super().__init__()
         self._shot_params, self._min_frames = dict(shot_params), min_frames
         self._spec, self._cache = encoder_spec, cache
+        self._tolerance = truncation_tolerance
 
     def expand(self, videos):
         if self._cache is None:
@@ -84,7 +93,7 @@ class PlanVideos(beam.PTransform):
         warm_or_cold = looked | "Warm or cold" >> beam.Partition(
             lambda v, _: 0 if _is_warm(v) else 1, 2)
         warm = warm_or_cold[0] | "Replay cached shots" >> beam.ParDo(
-            _ReplayPlan(self._min_frames)).with_outputs(REJECTS, main=MAIN)
+            _ReplayPlan(self._min_frames, self._tolerance)).with_outputs(REJECTS, main=MAIN)
         cold_plans, cold_rejects, written = self._cold(warm_or_cold[1], store=True)
         plans = (warm[MAIN], cold_plans) | "All plans" >> beam.Flatten()
         rejects = (warm[REJECTS], cold_rejects) | "All shot rejects" >> beam.Flatten()
@@ -99,6 +108,7 @@ class PlanVideos(beam.PTransform):
         shots = (looked | "Videos to decode" >> beam.Map(lambda v: v.video)
                  | "Spread videos" >> beam.Reshuffle()
                  | "Split into shots" >> SplitIntoShots(min_frames=self._min_frames,
+                                                        truncation_tolerance=self._tolerance,
                                                         **self._shot_params))
         embedded = (shots[MAIN] | "Embed frames" >> EmbedShots(self._spec)
                     | "Drop pixels" >> beam.Map(lambda s: (s.video.key, replace(s, frames=[]))))
@@ -139,18 +149,20 @@ def _is_warm(looked: "_Looked") -> bool:
 class LookUpCachedPlans(beam.PTransform):
     """VideoRef -> {MAIN: VideoPlan of each video whose shots and embeddings are cached,
     UNCACHED: the other VideoRefs}. Reads the cache only: nothing is decoded or computed
-    (what `calibrate` answers from)."""
+    (what `calibrate` answers from). A cached video now judged truncated gets no plan."""
 
-    def __init__(self, shot_params: dict, min_frames: int, cache: VideoCacheSpec):
+    def __init__(self, shot_params: dict, min_frames: int, cache: VideoCacheSpec,
+                 truncation_tolerance: float = DEFAULT_TRUNCATION_TOLERANCE):
         super().__init__()
         self._keys = cache_keys(dict(shot_params), min_frames, cache)
         self._root, self._min_frames = cache.root, min_frames
+        self._tolerance = truncation_tolerance
 
     def expand(self, videos):
         looked = videos | "Look up" >> _LookUpVideos(self._root, self._keys)
         parts = looked | "Cached or not" >> beam.Partition(lambda v, _: 0 if _is_warm(v) else 1, 2)
         plans = parts[0] | "Replay cached shots" >> beam.ParDo(
-            _ReplayPlan(self._min_frames)).with_outputs(REJECTS, main=MAIN)
+            _ReplayPlan(self._min_frames, self._tolerance)).with_outputs(REJECTS, main=MAIN)
         return {MAIN: plans[MAIN], UNCACHED: parts[1] | "Uncached videos" >> beam.Map(lambda v: v.video)}
 
 
@@ -184,7 +196,8 @@ class _LookUpVideos(beam.PTransform):
     def expand(self, videos):
         keys = self._keys
         hashed = (videos | "Spread hashing" >> beam.Reshuffle()
-                  | "Hash" >> beam.Map(lambda v: _Looked(v, content_sha256(v.path)))
+                  # the manifest stage hashed every video already; hash only refs made elsewhere
+                  | "Hash" >> beam.Map(lambda v: _Looked(v, v.content_sha256 or content_sha256(v.path)))
                   | "Keys" >> beam.Map(lambda v: replace(v, keys=keys(v.sha256))))
         parts = {"looked": hashed | "By video" >> beam.Map(lambda v: (v.video.key, v))}
         for part in (SHOT_LIST, FRAME_EMBEDDING, *SCORE_FILTERS):
@@ -221,20 +234,24 @@ def _plan(looked: _Looked, shots: List[ShotFrames]) -> VideoPlan:
 class _ReplayPlan(beam.DoFn):
     """A video whose shot list and embeddings are cached: no decode, no model."""
 
-    def __init__(self, min_frames: int):
-        self._min_frames = min_frames
+    def __init__(self, min_frames: int, tolerance: float):
+        self._min_frames, self._tolerance = min_frames, tolerance
 
     def setup(self):
         self._shots = StageCounts(SHOTS_STAGE)
         self._embed = StageCounts(EMBED_STAGE)
 
     def process(self, looked: _Looked):
-        shots = []
-        for out in replay_shots(self._shots, looked.video, looked.shot_list, self._min_frames):
+        shots, video_rejected = [], False
+        for out in replay_shots(self._shots, looked.video, looked.shot_list, self._min_frames,
+                                self._tolerance):
             if isinstance(out, beam.pvalue.TaggedOutput):
+                video_rejected |= out.value.level == "video"
                 yield out
             else:
                 shots.append(out)
+        if video_rejected:  # truncated under this run's tolerance: no plan
+            return
         sizes = [len(s.frame_indices) for s in shots]
         if sum(sizes) != len(looked.embeddings):  # a key collision would be a bug: fail loudly
             raise ValueError(f"{looked.video.key}: cached embeddings hold {len(looked.embeddings)} "
@@ -246,7 +263,10 @@ class _ReplayPlan(beam.DoFn):
 
 
 class _ColdPlan(beam.DoFn):
-    """A decoded video's embedded shots -> its plan (and, with `store`, what to cache)."""
+    """A decoded video's embedded shots -> its plan (and, with `store`, what to cache).
+
+    Only a video with a shot list (decoded whole, SplitIntoShots) gets a plan: the shots
+    of one rejected after they went out (truncated, broken half-way) stop here."""
 
     def __init__(self, store: bool):
         self._store = store
@@ -257,12 +277,14 @@ class _ColdPlan(beam.DoFn):
     def process(self, grouped):
         _, parts = grouped
         (looked,) = parts["looked"]
+        listing = next(iter(parts["listing"]), None)
+        if listing is None:  # the shots stage rejected the video: its reject stands for them
+            return
         shots = sorted(parts["shots"], key=lambda s: s.shot_index)
         frames = sum(len(s.frame_indices) for s in shots)
         self._embed.note("frame.in", frames)
         self._embed.note("frame.out", frames)
-        listing = next(iter(parts["listing"]), None)
-        if self._store and listing is not None:  # only videos read to the end are stored
+        if self._store:  # only videos decoded whole are stored
             if looked.shot_list is None:
                 yield beam.pvalue.TaggedOutput(SHOT_LIST, (looked.keys[SHOT_LIST], encode_json(listing)))
             if looked.embeddings is None:  # (0, 0) when every shot was too short
