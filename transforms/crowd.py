@@ -6,9 +6,9 @@
     {descriptions, retrievals, sets} -> ApplyKeepRule -> KeptDescription | Reject (+ judged)
 
 Formats, ids and the meaning of every index: schemas/crowd.py. Reading answer files
-(whole-file checks, bad rows, runaway quotes): transforms/answer_files.py. Every random choice is a
-hash of (seed, key) (transforms.sampling.priority), never arrival order. Counters:
-stage "describe" (levels set, line) and stage "retrieve" (levels line, task,
+(whole-file checks, bad rows, runaway quotes): transforms/answer_files.py. Every random
+choice is a hash of (seed, key) (transforms.sampling.priority), never arrival order.
+Counters: stage "describe" (levels set, line) and stage "retrieve" (levels line, task,
 description, retrieval); each level reconciles: in = out + rejected.
 """
 from __future__ import annotations
