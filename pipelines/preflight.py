@@ -8,8 +8,10 @@ import shutil
 import uuid
 from typing import Optional
 
-from pipelines.errors import UserError
+from pipelines.errors import InputError, UserError
 from pipelines.imagecode_config import ImageCodeConfig
+from schemas.crowd import DESCRIPTION_COLUMNS, RETRIEVAL_COLUMNS
+from transforms.answer_files import check_answer_file
 
 
 class PreflightError(UserError, RuntimeError):
@@ -26,16 +28,21 @@ def check_imagecode(cfg: ImageCodeConfig) -> None:
     require_program("ffmpeg", "decoding videos")
     if cfg.quality.ocr.enabled:
         require_program("tesseract", "the OCR filter (quality.ocr.enabled)")
-    for key, path in (("static.images", cfg.static.images),
-                      ("crowd.descriptions", cfg.crowd.descriptions),
-                      ("crowd.retrievals", cfg.crowd.retrievals)):
-        if path and "://" not in path and not _exists(path):
-            raise PreflightError(f"{key}: no such file or folder: {path}")
-    if cfg.static.images and "://" not in cfg.static.images:
-        if os.path.isdir(cfg.static.images):
-            _check_folder_has_images(cfg.static.images, "static.images")
+    images = cfg.static.images
+    if images and "://" not in images:
+        if not _exists(images):
+            raise PreflightError(f"static.images: no such file or folder: {images}")
+        if os.path.isdir(images):
+            _check_folder_has_images(images, "static.images")
         else:
-            check_not_empty(cfg.static.images, "static.images")
+            check_not_empty(images, "static.images")
+    for key, path, columns in (("crowd.descriptions", cfg.crowd.descriptions, DESCRIPTION_COLUMNS),
+                               ("crowd.retrievals", cfg.crowd.retrievals, RETRIEVAL_COLUMNS)):
+        if path:  # paid answers: a file that cannot be read whole stops the build here
+            try:
+                check_answer_file(path, columns)
+            except InputError as e:
+                raise PreflightError(f"{key}: {e}") from None
     if cfg.stats.parser:
         from transforms.text_stats import ParserNotInstalled, check_parser
         try:
@@ -61,7 +68,7 @@ def _check_folder_has_images(folder: str, key: str) -> None:
 
 
 def _exists(path: str) -> bool:
-    """A file, a folder, or a glob that matches something (crowd exports may be sharded)."""
+    """A file, a folder, or a glob that matches something."""
     return os.path.exists(path) or bool(glob.glob(path))
 
 

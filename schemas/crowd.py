@@ -41,8 +41,11 @@ Ingestion (CSV with a header row, or JSON Lines; extra columns are ignored)
 describer output (DESCRIPTION_COLUMNS)::  set_name, target_index, text, worker
 retriever output (RETRIEVAL_COLUMNS)::    set_name, description_id, worker, guessed_index
 
-A row that cannot be parsed, lacks a column, names an unknown set or has an index
-outside 0..9 goes to rejects/ with its reason (schemas/reasons.py).
+A file that cannot be used as a whole (no CSV header column or JSON Lines field of these,
+not UTF-8, no rows) stops the build before any work (transforms/answer_files.py). A row
+that cannot be parsed (including a runaway CSV quote, which costs only its own row), is
+not UTF-8, lacks a column, names an unknown set or has an index outside 0..9 goes to
+rejects/ with its reason (schemas/reasons.py), file and line.
 """
 from __future__ import annotations
 

@@ -40,7 +40,8 @@ ALL = (BAD_JSON, BAD_ENCODING, NOT_A_FILE, MISSING_FIELD, BAD_FIELD, PATH_NOT_FO
 
 # crowd rounds (describe / retrieve, ImageCoDe §3.2-3.3); see schemas/crowd.py
 WRONG_SET_SIZE = "wrong_set_size"            # a set without exactly SET_SIZE images cannot enter the rounds
-MALFORMED_ROW = "malformed_row"              # a CSV row with the wrong number of fields
+MALFORMED_ROW = "malformed_row"              # a CSV row with the wrong number of fields, or not CSV
+RUNAWAY_QUOTE = "runaway_quote"              # a CSV quote left open over later rows (those are read again)
 UNKNOWN_SET = "unknown_set"                  # a row names a set that is not in the rounds
 INDEX_OUT_OF_RANGE = "index_out_of_range"    # target / guessed index outside 0..SET_SIZE-1
 UNKNOWN_DESCRIPTION = "unknown_description"  # a retrieval for a description id never ingested
@@ -52,7 +53,7 @@ NO_RETRIEVAL = "no_retrieval"                # a description nobody retrieved
 RETRIEVER_WRONG = "retriever_wrong"          # train: the retriever did not find the target
 TOO_FEW_CORRECT = "too_few_correct"          # valid/test: fewer than 2 retrievers found the target
 
-ALL = ALL + (WRONG_SET_SIZE, MALFORMED_ROW, UNKNOWN_SET, INDEX_OUT_OF_RANGE, UNKNOWN_DESCRIPTION,
+ALL = ALL + (WRONG_SET_SIZE, MALFORMED_ROW, RUNAWAY_QUOTE, UNKNOWN_SET, INDEX_OUT_OF_RANGE, UNKNOWN_DESCRIPTION,
              DUPLICATE_DESCRIPTION, DUPLICATE_RETRIEVAL, SELF_RETRIEVAL, SET_MISMATCH, NO_RETRIEVAL,
              RETRIEVER_WRONG, TOO_FEW_CORRECT)
 

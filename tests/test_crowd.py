@@ -14,9 +14,10 @@ from schemas.crowd import (DESCRIBE_TASK_COLUMNS, DESCRIPTION_COLUMNS, RETRIEVAL
                            RETRIEVE_TASK_COLUMNS, AnnotationSet, RetrieveTask, canonical_order)
 from tests.beam_testing import local_test_pipeline
 from transforms.agreement import ComputeAgreement, WorkerPools
+from transforms.answer_files import parse_file
 from transforms.crowd import (JUDGED, ApplyKeepRule, MakeDescribeTasks, MakeRetrieveTasks,
                               ReadDescriptions, ReadRetrievals, WriteTasks, choose_targets,
-                              keep_decision, parse_file, shown_order)
+                              keep_decision, shown_order)
 from transforms.stage import MAIN, REJECTS, check_links, read_stage_counts, reconcile
 
 SEED = 7
@@ -188,10 +189,10 @@ def test_sample_files_parse_in_either_format(tmp_path):
                                         describer_format="jsonl", retriever_format="csv")
     for path, columns in [(sample.descriptions, DESCRIPTION_COLUMNS), (sample.retrievals, RETRIEVAL_COLUMNS)]:
         fmt = "csv" if path.endswith(".csv") else "jsonl"
-        with open(path, newline="") as f:
-            parsed = list(parse_file(path, f, fmt))
-        good = [row for _, row, error in parsed if error is None]
-        errors = [error[0] for _, _, error in parsed if error is not None]
+        with open(path, "rb") as f:
+            parsed = list(parse_file(path, f, fmt, columns))
+        good = [row.fields for row in parsed if row.error is None]
+        errors = [row.error[0] for row in parsed if row.error is not None]
         assert good and all(set(columns) <= set(row) for row in good)
         assert errors == [reasons.MALFORMED_ROW if fmt == "csv" else reasons.BAD_JSON]
 
@@ -199,6 +200,57 @@ def test_sample_files_parse_in_either_format(tmp_path):
 def test_unknown_file_extension_fails_before_running():
     with pytest.raises(ValueError, match=".csv or .jsonl"):
         ReadDescriptions("answers.txt", None)
+
+
+def _hostile_describer_csv(path):
+    """Header and 44 good rows (lines 2-45), but the row on line 8 opens a quote it never
+    closes, so a CSV parser runs on to the next quote (the quoted text on line 29); then a
+    Latin-1 row (line 46) and a row naming an unknown set (line 47)."""
+    names = [s.set_name for s in SETS]
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f, lineterminator="\n")
+        writer.writerow(DESCRIPTION_COLUMNS)
+        for line in range(2, 46):
+            if line == 8:
+                f.write(f'{names[0]},3,"The dog on the left,w{line:02d}\n')
+                continue
+            text = "A cat, on the mat." if line == 29 else f"The dog turns round in take {line}."
+            writer.writerow([names[line % len(names)], line % 10, text, f"w{line:02d}"])
+    with open(path, "ab") as f:
+        f.write(f"{names[1]},4,Un caf\xe9 noir.,w46\n".encode("latin-1"))
+        f.write(b"no-such-set,4,A cat.,w47\n")
+    return str(path)
+
+
+def test_hostile_describer_file_loses_no_row_and_publishes_no_replacement_character(tmp_path):
+    path = _hostile_describer_csv(tmp_path / "descriptions.csv")
+    p = local_test_pipeline()
+    sets = p | "Sets" >> beam.Create(SETS)
+    descriptions = p | ReadDescriptions(path, sets)
+    tasks = descriptions[MAIN] | MakeRetrieveTasks(SEED, sets)
+    _ = tasks[MAIN] | WriteTasks(str(tmp_path / "retrieve_tasks"), RetrieveTask)
+    collect(descriptions[MAIN], tmp_path, "descriptions")
+    collect(descriptions[REJECTS], tmp_path, "rejects")
+    counts = run(p)
+
+    described = collected(tmp_path, "descriptions")
+    # 44 rows, one bad quote: 43 ingested and 1 rejected; the two later bad rows rejected alone
+    assert sorted(d.worker for d in described) == [f"w{line:02d}" for line in range(2, 46) if line != 8]
+    assert next(d.text for d in described if d.worker == "w29") == "A cat, on the mat."
+    rejects = sorted((r.line, r.reason, r.file, r.item_id, r.detail) for r in collected(tmp_path, "rejects"))
+    assert rejects == [
+        (8, reasons.RUNAWAY_QUOTE, path, "descriptions.csv:8",
+         "quote opened on line 8 runs to line 29, swallowing lines 9-29 (read again as rows of their own)"),
+        (46, reasons.BAD_ENCODING, path, "descriptions.csv:46", "byte 0xe9 at column 28 is not UTF-8"),
+        (47, reasons.UNKNOWN_SET, path, "descriptions.csv:47", "no-such-set")]
+    assert counts["describe"]["line.in"] == 46 and counts["describe"]["line.out"] == 43
+    assert reconcile(counts) == []
+    for ext in ("csv", "jsonl"):
+        with open(tmp_path / f"retrieve_tasks.{ext}", "rb") as f:
+            exported = f.read().decode("utf-8")
+        assert "\ufffd" not in exported and "caf" not in exported
+    with open(tmp_path / "retrieve_tasks.jsonl") as f:
+        assert len(f.readlines()) == 43
 
 
 # --- the whole chain over the simulated sample ------------------------------------------

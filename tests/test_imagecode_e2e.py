@@ -274,3 +274,42 @@ def test_calibrate_answers_from_the_cache_alone(release):
     assert len(result["uncached"]) == 1  # the corrupt video never gets a shot list
     text = calibrate.render("mining.distance_threshold", current, result)
     assert "not counted (1 videos" in text
+
+
+def test_bytes_that_turn_bad_after_preflight_never_reach_the_release(sample, release, tmp_path, monkeypatch):
+    """Preflight refuses a describer file that is not UTF-8; if it turns bad after that
+    check (still being written, say), the row is rejected as bad_encoding: no U+FFFD in
+    any export, table or public file of the release."""
+    import shutil
+    from pipelines import preflight
+    crowd = os.path.join(os.path.dirname(sample), "crowd")
+    answers = str(tmp_path / "descriptions.csv")
+    shutil.copy(os.path.join(crowd, "descriptions.csv"), answers)
+    with open(answers, newline="") as f:
+        lines = f.read().splitlines()
+    first = lines[1].split(",")   # set_name,target_index,text,worker: a valid row to copy
+    bad_line = len(lines) + 1
+
+    def check_then_corrupt(cfg):
+        check(cfg)
+        with open(answers, "ab") as f:
+            f.write(f"{first[0]},{first[1]},Un caf\xe9 noir.,w99\n".encode("latin-1"))
+
+    check = preflight.check_imagecode
+    monkeypatch.setattr(preflight, "check_imagecode", check_then_corrupt)
+    out = build(sample, tmp_path / "out", "1.0.0", "--set", f"crowd.descriptions={answers}",
+                "--set", f"cache.dir={os.path.dirname(os.path.dirname(release))}/.cache")
+    rejects = pq.read_table(os.path.join(out, "rejects")).to_pylist()
+    assert [(r["reason"], r["file"], r["line"]) for r in rejects if r["item_id"].endswith(f":{bad_line}")] == [
+        (reasons.BAD_ENCODING, answers, bad_line)]
+    published = []
+    for folder, _, files in os.walk(os.path.join(out, "crowd")):
+        published += [os.path.join(folder, name) for name in files]
+    published += glob.glob(os.path.join(out, "compat", "*.json"))
+    for path in published:
+        with open(path, "rb") as f:
+            assert "\ufffd" not in f.read().decode("utf-8"), path
+    for table in ("descriptions", "rejects"):
+        rows = pq.read_table(os.path.join(out, "parquet" if table == "descriptions" else "", table)).to_pylist()
+        assert "\ufffd" not in json.dumps(rows, ensure_ascii=False, default=str), table
+    assert json.load(open(os.path.join(out, "MANIFEST.json")))["reconciled"] is True

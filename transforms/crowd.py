@@ -5,9 +5,10 @@
     retriever file -> ReadRetrievals
     {descriptions, retrievals, sets} -> ApplyKeepRule -> KeptDescription | Reject (+ judged)
 
-Formats, ids and the meaning of every index: schemas/crowd.py. Every random choice is a
-hash of (seed, key) (transforms.sampling.priority), never arrival order. Counters:
-stage "describe" (levels set, line) and stage "retrieve" (levels line, task,
+Formats, ids and the meaning of every index: schemas/crowd.py. Reading answer files
+(whole-file checks, bad rows, runaway quotes): transforms/answer_files.py. Every random
+choice is a hash of (seed, key) (transforms.sampling.priority), never arrival order.
+Counters: stage "describe" (levels set, line) and stage "retrieve" (levels line, task,
 description, retrieval); each level reconciles: in = out + rejected.
 """
 from __future__ import annotations
@@ -15,8 +16,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
-from typing import Dict, Iterator, Tuple
+from typing import Dict, Tuple
 
 import apache_beam as beam
 from apache_beam.io import fileio
@@ -28,6 +28,7 @@ from schemas.crowd import (DESCRIBE_TASK_COLUMNS, DESCRIPTION_COLUMNS, MIN_CORRE
                            JudgedDescription, KeptDescription, Retrieval, RetrieveTask,
                            canonical_order, description_id)
 from schemas.records import Reject
+from transforms.answer_files import AnswerRow, file_format, parse_file
 from transforms.sampling import priority
 from transforms.stage import MAIN, REJECTS, StageCounts
 
@@ -149,68 +150,20 @@ class WriteTasks(beam.PTransform):
 
 # --- ingestion --------------------------------------------------------------------------
 
-RowId = Tuple[str, int]   # (file name, line number): rejects name it, ties break on it
-
-
-def _file_format(path: str) -> str:
-    ext = os.path.splitext(path)[1].lower()
-    if ext == ".csv":
-        return "csv"
-    if ext in (".jsonl", ".json"):
-        return "jsonl"
-    raise ValueError(f"crowd output must end in .csv or .jsonl: {path}")
-
-
-def parse_file(name: str, text_stream, fmt: str) -> Iterator[Tuple[RowId, dict, Tuple[str, str]]]:
-    """(row id, row dict or None, (reason, detail) or None) per row of one file.
-
-    Whole-file parsing (not line by line) so quoted newlines inside a CSV cell work.
-    """
-    base = os.path.basename(name)
-    if fmt == "csv":
-        reader = csv.reader(text_stream)
-        header = next(reader, None)
-        if header is None:
-            return
-        header = [h.strip() for h in header]
-        end = reader.line_num
-        for record in reader:
-            row_id, end = (base, end + 1), reader.line_num  # the line a record starts on
-            if not any(cell.strip() for cell in record):
-                continue  # blank line
-            if len(record) != len(header):
-                yield row_id, None, (reasons.MALFORMED_ROW, f"{len(record)} fields, header has {len(header)}")
-            else:
-                yield row_id, dict(zip(header, record)), None
-        return
-    for number, line in enumerate(text_stream, start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except ValueError as e:
-            yield (base, number), None, (reasons.BAD_JSON, str(e)[:200])
-            continue
-        if isinstance(row, dict):
-            yield (base, number), row, None
-        else:
-            yield (base, number), None, (reasons.BAD_JSON, "not a JSON object")
-
-
 class _ReadRows(beam.PTransform):
-    """A file pattern -> (row id, row, error) per row, one file per worker."""
+    """A file pattern -> AnswerRow per row (transforms.answer_files), one file per worker."""
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, required_columns):
         super().__init__()
-        self._path, self._fmt = path, _file_format(path)
+        self._path, self._fmt = path, file_format(path)
+        self._required = tuple(required_columns)
 
     def expand(self, p):
-        fmt = self._fmt
+        fmt, required = self._fmt, self._required
 
         def rows(readable):
-            with readable.open() as raw:
-                text = io.TextIOWrapper(raw, encoding="utf-8-sig", errors="replace", newline="")
-                yield from parse_file(readable.metadata.path, text, fmt)
+            with readable.open() as raw:   # bytes: parse_file decodes each line strictly
+                yield from parse_file(readable.metadata.path, raw, fmt, required)
 
         return (p | fileio.MatchFiles(self._path) | fileio.ReadMatches()
                 | "Parse" >> beam.FlatMap(rows))
@@ -234,16 +187,16 @@ def _text(row: dict, column: str) -> str:
 
 
 class _ValidateRowFn(beam.DoFn):
-    """Counts each row in and turns it into a record, or a Reject (level "line")."""
+    """Counts each row in and turns it into a record, or a Reject (level "line") that
+    names the row's file and line."""
 
     def __init__(self, stage: str, columns, build):
         self._stage, self._columns, self._build = stage, columns, build
         self._counts = StageCounts(stage)
 
-    def process(self, parsed, sets: Dict[str, tuple]):
-        row_id, row, error = parsed
+    def process(self, parsed: AnswerRow, sets: Dict[str, tuple]):
+        row, error = parsed.fields, parsed.error
         self._counts.seen(level="line")
-        item_id = f"{row_id[0]}:{row_id[1]}"
         known = sets.get(_text(row, "set_name")) if row is not None else None
         if error is None:
             missing = [c for c in self._columns if not _text(row, c)]
@@ -255,11 +208,12 @@ class _ValidateRowFn(beam.DoFn):
                 keyed, error = self._build(row, known)
         if error is not None:
             split, source = (known[0], known[2]) if known else ("", "")
-            yield self._counts.rejected(Reject(self._stage, "line", error[0], item_id,
-                                               source=source, split=split, detail=error[1]))
+            yield self._counts.rejected(Reject(
+                self._stage, "line", error[0], "%s:%d" % parsed.row_id, source=source, split=split,
+                detail=error[1], file=parsed.path, line=parsed.line))
             return
         key, record = keyed
-        yield key, (row_id, record)
+        yield key, (parsed.row_id, parsed.path, record)
 
 
 def _build_description(row: dict, known: tuple):
@@ -294,13 +248,13 @@ class _FirstOfDuplicatesFn(beam.DoFn):
 
     def process(self, keyed):
         _, rows = keyed
-        rows = sorted(rows, key=lambda r: r[0])
-        first_id, record = rows[0]
+        rows = sorted(rows, key=lambda r: r[:2])
+        first_id, _, record = rows[0]
         yield self._counts.passed(record, level="line")
-        for row_id, dup in rows[1:]:
+        for row_id, path, dup in rows[1:]:
             yield self._counts.rejected(Reject(
-                self._stage, "line", self._reason, f"{row_id[0]}:{row_id[1]}", split=dup.split,
-                detail=f"same as {first_id[0]}:{first_id[1]}"))
+                self._stage, "line", self._reason, "%s:%d" % row_id, split=dup.split,
+                detail="same as %s:%d" % first_id, file=path, line=row_id[1]))
 
 
 def _set_info(sets):
@@ -312,12 +266,12 @@ def _set_info(sets):
 class _ReadCrowdRows(beam.PTransform):
     def __init__(self, path, known_sets, stage, columns, build, duplicate_reason):
         super().__init__()
-        _file_format(path)  # an unknown extension fails now, not on a worker
+        file_format(path)  # an unknown extension fails now, not on a worker
         self._path, self._sets, self._stage = path, known_sets, stage
         self._columns, self._build, self._dup = columns, build, duplicate_reason
 
     def expand(self, p):
-        checked = (p | "Read" >> _ReadRows(self._path)
+        checked = (p | "Read" >> _ReadRows(self._path, self._columns)
                    | "Validate" >> beam.ParDo(_ValidateRowFn(self._stage, self._columns, self._build),
                                               _set_info(self._sets)).with_outputs(REJECTS, main=MAIN))
         unique = (checked[MAIN] | "By key" >> beam.GroupByKey()
