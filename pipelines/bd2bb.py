@@ -34,7 +34,7 @@ from pipelines.runners import runner_for
 from schemas.bd2bb import SAMPLE_SCHEMA, coco_image_id, normalise_text, sample_to_row
 from transforms import action_parses, sentence_embed
 from transforms.action_parses import ParseActions
-from transforms.bd2bb_inputs import ReadCaptions, ReadTuples
+from transforms.bd2bb_inputs import ReadCaptions, ReadTuples, load_captions
 from transforms.bd2bb_release import WriteCompat, WriteReviewSheet, cluster_report
 from transforms.bd2bb_splits import AssignSplits
 from transforms.cache import relative_cache_path
@@ -189,6 +189,10 @@ def preflight(cfg: BD2BBConfig) -> dict:
         if path and "://" not in path and not os.path.isfile(path):
             raise PreflightError(f"{key}: no such file: {path}")
         check_not_empty(path, key)
+    try:  # one JSON document, read whole: a bad one stops here, naming it
+        load_captions(cfg.inputs.captions)
+    except InputError as e:
+        raise InputError(f"inputs.captions: {e}") from None
     if cfg.parser.backend == "conllu":   # a whole file that is not CoNLL-U stops here, not per line
         problem = conllu_file_problem(cfg.inputs.parses)
         if problem:

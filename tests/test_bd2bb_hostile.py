@@ -240,3 +240,19 @@ def test_an_unknown_language_code_is_a_config_error(tmp_path):
     cfg.filters.languages = ["en", "xx"]
     with pytest.raises(ConfigError, match="filters.languages: .*xx"):
         bd2bb.preflight(cfg)
+
+
+@pytest.mark.parametrize("content, message", [
+    (b'{"annotations": [{"image_id": 1, "caption": "a d\xe9j\xe0 vu"}]}', "byte 0xe9 at offset 48 is not UTF-8"),
+    (b'{"annotations": [', "is not JSON"),
+    (b'{"images": []}', 'is not a COCO captions file: no "annotations" list'),
+    (b'{"annotations": [{"image_id": "1", "caption": "a dog"}]}', 'annotations\\[0\\] needs an integer "image_id"'),
+])
+def test_a_captions_file_that_cannot_be_read_stops_in_preflight(tmp_path, content, message):
+    (tmp_path / "tuples.jsonl").write_text('{"image": "1", "intention": "i", "action": "a"}\n')
+    (tmp_path / "captions.json").write_bytes(content)
+    cfg = BD2BBConfig()
+    cfg.inputs.tuples, cfg.inputs.captions = str(tmp_path / "tuples.jsonl"), str(tmp_path / "captions.json")
+    cfg.parser.backend = "spacy"
+    with pytest.raises(InputError, match=f"inputs.captions: {tmp_path / 'captions.json'}.*{message}"):
+        bd2bb.preflight(cfg)

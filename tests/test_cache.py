@@ -10,6 +10,7 @@ import pytest
 from apache_beam.testing.util import assert_that, equal_to
 
 from pipelines import cache as cache_cli
+from pipelines import runs
 from tests.beam_testing import local_test_pipeline
 from transforms.cache import (CACHE_SCHEMA, HITS, MISSES, LookupCache, WriteCache, cache_key,
                               checksum, decode_array, decode_json, encode_array, encode_json,
@@ -151,13 +152,15 @@ def test_prune_keeps_referenced_shards_only(tmp_path, capsys):
     release.mkdir(parents=True)
     (release / "MANIFEST.json").write_text(
         json.dumps({"version": "1.0.0", "cache_files": [relative_cache_path(root, kept[0])]}))
-    temp = os.path.join(root, STAGE, "beam-temp-run-c-x")  # a run still writing
+    temp = os.path.join(root, STAGE, "beam-temp-run-c-x")  # a run still writing: its lock is alive
     os.makedirs(temp)
     open(os.path.join(temp, "u.run-c.parquet"), "wb").close()
+    os.makedirs(os.path.dirname(runs.cache_lock_path(root, "run-c")))
+    runs.write_lock(runs.cache_lock_path(root, "run-c"))
 
     args = ["prune", "--cache", root, "--releases", out]
     assert cache_cli.main(args + ["--dry-run"]) == 0
-    assert "would remove 2 shard(s)" in capsys.readouterr().out
+    assert "would remove 2 shard(s) or temp folder(s)" in capsys.readouterr().out
     assert all(os.path.exists(f) for f in kept + dropped)
 
     assert cache_cli.main(args) == 0

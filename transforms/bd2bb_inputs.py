@@ -28,6 +28,7 @@ from schemas.bd2bb import BD2BBTuple, coco_image_id, normalise_text
 from schemas.records import Reject
 from transforms.inputs import parse_record
 from transforms.lines import ReadNumberedLines, SourceLine
+from transforms.errors import InputError
 from transforms.stage import MAIN, REJECTS, StageCounts
 
 REQUIRED = ("image", "intention", "action")
@@ -147,12 +148,33 @@ class ReadTuples(beam.PTransform):
         return {MAIN: unique[MAIN], REJECTS: rejects}
 
 
+def load_captions(path: str) -> dict:
+    """A COCO captions file as its JSON object; InputError naming the file when it is not
+    UTF-8 JSON of that shape. One JSON document cannot be read line by line, so a bad
+    file is a whole-file problem: preflight calls this before any work."""
+    with FileSystems.open(path, compression_type="uncompressed") as f:
+        raw = f.read()
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise InputError(f"{path}: byte 0x{raw[e.start]:02x} at offset {e.start} is not UTF-8") from None
+    except ValueError as e:
+        raise InputError(f"{path} is not JSON: {e}") from None
+    annotations = data.get("annotations") if isinstance(data, dict) else None
+    if not isinstance(annotations, list):
+        raise InputError(f'{path} is not a COCO captions file: no "annotations" list')
+    for i, ann in enumerate(annotations):
+        if not (isinstance(ann, dict) and isinstance(ann.get("caption"), str)
+                and isinstance(ann.get("image_id"), int) and not isinstance(ann["image_id"], bool)):
+            raise InputError(f'{path}: annotations[{i}] needs an integer "image_id" and a '
+                             f'string "caption", got {json.dumps(ann)[:200]}')
+    return data
+
+
 def iter_captions(path: str) -> Iterator[Tuple[int, str]]:
     """(image id, caption) of a COCO captions file ({"annotations": [{"image_id", "caption"}]})."""
-    with FileSystems.open(path, compression_type="uncompressed") as f:
-        data = json.load(f)
-    for ann in data.get("annotations", []):
-        yield int(ann["image_id"]), str(ann["caption"])
+    for ann in load_captions(path)["annotations"]:
+        yield ann["image_id"], ann["caption"]
 
 
 class ReadCaptions(beam.PTransform):
