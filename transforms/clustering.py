@@ -93,8 +93,14 @@ def kmeans_curve(matrix: np.ndarray, ks: Sequence[int], seed: int, n_init: int,
         sample = min(silhouette_sample, len(matrix))
         sil = silhouette_score(matrix, km.labels_, metric="cosine", sample_size=sample,
                                random_state=seed) if len(set(km.labels_)) > 1 else float("nan")
-        curve.append({"k": int(k), "inertia": float(km.inertia_), "silhouette": float(sil)})
+        # Multi-threaded sums differ in their last bits from run to run; the curve is
+        # reported to 9 significant digits so the same input gives the same release.
+        curve.append({"k": int(k), "inertia": _figure(km.inertia_), "silhouette": _figure(sil)})
     return curve, labels
+
+
+def _figure(x) -> float:
+    return float(f"{float(x):.9g}")
 
 
 def cluster_actions(items: Sequence[Tuple[str, np.ndarray]], ks: Sequence[int], seed: int,
@@ -105,7 +111,9 @@ def cluster_actions(items: Sequence[Tuple[str, np.ndarray]], ks: Sequence[int], 
     keys = [k for k, _ in items]
     if not keys:
         return ClusterResult(0, "none", [], {})
-    matrix = np.stack([np.asarray(v, np.float32) for _, v in items])
+    # float64: k-means in float32 sums in a thread-dependent order and its last bits
+    # (inertia, and in a near tie a label) vary between runs; in float64 they do not.
+    matrix = np.stack([np.asarray(v, np.float64) for _, v in items])
     wanted = sorted(set(ks) | ({fixed_k} if fixed_k else set()))
     curve, labels = kmeans_curve(matrix, wanted, seed, n_init, silhouette_sample)
     if not curve:  # fewer actions than any k: one cluster
