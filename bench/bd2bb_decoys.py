@@ -1,4 +1,4 @@
-"""Benchmark of BD2BB decoy selection (transforms/decoys.py), printed as a growth ratio.
+"""Benchmark of BD2BB decoy selection (pipelines/bd2bb/decoys.py), printed as a growth ratio.
 
     python -m bench.bd2bb_decoys [--sizes 10000 100000] [--clusters 60] [--pool 100] [--dim 384]
 
@@ -16,8 +16,8 @@ import time
 
 import numpy as np
 
-from schemas.bd2bb import Codes
-from transforms.decoys import build_pool, select_for_cluster, target_seed
+from pipelines.bd2bb.decoys import build_pool, select_for_cluster, target_seed
+from pipelines.bd2bb.schema import Codes
 
 
 def generate(n: int, clusters: int, dim: int, seed: int = 0):
@@ -53,7 +53,7 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--clusters", type=int, default=60)     # the paper's k (§3.2)
-    parser.add_argument("--pool", type=int, default=100)        # bd2bb.yaml decoys.pool_size
+    parser.add_argument("--pool", type=int, default=100)        # pipelines/bd2bb/configs/paper.yaml decoys.pool_size
     parser.add_argument("--dim", type=int, default=384)         # all-MiniLM-L6-v2
     args = parser.parse_args(argv)
     results = [bench(n, args.clusters, args.pool, args.dim) for n in args.sizes]

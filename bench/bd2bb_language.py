@@ -1,4 +1,4 @@
-"""Precision and recall of BD2BB's English filter (transforms/tuple_filters.py, §3.1).
+"""Precision and recall of BD2BB's English filter (pipelines/bd2bb/tuple_filters.py, §3.1).
 
     python -m bench.bd2bb_language [--per-language 300] [--seed 1] [--real PATH] [--config YAML]
                                    [--set filters.min_english_probability=0 ...]
@@ -8,7 +8,7 @@ English, Spanish, German and French from hand-written templates and word lists
 (below, seeded), and takes the real English intentions and target actions of the public
 BD2BB.csv (they passed the paper's manual filter, so they must pass ours). Each text
 goes through the pipeline's own rule, `language_verdict`, with the thresholds of the
-given config (default pipelines/configs/bd2bb.yaml, overridable with --set like the
+given config (default pipelines/bd2bb/configs/paper.yaml, overridable with --set like the
 pipeline; `--set filters.min_english_probability=0` measures the word rule alone).
 Prints a Markdown table per language and kind: texts, rejected as not English, rejected
 as nonsense; then precision and recall with the positive class "rejected" (not English
@@ -254,7 +254,7 @@ KINDS = ("intention", "action")
 
 def real_english(path: str) -> Dict[str, List[str]]:
     """The distinct public intentions and target actions (they passed §3.1's manual filter)."""
-    from schemas import bd2bb_compat
+    from pipelines.bd2bb import compat as bd2bb_compat
     rows = bd2bb_compat.read_file(path)
     return {"intention": sorted({r["sent1"] for r in rows}),
             "action": sorted({r[f"ending{r['label']}"] for r in rows})}
@@ -267,9 +267,9 @@ def judge(texts: Sequence[str], rule: Callable[[str], object]) -> collections.Co
 
 def measure(per_language: int, seed: int, real_path: str, config: str,
             overrides: Sequence[str] = ()) -> Tuple[List[tuple], dict]:
-    from pipelines.bd2bb_config import BD2BBConfig
+    from pipelines.bd2bb.config import BD2BBConfig
+    from pipelines.bd2bb.tuple_filters import english_words, language_identifier, language_verdict
     from pipelines.config import load_config
-    from transforms.tuple_filters import english_words, language_identifier, language_verdict
     f = load_config(config, list(overrides), BD2BBConfig).filters
     vocabulary = english_words(f.wordlist)
     identifier = language_identifier(tuple(f.languages))
@@ -305,7 +305,7 @@ def main(argv=None) -> None:
     parser.add_argument("--seed", type=int, default=1, help="0 was used to choose the thresholds")
     parser.add_argument("--real", default=REAL, help="the public BD2BB.csv (skipped when absent)")
     parser.add_argument("--config", default=os.path.join(os.path.dirname(__file__), "..", "pipelines",
-                                                         "configs", "bd2bb.yaml"))
+                                                         "bd2bb", "configs", "paper.yaml"))
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="config override")
     args = parser.parse_args(argv)
     rows, summary = measure(args.per_language, args.seed, args.real, args.config, args.set)

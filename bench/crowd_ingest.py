@@ -19,10 +19,10 @@ import time
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
+from pipelines.imagecode.rounds import ReadDescriptions
+from pipelines.imagecode.rounds_schema import AnnotationSet
 from pipelines.runners import runner_for
-from schemas.crowd import AnnotationSet
-from transforms.crowd import ReadDescriptions
-from transforms.stage import MAIN, REJECTS, read_stage_counts
+from transforms.core.stage import MAIN, REJECTS, read_stage_counts
 
 
 def make_inputs(folder: str, n_rows: int, n_sets: int):

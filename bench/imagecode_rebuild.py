@@ -28,7 +28,7 @@ import time
 
 from bench.imagecode_video import make_inputs, segments
 
-CONFIG = "pipelines/configs/imagecode_sample.yaml"
+CONFIG = "pipelines/imagecode/configs/sample.yaml"
 ALL = ("quality.score_all_frames=true",)
 # (series, build, version, overrides): each series has its own output folder and cache.
 BUILDS = (("lazy", "cold", "1.0.0", ()),
@@ -49,7 +49,8 @@ def build_in_child(manifest: str, out: str, version: str, overrides) -> dict:
 
 
 def child(manifest: str, out: str, version: str, *overrides: str) -> None:
-    from pipelines import imagecode  # imported here so import time is not measured
+    from pipelines.imagecode import \
+        pipeline as imagecode  # imported here so import time is not measured
     sets = [arg for override in overrides for arg in ("--set", override)]
     start = time.perf_counter()
     release = imagecode.run(["--config", CONFIG, "--set", f"inputs.videos={manifest}",

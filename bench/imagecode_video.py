@@ -2,7 +2,7 @@
 
     python -m bench.imagecode_video [--shots 8] [--frames-per-shot 150]
 
-On generated 320x240 videos (pipelines/synthetic.py) it reports:
+On generated 320x240 videos (transforms/video/synthetic.py) it reports:
   1. end-to-end frames/s of the whole build (decode, shots, stand-in encoder, lazy
      BRISQUE/OCR, mining, release) divided by ffmpeg's decode-only frames/s;
   2. BRISQUE and OCR evaluations per selected frame (the naive way: one per decoded frame);
@@ -25,10 +25,10 @@ import sys
 import tempfile
 import time
 
-from pipelines import synthetic
+from transforms.video import synthetic
 
 PHOTOS = ["astronaut", "chelsea", "coffee", "rocket", "motorcycle_left", "motorcycle_right"]
-CONFIG = "pipelines/configs/imagecode_sample.yaml"
+CONFIG = "pipelines/imagecode/configs/sample.yaml"
 
 
 def segments(n_shots: int, frames_per_shot: int, mixed: bool):
@@ -112,7 +112,8 @@ def scenario(work: str, name: str, n_shots: int, frames_per_shot: int, mixed: bo
 
 
 def child(manifest: str, out: str, *overrides: str) -> None:
-    from pipelines import imagecode  # imported here so import time is not measured
+    from pipelines.imagecode import \
+        pipeline as imagecode  # imported here so import time is not measured
     sets = [arg for override in overrides for arg in ("--set", override)]
     start = time.perf_counter()
     release = imagecode.run(["--config", CONFIG, "--set", f"inputs.videos={manifest}",

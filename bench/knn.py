@@ -1,4 +1,4 @@
-"""Benchmark of the sharded exact kNN (transforms/neighbours.py), printed as ratios.
+"""Benchmark of the sharded exact kNN (transforms/vectors/knn.py), printed as ratios.
 
     python -m bench.knn [--n 200000] [--d 512] [--queries 4845] [--shards 8] [--k 9]
 
@@ -20,7 +20,7 @@ import time
 
 import numpy as np
 
-from transforms.neighbours import merge_topk, shard_of, shard_topk
+from transforms.vectors.knn import merge_topk, shard_of, shard_topk
 
 
 def _unit_vectors(n: int, d: int, seed: int) -> np.ndarray:

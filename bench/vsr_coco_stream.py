@@ -1,4 +1,4 @@
-"""Benchmark of the streaming COCO reader (transforms/coco.py), printed as ratios.
+"""Benchmark of the streaming COCO reader (transforms/coco/instances.py), printed as ratios.
 
     python -m bench.vsr_coco_stream [--images 40000] [--per-image 7] [--points 24] [--seed 0]
                                     [--keep FILE] [--repeat 1]
@@ -7,13 +7,13 @@ Writes a generated COCO-format instances file (images with file names and URLs,
 annotations with polygon segmentations, bbox, area; the shape of instances_train2017.json,
 written piece by piece so the generator never holds it), then reads it three ways, each
 in a fresh Python process so that peak RSS is that reader's alone:
-  import   only `import transforms.coco` (Beam included): the floor of the streaming
+  import   only `import transforms.coco.instances` (Beam included): the floor of the streaming
            reader's process (seconds: the import)
   stream   iter_coco_file over every entry (what ReadCoco does per file; seconds: the read,
            after the import)
   json     json.load of the whole file (the plain way)
 and prints, per way, wall seconds and peak RSS (MiB), then stream/json ratios. Not a test:
-timings depend on the machine; docs/vsr.md quotes one run.
+timings depend on the machine; pipelines/vsr/README.md quotes one run.
 """
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ def _child(mode: str, path: str) -> None:
             doc = json.load(f)
         counts = {"image": len(doc["images"]), "annotation": len(doc["annotations"])}
     else:
-        from transforms.coco import iter_coco_file   # Beam comes with it
+        from transforms.coco.instances import iter_coco_file  # Beam comes with it
         if mode == "stream":                         # the read alone is timed
             start = time.perf_counter()
             for kind, _ in iter_coco_file(path):

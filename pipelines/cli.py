@@ -23,7 +23,7 @@ VERSION_PATTERN = re.compile(r"^\d+\.\d+\.\d+([-+][0-9A-Za-z.-]+)?$")
 def parse_args(argv: Optional[List[str]], description: str) -> Tuple[argparse.Namespace, List[str]]:
     parser = argparse.ArgumentParser(description=description,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--config", required=True, help="YAML config (pipelines/configs/)")
+    parser.add_argument("--config", required=True, help="YAML config (pipelines/<benchmark>/configs/)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="override a config value, e.g. mining.distance_threshold=0.3 (repeatable)")
     parser.add_argument("--output", required=True, type=absolute_path,

@@ -9,9 +9,9 @@ import uuid
 from typing import Optional
 
 from pipelines.errors import InputError, UserError
-from pipelines.imagecode_config import ImageCodeConfig
-from schemas.crowd import DESCRIPTION_COLUMNS, RETRIEVAL_COLUMNS
-from transforms.answer_files import check_answer_file
+from pipelines.imagecode.config import ImageCodeConfig
+from pipelines.imagecode.rounds_schema import DESCRIPTION_COLUMNS, RETRIEVAL_COLUMNS
+from transforms.crowd.answer_files import check_answer_file
 
 
 class PreflightError(UserError, RuntimeError):
@@ -44,7 +44,7 @@ def check_imagecode(cfg: ImageCodeConfig) -> None:
             except InputError as e:
                 raise PreflightError(f"{key}: {e}") from None
     if cfg.stats.parser:
-        from transforms.text_stats import ParserNotInstalled, check_parser
+        from transforms.text.stats import ParserNotInstalled, check_parser
         try:
             check_parser(cfg.stats.parser)
         except ParserNotInstalled as e:
@@ -60,7 +60,7 @@ def check_imagecode(cfg: ImageCodeConfig) -> None:
 
 
 def _check_folder_has_images(folder: str, key: str) -> None:
-    from transforms.images import IMAGE_SUFFIXES
+    from transforms.image.collection import IMAGE_SUFFIXES
     for _, _, files in os.walk(folder):
         if any(name.lower().endswith(IMAGE_SUFFIXES) for name in files):
             return
@@ -85,8 +85,9 @@ def check_writable(folder: str, key: str) -> None:
     """`folder` exists (or can be made) and takes a new file: one line naming the folder
     when not, before any work. A probe file is written and removed, since permission
     bits alone mislead (root ignores them; a read-only mount or a full quota does not)."""
-    from schemas.manifest import make_dirs
     from apache_beam.io.filesystems import FileSystems
+
+    from schemas.manifest import make_dirs
     probe = FileSystems.join(folder, f".write-probe-{uuid.uuid4().hex}")
     try:
         make_dirs(folder)

@@ -5,7 +5,7 @@ place (`<out>/<benchmark>/.<version>.staging-<uuid>`) and renamed once complete,
 failed run never leaves a half-written `<out>/<benchmark>/<version>/`:
 
     with staged_release(out, "imagecode", version) as staging:
-        run the pipeline (writers from transforms.release) into `staging`
+        run the pipeline (writers from transforms.io.release) into `staging`
         counts = release_counts(staging); write_reject_counts(staging, counts)
         remove_work_dir(staging); write_datacard(...); write_manifest(staging, {...})
     # here the version exists; on an exception the staging folder is removed instead

@@ -38,7 +38,7 @@ ALL = (BAD_JSON, BAD_ENCODING, NOT_A_FILE, MISSING_FIELD, BAD_FIELD, PATH_NOT_FO
        SHOT_TOO_SHORT, TOO_SIMILAR, BLURRY, TEXT, UNFINISHED_SET, NOT_SAMPLED,
        DUPLICATE_IMAGE_ID, DUPLICATE_IMAGE, UNREADABLE_IMAGE, TOO_MANY_PIXELS, TOO_FEW_NEIGHBOURS)
 
-# crowd rounds (describe / retrieve, ImageCoDe §3.2-3.3); see schemas/crowd.py
+# crowd rounds (describe / retrieve, ImageCoDe §3.2-3.3); see pipelines/imagecode/rounds_schema.py
 WRONG_SET_SIZE = "wrong_set_size"            # a set without exactly SET_SIZE images cannot enter the rounds
 MALFORMED_ROW = "malformed_row"              # a CSV row with the wrong number of fields, or not CSV
 RUNAWAY_QUOTE = "runaway_quote"              # a CSV quote left open over later rows (those are read again)
@@ -57,7 +57,7 @@ ALL = ALL + (WRONG_SET_SIZE, MALFORMED_ROW, RUNAWAY_QUOTE, UNKNOWN_SET, INDEX_OU
              DUPLICATE_DESCRIPTION, DUPLICATE_RETRIEVAL, SELF_RETRIEVAL, SET_MISMATCH, NO_RETRIEVAL,
              RETRIEVER_WRONG, TOO_FEW_CORRECT)
 
-# VSR (Liu et al. 2023, §3.1-§3.4); see docs/vsr.md for the rule behind each
+# VSR (Liu et al. 2023, §3.1-§3.4); see pipelines/vsr/README.md for the rule behind each
 MALFORMED_COCO = "malformed_coco"            # an instances file that is not COCO JSON: the whole file is dropped
 BAD_COCO_RECORD = "bad_coco_record"          # an image/annotation entry without the fields or types it needs
 DUPLICATE_COCO_IMAGE = "duplicate_coco_image"  # an image id listed twice (in one file or across files)
@@ -88,7 +88,7 @@ ALL = ALL + (MALFORMED_COCO, BAD_COCO_RECORD, DUPLICATE_COCO_IMAGE, UNKNOWN_IMAG
              DUPLICATE_EXAMPLE, DUPLICATE_VOTE, CONFLICTING_VOTES, WRITER_VOTE, NO_VOTES,
              LOW_AGREEMENT, CONCEPTS_ACROSS_SPLITS, FEW_CONCEPTS, UNCAPTIONED_PAIR)
 
-# BD2BB (Pezzelle et al. 2020, §3-§4, A.1, A.3); see transforms/tuple_filters.py
+# BD2BB (Pezzelle et al. 2020, §3-§4, A.1, A.3); see pipelines/bd2bb/tuple_filters.py
 DUPLICATE_TUPLE = "duplicate_tuple"          # §4.1: same COCO image, intention, action (normalised), or same id, as another line
 NONSENSE = "nonsense"                        # §3.1: random character sequences
 NOT_ENGLISH = "not_english"                  # §3.1: too few English words, or identified as another language

@@ -112,7 +112,7 @@ class ImageRef:
 
 @dataclass
 class ImageEmbedding:
-    """An image and its encoding: (d,) float32, L2-normalised (see transforms/embed.py)."""
+    """An image and its encoding: (d,) float32, L2-normalised (see transforms/image/embed.py)."""
     image_id: str
     path: str
     content_sha256: str

@@ -1,0 +1,72 @@
+"""The public BD2BB layout (github.com/sandropezzelle/bd2bb, data/*.csv): SWAG-style CSVs.
+
+    id,sent1,sent2,ending0,...,ending4,end0type,...,end4type,label
+
+`sent1` is the intention (the text after "If I"), `sent2` is empty, `ending<k>` the
+candidate actions (after "I will") in shown order, `end<k>type` one of targ / lan / vis,
+and `label` the position of the target. Files: BD2BB.csv (all samples), train.csv,
+val.csv, test.csv and hard_unseen_test.csv; ids count from 1 over BD2BB.csv.
+"""
+from __future__ import annotations
+
+import csv
+import io
+from typing import Dict, Iterable, List
+
+from pipelines.bd2bb.schema import CANDIDATES, LANGUAGE, TARGET, VISION, Sample
+
+HEADER = (["id", "sent1", "sent2"] + [f"ending{k}" for k in range(CANDIDATES)]
+          + [f"end{k}type" for k in range(CANDIDATES)] + ["label"])
+FILES = {"all": "BD2BB.csv", "train": "train.csv", "val": "val.csv", "test": "test.csv",
+         "hard": "hard_unseen_test.csv"}
+TYPE_COUNTS = {TARGET: 1, LANGUAGE: 2, VISION: 2}
+
+
+def to_row(compat_id: int, sample: Sample) -> Dict[str, object]:
+    row = {"id": compat_id, "sent1": sample.datapoint.tuple.intention, "sent2": "",
+           "label": sample.label}
+    for k in range(CANDIDATES):
+        row[f"ending{k}"] = sample.endings[k]
+        row[f"end{k}type"] = sample.ending_types[k]
+    return row
+
+
+def csv_text(rows: Iterable[Dict[str, object]]) -> str:
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=HEADER, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return out.getvalue()
+
+
+def read_rows(text: str) -> List[Dict[str, str]]:
+    reader = csv.DictReader(io.StringIO(text))
+    if reader.fieldnames != HEADER:
+        raise ValueError(f"not a BD2BB CSV: header {reader.fieldnames}")
+    return list(reader)
+
+
+def read_file(path: str) -> List[Dict[str, str]]:
+    with open(path, encoding="utf-8", newline="") as f:
+        return read_rows(f.read())
+
+
+def problems(row: Dict[str, str]) -> List[str]:
+    """What breaks the format's invariants: one targ, two lan, two vis, label = targ's
+    position, five non-empty endings."""
+    out = []
+    types = [row[f"end{k}type"] for k in range(CANDIDATES)]
+    for kind, n in TYPE_COUNTS.items():
+        if types.count(kind) != n:
+            out.append(f"id {row['id']}: {types.count(kind)} {kind} endings, expected {n}")
+    if set(types) - set(TYPE_COUNTS):
+        out.append(f"id {row['id']}: unknown ending types {sorted(set(types) - set(TYPE_COUNTS))}")
+    try:
+        label = int(row["label"])
+    except ValueError:
+        return out + [f"id {row['id']}: label {row['label']!r} is not an integer"]
+    if not 0 <= label < CANDIDATES or types[label] != TARGET:
+        out.append(f"id {row['id']}: label {label} is not the targ position")
+    if any(not row[f"ending{k}"].strip() for k in range(CANDIDATES)):
+        out.append(f"id {row['id']}: empty ending")
+    return out

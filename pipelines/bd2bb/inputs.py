@@ -1,0 +1,191 @@
+"""BD2BB inputs: the crowd tuples (JSON Lines) and MS-COCO captions (captions_train2014.json).
+
+A tuple line is {"image": ..., "intention": ..., "action": ..., "annotator": ...} with an
+optional "id"; the intention and action are the texts typed after "If I" and "I will"
+(§3.1). Without an id, the tuple's id is a hash of its content key. A line that is not
+UTF-8, not JSON or lacks a field is a line-level reject naming its file and line
+(transforms/io/lines.py).
+
+§4.1: each sample is a unique <image, intention, action>. The content key is (COCO image
+id, normalised intention, normalised action) - not the annotator, not the input id, not
+the image's spelling - so two annotators typing the same answer, or the same answer under
+two ids, is one tuple. Of tuples sharing a content key the one with the smallest
+(id, image, intention, action, annotator) is kept, on every runner; the others are
+duplicate_tuple rejects. Then tuples sharing an input id with different content: the
+smallest by content is kept, the others are duplicate_tuple too (an id names one tuple).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Iterator, Tuple, Union
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+
+from pipelines.bd2bb.schema import BD2BBTuple, coco_image_id, normalise_text
+from schemas import reasons
+from schemas.records import Reject
+from transforms.core.errors import InputError
+from transforms.core.stage import MAIN, REJECTS, StageCounts
+from transforms.io.lines import ReadNumberedLines, SourceLine
+from transforms.video.manifest import parse_record
+
+REQUIRED = ("image", "intention", "action")
+
+
+def parse_tuple_line(line: Union[SourceLine, str]):
+    """A BD2BBTuple, or (reason, detail)."""
+    if isinstance(line, SourceLine):
+        if line.error:
+            return reasons.BAD_ENCODING, line.error
+        line = line.text
+    try:  # a COCO id may come as a number: read it as the string the tuple keeps
+        raw = json.loads(line)
+        if isinstance(raw, dict) and isinstance(raw.get("image"), int) and not isinstance(raw["image"], bool):
+            raw["image"] = str(raw["image"])
+            line = json.dumps(raw)
+    except json.JSONDecodeError:
+        pass  # parse_record names the problem
+    record = parse_record(line, REQUIRED)
+    if isinstance(record, tuple):
+        return record
+    annotator = record.get("annotator", "")
+    if not isinstance(annotator, (str, int)):
+        return reasons.BAD_FIELD, "annotator must be a string"
+    if coco_image_id(record["image"]) is None:
+        return reasons.BAD_FIELD, f"image {record['image']!r} holds no COCO image id"
+    fields = [record["image"].strip(), record["intention"].strip(), record["action"].strip(),
+              str(annotator).strip()]
+    tuple_id = record.get("id")
+    if tuple_id is None:
+        tuple_id = hashlib.sha256("\x00".join(map(str, content_key_of(*fields[:3]))).encode("utf-8")
+                                  ).hexdigest()[:16]
+    return BD2BBTuple(str(tuple_id), *fields)
+
+
+def content_key_of(image: str, intention: str, action: str) -> tuple:
+    """§4.1's identity of a datapoint: (COCO image id, normalised intention, normalised action)."""
+    return (coco_image_id(image), normalise_text(intention), normalise_text(action))
+
+
+def content_key(t: BD2BBTuple) -> tuple:
+    return content_key_of(t.image, t.intention, t.action)
+
+
+def _order(t: BD2BBTuple) -> tuple:
+    return (t.tuple_id, t.image, t.intention, t.action, t.annotator)
+
+
+class _ParseLine(beam.DoFn):
+    def __init__(self):
+        self.counts = StageCounts("read")
+
+    def process(self, line: SourceLine):
+        self.counts.seen(level="line")
+        parsed = parse_tuple_line(line)
+        if isinstance(parsed, BD2BBTuple):
+            yield self.counts.passed(parsed, level="line")
+            return
+        yield self.counts.rejected(Reject(stage="read", level="line", reason=parsed[0],
+                                          item_id=line.text.strip()[:200] or line.where,
+                                          detail=parsed[1], file=line.path, line=line.number))
+
+
+class _KeepOneContent(beam.DoFn):
+    """Tuples sharing a content key: keep the smallest by (id, content). Counts dedupe's
+    tuple.in and the content duplicates; tuple.out is counted by _KeepOneId."""
+
+    def __init__(self):
+        self.counts = StageCounts("dedupe")
+
+    def process(self, kv):
+        _, group = kv
+        group = sorted(group, key=_order)
+        self.counts.seen(len(group), level="tuple")
+        yield group[0]
+        for t in group[1:]:
+            yield self.counts.rejected(Reject(
+                stage="dedupe", level="tuple", reason=reasons.DUPLICATE_TUPLE, item_id=t.tuple_id,
+                source=t.image, detail=f"same image, intention and action as {group[0].tuple_id}: "
+                                       f"{t.action[:200]}"))
+
+
+class _KeepOneId(beam.DoFn):
+    """Content-unique tuples sharing an input id: keep the smallest by content."""
+
+    def __init__(self):
+        self.counts = StageCounts("dedupe")
+
+    def process(self, kv):
+        _, group = kv
+        group = sorted(group, key=_order)
+        yield self.counts.passed(group[0], level="tuple")
+        for t in group[1:]:
+            yield self.counts.rejected(Reject(
+                stage="dedupe", level="tuple", reason=reasons.DUPLICATE_TUPLE, item_id=t.tuple_id,
+                source=t.image, detail=f"id {t.tuple_id} already names another tuple: {t.action[:200]}"))
+
+
+class ReadTuples(beam.PTransform):
+    """tuples.jsonl (a path or glob) -> BD2BBTuple (main), line and duplicate rejects."""
+
+    def __init__(self, path: str):
+        super().__init__()
+        self.path = path
+
+    def expand(self, pbegin):
+        parsed = (pbegin | "Read lines" >> ReadNumberedLines(self.path)
+                  | "Parse" >> beam.ParDo(_ParseLine()).with_outputs(REJECTS, main=MAIN))
+        by_content = (parsed[MAIN] | "Key by content" >> beam.Map(lambda t: (content_key(t), t))
+                      | "Group contents" >> beam.GroupByKey()
+                      | "Keep one content" >> beam.ParDo(_KeepOneContent()).with_outputs(REJECTS, main=MAIN))
+        unique = (by_content[MAIN] | "Key by id" >> beam.Map(lambda t: (t.tuple_id, t))
+                  | "Group ids" >> beam.GroupByKey()
+                  | "Keep one" >> beam.ParDo(_KeepOneId()).with_outputs(REJECTS, main=MAIN))
+        rejects = ((parsed[REJECTS], by_content[REJECTS], unique[REJECTS])
+                   | "Input rejects" >> beam.Flatten())
+        return {MAIN: unique[MAIN], REJECTS: rejects}
+
+
+def load_captions(path: str) -> dict:
+    """A COCO captions file as its JSON object; InputError naming the file when it is not
+    UTF-8 JSON of that shape. One JSON document cannot be read line by line, so a bad
+    file is a whole-file problem: preflight calls this before any work."""
+    with FileSystems.open(path, compression_type="uncompressed") as f:
+        raw = f.read()
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise InputError(f"{path}: byte 0x{raw[e.start]:02x} at offset {e.start} is not UTF-8") from None
+    except ValueError as e:
+        raise InputError(f"{path} is not JSON: {e}") from None
+    annotations = data.get("annotations") if isinstance(data, dict) else None
+    if not isinstance(annotations, list):
+        raise InputError(f'{path} is not a COCO captions file: no "annotations" list')
+    for i, ann in enumerate(annotations):
+        if not (isinstance(ann, dict) and isinstance(ann.get("caption"), str)
+                and isinstance(ann.get("image_id"), int) and not isinstance(ann["image_id"], bool)):
+            raise InputError(f'{path}: annotations[{i}] needs an integer "image_id" and a '
+                             f'string "caption", got {json.dumps(ann)[:200]}')
+    return data
+
+
+def iter_captions(path: str) -> Iterator[Tuple[int, str]]:
+    """(image id, caption) of a COCO captions file ({"annotations": [{"image_id", "caption"}]})."""
+    for ann in load_captions(path)["annotations"]:
+        yield ann["image_id"], ann["caption"]
+
+
+class ReadCaptions(beam.PTransform):
+    """captions JSON -> (COCO image id, caption). One JSON document is read by one worker
+    (COCO's train2014 file is ~20 MB); the pairs are then spread for the join."""
+
+    def __init__(self, path: str):
+        super().__init__()
+        self.path = path
+
+    def expand(self, pbegin):
+        return (pbegin | "Path" >> beam.Create([self.path])
+                | "Read" >> beam.FlatMap(iter_captions)
+                | "Spread" >> beam.Reshuffle())

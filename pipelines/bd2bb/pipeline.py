@@ -1,0 +1,278 @@
+"""BD2BB's construction (Pezzelle et al. 2020, §3-§4, §7, Appendix A) as a Beam pipeline.
+
+    tuples -> filters: text length, language, intention length, parse, action nouns,
+              grounding (§3.1, A.1)
+           -> action embeddings (cached) -> k-means over a k range, elbow -> review (§3.2, A.3)
+           -> argument codes from the parses (§3.2, A.3, Table 4)
+           -> 2 language + 2 vision decoys per target, shuffled (§4)
+           -> 20/40/40 splits + hard test (§4.1, §7)
+           -> release: parquet/tfrecord samples, compat/ (public CSVs + JSON), review
+              sheet, rejects, data card (Table 1 per split, cluster sizes, elbow plot)
+
+Run:  python -m pipelines.bd2bb.pipeline --config pipelines/bd2bb/configs/paper.yaml \
+          --set inputs.tuples=tuples.jsonl --set inputs.captions=captions_train2014.json \
+          --set inputs.parses=actions.conllu --output out --version 1.0.0 [Beam options]
+"""
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from typing import List, Optional
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from pipelines import cli
+from pipelines.bd2bb import action_parses, datacard
+from pipelines.bd2bb.action_parses import ParseActions
+from pipelines.bd2bb.config import BD2BBConfig
+from pipelines.bd2bb.decoys import SelectDecoys, build_pool, position_uniformity
+from pipelines.bd2bb.inputs import ReadCaptions, ReadTuples, load_captions
+from pipelines.bd2bb.release import WriteCompat, WriteReviewSheet, cluster_report
+from pipelines.bd2bb.schema import SAMPLE_SCHEMA, coco_image_id, normalise_text, sample_to_row
+from pipelines.bd2bb.splits import AssignSplits
+from pipelines.bd2bb.topic_clusters import ApplyClusters, ClusterActions
+from pipelines.bd2bb.tuple_filters import (ActionNounFilter, GroundingFilter, IntentionLength,
+                                           LanguageFilter, NounLexiconFn, TextLength,
+                                           language_identifier)
+from pipelines.config import ConfigError, load_config
+from pipelines.errors import InputError
+from pipelines.preflight import PreflightError, check_not_empty, check_outputs
+from pipelines.release import build as release
+from pipelines.runners import runner_for
+from transforms.cache.store import relative_cache_path
+from transforms.core.stage import MAIN, REJECTS
+from transforms.io.release import WriteRejects, WriteReport, WriteTable
+from transforms.text import sentence_embed
+from transforms.text.parsers import ParserError, conllu_file_problem, parser_identity
+from transforms.text.sentence_embed import (EmbedActions, EmbedActionsCached, EmbedError,
+                                            SentenceEncoderSpec, encoder_identity)
+from transforms.vectors.clustering import Review, parse_review
+
+BENCHMARK = "bd2bb"
+SAMPLES = "samples"
+SAMPLE_TUPLES = "samples/bd2bb/tuples.jsonl"   # the sample config's input (pipelines/bd2bb/sample.py)
+log = logging.getLogger("pipelines.bd2bb.pipeline")
+
+
+def encoder_spec(cfg: BD2BBConfig) -> SentenceEncoderSpec:
+    return SentenceEncoderSpec(model=cfg.embed.model, batch_size=cfg.embed.batch_size, device=cfg.embed.device)
+
+
+def build_pipeline(p: beam.Pipeline, cfg: BD2BBConfig, staging_dir: str, models: dict,
+                   review: Review, cache_root: Optional[str] = None) -> None:
+    """Wire the stages; reads like §3-§4. `models` holds the identities (fingerprints)."""
+    run_id = f"{BENCHMARK}-{FileSystems.split(staging_dir.rstrip('/'))[1].rsplit('-', 1)[-1]}"
+    datapoints, rejects, written = _filters(p, cfg, models, cache_root, run_id)
+    clustered, reviewed, vectors, more_rejects, more_written = _topics(
+        datapoints, cfg, staging_dir, models, review, cache_root, run_id)
+    rejects += more_rejects
+    written += more_written
+    samples, decoy_rejects = _decoys(reviewed, vectors, cfg)
+    rejects.append(decoy_rejects)
+    split = samples | "Splits" >> AssignSplits(cfg.seed, cfg.splits.ratios)
+    _release(split, clustered, reviewed, cfg, staging_dir)
+    _ = (rejects | "All rejects" >> beam.Flatten() | "Write rejects" >> WriteRejects(staging_dir))
+    if cache_root:
+        _ = (written | "Cache files" >> beam.Flatten()
+             | "Relative" >> beam.Map(lambda path: relative_cache_path(cache_root, path))
+             | "Write cache files" >> WriteReport(staging_dir, "cache_files"))
+
+
+def _filters(p, cfg: BD2BBConfig, models: dict, cache_root, run_id):
+    """§3.1 and A.1: every tuple that fails a filter leaves with the filter's reason."""
+    f = cfg.filters
+    tuples = p | "Read tuples" >> ReadTuples(cfg.inputs.tuples)
+    short_enough = tuples[MAIN] | "Text length" >> TextLength(f.max_intention_chars, f.max_action_chars)
+    english = short_enough[MAIN] | "Language" >> LanguageFilter(
+        f.min_english_share, f.wordlist, f.languages, f.min_english_probability)
+    long_enough = english[MAIN] | "Intention length" >> IntentionLength(f.intention_min_tokens, f.count_opener)
+    parsed = long_enough[MAIN] | "Parse actions" >> ParseActions(
+        cfg.parser.backend, cfg.parser.model, cfg.inputs.parses,
+        fingerprint=models["parser"]["fingerprint"], cache_root=cache_root, run_id=run_id)
+    with_nouns = parsed[MAIN] | "Action nouns" >> ActionNounFilter()
+    lexicon = (parsed[MAIN] | "Parses" >> beam.Map(lambda d: d.parse)
+               | "Noun lexicon" >> beam.CombineGlobally(NounLexiconFn()))
+    captions = p | "Read captions" >> ReadCaptions(cfg.inputs.captions)
+    grounded = ({"datapoints": with_nouns[MAIN] | "Key by image" >> beam.Map(
+                    lambda d: (coco_image_id(d.tuple.image), d)),
+                 "captions": captions}
+                | "Grounding" >> GroundingFilter(lexicon))
+    rejects = [tuples[REJECTS], short_enough[REJECTS], english[REJECTS], long_enough[REJECTS], parsed[REJECTS],
+               with_nouns[REJECTS], grounded[REJECTS]]
+    return grounded[MAIN], rejects, [parsed[action_parses.WRITTEN]]
+
+
+def _topics(datapoints, cfg: BD2BBConfig, staging_dir, models, review, cache_root, run_id):
+    """§3.2 Topic: embed each unique action, k-means over the k range, the review."""
+    actions = (datapoints | "Action texts" >> beam.Map(
+        lambda d: (d.tuple.action_key, normalise_text(d.tuple.action)))
+        | "Unique actions" >> beam.Distinct())
+    spec = encoder_spec(cfg)
+    written = []
+    if cache_root:
+        embedded = actions | "Embed actions (cached)" >> EmbedActionsCached(
+            spec, models["sentence_encoder"]["fingerprint"], cache_root, run_id)
+        vectors = embedded["out"]
+        written.append(embedded[sentence_embed.WRITTEN])
+    else:
+        vectors = actions | "Embed actions" >> EmbedActions(spec)
+    items = ({"text": actions, "vector": vectors} | "Join vectors" >> beam.CoGroupByKey()
+             | "Key, text, vector" >> beam.MapTuple(lambda k, g: (k, list(g["text"])[0], list(g["vector"])[0])))
+    c = cfg.clusters
+    clustered = items | "Topic clusters" >> ClusterActions(
+        cfg.k_values(), cfg.seed, c.k, c.n_init, c.silhouette_sample, c.review_per_cluster)
+    _ = clustered | "Review sheet" >> WriteReviewSheet(staging_dir)
+    _ = (clustered | "Cluster report" >> beam.Map(cluster_report)
+         | "Write cluster report" >> WriteReport(staging_dir, "clusters"))
+    reviewed = datapoints | "Review decisions" >> ApplyClusters(review, clustered)
+    return clustered, reviewed[MAIN], vectors, [reviewed[REJECTS]], written
+
+
+def _pool_entry(kv):
+    key, groups = kv
+    points, vectors = list(groups["points"]), list(groups["vector"])
+    if not points:
+        return []  # an action whose datapoints the review removed
+    d = points[0]
+    return [(key, normalise_text(d.tuple.action), d.cluster, d.codes, vectors[0])]
+
+
+def _decoys(reviewed, vectors, cfg: BD2BBConfig):
+    """§4: the pool of unique reviewed actions, then 2 + 2 decoys per target."""
+    pool = ({"points": reviewed | "Key points" >> beam.Map(lambda d: (d.tuple.action_key, d)),
+             "vector": vectors}
+            | "Join pool" >> beam.CoGroupByKey()
+            | "Pool entries" >> beam.FlatMap(_pool_entry)
+            | "Gather pool" >> beam.combiners.ToList()
+            | "Build pool" >> beam.Map(build_pool))
+    selected = {"datapoints": reviewed, "pool": pool} | "Decoys" >> SelectDecoys(
+        cfg.seed, cfg.decoys.pool_size)
+    return selected[MAIN], selected[REJECTS]
+
+
+def _release(samples, clustered, reviewed, cfg: BD2BBConfig, staging_dir: str):
+    _ = samples | "Write samples" >> WriteTable(staging_dir, SAMPLES, SAMPLE_SCHEMA, sample_to_row)
+    _ = samples | "Public layout" >> WriteCompat(staging_dir)
+    _ = (samples | "Labels" >> beam.Map(lambda s: s.label) | "All labels" >> beam.combiners.ToList()
+         | "Uniformity" >> beam.Map(position_uniformity)
+         | "Write positions" >> WriteReport(staging_dir, "target_positions"))
+    _ = (reviewed | "Cluster of" >> beam.Map(lambda d: (d.cluster, d.cluster_label))
+         | "Count per cluster" >> beam.combiners.Count.PerElement()
+         | "Size rows" >> beam.MapTuple(lambda cl, n: {"cluster": cl[0], "label": cl[1], "datapoints": n})
+         | "Write cluster sizes" >> WriteReport(staging_dir, "cluster_sizes"))
+
+
+STAGE_LINKS = (
+    ("read", "line.out", "dedupe", "tuple.in"),
+    ("dedupe", "tuple.out", "text_length", "tuple.in"),
+    ("text_length", "tuple.out", "language", "tuple.in"),
+    ("language", "tuple.out", "intention_length", "tuple.in"),
+    ("intention_length", "tuple.out", "parse", "tuple.in"),
+    ("parse", "tuple.out", "action_nouns", "tuple.in"),
+    ("action_nouns", "tuple.out", "grounding", "tuple.in"),
+    ("grounding", "tuple.out", "clusters", "tuple.in"),
+    ("clusters", "tuple.out", "decoys", "sample.in"),
+    ("decoys", "sample.out", "splits", "sample.in"),
+)
+
+
+def preflight(cfg: BD2BBConfig) -> dict:
+    """Inputs and models exist; returns the model identities (weights checksums)."""
+    for key, path, required in (("inputs.tuples", cfg.inputs.tuples, True),
+                                ("inputs.captions", cfg.inputs.captions, True),
+                                ("inputs.parses", cfg.inputs.parses, cfg.parser.backend == "conllu"),
+                                ("clusters.review", cfg.clusters.review, False),
+                                ("filters.wordlist", cfg.filters.wordlist, False)):
+        if required and not path:
+            raise PreflightError(f"{key} is not set (--set {key}=PATH)")
+        if path and "://" not in path and not os.path.isfile(path):
+            raise PreflightError(f"{key}: no such file: {path}")
+        check_not_empty(path, key)
+    try:  # one JSON document, read whole: a bad one stops here, naming it
+        load_captions(cfg.inputs.captions)
+    except InputError as e:
+        raise InputError(f"inputs.captions: {e}") from None
+    if cfg.parser.backend == "conllu":   # a whole file that is not CoNLL-U stops here, not per line
+        problem = conllu_file_problem(cfg.inputs.parses)
+        if problem:
+            raise InputError(f"inputs.parses: {problem}")
+    try:
+        language_identifier(tuple(cfg.filters.languages))
+    except ValueError as e:   # py3langid: "Unknown language code(s): {'xx'}"
+        raise ConfigError(f"filters.languages: {e}") from None
+    try:
+        return {"sentence_encoder": encoder_identity(encoder_spec(cfg)),
+                "parser": parser_identity(cfg.parser.backend, cfg.parser.model)}
+    except (EmbedError, ParserError) as e:
+        raise PreflightError(str(e)) from None
+
+
+def load_review(path: Optional[str]) -> Review:
+    if not path:
+        return Review()
+    with FileSystems.open(path, compression_type="uncompressed") as f:
+        try:
+            return parse_review(f.read().decode("utf-8"))
+        except ValueError as e:
+            raise ConfigError(f"clusters.review: {e}") from None
+
+
+def _review_error(error: Exception) -> Optional[str]:
+    """The "clusters.review: ..." line of a failed run (transforms.vectors.clustering.check_review),
+    whatever the runner wrapped it in."""
+    for line in str(error).splitlines():
+        at = line.find("clusters.review: ")
+        if at >= 0:
+            return line[at:].strip()
+    return None
+
+
+def ensure_sample(cfg: BD2BBConfig) -> None:
+    """The embedded sample is generated on first use (samples/ is not versioned), and
+    again when the generator's DONE_MARKER says the sample changed."""
+    if cfg.inputs.tuples == SAMPLE_TUPLES:
+        from pipelines.bd2bb.sample import make_bd2bb_sample
+        make_bd2bb_sample(os.path.dirname(SAMPLE_TUPLES))
+
+
+def run(argv: Optional[List[str]] = None) -> str:
+    """Build one release; returns its folder."""
+    args, beam_args = cli.parse_args(argv, description=__doc__)
+    cfg = load_config(args.config, args.set, BD2BBConfig)
+    ensure_sample(cfg)
+    models = preflight(cfg)
+    review = load_review(cfg.clusters.review)
+    options = PipelineOptions(beam_args)
+    cache_root = (cfg.cache.dir or FileSystems.join(args.output, ".cache")) if cfg.cache.enabled else None
+    check_outputs(args.output, cache_root)
+
+    def execute(staging_dir: str):
+        pipeline = beam.Pipeline(runner=runner_for(options), options=options)
+        build_pipeline(pipeline, cfg, staging_dir, models, review, cache_root)
+        try:
+            result = pipeline.run()
+            result.wait_until_finish()
+        except Exception as e:  # the review check runs inside the pipeline (it needs the clusters)
+            line = _review_error(e)
+            if line:
+                raise ConfigError(line) from None
+            raise
+        return result
+
+    return release.build_release(
+        benchmark=BENCHMARK, out=args.output, version=args.version, config=cfg, execute=execute,
+        models=models, inputs={"tuples": cfg.inputs.tuples, "captions": cfg.inputs.captions,
+                               "parses": cfg.inputs.parses, "review": cfg.clusters.review},
+        links=STAGE_LINKS, tables={SAMPLES: ("splits", "sample.out")},
+        describe=lambda facts: datacard.describe(cfg, facts, cache_root), cache_root=cache_root)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    return cli.run_main(run, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,87 @@
+"""Beam side of the topic clusters (§3.2, A.3): one global k-means step, then the review.
+
+    (key, text, vector) -> gathered -> cluster_actions (k range, elbow, silhouette)
+                        -> ClusterResult singleton + review sheet rows
+    Datapoint + ClusterResult + Review -> Datapoint(cluster, label) | cluster_dropped | action_dropped
+
+Gathering is deliberate: k-means needs every point at once; the gathered matrix is one
+row per unique action (BD2BB: ~10k x 384 float32, 15 MB).
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import apache_beam as beam
+
+from pipelines.bd2bb.schema import Datapoint, normalise_text
+from schemas import reasons
+from schemas.records import Reject
+from transforms.core.stage import MAIN, REJECTS, StageCounts
+from transforms.vectors.clustering import (ClusterResult, Review, check_review, cluster_actions,
+                                           review_rows)
+
+
+def _cluster(items, ks, seed, fixed_k, n_init, silhouette_sample, per_cluster):
+    result = cluster_actions([(k, v) for k, _, v in items], ks, seed, fixed_k, n_init, silhouette_sample)
+    texts = {k: t for k, t, _ in items}
+    return {"result": result, "sheet": review_rows(texts, result, per_cluster, seed),
+            "actions": sorted(texts.values())}
+
+
+class ClusterActions(beam.PTransform):
+    """(action key, text, vector) -> one dict {"result": ClusterResult, "sheet": rows,
+    "actions": the clustered texts}."""
+
+    def __init__(self, ks, seed: int, fixed_k=None, n_init: int = 3, silhouette_sample: int = 5000,
+                 per_cluster: int = 20):
+        super().__init__()
+        self.args = (list(ks), seed, fixed_k, n_init, silhouette_sample, per_cluster)
+
+    def expand(self, items):
+        return (items | "Gather" >> beam.combiners.ToList()
+                | "k-means" >> beam.Map(lambda xs, args=self.args: _cluster(xs, *args)))
+
+
+class _Apply(beam.DoFn):
+    def __init__(self, review: Review):
+        self.review = review
+        self.counts = StageCounts("clusters")
+
+    def process(self, d: Datapoint, clustered):
+        result: ClusterResult = clustered["result"]
+        self.counts.seen(level="tuple")
+        key = d.tuple.action_key
+        if key not in result.assignments:
+            raise KeyError(f"action {d.tuple.action!r} was not clustered")
+        verdict, cluster = self.review.decide(d.tuple.action, result.assignments[key])
+        if verdict == "keep":
+            label = self.review.labels.get(cluster, "")
+            yield self.counts.passed(dataclasses.replace(d, cluster=cluster, cluster_label=label),
+                                     level="tuple")
+        else:
+            reason = reasons.CLUSTER_DROPPED if verdict == "cluster_dropped" else reasons.ACTION_DROPPED
+            yield self.counts.rejected(Reject(stage="clusters", level="tuple", reason=reason,
+                                              item_id=d.tuple.tuple_id, source=d.tuple.image,
+                                              detail=f"cluster {cluster}: {normalise_text(d.tuple.action)[:200]}"))
+
+
+class ApplyClusters(beam.PTransform):
+    """Datapoint -> Datapoint with its (reviewed) cluster and label; review rejects."""
+
+    def __init__(self, review: Review, clustered):
+        super().__init__()
+        self.review, self.clustered = review, clustered
+
+    def expand(self, datapoints):
+        review = self.review
+        checked = self.clustered | "Check review" >> beam.Map(_checked, review)
+        return datapoints | beam.ParDo(_Apply(self.review), beam.pvalue.AsSingleton(checked)
+                                       ).with_outputs(REJECTS, main=MAIN)
+
+
+def _checked(clustered, review: Review):
+    """The decisions must name this clustering (its fingerprint) and its clusters: a
+    ValueError starting "clusters.review:" otherwise (pipelines/bd2bb/pipeline.py reports it as a
+    config error)."""
+    check_review(review, clustered["result"], actions=clustered["actions"])
+    return clustered

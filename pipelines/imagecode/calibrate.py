@@ -1,0 +1,156 @@
+"""What would this threshold give? Sets per source for candidate thresholds, from cached
+results only: nothing is decoded, embedded or scored, and no release is written.
+
+    python -m pipelines.release.build calibrate --release releases/imagecode/1.0.0 \
+        --param mining.distance_threshold --values 0.25,0.3,0.35,0.4 [--set KEY=VALUE] [--json]
+
+The release's MANIFEST.json gives the resolved config and the cache it used; `--set`
+changes that config first (e.g. another manifest of videos). Each video whose shot list
+and frame embeddings are cached is mined again per candidate, with the BRISQUE and OCR
+scores the cache holds. A frame the gate would consult but that has no cached score
+(the lazy filters never saw it) is counted as passing and reported as "unscored": the
+counts are exact where that column is 0. Videos without cached shots or embeddings are
+listed as not counted. Only the ImageCoDe video sets have candidates so far.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from typing import List, Optional
+
+import apache_beam as beam
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from pipelines.config import ConfigError, apply_override, from_dict
+from pipelines.imagecode.config import ImageCodeConfig
+from pipelines.imagecode.mining import sets_from_known_scores
+from pipelines.imagecode.params import shot_params, video_cache_spec
+from pipelines.imagecode.video_plans import UNCACHED, LookUpCachedPlans
+from pipelines.release.diff import load_manifest
+from pipelines.runners import runner_for
+from transforms.core.stage import MAIN
+from transforms.video.manifest import ReadVideoManifest
+
+BENCHMARK = "imagecode"  # the only benchmark with candidates so far
+# The thresholds a calibration can vary, and how each reaches the miner.
+PARAMS = ("mining.distance_threshold", "quality.brisque.max_score", "quality.ocr.max_text_chars")
+
+
+def load_release_config(release: str, overrides: List[str]) -> tuple:
+    """(config, cache root) of a release, with `overrides` applied."""
+    manifest = load_manifest(release)
+    if manifest.get("benchmark") != BENCHMARK:
+        raise ValueError(f"calibrate knows ImageCoDe releases only, not {manifest.get('benchmark')!r}")
+    if not manifest.get("cache_root"):
+        raise ValueError(f"{release} was built without a cache: nothing to calibrate from")
+    raw = manifest["config"]
+    for override in overrides:
+        apply_override(raw, override)
+    return from_dict(ImageCodeConfig, raw), manifest["cache_root"]
+
+
+def candidate_runs(cfg: ImageCodeConfig, param: str, values: List[float]) -> List[dict]:
+    """Miner settings per candidate: distance threshold, set size, filter thresholds."""
+    if param not in PARAMS:
+        raise ValueError(f"--param must be one of {', '.join(PARAMS)}")
+    runs = []
+    for value in values:
+        run = {"value": value, "threshold": cfg.mining.distance_threshold, "max_scores": {}}
+        if cfg.quality.brisque.enabled:
+            run["max_scores"]["brisque"] = cfg.quality.brisque.max_score
+        if cfg.quality.ocr.enabled:
+            run["max_scores"]["ocr"] = cfg.quality.ocr.max_text_chars
+        if param == "mining.distance_threshold":
+            run["threshold"] = value
+        elif param == "quality.brisque.max_score":
+            run["max_scores"]["brisque"] = value
+        else:
+            run["max_scores"]["ocr"] = value
+        runs.append(run)
+    return runs
+
+
+def calibrate(cfg: ImageCodeConfig, cache_root: str, runs: List[dict],
+              beam_args: Optional[List[str]] = None) -> dict:
+    """{"rows": [{value, source, sets, unscored, videos}], "uncached": [video keys]}."""
+    cache = video_cache_spec(cfg, cache_root, run_id="calibrate")  # it only reads
+    set_size = cfg.mining.set_size
+    with tempfile.TemporaryDirectory() as tmp:
+        result_path = os.path.join(tmp, "calibration.json")
+        options = PipelineOptions(beam_args or [])
+        with beam.Pipeline(runner=runner_for(options), options=options) as p:
+            videos = p | "Read manifest" >> ReadVideoManifest(cfg.inputs.videos)
+            looked = videos[MAIN] | "Cached plans" >> LookUpCachedPlans(
+                shot_params(cfg), set_size, cache, cfg.decode.truncation_tolerance)
+
+            def per_candidate(plan):
+                for run in runs:
+                    counts = sets_from_known_scores(plan, run["threshold"], set_size, run["max_scores"])
+                    yield (run["value"], plan.video.source), (counts["sets"], counts["unscored"], 1)
+
+            totals = (looked[MAIN] | "Mine per candidate" >> beam.FlatMap(per_candidate)
+                      | "Sum" >> beam.CombinePerKey(lambda rows: tuple(map(sum, zip(*rows)))))
+            uncached = looked[UNCACHED] | "Uncached keys" >> beam.Map(lambda v: ("uncached", v.key))
+            rows = totals | "Rows" >> beam.MapTuple(lambda key, t: ("rows", (key, t)))
+            _ = ((rows, uncached) | beam.Flatten() | beam.combiners.ToList()
+                 | "Write result" >> beam.Map(_write_result, result_path))
+        with open(result_path) as f:
+            found = json.load(f)
+    quotas, default = cfg.sampling.sets_per_source, cfg.sampling.default
+    out_rows = []
+    for (value, source), (sets, unscored, videos) in sorted(map(tuple, found["rows"]),
+                                                            key=lambda r: (r[0][0], r[0][1])):
+        quota = quotas.get(source, default)
+        out_rows.append({"value": value, "source": source, "sets": sets,
+                         "kept": sets if quota is None else min(sets, quota),
+                         "unscored": unscored, "videos": videos})
+    return {"rows": out_rows, "uncached": sorted(found["uncached"])}
+
+
+def _write_result(items, path: str) -> None:
+    rows = [list(map(list, body)) for kind, body in items if kind == "rows"]
+    with open(path, "w") as f:
+        json.dump({"rows": [[list(k), list(t)] for k, t in rows],
+                   "uncached": [body for kind, body in items if kind == "uncached"]}, f)
+
+
+def render(param: str, current, result: dict) -> str:
+    lines = [f"{param} (current: {current})",
+             f"{'value':>10}  {'source':<20} {'videos':>6} {'sets':>6} {'kept':>6} {'unscored':>9}"]
+    for r in result["rows"]:
+        lines.append(f"{r['value']:>10}  {r['source']:<20} {r['videos']:>6} {r['sets']:>6} "
+                     f"{r['kept']:>6} {r['unscored']:>9}")
+    lines.append("kept: after sampling.sets_per_source; unscored: frames the filters would "
+                 "check that have no cached score (counted as passing)")
+    if result["uncached"]:
+        lines.append(f"not counted ({len(result['uncached'])} videos without cached shots and "
+                     f"embeddings): {', '.join(result['uncached'][:10])}")
+    return "\n".join(lines)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m pipelines.release.build calibrate",
+                                     description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--release", required=True, help="a version folder built with the cache")
+    parser.add_argument("--param", required=True, choices=PARAMS)
+    parser.add_argument("--values", required=True, help="comma-separated candidates")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    args, beam_args = parser.parse_known_args(argv)
+    try:
+        cfg, cache_root = load_release_config(args.release, args.set)
+        values = [float(v) if "." in v else int(v) for v in args.values.split(",") if v.strip()]
+        result = calibrate(cfg, cache_root, candidate_runs(cfg, args.param, values), beam_args)
+    except (FileNotFoundError, ValueError, ConfigError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    current = {"mining.distance_threshold": cfg.mining.distance_threshold,
+               "quality.brisque.max_score": cfg.quality.brisque.max_score,
+               "quality.ocr.max_text_chars": cfg.quality.ocr.max_text_chars}[args.param]
+    print(json.dumps(result, indent=1) if args.json else render(args.param, current, result))
+    return 0
+

@@ -1,0 +1,175 @@
+"""The ImageCoDe video-frame pipeline's config schema (values live in configs/*.yaml)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, Literal, Optional
+
+from pipelines.config import ConfigError
+from transforms.image.decode import DEFAULT_MAX_PIXELS, pillow_pixel_ceiling
+
+
+@dataclass
+class InputsConfig:
+    videos: Optional[str] = None          # JSON Lines video manifest
+
+
+@dataclass
+class DecodeConfig:
+    stride: int = 1                       # keep every n-th frame; 1 = every frame
+    max_side: int = 0                     # downscale so the longer side is at most this; 0 = native
+    truncation_tolerance: float = 0.02    # share of the container's frames that may fail to decode
+
+
+@dataclass
+class ShotsConfig:
+    backend: Literal["pyscenedetect", "ffmpeg"] = "pyscenedetect"
+    pyscenedetect_threshold: float = 27.0
+    ffmpeg_threshold: float = 0.3
+    min_scene_len: int = 15
+
+
+@dataclass
+class EmbedConfig:
+    kind: Literal["open_clip", "thumbnail"] = "open_clip"
+    model_name: str = "ViT-B-16"
+    pretrained: str = "openai"
+    checkpoint: Optional[str] = None      # local weights file; nothing is downloaded
+    batch_size: int = 64
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    thumbnail_size: int = 16
+
+
+@dataclass
+class BrisqueConfig:
+    enabled: bool = True
+    max_score: float = 0.65               # on the BRISQUE/100 scale
+    model_dir: Optional[str] = None       # folder with svm.txt + normalize.pickle
+    features: Literal["package", "piq"] = "package"   # who computes the 36 features
+
+
+@dataclass
+class OcrConfig:
+    enabled: bool = True
+    max_text_chars: int = 10
+    min_confidence: int = 60
+    lang: str = "eng"
+
+
+@dataclass
+class QualityConfig:
+    brisque: BrisqueConfig = field(default_factory=BrisqueConfig)
+    ocr: OcrConfig = field(default_factory=OcrConfig)
+    score_all_frames: bool = False        # score every frame, not only those the miner asks about
+
+
+@dataclass
+class MiningConfig:
+    distance_threshold: float = 0.35
+    set_size: int = 10
+
+
+@dataclass
+class SamplingConfig:
+    # Sets to keep per source; a source not listed keeps `default` (null = all).
+    sets_per_source: Dict[str, int] = field(default_factory=dict)
+    default: Optional[int] = None
+
+
+@dataclass
+class StaticConfig:
+    images: Optional[str] = None          # folder or JSON Lines {"path", "image_id"}; null = none
+    source: str = "open-images"
+    sets: Optional[int] = None            # sets to sample; null = one per image
+    neighbours: int = 9
+    shards: int = 8
+    max_pixels: int = DEFAULT_MAX_PIXELS  # width x height above which an image is too_many_pixels
+    split_ratios: Dict[str, float] = field(
+        default_factory=lambda: {"train": 0.78, "valid": 0.11, "test": 0.11})
+
+
+@dataclass
+class CrowdConfig:
+    targets_per_set: int = 3
+    descriptions: Optional[str] = None    # describer output (CSV or JSON Lines)
+    retrievals: Optional[str] = None      # retriever output (CSV or JSON Lines)
+
+
+@dataclass
+class StatsConfig:
+    parser: Optional[str] = None          # spaCy pipeline (name or path) for tree depth
+
+
+@dataclass
+class CacheConfig:
+    dir: Optional[str] = None             # null = <output>/.cache; any Beam filesystem
+    enabled: bool = True
+
+
+@dataclass
+class LeakageConfig:
+    # a manifest line whose video content an earlier line listed in another split:
+    # "reject" it (same_content_other_split) or "fail" the build, publishing nothing
+    on_conflict: Literal["reject", "fail"] = "reject"
+
+
+@dataclass
+class ReleaseConfig:
+    jpeg_quality: int = 95
+
+
+@dataclass
+class ImageCodeConfig:
+    benchmark: Literal["imagecode"] = "imagecode"
+    seed: int = 0
+    inputs: InputsConfig = field(default_factory=InputsConfig)
+    decode: DecodeConfig = field(default_factory=DecodeConfig)
+    shots: ShotsConfig = field(default_factory=ShotsConfig)
+    embed: EmbedConfig = field(default_factory=EmbedConfig)
+    quality: QualityConfig = field(default_factory=QualityConfig)
+    mining: MiningConfig = field(default_factory=MiningConfig)
+    sampling: SamplingConfig = field(default_factory=SamplingConfig)
+    static: StaticConfig = field(default_factory=StaticConfig)
+    crowd: CrowdConfig = field(default_factory=CrowdConfig)
+    stats: StatsConfig = field(default_factory=StatsConfig)
+    cache: CacheConfig = field(default_factory=CacheConfig)
+    leakage: LeakageConfig = field(default_factory=LeakageConfig)
+    release: ReleaseConfig = field(default_factory=ReleaseConfig)
+
+    def validate(self) -> None:
+        """Range checks that types alone cannot express."""
+        checks = [
+            (self.decode.stride >= 1, "decode.stride must be >= 1"),
+            (self.decode.max_side >= 0, "decode.max_side must be >= 0 (0 = native)"),
+            (0.0 <= self.decode.truncation_tolerance <= 1.0,
+             "decode.truncation_tolerance must be in [0, 1] (a share of the expected frames)"),
+            (self.shots.min_scene_len >= 1, "shots.min_scene_len must be >= 1"),
+            (self.embed.batch_size >= 1, "embed.batch_size must be >= 1"),
+            (self.embed.thumbnail_size >= 2, "embed.thumbnail_size must be >= 2"),
+            (0.0 <= self.quality.brisque.max_score, "quality.brisque.max_score must be >= 0"),
+            (self.quality.ocr.max_text_chars >= 0, "quality.ocr.max_text_chars must be >= 0"),
+            (0.0 <= self.mining.distance_threshold <= 2.0,
+             "mining.distance_threshold must be in [0, 2] (unit vectors)"),
+            (self.mining.set_size >= 2, "mining.set_size must be >= 2"),
+            (all(n >= 0 for n in self.sampling.sets_per_source.values()),
+             "sampling.sets_per_source values must be >= 0"),
+            (self.sampling.default is None or self.sampling.default >= 0,
+             "sampling.default must be >= 0 or null"),
+            (1 <= self.release.jpeg_quality <= 100, "release.jpeg_quality must be in 1..100"),
+            (self.static.sets is None or self.static.sets >= 1, "static.sets must be >= 1 or null"),
+            (self.static.images is None or self.static.neighbours + 1 == self.mining.set_size,
+             "static.neighbours + 1 (the query) must equal mining.set_size"),
+            (self.static.shards >= 1, "static.shards must be >= 1"),
+            (1 <= self.static.max_pixels <= pillow_pixel_ceiling(),
+             f"static.max_pixels must be in 1..{pillow_pixel_ceiling()} "
+             "(Pillow refuses to open larger images at all)"),
+            (set(self.static.split_ratios) <= {"train", "valid", "test"}
+             and abs(sum(self.static.split_ratios.values()) - 1.0) < 1e-6,
+             "static.split_ratios: train/valid/test shares summing to 1"),
+            (1 <= self.crowd.targets_per_set <= self.mining.set_size,
+             "crowd.targets_per_set must be in 1..mining.set_size"),
+            (self.crowd.retrievals is None or self.crowd.descriptions is not None,
+             "crowd.retrievals needs crowd.descriptions (the round they validate)"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise ConfigError(message)

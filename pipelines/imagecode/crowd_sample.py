@@ -1,0 +1,194 @@
+"""Simulated crowd answers for the embedded sample, so the rounds run offline.
+
+Given the sets that enter the rounds, writes what a crowdsourcing tool would return:
+describer output (one description per target chosen by pipelines.imagecode.rounds.choose_targets
+with the same seed) and retriever output (1 retriever per description in train, 3 in
+valid/test, §3.3). Everything is a hash of (seed, key), so the files are byte-identical
+for the same input. On purpose the files also hold what real exports hold: wrong
+retrievers (so some descriptions are rejected), a description nobody retrieved, and bad
+rows (malformed, unknown set, index 12, missing text, duplicates, a self-retrieval).
+`SampleCrowdFiles.injected` counts the bad rows by reason, for tests.
+
+Worker pools are partly disjoint between train and valid/test, as in the paper.
+Descriptions are templated English sentences of varied length (language statistics).
+
+    python -m pipelines.imagecode.crowd_sample --sets sets.jsonl --out samples/crowd [--seed 0]
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Dict, List, Sequence
+
+from pipelines.imagecode.rounds import choose_targets
+from pipelines.imagecode.rounds_schema import (DESCRIPTION_COLUMNS, RETRIEVAL_COLUMNS, RETRIEVERS,
+                                               AnnotationSet, description_id)
+from schemas import reasons
+from transforms.core.sampling import priority
+
+P_CORRECT = 0.8   # chance that a simulated retriever finds the target
+
+# Describers / retrievers per split: train and valid/test pools share a few workers.
+DESCRIBERS = {"train": [f"w{i:02d}" for i in range(1, 13)],
+              "eval": [f"w{i:02d}" for i in range(9, 21)]}
+RETRIEVER_POOL = {"train": [f"w{i:02d}" for i in range(5, 17)],
+                  "eval": [f"w{i:02d}" for i in range(13, 25)]}
+
+_SUBJECTS = ["the man", "the woman in the red coat", "the dog", "a small child", "the chef",
+             "the girl with the umbrella", "the cyclist", "two birds", "the old car", "the waiter"]
+_STATES = ["is looking straight at the camera", "just starts to turn around", "has one hand raised",
+           "is half hidden behind the door", "is smiling", "is bending over the table",
+           "is barely visible", "is holding a blue cup", "has both eyes closed", "is walking away"]
+_PLACES = ["on the left", "at the top right corner", "in the middle", "behind the table",
+           "next to the window", "near the bottom edge", "in the background", "under the lamp"]
+_EXTRAS = ["and no spoon is visible", "right after the light turns on", "while the door is still open",
+           "and the picture is slightly blurry", "and there are exactly three cups on the counter",
+           "before anyone else enters", "and the shadow covers her feet"]
+
+
+@dataclass
+class SampleCrowdFiles:
+    descriptions: str
+    retrievals: str
+    injected: Dict[str, Dict[str, int]] = field(default_factory=dict)  # file -> reason -> rows
+
+
+def _uniform(seed: int, key: str) -> float:
+    return priority(seed, key) / 2 ** 64
+
+
+def _pick(seed: int, key: str, options: Sequence):
+    return options[priority(seed, key) % len(options)]
+
+
+def _pool(split: str, pools: dict) -> List[str]:
+    return pools["train" if split == "train" else "eval"]
+
+
+def sentence(seed: int, key: str) -> str:
+    """One to three clauses from a small vocabulary: lengths vary like real descriptions."""
+    text = f"{_pick(seed, key + '/s', _SUBJECTS)} {_pick(seed, key + '/v', _STATES)}"
+    if priority(seed, key + "/p") % 3:
+        text += f" {_pick(seed, key + '/w', _PLACES)}"
+    if priority(seed, key + "/e") % 2:
+        text += f" {_pick(seed, key + '/x', _EXTRAS)}"
+    return text[0].upper() + text[1:] + "."
+
+
+def _wrong_guess(seed: int, key: str, target: int, is_video: bool, n: int) -> int:
+    """Video retrievers miss by a frame or two; static ones anywhere else."""
+    if is_video:
+        step = _pick(seed, key + "/step", [-2, -1, 1, 2])
+        guess = target + step if 0 <= target + step < n else target - step
+        return min(max(guess, 0), n - 1) if guess != target else (target + 1) % n
+    return _pick(seed, key + "/other", [i for i in range(n) if i != target])
+
+
+def simulate(sets: Sequence[AnnotationSet], seed: int = 0):
+    """(description rows, retrieval rows): the well-formed answers, as dicts.
+
+    Besides chance misses (P_CORRECT), one train and one valid/test description are
+    "hard" (their first two retrievers miss), so both reject reasons of the keep rule
+    occur in any sample, and one other description gets no retrieval at all.
+    """
+    described = []   # (set, target, worker, description id), in set-name order
+    for s in sorted(sets, key=lambda s: s.set_name):
+        for target in choose_targets(seed, s.set_name, len(s.image_paths)):
+            worker = _pick(seed, f"describer/{s.set_name}#{target}", _pool(s.split, DESCRIBERS))
+            described.append((s, target, worker, description_id(s.set_name, target, worker)))
+    def pick_one(what, items):
+        return min(items, key=lambda d: priority(seed, f"{what}/{d[3]}"))[3] if items else None
+
+    hard = {pick_one("hard", [d for d in described if d[0].split == "train"]),
+            pick_one("hard", [d for d in described if d[0].split != "train"])}
+    # not the first description: the bad retrieval rows copy its first retrieval
+    unretrieved = pick_one("unretrieved", [d for d in described[1:] if d[3] not in hard])
+
+    descriptions, retrievals = [], []
+    for s, target, worker, desc_id in described:
+        descriptions.append(dict(set_name=s.set_name, target_index=target,
+                                 text=sentence(seed, f"{s.set_name}#{target}"), worker=worker))
+        if desc_id == unretrieved:
+            continue
+        candidates = [w for w in _pool(s.split, RETRIEVER_POOL) if w != worker]
+        chosen = sorted(candidates, key=lambda w: priority(seed, f"retriever/{desc_id}/{w}"))
+        for k, w in enumerate(chosen[:RETRIEVERS.get(s.split, 1)]):
+            rkey = f"{desc_id}@{w}"
+            found = _uniform(seed, "correct/" + rkey) < P_CORRECT and not (desc_id in hard and k < 2)
+            guess = target if found else _wrong_guess(seed, rkey, target, s.is_video, len(s.image_paths))
+            retrievals.append(dict(set_name=s.set_name, description_id=desc_id, worker=w,
+                                   guessed_index=guess))
+    return descriptions, retrievals
+
+
+def _bad_rows(descriptions, retrievals):
+    """Rows a real export holds too, each tagged with the reason it must be rejected for."""
+    d0, r0 = descriptions[0], retrievals[0]
+    bad_d = [(reasons.UNKNOWN_SET, dict(d0, set_name="no-such-set")),
+             (reasons.INDEX_OUT_OF_RANGE, dict(d0, target_index=12)),
+             (reasons.MISSING_FIELD, dict(d0, text="")),
+             (reasons.DUPLICATE_DESCRIPTION, dict(d0, text="A second answer from the same worker."))]
+    bad_r = [(reasons.UNKNOWN_SET, dict(r0, set_name="no-such-set")),
+             (reasons.INDEX_OUT_OF_RANGE, dict(r0, guessed_index=12)),
+             (reasons.DUPLICATE_RETRIEVAL, dict(r0)),
+             (reasons.UNKNOWN_DESCRIPTION, dict(r0, description_id=r0["set_name"] + "#0#nobody")),
+             (reasons.SELF_RETRIEVAL, dict(r0, worker=r0["description_id"].rsplit("#", 1)[1]))]
+    return bad_d, bad_r
+
+
+def _write(path: str, columns, rows, bad) -> Dict[str, int]:
+    """Good rows, then the bad ones and one malformed row; returns reason -> count."""
+    injected: Dict[str, int] = {}
+    for reason, _ in bad:
+        injected[reason] = injected.get(reason, 0) + 1
+    rows = list(rows) + [row for _, row in bad]
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        if path.endswith(".csv"):
+            writer = csv.writer(f, lineterminator="\n")
+            writer.writerow(columns)
+            writer.writerows([row[c] for c in columns] for row in rows)
+            f.write("only,three,fields\n")
+            injected[reasons.MALFORMED_ROW] = 1
+        else:
+            for row in rows:
+                f.write(json.dumps({c: row[c] for c in columns}) + "\n")
+            f.write('{"set_name": "truncated\n')
+            injected[reasons.BAD_JSON] = 1
+    return injected
+
+
+def write_sample_crowd_outputs(sets: Sequence[AnnotationSet], out_dir: str, seed: int = 0,
+                               describer_format: str = "csv",
+                               retriever_format: str = "jsonl") -> SampleCrowdFiles:
+    """Writes `descriptions.<fmt>` and `retrievals.<fmt>` under out_dir (needs >= 1 set)."""
+    if not sets:
+        raise ValueError("the crowd sample needs at least one set")
+    os.makedirs(out_dir, exist_ok=True)
+    descriptions, retrievals = simulate(sets, seed)
+    bad_d, bad_r = _bad_rows(descriptions, retrievals)
+    files = SampleCrowdFiles(os.path.join(out_dir, f"descriptions.{describer_format}"),
+                             os.path.join(out_dir, f"retrievals.{retriever_format}"))
+    files.injected["descriptions"] = _write(files.descriptions, DESCRIPTION_COLUMNS, descriptions, bad_d)
+    files.injected["retrievals"] = _write(files.retrievals, RETRIEVAL_COLUMNS, retrievals, bad_r)
+    return files
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sets", required=True, help="JSON Lines of AnnotationSet fields")
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    with open(args.sets, encoding="utf-8") as f:
+        rows = [json.loads(line) for line in f if line.strip()]
+    sets = [AnnotationSet(**dict(row, image_paths=tuple(row["image_paths"]))) for row in rows]
+    files = write_sample_crowd_outputs(sets, args.out, args.seed)
+    print(f"descriptions: {files.descriptions}\nretrievals: {files.retrievals}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

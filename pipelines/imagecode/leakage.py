@@ -1,0 +1,104 @@
+"""Split leakage checks for a release (recorded in the manifest).
+
+Video sets keep their video's split, and the manifest stage keeps one line per video
+content (transforms/video/manifest.py), so no video should appear in two splits. This checks it
+on what was actually released, by the videos' content sha256 rather than their ids: one
+file listed under two ids is one video. It also reports the manifest lines that were
+rejected because their content was listed in another split (`same_content_other_split`),
+with the first few of them, so `leakage.on_conflict: fail` can name them.
+
+For static sets, the same image can be a neighbour in sets of different splits (the paper
+samples kNN sets from one collection); that overlap is measured and reported.
+"""
+from __future__ import annotations
+
+import apache_beam as beam
+
+from schemas import reasons
+
+EXAMPLES = 10  # split conflicts listed by name in the report (all are in rejects/)
+
+
+class CheckLeakage(beam.PTransform):
+    """{"video_sets": FrameSet, "videos": VideoRef (the manifest's, with content hashes),
+    "manifest_rejects": Reject, "static_rows": static set rows} -> one report dict."""
+
+    def expand(self, inputs):
+        sets_by_video = (inputs["video_sets"] | "Set splits" >> beam.Map(
+            lambda s: (f"{s.source}/{s.video_id}", s.split)))
+        content_by_video = (inputs["videos"] | "Video contents" >> beam.Map(
+            lambda v: (v.key, v.content_sha256 or f"id:{v.key}")))
+        videos = (
+            {"splits": sets_by_video, "content": content_by_video}
+            | "Join sets and contents" >> beam.CoGroupByKey()
+            | "Released content" >> beam.FlatMap(_released_content)
+            | "Per content" >> beam.GroupByKey()
+            | "Contents in several splits" >> beam.FlatMap(_in_several_splits)
+            | "Video list" >> beam.combiners.ToList())
+        conflicts = (
+            inputs["manifest_rejects"]
+            | "Split conflicts" >> beam.Filter(lambda r: r.reason == reasons.SAME_CONTENT_OTHER_SPLIT)
+            | "Name conflicts" >> beam.Map(lambda r: f"{r.file}:{r.line} ({r.source}/{r.video_id}, "
+                                                     f"{r.split}): {r.detail}")
+            | "Conflict count and examples" >> beam.CombineGlobally(_CountAndFirst(EXAMPLES)))
+        images = (inputs["static_rows"]
+                  | "Image splits" >> beam.FlatMap(lambda r: [(i, r["split"]) for i in r["image_ids"]])
+                  | "Per image" >> beam.GroupByKey()
+                  | "Splits per image" >> beam.Map(lambda kv: len(set(kv[1])))
+                  | "Image overlap" >> beam.combiners.Count.PerElement()
+                  | "Image overlap dict" >> beam.combiners.ToDict())
+        return (videos | "Report" >> beam.Map(
+            _report, conflicts=beam.pvalue.AsSingleton(conflicts),
+            images=beam.pvalue.AsSingleton(images)))
+
+
+def _released_content(joined):
+    video_key, parts = joined
+    contents = list(parts["content"]) or [f"id:{video_key}"]  # sets always come from a listed video
+    for split in set(parts["splits"]):
+        yield contents[0], (video_key, split)
+
+
+def _in_several_splits(keyed):
+    content, videos = keyed
+    videos = set(videos)
+    splits = sorted({split for _, split in videos})
+    if len(splits) > 1:
+        yield {"content_sha256": content, "videos": sorted({key for key, _ in videos}),
+               "splits": splits}
+
+
+class _CountAndFirst(beam.CombineFn):
+    """(how many, the first `k` in sorted order): the same on every runner."""
+
+    def __init__(self, k: int):
+        self._k = k
+
+    def create_accumulator(self):
+        return 0, []
+
+    def add_input(self, acc, item):
+        n, first = acc
+        return n + 1, sorted(first + [item])[: self._k]
+
+    def merge_accumulators(self, accs):
+        accs = list(accs)
+        return (sum(n for n, _ in accs),
+                sorted(item for _, first in accs for item in first)[: self._k])
+
+    def extract_output(self, acc):
+        return acc
+
+
+def _report(videos_in_several_splits, conflicts, images) -> dict:
+    shared = sum(n for splits, n in images.items() if splits > 1)
+    n_conflicts, examples = conflicts
+    return {
+        "videos_in_several_splits": sorted(videos_in_several_splits,
+                                           key=lambda v: v["content_sha256"]),
+        "video_leakage": bool(videos_in_several_splits),
+        "video_split_conflicts_rejected": n_conflicts,
+        "video_split_conflict_examples": examples,
+        "static_images": sum(images.values()),
+        "static_images_in_several_splits": shared,
+    }

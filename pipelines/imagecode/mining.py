@@ -1,0 +1,300 @@
+"""Greedy set mining per shot (ImageCoDe §3.1 "Video Frames").
+
+Per shot, in temporal order: take the first acceptable frame; take each following
+frame whose Euclidean distance to every frame already in the current set is above the
+threshold (and that is acceptable); close the set at `set_size` frames and start a new
+one; discard the set still open when the shot ends.
+
+"Acceptable" is the quality gate (BRISQUE, OCR). It is asked lazily: only about frames
+the distance rule would pick, so its cost follows the number of selected frames, not of
+decoded frames. Verdicts are per frame and deterministic, so the sets are identical to
+filtering every frame first (tests/imagecode/test_mining.py proves it).
+"""
+from __future__ import annotations
+
+import io
+import logging
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Optional
+
+import apache_beam as beam
+import numpy as np
+from apache_beam.io.filesystems import FileSystems
+from PIL import Image
+
+from schemas import reasons
+from schemas.names import compat_image_path, image_file_name, video_set_name
+from schemas.records import FrameSet, Reject, ShotFrames, VideoPlan
+from transforms.core.stage import MAIN, REJECTS, StageCounts
+from transforms.video.decode import ForwardFrameReader
+
+log = logging.getLogger(__name__)
+
+# accept(position) -> None when the frame is acceptable, else a reason code.
+AcceptFn = Callable[[int], Optional[str]]
+
+
+@dataclass
+class MiningResult:
+    sets: List[List[int]] = field(default_factory=list)           # positions, per complete set
+    unfinished: List[int] = field(default_factory=list)           # positions of the discarded set
+    rejected: Dict[int, str] = field(default_factory=dict)        # position -> reason code
+
+
+def mine_sets(embeddings: np.ndarray, threshold: float, set_size: int,
+              accept: AcceptFn) -> MiningResult:
+    """Run the greedy miner over one shot's (n, d) L2-normalised embeddings."""
+    result = MiningResult()
+    current: List[int] = []
+    for position in range(len(embeddings)):
+        if current and not _far_from_all(embeddings, position, current, threshold):
+            result.rejected[position] = reasons.TOO_SIMILAR
+            continue
+        verdict = accept(position)
+        if verdict is not None:
+            result.rejected[position] = verdict
+            continue
+        current.append(position)
+        if len(current) == set_size:
+            result.sets.append(current)
+            current = []
+    result.unfinished = current
+    return result
+
+
+def sets_from_known_scores(plan: VideoPlan, threshold: float, set_size: int,
+                           max_scores: Dict[str, float]) -> Dict[str, int]:
+    """What the miner would make of `plan` from its known scores alone: {"sets": complete
+    sets, "unscored": frames the gate consulted without a known score}. `max_scores`
+    holds the thresholds of the filters that are on ("brisque", "ocr"). An unscored
+    frame counts as passing, so the answer is exact when "unscored" is 0."""
+    from transforms.image.quality import QualityGate  # the gate's own rule, fed known values
+    on = object()
+    gate = QualityGate(on if "brisque" in max_scores else None, max_scores.get("brisque", 0.0),
+                       on if "ocr" in max_scores else None, max_scores.get("ocr", 0))
+    totals = {"sets": 0, "unscored": 0}
+    for shot in plan.shots:
+        def known(name: str, position: int, passing: float):
+            value = plan.known_scores.get(name, {}).get(shot.frame_indices[position])
+            if value is None:
+                totals["unscored"] += 1
+                return passing
+            return value
+
+        def accept(position: int) -> Optional[str]:
+            return gate.judge(lambda: known("brisque", position, float("-inf")),
+                              lambda: known("ocr", position, 0)).reason
+        totals["sets"] += len(mine_sets(shot.embeddings, threshold, set_size, accept).sets)
+    return totals
+
+
+def _far_from_all(embeddings: np.ndarray, position: int, selected: List[int],
+                  threshold: float) -> bool:
+    distances = np.linalg.norm(embeddings[selected] - embeddings[position], axis=1)
+    return bool(np.all(distances > threshold))
+
+
+def pairwise_distances(vectors: np.ndarray) -> np.ndarray:
+    """Euclidean distances between all distinct pairs (upper triangle, flattened)."""
+    diffs = vectors[:, None, :] - vectors[None, :, :]
+    matrix = np.linalg.norm(diffs, axis=-1)
+    upper = np.triu_indices(len(vectors), k=1)
+    return matrix[upper]
+
+
+# --- the Beam stage --------------------------------------------------------------------
+
+# A zero-argument callable returning a quality gate (or None for no filtering). It is
+# called once per DoFn instance on the worker, so models load there, not at pickling.
+GateFactory = Callable[[], Optional[object]]
+
+
+BRISQUE_SCORES = "brisque_scores"  # tagged output: BRISQUE/100 of every evaluated frame
+NEW_SCORES = "new_scores"          # tagged output: (filter, cache key, {frame: value}) computed here
+SCORE_FILTERS = ("brisque", "ocr")
+
+
+class MineFrameSets(beam.PTransform):
+    """VideoPlan -> FrameSet (main), frame-level Rejects (REJECTS), the BRISQUE/100 score
+    of every frame the gate consulted (BRISQUE_SCORES, for the data card), and the
+    scores computed in this run, per video and filter (NEW_SCORES, for the cache).
+
+    A score in the plan's `known_scores` is used as is; only the others are computed
+    (for every frame with `score_all_frames`, else only for frames the gate is asked
+    about), on frames decoded on demand (one forward pass per video, only up to the last shot
+    that needs pixels). The selected frames are written as JPEG under
+    `<staging_dir>/frames/<set>/`; the release step moves the sets it keeps into compat/.
+
+    Counters (stage "mining"): shot/frame/set in, out, rejected; frame.brisque_evaluations
+    and frame.ocr_evaluations (computed), frame.brisque_cached and frame.ocr_cached
+    (taken from the plan), frame.decoded (frames decoded again for pixels).
+    """
+
+    def __init__(self, threshold: float, set_size: int, gate_factory: GateFactory,
+                 staging_dir: str, jpeg_quality: int = 95, max_side: Optional[int] = None,
+                 score_all_frames: bool = False):
+        super().__init__()
+        self._dofn = _MineVideo(threshold, set_size, gate_factory, staging_dir, jpeg_quality,
+                                max_side, score_all_frames)
+
+    def expand(self, plans):
+        return plans | beam.ParDo(self._dofn).with_outputs(REJECTS, BRISQUE_SCORES, NEW_SCORES,
+                                                           main=MAIN)
+
+
+class _MineVideo(beam.DoFn):
+    def __init__(self, threshold, set_size, gate_factory, staging_dir, jpeg_quality, max_side,
+                 score_all_frames):
+        self._score_all_frames = score_all_frames
+        self._threshold = threshold
+        self._set_size = set_size
+        self._gate_factory = gate_factory
+        self._staging_dir = staging_dir
+        self._jpeg_quality = jpeg_quality
+        self._max_side = max_side
+        self._counts = StageCounts("mining")
+
+    def setup(self):
+        self._gate = self._gate_factory()
+
+    def process(self, plan: VideoPlan):
+        reader = ForwardFrameReader(plan.video.path, self._max_side)
+        known = {name: plan.known_scores.get(name, {}) for name in SCORE_FILTERS}
+        new: Dict[str, Dict[int, float]] = {name: {} for name in SCORE_FILTERS}
+        try:
+            for shot in sorted(plan.shots, key=lambda s: s.shot_index):
+                yield from self._mine_shot(shot, _ShotPixels(shot, reader), known, new)
+        finally:
+            reader.close()
+            self._counts.note("frame.decoded", reader.frames_decoded)
+        for name in SCORE_FILTERS:
+            if new[name] and plan.score_keys.get(name):
+                yield beam.pvalue.TaggedOutput(NEW_SCORES, (name, plan.score_keys[name], new[name]))
+
+    def _mine_shot(self, shot: ShotFrames, pixels: "_ShotPixels", known, new):
+        verdicts = {}
+
+        resolved = {name: {} for name in SCORE_FILTERS}  # asked before in this shot: not counted again
+
+        def score(name: str, position: int, compute):
+            number = shot.frame_indices[position]
+            if number in resolved[name]:
+                return resolved[name][number]
+            if number in known[name]:
+                self._counts.note(f"frame.{name}_cached")
+                value = known[name][number]
+            else:
+                self._counts.note(f"frame.{name}_evaluations")
+                value = new[name][number] = compute(pixels[position])
+            resolved[name][number] = value
+            return value
+
+        gate = self._gate
+        if self._score_all_frames and gate is not None:
+            for position in range(len(shot.frame_indices)):
+                if gate.brisque is not None:
+                    score("brisque", position, lambda f: float(gate.brisque.score_normalised([f])[0]))
+                if gate.text is not None:
+                    score("ocr", position, gate.text.text_chars)
+
+        def accept(position: int) -> Optional[str]:
+            if self._gate is None:
+                return None
+            gate = self._gate
+            verdict = verdicts[position] = gate.judge(
+                lambda: score("brisque", position,
+                              lambda f: float(gate.brisque.score_normalised([f])[0])),
+                lambda: score("ocr", position, gate.text.text_chars))
+            return None if verdict.ok else verdict.reason
+
+        self._counts.seen(len(shot.frame_indices), level="frame")
+        self._counts.seen(level="shot")
+        result = mine_sets(shot.embeddings, self._threshold, self._set_size, accept)
+        for position in sorted(verdicts):
+            if verdicts[position].brisque is not None:
+                yield beam.pvalue.TaggedOutput(BRISQUE_SCORES, verdicts[position].brisque)
+
+        for set_index, positions in enumerate(result.sets):
+            self._counts.seen(level="set")  # sets are born here: every one goes on
+            self._counts.count_out(len(positions), level="frame")
+            yield self._counts.passed(
+                self._frame_set(shot, set_index, positions, verdicts, pixels), level="set")
+        for position, reason in sorted(result.rejected.items()):
+            yield self._counts.rejected(
+                self._frame_reject(shot, position, reason, _scores(verdicts.get(position))))
+        for position in result.unfinished:
+            yield self._counts.rejected(
+                self._frame_reject(shot, position, reasons.UNFINISHED_SET,
+                                   f"shot ended with {len(result.unfinished)}/{self._set_size} frames"))
+        self._counts.count_out(level="shot")
+        log.info("mining: %s -> %d sets from %d frames", shot.key, len(result.sets),
+                 len(shot.frame_indices))
+
+    def _frame_set(self, shot: ShotFrames, set_index: int, positions: List[int],
+                   verdicts: Dict[int, object], pixels: "_ShotPixels") -> FrameSet:
+        video = shot.video
+        name = video_set_name(video.source, video.video_id, shot.shot_index, set_index)
+        frame_numbers = [shot.frame_indices[p] for p in positions]
+        files = [image_file_name(n) for n in frame_numbers]
+        staged = [FileSystems.join(self._staging_dir, "frames", name, f) for f in files]
+        for position, path in zip(positions, staged):
+            _write_jpeg(pixels[position], path, self._jpeg_quality)
+        distances = pairwise_distances(shot.embeddings[positions])
+        return FrameSet(
+            set_name=name, source=video.source, video_id=video.video_id, split=video.split,
+            shot_index=shot.shot_index, set_index=set_index, frame_indices=frame_numbers,
+            image_paths=[compat_image_path(name, n) for n in frame_numbers],
+            brisque_scores=[_score(verdicts.get(p), "brisque", float("nan")) for p in positions],
+            text_chars=[int(_score(verdicts.get(p), "text_chars", -1)) for p in positions],
+            distance_min=float(distances.min()), distance_mean=float(distances.mean()),
+            distance_max=float(distances.max()), staged_images=staged)
+
+    def _frame_reject(self, shot: ShotFrames, position: int, reason: str,
+                      detail: str = "") -> Reject:
+        video = shot.video
+        return Reject(stage="mining", level="frame", reason=reason,
+                      item_id=f"{shot.key}/frame{shot.frame_indices[position]}",
+                      source=video.source, video_id=video.video_id, split=video.split,
+                      detail=detail)
+
+
+class _ShotPixels:
+    """A shot's frames by position: its own when it carries them, else decoded (once,
+    on first use) by the video's forward reader."""
+
+    def __init__(self, shot: ShotFrames, reader: ForwardFrameReader):
+        self._shot, self._reader = shot, reader
+        self._by_number = None
+
+    def __getitem__(self, position: int) -> np.ndarray:
+        shot = self._shot
+        if shot.frames:
+            return shot.frames[position]
+        if self._by_number is None:
+            self._by_number = self._reader.frames_of(shot.start_frame, shot.end_frame,
+                                                     shot.frame_indices)
+        return self._by_number[shot.frame_indices[position]]
+
+
+def _scores(verdict) -> str:
+    """The quality figures of an evaluated frame, for its reject's detail (and plots)."""
+    if verdict is None:
+        return ""
+    parts = []
+    if verdict.brisque is not None:
+        parts.append(f"brisque={verdict.brisque:.4f}")
+    if verdict.text_chars is not None:
+        parts.append(f"text_chars={verdict.text_chars}")
+    return " ".join(parts)
+
+
+def _score(verdict, attribute: str, missing):
+    value = getattr(verdict, attribute, None) if verdict is not None else None
+    return missing if value is None else value
+
+
+def _write_jpeg(frame: np.ndarray, path: str, quality: int) -> None:
+    buffer = io.BytesIO()
+    Image.fromarray(frame).save(buffer, format="JPEG", quality=quality)
+    with FileSystems.create(path) as f:
+        f.write(buffer.getvalue())

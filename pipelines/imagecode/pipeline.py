@@ -1,0 +1,253 @@
+"""ImageCoDe's collection (Krojer et al. 2022, §3.1-§4) as a Beam pipeline.
+
+    videos -> shots -> CLIP embeddings -> greedy sets (lazy BRISQUE / OCR) -> sampling  (§3.1)
+    images -> dedupe -> CLIP embeddings -> sampled queries + 9 exact nearest neighbours  (§3.1)
+    sets -> describer tasks -> descriptions -> retriever tasks -> keep rule               (§3.2-3.3)
+         -> release: tables, compat/ (public image sets + annotation files), rejects,
+            statistics and plots (§4), manifest, data card
+
+Run:  python -m pipelines.imagecode.pipeline --config pipelines/imagecode/configs/paper.yaml \
+          --set inputs.videos=videos.jsonl --output out --version 1.0.0 [Beam options]
+"""
+from __future__ import annotations
+
+import logging
+import sys
+from typing import List, Optional
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from pipelines import cli, preflight
+from pipelines.config import load_config
+from pipelines.imagecode import datacard
+from pipelines.imagecode.config import ImageCodeConfig
+from pipelines.imagecode.leakage import CheckLeakage
+from pipelines.imagecode.mining import BRISQUE_SCORES, NEW_SCORES, MineFrameSets
+from pipelines.imagecode.params import (encoder_spec, filter_identities, quality_gate_factory,
+                                        shot_params, video_cache_spec)
+from pipelines.imagecode.public_annotations import WritePublicAnnotations
+from pipelines.imagecode.rounds import (JUDGED, ApplyKeepRule, MakeDescribeTasks, MakeRetrieveTasks,
+                                        ReadDescriptions, ReadRetrievals, WriteTasks)
+from pipelines.imagecode.rounds_schema import AnnotationSet, DescribeTask, RetrieveTask
+from pipelines.imagecode.set_stats import WithinSetDistanceStats
+from pipelines.imagecode.static_publish import PublishStaticSets
+from pipelines.imagecode.static_sets import BuildStaticSets
+from pipelines.imagecode.video_plans import WRITTEN as VIDEO_CACHE_WRITTEN
+from pipelines.imagecode.video_plans import PlanVideos, StoreNewScores
+from pipelines.release import build as release
+from pipelines.runners import runner_for
+from schemas.arrow import DESCRIPTION_SCHEMA, STATIC_SET_SCHEMA
+from schemas.manifest import read_stats, work_dir
+from transforms.cache.store import relative_cache_path
+from transforms.core.histograms import HistogramFn
+from transforms.core.sampling import SampleSetsPerSource
+from transforms.core.stage import MAIN, REJECTS
+from transforms.crowd.agreement import ComputeAgreement, WorkerPools
+from transforms.image.collection import HashAndDedupe, ReadImageCollection
+from transforms.image.embed import EmbedImages, encoder_identity
+from transforms.image.embed_cache import WRITTEN, EmbedImagesCached
+from transforms.io.release import (VIDEO_SETS, DescriptionRows, PublishCompatImages, WriteFrameSets,
+                                   WriteRejects, WriteReport, WriteTable)
+from transforms.text.stats import LanguageStatsPerSplit
+from transforms.video.manifest import ReadVideoManifest
+
+BENCHMARK = "imagecode"
+STATIC_SETS = "static_sets"
+BRISQUE_BINS = (0.0, 1.3, 65)  # BRISQUE/100 from 0 to 1.3 in steps of 0.02 (data card plot)
+DESCRIPTIONS = "descriptions"
+log = logging.getLogger("pipelines.imagecode.pipeline")
+
+
+def build_pipeline(p: beam.Pipeline, cfg: ImageCodeConfig, staging_dir: str,
+                   cache_root: Optional[str] = None) -> None:
+    """Wire the stages; reads like §3.1-§3.3. Writes into `staging_dir`; reuses and adds
+    cached results under `cache_root` (None: no cache)."""
+    run_id = f"{BENCHMARK}-{FileSystems.split(staging_dir.rstrip('/'))[1].rsplit('-', 1)[-1]}"
+    videos, video_sets, rejects, cache_files = _video_sets(p, cfg, staging_dir, cache_root, run_id)
+    static_rows, static_rejects, static_files = _static_sets(p, cfg, staging_dir, cache_root,
+                                                             run_id)
+    rejects += static_rejects
+    if cache_root:
+        _ = ((cache_files + static_files) | "Cache files written" >> beam.Flatten()
+             | "Relative cache files" >> beam.Map(lambda path: relative_cache_path(cache_root, path))
+             | "Write cache files" >> WriteReport(staging_dir, "cache_files"))
+
+    annotation_sets = (
+        (video_sets | "Video sets for the rounds" >> beam.Map(AnnotationSet.from_frame_set),
+         static_rows | "Static sets for the rounds" >> beam.Map(
+             lambda r: AnnotationSet(r["set_name"], r["source"], r["split"], False,
+                                     tuple(r["image_paths"]))))
+        | "Sets for the rounds" >> beam.Flatten())
+    rejects += _crowd_rounds(p, cfg, staging_dir, annotation_sets)
+
+    distances = (
+        (video_sets | "Video distances" >> beam.Map(lambda s: (s.source, s.distance_mean)),
+         static_rows | "Static distances" >> beam.Map(lambda r: (r["source"], r["distance_mean"])))
+        | "All distances" >> beam.Flatten())
+    _ = (distances | "Within-set distances" >> WithinSetDistanceStats((cfg.static.source,))
+         | "Write distance stats" >> WriteReport(staging_dir, "set_distances"))
+    _ = ({"video_sets": video_sets, "videos": videos[MAIN], "manifest_rejects": videos[REJECTS],
+          "static_rows": static_rows}
+         | "Leakage" >> CheckLeakage() | "Write leakage" >> WriteReport(staging_dir, "leakage"))
+    _ = (rejects | "All rejects" >> beam.Flatten() | "Write rejects" >> WriteRejects(staging_dir))
+
+
+def _video_sets(p, cfg: ImageCodeConfig, staging_dir: str, cache_root: Optional[str], run_id: str):
+    """§3.1 Video Frames: shots, CLIP embeddings, greedy sets with lazy quality filters."""
+    videos = p | "Read manifest" >> ReadVideoManifest(cfg.inputs.videos)
+    spec = encoder_spec(cfg)
+    cache = video_cache_spec(cfg, cache_root, run_id) if cache_root else None
+    plans = videos[MAIN] | "Shots and embeddings" >> PlanVideos(
+        shot_params(cfg), min_frames=cfg.mining.set_size, encoder_spec=spec, cache=cache,
+        truncation_tolerance=cfg.decode.truncation_tolerance)
+    mined = plans[MAIN] | "Mine frame sets" >> MineFrameSets(
+        threshold=cfg.mining.distance_threshold, set_size=cfg.mining.set_size,
+        gate_factory=quality_gate_factory(cfg), staging_dir=work_dir(staging_dir),
+        jpeg_quality=cfg.release.jpeg_quality, max_side=cfg.decode.max_side or None,
+        score_all_frames=cfg.quality.score_all_frames)
+    cache_files = []
+    if cache:
+        cache_files = [plans[VIDEO_CACHE_WRITTEN],
+                       mined[NEW_SCORES] | "Store new scores" >> StoreNewScores(cache)]
+    _ = (mined[BRISQUE_SCORES]
+         | "BRISQUE distribution" >> beam.CombineGlobally(HistogramFn(*BRISQUE_BINS))
+         | "Write BRISQUE distribution" >> WriteReport(staging_dir, "brisque"))
+    sampled = mined[MAIN] | "Sample per source" >> SampleSetsPerSource(
+        seed=cfg.seed, quotas=cfg.sampling.sets_per_source, default=cfg.sampling.default)
+    released = sampled[MAIN] | "Publish images" >> PublishCompatImages(staging_dir)
+    _ = released | "Write video sets" >> WriteFrameSets(staging_dir)
+    return (videos, released, [videos[REJECTS], plans[REJECTS], mined[REJECTS], sampled[REJECTS]],
+            cache_files)
+
+
+def _static_sets(p, cfg: ImageCodeConfig, staging_dir: str, cache_root: Optional[str], run_id: str):
+    """§3.1 Static Pictures: every image embedded, sampled queries, their 9 nearest."""
+    if not cfg.static.images:
+        return p | "No static sets" >> beam.Create([]), [], []
+    images = p | "Read images" >> ReadImageCollection(cfg.static.images)
+    unique = images[MAIN] | "Drop duplicate images" >> HashAndDedupe(cfg.static.max_pixels)
+    spec = encoder_spec(cfg)
+    cache_files = []
+    if cache_root:
+        embedded = unique[MAIN] | "Embed images (cached)" >> EmbedImagesCached(
+            spec, encoder_identity(spec)["fingerprint"], cache_root, run_id, cfg.static.max_pixels)
+        cache_files = [embedded[WRITTEN]]
+    else:
+        embedded = unique[MAIN] | "Embed images" >> EmbedImages(spec, cfg.static.max_pixels)
+    sets = embedded[MAIN] | "Nearest neighbours" >> BuildStaticSets(
+        seed=cfg.seed, n_sets=cfg.static.sets, k=cfg.static.neighbours,
+        num_shards=cfg.static.shards, split_ratios=cfg.static.split_ratios,
+        source=cfg.static.source)
+    rows = ((sets[MAIN], embedded[MAIN]) | "Publish static sets" >> PublishStaticSets(
+        staging_dir, cfg.static.source, cfg.release.jpeg_quality, cfg.static.max_pixels))
+    _ = rows | "Write static sets" >> WriteTable(staging_dir, STATIC_SETS, STATIC_SET_SCHEMA,
+                                                 lambda row: row)
+    return rows, [images[REJECTS], unique[REJECTS], embedded[REJECTS], sets[REJECTS]], cache_files
+
+
+def _crowd_rounds(p, cfg: ImageCodeConfig, staging_dir: str, sets) -> list:
+    """§3.2 describer tasks -> descriptions -> §3.3 retriever tasks -> the keep rule."""
+    crowd = FileSystems.join(staging_dir, "crowd")
+    tasks = sets | "Describer tasks" >> MakeDescribeTasks(cfg.seed, cfg.crowd.targets_per_set)
+    _ = tasks[MAIN] | "Export describer tasks" >> WriteTasks(
+        FileSystems.join(crowd, "describe_tasks"), DescribeTask)
+    rejects = [tasks[REJECTS]]
+    if not cfg.crowd.descriptions:
+        return rejects
+    described = p | "Read descriptions" >> ReadDescriptions(cfg.crowd.descriptions, sets)
+    retrieve_tasks = described[MAIN] | "Retriever tasks" >> MakeRetrieveTasks(cfg.seed, sets)
+    _ = retrieve_tasks[MAIN] | "Export retriever tasks" >> WriteTasks(
+        FileSystems.join(crowd, "retrieve_tasks"), RetrieveTask)
+    rejects += [described[REJECTS], retrieve_tasks[REJECTS]]
+    if not cfg.crowd.retrievals:
+        return rejects
+    retrieved = p | "Read retrievals" >> ReadRetrievals(cfg.crowd.retrievals, sets)
+    judged = ({"descriptions": described[MAIN], "retrievals": retrieved[MAIN], "sets": sets}
+              | "Keep rule" >> ApplyKeepRule())
+    kept = judged[MAIN]
+    _ = (kept | "Description rows" >> beam.ParDo(DescriptionRows())
+         | "Write descriptions" >> WriteTable(staging_dir, DESCRIPTIONS, DESCRIPTION_SCHEMA,
+                                              lambda row: row))
+    _ = kept | "Public annotation files" >> WritePublicAnnotations(staging_dir)
+    _ = (judged[JUDGED] | "Agreement" >> ComputeAgreement()
+         | "Write agreement" >> WriteReport(staging_dir, "agreement"))
+    _ = ({"descriptions": described[MAIN], "retrievals": retrieved[MAIN]}
+         | "Worker pools" >> WorkerPools() | "Write pools" >> WriteReport(staging_dir, "worker_pools"))
+    _ = (kept | "Split and text" >> beam.Map(lambda d: (d.split, d.text))
+         | "Language statistics" >> LanguageStatsPerSplit(cfg.stats.parser)
+         | "Write language stats" >> WriteReport(staging_dir, "language"))
+    return rejects + [retrieved[REJECTS], judged[REJECTS]]
+
+
+# What one stage passes on, the next must take in (checked before a release is written).
+STAGE_LINKS = (
+    ("manifest", "line.out", "shots", "video.in"),
+    ("shots", "frame.out", "embed", "frame.in"),
+    ("shots", "shot.out", "mining", "shot.in"),
+    ("shots", "frame.out", "mining", "frame.in"),
+    ("mining", "set.out", "sampling", "set.in"),
+    ("mining", "frame.out", "sampling", "frame.in"),
+)
+
+
+def check_split_conflicts(cfg: ImageCodeConfig, staging_dir: str) -> None:
+    """With `leakage.on_conflict: fail`, a manifest that lists one video content in two
+    splits stops the build before anything is published. Judged after the run, on the
+    leakage report it wrote, so the decision is the same on every runner."""
+    if cfg.leakage.on_conflict != "fail":
+        return
+    report = (read_stats(staging_dir, "leakage") or [{}])[0]
+    n = report.get("video_split_conflicts_rejected", 0)
+    if n:
+        examples = "; ".join(report.get("video_split_conflict_examples", []))
+        raise release.ReleaseError(
+            f"leakage.on_conflict is 'fail' and {n} line(s) of {cfg.inputs.videos} list a video "
+            f"whose content an earlier line lists in another split: {examples}. Fix the "
+            "manifest, or set leakage.on_conflict=reject to keep the first line of each.")
+
+
+def released_tables(cfg: ImageCodeConfig) -> dict:
+    """Tables this config writes, each with the counter its row count must equal."""
+    tables = {VIDEO_SETS: ("sampling", "set.out")}
+    if cfg.static.images:
+        tables[STATIC_SETS] = ("static_sets", "set.out")
+    if cfg.crowd.retrievals:
+        tables[DESCRIPTIONS] = ("retrieve", "description.out")
+    return tables
+
+
+def run(argv: Optional[List[str]] = None) -> str:
+    """Build one release; returns its folder."""
+    args, beam_args = cli.parse_args(argv, description=__doc__)
+    cfg = load_config(args.config, args.set, ImageCodeConfig)
+    preflight.check_imagecode(cfg)
+    spec = encoder_spec(cfg)
+    options = PipelineOptions(beam_args)
+
+    cache_root = (cfg.cache.dir or FileSystems.join(args.output, ".cache")) if cfg.cache.enabled else None
+    preflight.check_outputs(args.output, cache_root)
+
+    def execute(staging_dir: str):
+        pipeline = beam.Pipeline(runner=runner_for(options), options=options)
+        build_pipeline(pipeline, cfg, staging_dir, cache_root)
+        result = pipeline.run()
+        result.wait_until_finish()
+        check_split_conflicts(cfg, staging_dir)
+        return result
+
+    return release.build_release(
+        benchmark=BENCHMARK, out=args.output, version=args.version, config=cfg,
+        execute=execute, models={"image_encoder": encoder_identity(spec), **filter_identities(cfg)},
+        inputs={"videos": cfg.inputs.videos}, links=STAGE_LINKS,
+        tables=released_tables(cfg),
+        describe=lambda facts: datacard.describe(cfg, facts, cache_root), cache_root=cache_root)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    return cli.run_main(run, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,445 @@
+"""The crowd rounds of ImageCoDe as Beam stages: describe (§3.2), retrieve and keep (§3.3).
+
+    sets -> MakeDescribeTasks -> WriteTasks            (to the crowdsourcing tool)
+    describer file -> ReadDescriptions -> MakeRetrieveTasks -> WriteTasks
+    retriever file -> ReadRetrievals
+    {descriptions, retrievals, sets} -> ApplyKeepRule -> KeptDescription | Reject (+ judged)
+
+Formats, ids and the meaning of every index: pipelines/imagecode/rounds_schema.py. Reading answer files
+(whole-file checks, bad rows, runaway quotes): transforms/crowd/answer_files.py. Every random
+choice is a hash of (seed, key) (transforms.core.sampling.priority), never arrival order.
+Counters: stage "describe" (levels set, line) and stage "retrieve" (levels line, task,
+description, retrieval); each level reconciles: in = out + rejected.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+from typing import Dict, Tuple
+
+import apache_beam as beam
+from apache_beam.io import fileio
+
+from pipelines.imagecode.rounds_schema import (DESCRIBE_TASK_COLUMNS, DESCRIPTION_COLUMNS,
+                                               MIN_CORRECT, RETRIEVAL_COLUMNS,
+                                               RETRIEVE_TASK_COLUMNS, RETRIEVERS, SET_SIZE,
+                                               TARGETS_PER_SET, AnnotationSet, DescribeTask,
+                                               Description, JudgedDescription, KeptDescription,
+                                               Retrieval, RetrieveTask, canonical_order,
+                                               description_id)
+from schemas import reasons
+from schemas.records import Reject
+from transforms.core.sampling import priority
+from transforms.core.stage import MAIN, REJECTS, StageCounts
+from transforms.crowd.answer_files import AnswerRow, file_format, parse_file
+
+JUDGED = "judged"   # ApplyKeepRule's third output: every judged description (for agreement)
+
+
+# --- seeded choices ---------------------------------------------------------------------
+
+def choose_targets(seed: int, set_name: str, n_images: int = SET_SIZE,
+                   k: int = TARGETS_PER_SET) -> Tuple[int, ...]:
+    """k distinct canonical indices: those of lowest priority(seed, set/index)."""
+    ranked = sorted(range(n_images), key=lambda i: priority(seed, f"target/{set_name}/{i}"))
+    return tuple(sorted(ranked[:k]))
+
+
+def shown_order(seed: int, key: str, is_video: bool, n_images: int = SET_SIZE) -> Tuple[int, ...]:
+    """Video sets keep temporal (canonical) order; static sets a seeded shuffle per task."""
+    if is_video:
+        return tuple(range(n_images))
+    return tuple(sorted(range(n_images), key=lambda i: priority(seed, f"order/{key}/{i}")))
+
+
+# --- describe tasks ---------------------------------------------------------------------
+
+class MakeDescribeTasks(beam.PTransform):
+    """AnnotationSet -> DescribeTask (targets_per_set per set) | Reject (level "set")."""
+
+    def __init__(self, seed: int, targets_per_set: int = TARGETS_PER_SET):
+        super().__init__()
+        self._seed, self._k = seed, targets_per_set
+
+    def expand(self, sets):
+        return sets | beam.ParDo(_DescribeTasksFn(self._seed, self._k)).with_outputs(REJECTS, main=MAIN)
+
+
+class _DescribeTasksFn(beam.DoFn):
+    def __init__(self, seed, k):
+        self._seed, self._k = seed, k
+        self._counts = StageCounts("describe")
+
+    def process(self, s: AnnotationSet):
+        self._counts.seen(level="set")
+        reject = dict(stage="describe", level="set", item_id=s.set_name, source=s.source, split=s.split)
+        if len(s.image_paths) != SET_SIZE:
+            yield self._counts.rejected(Reject(reason=reasons.WRONG_SET_SIZE,
+                                               detail=f"{len(s.image_paths)} images", **reject))
+            return
+        try:  # indices only mean something over the canonical order
+            paths = canonical_order(s.image_paths)
+        except ValueError as e:
+            yield self._counts.rejected(Reject(reason=reasons.BAD_FIELD, detail=str(e), **reject))
+            return
+        self._counts.count_out(level="set")
+        for target in choose_targets(self._seed, s.set_name, len(paths), self._k):
+            task_id = f"{s.set_name}#{target}"
+            self._counts.note("task.created")
+            yield DescribeTask(task_id, s.set_name, target,
+                               shown_order(self._seed, task_id, s.is_video, len(paths)),
+                               s.split, s.is_video, paths)
+
+
+# --- exports ----------------------------------------------------------------------------
+
+def task_row(task) -> dict:
+    """A DescribeTask or RetrieveTask as one export row (native JSON types)."""
+    shown = [task.image_paths[i] for i in task.shown_order]
+    images = {f"image_{k}": path for k, path in enumerate(shown)}
+    common = dict(set_name=task.set_name, split=task.split, is_video=task.is_video,
+                  shown_order=list(task.shown_order), **images)
+    if isinstance(task, DescribeTask):
+        return dict(task_id=task.task_id, target_index=task.target_index,
+                    target_position=task.shown_order.index(task.target_index),
+                    target_image=task.image_paths[task.target_index], **common)
+    return dict(task_id=task.task_id, description_id=task.description_id,
+                assignments=task.assignments, text=task.text, **common)
+
+
+def _csv_cell(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return json.dumps(list(value))
+    return str(value)
+
+
+def _csv_line(values) -> str:
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="").writerow([_csv_cell(v) for v in values])
+    return buf.getvalue()
+
+
+class WriteTasks(beam.PTransform):
+    """Tasks -> `<prefix>.csv` (header row) and `<prefix>.jsonl`, through Beam's text sink.
+
+    With num_shards=1 the files carry exactly those names; otherwise Beam's shard
+    suffixes. Rows are identified by task_id; their order in the file carries no meaning.
+    Returns the written file names.
+    """
+
+    def __init__(self, path_prefix: str, task_type=DescribeTask, num_shards: int = 1):
+        super().__init__()
+        self._prefix, self._num_shards = path_prefix, num_shards
+        self._columns = DESCRIBE_TASK_COLUMNS if task_type is DescribeTask else RETRIEVE_TASK_COLUMNS
+
+    def expand(self, tasks):
+        columns = self._columns
+        shards = dict(num_shards=self._num_shards,
+                      shard_name_template="" if self._num_shards == 1 else None)
+        rows = tasks | "Row" >> beam.Map(task_row)
+        csv_files = (rows
+                     | "CSV line" >> beam.Map(lambda r: _csv_line(r[c] for c in columns))
+                     | "Write CSV" >> beam.io.WriteToText(self._prefix, ".csv", header=_csv_line(columns),
+                                                          **shards))
+        jsonl_files = (rows
+                       | "JSON line" >> beam.Map(lambda r: json.dumps({c: r[c] for c in columns}))
+                       | "Write JSONL" >> beam.io.WriteToText(self._prefix, ".jsonl", **shards))
+        return (csv_files, jsonl_files) | beam.Flatten()
+
+
+# --- ingestion --------------------------------------------------------------------------
+
+class _ReadRows(beam.PTransform):
+    """A file pattern -> AnswerRow per row (transforms.crowd.answer_files), one file per worker."""
+
+    def __init__(self, path: str, required_columns):
+        super().__init__()
+        self._path, self._fmt = path, file_format(path)
+        self._required = tuple(required_columns)
+
+    def expand(self, p):
+        fmt, required = self._fmt, self._required
+
+        def rows(readable):
+            with readable.open() as raw:   # bytes: parse_file decodes each line strictly
+                yield from parse_file(readable.metadata.path, raw, fmt, required)
+
+        return (p | fileio.MatchFiles(self._path) | fileio.ReadMatches()
+                | "Parse" >> beam.FlatMap(rows))
+
+
+def _index(row: dict, column: str, n_images: int):
+    """(index, None) or (None, (reason, detail)) for an index column of a row."""
+    value = row[column]
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        value = int(value.strip())
+    if not isinstance(value, int) or isinstance(value, bool):
+        return None, (reasons.BAD_FIELD, f"{column}={row[column]!r} is not an integer")
+    if not 0 <= value < n_images:
+        return None, (reasons.INDEX_OUT_OF_RANGE, f"{column}={value} outside 0..{n_images - 1}")
+    return value, None
+
+
+def _text(row: dict, column: str) -> str:
+    value = row.get(column)
+    return value.strip() if isinstance(value, str) else ("" if value is None else str(value).strip())
+
+
+class _ValidateRowFn(beam.DoFn):
+    """Counts each row in and turns it into a record, or a Reject (level "line") that
+    names the row's file and line."""
+
+    def __init__(self, stage: str, columns, build):
+        self._stage, self._columns, self._build = stage, columns, build
+        self._counts = StageCounts(stage)
+
+    def process(self, parsed: AnswerRow, sets: Dict[str, tuple]):
+        row, error = parsed.fields, parsed.error
+        self._counts.seen(level="line")
+        known = sets.get(_text(row, "set_name")) if row is not None else None
+        if error is None:
+            missing = [c for c in self._columns if not _text(row, c)]
+            if missing:
+                error = (reasons.MISSING_FIELD, ",".join(missing))
+            elif known is None:
+                error = (reasons.UNKNOWN_SET, _text(row, "set_name"))
+            else:
+                keyed, error = self._build(row, known)
+        if error is not None:
+            split, source = (known[0], known[2]) if known else ("", "")
+            yield self._counts.rejected(Reject(
+                self._stage, "line", error[0], "%s:%d" % parsed.row_id, source=source, split=split,
+                detail=error[1], file=parsed.path, line=parsed.line))
+            return
+        key, record = keyed
+        yield key, (parsed.row_id, parsed.path, record)
+
+
+def _build_description(row: dict, known: tuple):
+    split, n_images, _ = known
+    target, error = _index(row, "target_index", n_images)
+    worker = _text(row, "worker")
+    if error is None and "#" in worker:
+        error = (reasons.BAD_FIELD, f"worker {worker!r} contains '#'")
+    if error is not None:
+        return None, error
+    set_name = _text(row, "set_name")
+    d = Description(description_id(set_name, target, worker), set_name, target,
+                    _text(row, "text"), worker, split)
+    return (d.description_id, d), None  # keyed by what makes a duplicate
+
+
+def _build_retrieval(row: dict, known: tuple):
+    split, n_images, _ = known
+    guess, error = _index(row, "guessed_index", n_images)
+    if error is not None:
+        return None, error
+    r = Retrieval(_text(row, "set_name"), _text(row, "description_id"), _text(row, "worker"), guess, split)
+    return ((r.description_id, r.worker), r), None
+
+
+class _FirstOfDuplicatesFn(beam.DoFn):
+    """Keeps the earliest row (file, line) of a key; later ones are duplicates."""
+
+    def __init__(self, stage: str, reason: str):
+        self._stage, self._reason = stage, reason
+        self._counts = StageCounts(stage)
+
+    def process(self, keyed):
+        _, rows = keyed
+        rows = sorted(rows, key=lambda r: r[:2])
+        first_id, _, record = rows[0]
+        yield self._counts.passed(record, level="line")
+        for row_id, path, dup in rows[1:]:
+            yield self._counts.rejected(Reject(
+                self._stage, "line", self._reason, "%s:%d" % row_id, split=dup.split,
+                detail="same as %s:%d" % first_id, file=path, line=row_id[1]))
+
+
+def _set_info(sets):
+    """name -> (split, number of images, source): all that ingestion needs of a set."""
+    return beam.pvalue.AsDict(sets | "Set info" >> beam.Map(
+        lambda s: (s.set_name, (s.split, len(s.image_paths), s.source))))
+
+
+class _ReadCrowdRows(beam.PTransform):
+    def __init__(self, path, known_sets, stage, columns, build, duplicate_reason):
+        super().__init__()
+        file_format(path)  # an unknown extension fails now, not on a worker
+        self._path, self._sets, self._stage = path, known_sets, stage
+        self._columns, self._build, self._dup = columns, build, duplicate_reason
+
+    def expand(self, p):
+        checked = (p | "Read" >> _ReadRows(self._path, self._columns)
+                   | "Validate" >> beam.ParDo(_ValidateRowFn(self._stage, self._columns, self._build),
+                                              _set_info(self._sets)).with_outputs(REJECTS, main=MAIN))
+        unique = (checked[MAIN] | "By key" >> beam.GroupByKey()
+                  | "Drop duplicates" >> beam.ParDo(_FirstOfDuplicatesFn(self._stage, self._dup))
+                  .with_outputs(REJECTS, main=MAIN))
+        rejects = (checked[REJECTS], unique[REJECTS]) | "All rejects" >> beam.Flatten()
+        return {MAIN: unique[MAIN], REJECTS: rejects}
+
+
+class ReadDescriptions(_ReadCrowdRows):
+    """Describer output (CSV or JSONL by extension; a glob is fine) -> Description | Reject.
+
+    `known_sets`: the PCollection of AnnotationSets in the rounds (a side input).
+    Returns {MAIN: descriptions, REJECTS: rejects}. Stage "describe", level "line".
+    """
+
+    def __init__(self, path: str, known_sets):
+        super().__init__(path, known_sets, "describe", DESCRIPTION_COLUMNS, _build_description,
+                         reasons.DUPLICATE_DESCRIPTION)
+
+
+class ReadRetrievals(_ReadCrowdRows):
+    """Retriever output -> Retrieval | Reject; like ReadDescriptions, stage "retrieve"."""
+
+    def __init__(self, path: str, known_sets):
+        super().__init__(path, known_sets, "retrieve", RETRIEVAL_COLUMNS, _build_retrieval,
+                         reasons.DUPLICATE_RETRIEVAL)
+
+
+# --- retrieve tasks ---------------------------------------------------------------------
+
+class MakeRetrieveTasks(beam.PTransform):
+    """Description -> RetrieveTask (one per description) | Reject (level "task").
+
+    Joined with `known_sets` by set name (CoGroupByKey), so no worker holds all sets.
+    """
+
+    def __init__(self, seed: int, known_sets, retrievers: Dict[str, int] = RETRIEVERS):
+        super().__init__()
+        self._seed, self._sets, self._retrievers = seed, known_sets, dict(retrievers)
+
+    def expand(self, descriptions):
+        seed, retrievers = self._seed, self._retrievers
+        counts = StageCounts("retrieve")
+
+        def tasks(kv):
+            _, grouped = kv
+            sets, described = grouped["sets"], grouped["descriptions"]
+            for d in described:
+                counts.seen(level="task")
+                if not sets:
+                    yield counts.rejected(Reject("retrieve", "task", reasons.UNKNOWN_SET,
+                                                 d.description_id, split=d.split))
+                    continue
+                s = sets[0]
+                task_id = f"retrieve#{d.description_id}"
+                yield counts.passed(RetrieveTask(
+                    task_id, d.description_id, s.set_name, s.split, s.is_video,
+                    retrievers.get(s.split, 1), d.text,
+                    shown_order(seed, task_id, s.is_video, len(s.image_paths)), s.image_paths),
+                    level="task")
+
+        return ({"sets": self._sets | "Set by name" >> beam.Map(lambda s: (s.set_name, s)),
+                 "descriptions": descriptions | "By set" >> beam.Map(lambda d: (d.set_name, d))}
+                | beam.CoGroupByKey()
+                | beam.FlatMap(tasks).with_outputs(REJECTS, main=MAIN))
+
+
+# --- keep rule --------------------------------------------------------------------------
+
+def keep_decision(split: str, correct: int, retrievers: int, min_correct: Dict[str, int] = MIN_CORRECT):
+    """None to keep, else the reject reason.
+
+    §3.3: train keeps a description its (single) retriever found; valid/test keep one
+    that at least 2 of its 3 retrievers found. The rule counts correct answers, so a
+    valid/test description with only 2 retrievals needs both.
+    """
+    if retrievers == 0:
+        return reasons.NO_RETRIEVAL
+    if split not in min_correct:
+        return reasons.BAD_FIELD
+    if correct >= min_correct[split]:
+        return None
+    return reasons.RETRIEVER_WRONG if split == "train" else reasons.TOO_FEW_CORRECT
+
+
+class ApplyKeepRule(beam.PTransform):
+    """{"descriptions", "retrievals", "sets"} -> KeptDescription | Reject | JudgedDescription.
+
+    Joins descriptions to their set (CoGroupByKey on set name), then to their
+    retrievals (CoGroupByKey on description id). Retrievals that cannot count (unknown
+    description, another set, the describer's own) are rejected at level "retrieval";
+    the others decide the description (level "description") by `keep_decision`.
+    Returns {MAIN: kept, REJECTS: rejects, JUDGED: every description with a retrieval}.
+    """
+
+    def __init__(self, min_correct: Dict[str, int] = MIN_CORRECT):
+        super().__init__()
+        self._min_correct = dict(min_correct)
+
+    def expand(self, inputs):
+        counts = StageCounts("retrieve")
+
+        def with_set(kv):
+            _, grouped = kv
+            sets = grouped["sets"]
+            for d in grouped["descriptions"]:
+                if sets:
+                    yield d.description_id, (d, sets[0])
+                else:  # ingestion already checks this; kept so nothing can vanish here
+                    counts.seen(level="description")
+                    yield counts.rejected(Reject("retrieve", "description", reasons.UNKNOWN_SET,
+                                                 d.description_id, split=d.split))
+
+        joined = ({"sets": inputs["sets"] | "Set by name" >> beam.Map(lambda s: (s.set_name, s)),
+                   "descriptions": inputs["descriptions"] | "By set" >> beam.Map(lambda d: (d.set_name, d))}
+                  | "Join sets" >> beam.CoGroupByKey()
+                  | "With set" >> beam.FlatMap(with_set).with_outputs(REJECTS, main=MAIN))
+        decided = ({"described": joined[MAIN],
+                    "retrievals": inputs["retrievals"] | "By description" >> beam.Map(
+                        lambda r: (r.description_id, r))}
+                   | "Join retrievals" >> beam.CoGroupByKey()
+                   | "Decide" >> beam.ParDo(_DecideFn(self._min_correct)).with_outputs(
+                       REJECTS, JUDGED, main=MAIN))
+        rejects = (joined[REJECTS], decided[REJECTS]) | "All rejects" >> beam.Flatten()
+        return {MAIN: decided[MAIN], REJECTS: rejects, JUDGED: decided[JUDGED]}
+
+
+class _DecideFn(beam.DoFn):
+    def __init__(self, min_correct):
+        self._min_correct = min_correct
+        self._counts = StageCounts("retrieve")
+
+    def process(self, kv):
+        desc_id, grouped = kv
+        described, retrievals = grouped["described"], sorted(grouped["retrievals"], key=lambda r: r.worker)
+        self._counts.seen(len(retrievals), level="retrieval")
+        if not described:
+            for r in retrievals:
+                yield self._reject_retrieval(r, reasons.UNKNOWN_DESCRIPTION, "")
+            return
+        d, s = described[0]  # ingestion drops duplicate ids, so there is one
+        used = []
+        for r in retrievals:
+            if r.set_name != d.set_name:
+                yield self._reject_retrieval(r, reasons.SET_MISMATCH, f"description is of {d.set_name}")
+            elif r.worker == d.worker:
+                yield self._reject_retrieval(r, reasons.SELF_RETRIEVAL, "")
+            else:
+                used.append(self._counts.passed(r, level="retrieval"))
+        correct = sum(r.guessed_index == d.target_index for r in used)
+        self._counts.seen(level="description")
+        reason = keep_decision(s.split, correct, len(used), self._min_correct)
+        if used:
+            yield beam.pvalue.TaggedOutput(JUDGED, JudgedDescription(
+                desc_id, s.split, s.is_video, d.target_index,
+                tuple((r.worker, r.guessed_index) for r in used), kept=reason is None))
+        if reason is not None:
+            yield self._counts.rejected(Reject(
+                "retrieve", "description", reason, desc_id, source=s.source, split=s.split,
+                detail=f"{correct} of {len(used)} retrievers found target {d.target_index}"))
+            return
+        yield self._counts.passed(KeptDescription(
+            desc_id, d.set_name, d.target_index, d.text, s.split, s.source, s.is_video,
+            s.image_paths, len(used), correct, d.worker), level="description")
+
+    def _reject_retrieval(self, r: Retrieval, reason: str, detail: str):
+        return self._counts.rejected(Reject("retrieve", "retrieval", reason,
+                                            f"{r.description_id}@{r.worker}", split=r.split, detail=detail))

@@ -1,0 +1,252 @@
+"""Building one immutable release version around a pipeline run (every benchmark).
+
+    staging folder -> run the pipeline into it -> read counters back -> check that they
+    reconcile and match the rows written -> DATACARD.md -> MANIFEST.json -> rename
+
+A run that fails anywhere leaves no version folder behind (schemas.manifest).
+"""
+from __future__ import annotations
+
+import contextlib
+import datetime
+import hashlib
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+import uuid
+from typing import Callable, Dict, Iterable, Optional, Tuple
+
+from apache_beam.io.filesystems import FileSystems
+
+from pipelines.config import config_hash, to_dict
+from pipelines.errors import UserError
+from pipelines.release import diff as release_diff
+from pipelines.release import runs
+from pipelines.release.datacard import write_datacard
+from schemas import manifest as release_manifest
+from transforms.core.stage import check_links, read_stage_counts, reconcile
+
+log = logging.getLogger("pipelines.release.build")
+
+MANIFEST_FORMAT = 1
+
+
+class ReleaseError(UserError, RuntimeError):
+    """The release could not be built; no version folder was left behind."""
+
+
+def build_release(*, benchmark: str, out: str, version: str, config,
+                  execute: Callable[[str], object], models: Dict[str, dict],
+                  inputs: Dict[str, Optional[str]], links: Iterable[tuple] = (),
+                  tables: Dict[str, Tuple[str, str]], describe: Callable[[dict], dict],
+                  cache_root: Optional[str] = None) -> str:
+    """Run `execute(staging_dir)` and publish what it wrote as `<out>/<benchmark>/<version>`.
+
+    `tables` maps each table written under parquet/ to the (stage, counter) whose value
+    must equal its rows; `describe(facts)` returns the data card's summary, thresholds
+    and sections (it may write plots into facts["staging"]). While it runs the build
+    holds a lock beside its staging folder (and in the cache), so that the next build
+    can tell garbage from work in progress (pipelines/release/runs.py); before it starts it
+    removes what builds that died left behind. On any failure, SIGTERM included, its
+    own staging folder and its temp files in the cache are removed.
+    """
+    runs.sweep_release_dir(FileSystems.join(out, benchmark))
+    if cache_root:
+        runs.sweep_cache(cache_root)
+    run_uuid = uuid.uuid4().hex
+    run_id = f"{benchmark}-{run_uuid}"
+    staging_path = release_manifest.staging_dir_for(out, benchmark, version, run_uuid)
+    locks = [runs.staging_lock_path(staging_path)]
+    if cache_root:
+        locks.append(runs.cache_lock_path(cache_root, run_id))
+    try:
+        for lock in locks:
+            release_manifest.make_dirs(FileSystems.split(lock)[0])
+            runs.write_lock(lock)
+        with _sigterm_as_exit(), release_manifest.staged_release(
+                out, benchmark, version, run_uuid=run_uuid) as staging:
+            log.info("building %s %s in %s", benchmark, version, staging)
+            counts = _fill(staging, benchmark=benchmark, version=version, config=config,
+                           result=execute(staging), models=models, inputs=inputs,
+                           links=links, tables=tables, describe=describe)
+            final = release_manifest.final_dir_of(staging)
+    except FileExistsError as e:  # the version exists, or appeared while we wrote
+        raise ReleaseError(str(e)) from None
+    except BaseException:
+        if cache_root:  # finished shards stay (valid entries); half-written ones go
+            runs.remove_quietly(runs.temp_dirs_of_run(cache_root, run_id))
+        raise
+    finally:
+        runs.remove_quietly(locks)
+    print_summary(final, counts)
+    return final
+
+
+@contextlib.contextmanager
+def _sigterm_as_exit():
+    """`kill` (SIGTERM) ends the build through Python's exit path, so the staging
+    folder is removed as on any other failure. Only the main thread can set handlers."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    def on_term(signum, frame):
+        raise SystemExit(128 + signum)
+    previous = signal.signal(signal.SIGTERM, on_term)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _fill(staging: str, *, benchmark, version, config, result, models, inputs, links,
+          tables, describe) -> dict:
+    """Everything after the pipeline run: checks, data card, manifest. Returns counts."""
+    stages = read_stage_counts(result)
+    counts = release_manifest.release_counts(staging, tuple(tables))
+    release_manifest.write_reject_counts(staging, counts)
+    release_manifest.remove_work_dir(staging)
+    problems = (reconcile(stages) + check_links(stages, links)
+                + _written_vs_counted(stages, counts, tables))
+    if problems:
+        raise ReleaseError("counts do not reconcile: " + "; ".join(problems))
+    card = describe({"version": version, "counts": counts, "stages": stages,
+                     "models": models, "config": to_dict(config), "staging": staging})
+    figures = card.pop("manifest", {})
+    top_level = card.pop("manifest_top", {})
+    write_datacard(staging, {"benchmark": benchmark, "version": version, "counts": counts,
+                             "stages": stages, "models": models, **card})
+    manifest = {
+        "format": MANIFEST_FORMAT,
+        "benchmark": benchmark,
+        "version": version,
+        "created_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "code_revision": code_revision(),
+        "config": to_dict(config),
+        "config_sha256": config_hash(config),
+        "models": models,
+        "inputs": {name: describe_input(path) for name, path in inputs.items()},
+        "counts": counts,
+        "stages": stages,
+        "reconciled": True,
+        "figures": figures,
+        **top_level,
+    }
+    manifest["previous_version"] = write_release_notes(staging, manifest)
+    release_manifest.write_manifest(staging, manifest)
+    return counts
+
+
+def write_release_notes(staging: str, manifest: dict) -> Optional[str]:
+    """RELEASE_NOTES.md: what changed since the previous version (or that there is none).
+    Returns the previous version's name."""
+    benchmark_dir = FileSystems.split(staging.rstrip("/"))[0]
+    previous = release_diff.previous_version(benchmark_dir, manifest["version"])
+    if previous is None:
+        text = (f"# {manifest['benchmark']} {manifest['version']}\n\nFirst release in "
+                f"{benchmark_dir}: nothing to compare with.\n")
+    else:
+        text = release_diff.render(release_diff.diff_releases(previous, staging, manifest))
+    with FileSystems.create(FileSystems.join(staging, "RELEASE_NOTES.md"),
+                            mime_type="text/markdown") as f:
+        f.write(text.encode("utf-8"))
+    return FileSystems.split(previous)[1] if previous else None
+
+
+def _written_vs_counted(stages: dict, counts: dict, tables: Dict[str, Tuple[str, str]]) -> list:
+    """Rows in parquet/ and rejects/ must equal what the counters say."""
+    problems = []
+    for table, (stage, counter) in tables.items():
+        counted = stages.get(stage, {}).get(counter, 0)
+        written = counts["tables"][table]["total"]
+        if counted != written:
+            problems.append(f"{stage}.{counter} = {counted} but parquet/{table}/ has {written} rows")
+    for stage_name, levels in counts["rejects"]["by_stage"].items():
+        for level, by_reason in levels.items():
+            for reason, rows in by_reason.items():
+                counted = stages.get(stage_name, {}).get(f"{level}.rejected.{reason}", 0)
+                if counted != rows:
+                    problems.append(f"rejects/ has {rows} rows {stage_name}/{level}/{reason} "
+                                    f"but the counter says {counted}")
+    counted_rejects = sum(v for names in stages.values() for k, v in names.items()
+                          if ".rejected." in k)
+    if counted_rejects != counts["rejects"]["total"]:
+        problems.append(f"{counted_rejects} rejects counted but {counts['rejects']['total']} written")
+    return problems
+
+
+def code_revision() -> dict:
+    """The git commit of this code (and whether the tree had changes), when known."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    try:
+        commit = subprocess.run(["git", "-C", here, "rev-parse", "HEAD"], capture_output=True,
+                                text=True, check=True, timeout=10).stdout.strip()
+        dirty = bool(subprocess.run(["git", "-C", here, "status", "--porcelain", "--untracked-files=no"],
+                                    capture_output=True, text=True, check=True, timeout=10).stdout.strip())
+        return {"commit": commit, "dirty": dirty}
+    except (OSError, subprocess.SubprocessError):
+        return {"commit": "unknown", "dirty": None}
+
+
+def describe_input(path: Optional[str]) -> Optional[dict]:
+    """Path, size and sha256 of an input file (the manifest, not the videos it lists)."""
+    if not path:
+        return None
+    digest = hashlib.sha256()
+    size = 0
+    with FileSystems.open(path, compression_type="uncompressed") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+            size += len(block)
+    return {"path": path, "bytes": size, "sha256": digest.hexdigest()}
+
+
+def main(argv=None) -> int:
+    """`python -m pipelines.release.build diff A B`: what changed between two releases;
+    `python -m pipelines.release.build calibrate ...`: see pipelines/imagecode/calibrate.py."""
+    import argparse
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["calibrate"]:
+        from pipelines.imagecode import \
+            calibrate  # it imports the pipelines, which import this module
+        return calibrate.main(argv[1:])
+    parser = argparse.ArgumentParser(prog="python -m pipelines.release.build",
+                                     description="Inspect releases.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("calibrate", help="sets per source for candidate thresholds, from the "
+                                          "cache only (see its --help)")
+    diff = commands.add_parser("diff", help="config and rows changed between two releases")
+    diff.add_argument("old", help="version folder, e.g. releases/imagecode/1.0.0")
+    diff.add_argument("new", help="version folder, e.g. releases/imagecode/1.1.0")
+    diff.add_argument("--json", action="store_true", help="print JSON instead of Markdown")
+    diff.add_argument("--examples", type=int, default=10, help="keys listed per change kind")
+    args = parser.parse_args(argv)
+    try:
+        result = release_diff.diff_releases(args.old, args.new)
+    except (FileNotFoundError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(json.dumps(result, indent=1) if args.json else release_diff.render(result, args.examples))
+    return 0
+
+
+def print_summary(final: str, counts: dict) -> None:
+    rejects = counts["rejects"]
+    shown = final
+    if FileSystems.get_scheme(final) is None:  # as the user would type it, from here
+        relative = os.path.relpath(final)
+        shown = final if relative.startswith("..") else relative
+    lines = [f"release: {shown}"]
+    for table, rows in counts["tables"].items():
+        lines.append(f"  {table}: {rows['total']}  " + "  ".join(
+            f"{split}={n}" for split, n in sorted(rows["by_split"].items())))
+    lines += [f"  rejects: {rejects['total']}  " + "  ".join(
+                 f"{reason}={n}" for reason, n in sorted(rejects["by_reason"].items()))]
+    print("\n".join(lines), flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

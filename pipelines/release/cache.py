@@ -1,0 +1,117 @@
+"""Cache housekeeping: `python -m pipelines.release.cache prune --cache ROOT --releases OUT [--dry-run]`.
+
+The manifest contract: a release that used cache entries lists the shards it read or
+wrote under a top-level key of its MANIFEST.json,
+
+    "cache_files": ["embed/run-20240101-00000-of-00004.parquet", ...]
+
+paths relative to the cache root (transforms.cache.store.relative_cache_path). Prune keeps
+every shard named by any MANIFEST.json below OUT and deletes every other shard
+(`<ROOT>/<stage>/*.parquet`), printing each removal and the bytes freed. Beam's
+`beam-temp-*` folders of builds that are gone are removed too; a build that is still
+running (its lock in `<ROOT>/.runs/` is alive, pipelines/release/runs.py) keeps its shards and
+temp folders, though its manifest names them only once it finishes.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import List, Optional, Set, Tuple
+
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
+
+from pipelines.release import runs
+from pipelines.release.datacard import markdown_table
+from schemas.manifest import MANIFEST, read_stats
+from transforms.cache.store import SUFFIX, relative_cache_path, shard_pattern
+
+CACHE_FILES_KEY = "cache_files"
+
+
+def referenced_files(releases: str) -> Set[str]:
+    """Cache paths (relative to the root) named by any MANIFEST.json under `releases`."""
+    keep: Set[str] = set()
+    for meta in FileSystems.match([FileSystems.join(releases, "**")])[0].metadata_list:
+        if not meta.path.endswith("/" + MANIFEST):
+            continue
+        with FileSystems.open(meta.path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+            manifest = json.loads(f.read().decode("utf-8"))
+        keep.update(manifest.get(CACHE_FILES_KEY, []) if isinstance(manifest, dict) else [])
+    return keep
+
+
+def cache_report(cache_root: str, staging: str, use: dict, what: str):
+    """A data card's Cache section and the shards the manifest names ("cache_files"):
+    every shard of the stages in `use` (a lookup reads them all) and those written.
+    `use`: {stage: {"items", "cached", "computed"}} (the manifest's "cache" record)."""
+    read = []
+    for stage in use:
+        matches = FileSystems.match([shard_pattern(cache_root, stage)])[0].metadata_list
+        read += [relative_cache_path(cache_root, m.path) for m in matches]
+    written = read_stats(staging, "cache_files") or []
+    rows = [[stage, u["items"], u["cached"], u["computed"]] for stage, u in use.items()]
+    section = {"title": "Cache", "text": (
+        f"{what} reused from `{cache_root}` (cached) or computed in this build and written "
+        "back.\n\n" + markdown_table(["stage", "items", "cached", "computed"], rows))}
+    return section, sorted(set(read) | set(written))
+
+
+def prune(cache: str, releases: str, dry_run: bool = False) -> Tuple[List[str], int]:
+    """Delete unreferenced shards and what builds that are gone left behind (their Beam
+    temp folders, pipelines/release/runs.py); returns (removed paths, bytes freed). Shards of a
+    build that is still running are kept: its manifest will name them."""
+    keep = referenced_files(releases)
+    pattern = FileSystems.join(cache, "*", "*" + SUFFIX)  # shards only, not beam-temp-*/
+    doomed = [m for m in FileSystems.match([pattern])[0].metadata_list
+              if relative_cache_path(cache, m.path) not in keep
+              and not _running(cache, m.path)]
+    doomed.sort(key=lambda m: m.path)
+    freed = sum(m.size_in_bytes for m in doomed)
+    removed = [m.path for m in doomed]
+    if doomed and not dry_run:
+        FileSystems.delete(removed)
+    temps = runs.stale_cache_temps(cache)
+    freed += sum(_size(path) for path in temps)
+    if not dry_run:
+        runs.sweep_cache(cache)
+    return removed + temps, freed
+
+
+def _running(cache: str, shard_path: str) -> bool:
+    """The shard belongs to a build whose lock says it is still running."""
+    name = FileSystems.split(shard_path)[1][:-len(SUFFIX)]
+    run_id = name.rsplit("-", 3)[0]  # <run id>-SSSSS-of-NNNNN
+    holder = runs.read_lock(runs.cache_lock_path(cache, run_id))
+    return holder is not None and runs.is_alive(holder) is not False
+
+
+def _size(path: str) -> int:
+    """Bytes of every file below a folder (a temp folder holds files only)."""
+    matches = FileSystems.match([FileSystems.join(path, "**")])[0].metadata_list
+    return sum(m.size_in_bytes for m in matches
+               if not (FileSystems.get_scheme(m.path) is None and os.path.isdir(m.path)))
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m pipelines.release.cache", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True)
+    p = commands.add_parser("prune", help="delete cache shards no release manifest names")
+    p.add_argument("--cache", required=True, help="cache root (local path or gs://)")
+    p.add_argument("--releases", required=True, help="release root searched for MANIFEST.json")
+    p.add_argument("--dry-run", action="store_true", help="only print what would be removed")
+    args = parser.parse_args(argv)
+
+    removed, freed = prune(args.cache, args.releases, args.dry_run)
+    verb = "would remove" if args.dry_run else "removed"
+    for path in removed:
+        print(f"{verb} {path}")
+    print(f"{verb} {len(removed)} shard(s) or temp folder(s), {freed} bytes")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

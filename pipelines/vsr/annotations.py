@@ -1,0 +1,459 @@
+"""Ingesting VSR annotations: the public raw layout, this build's writer output, validator
+votes and extra labels. Every line becomes records or a Reject with a reason.
+
+Public raw layout (../shared/realdata/vsr/all_vsr_raw_data.jsonl), one object per line:
+    {"image", "image_link", "caption", "label": 0|1, "relation", "annotator_id",
+     "vote_true_validator_id": [ids], "vote_false_validator_id": [ids]}
+Vote lists may also be the v2 strings "[1, 2]"; an optional "reference_frame" is kept.
+Subject and object come from parsing the caption (pipelines.vsr.captions).
+
+Writer output (captions of this build's pairs, tasks/caption_tasks.jsonl):
+    {"pair_id": "pair-…", "relation": "under", "true_image": "000000012345.jpg",
+     "annotator_id": "w7"}
+Each line yields two examples: the rendered caption with label 1 on `true_image`, 0 on
+the other image of the pair.
+
+Validator votes (tasks/validation_tasks.jsonl names the examples):
+    {"example_id": "…", "validator_id": "v3", "label": 0|1}
+Extra labels (§3.5 human ceiling), same shape as votes; joined to kept examples only.
+
+Every file is read with transforms.io.lines.ReadNumberedLines, so a line-level reject names
+its file and line, and a line whose bytes are not UTF-8 is bad_encoding. A line holding
+NaN, Infinity or a number beyond float range is bad_field; so is a public-layout image
+that is not a plain COCO file name (schemas.coco.FILE_NAME) or an image_link that is not
+http(s): both are published, and an image name becomes a path for whoever downloads it.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Dict, Mapping, Optional, Union
+
+import apache_beam as beam
+
+from pipelines.vsr.captions import CaptionParser, render_caption
+from pipelines.vsr.schema import (PUBLIC_FIELDS, Example, ImagePair, coco_source, example_id,
+                                  parse_vote_list)
+from schemas import reasons
+from schemas.coco import is_file_name, is_link
+from schemas.records import Reject
+from transforms.core.stage import MAIN, REJECTS, StageCounts
+from transforms.io.lines import ReadNumberedLines, SourceLine, parse_json_object
+
+
+def parse_record(line: Union[SourceLine, str], required_fields):
+    """A VSR JSON Lines line as a dict (required fields non-empty strings, every number
+    finite), or (reason, detail)."""
+    return parse_json_object(line, required_fields, finite_numbers=True)
+
+
+def _line_reject(stage: str, line: SourceLine, reason: str, detail: str, **fields) -> Reject:
+    """A line-level reject: the line's text (or its place, when it has none) as item id."""
+    return Reject(stage=stage, level="line", reason=reason,
+                  item_id=line.text.strip()[:200] or line.where, detail=detail,
+                  file=line.path, line=line.number, **fields)
+
+
+def _line_order(line: SourceLine):
+    """Which of two lines comes first: by content, then by place (never by arrival)."""
+    return line.text, line.path, line.number
+
+
+def _is_id(value) -> bool:
+    return (isinstance(value, int) and not isinstance(value, bool)) or (
+        isinstance(value, str) and value.strip() != "")
+
+
+def _label(value) -> Optional[int]:
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int) and value in (0, 1):
+        return value
+    return None
+
+
+def parse_public_line(line: Union[SourceLine, str], parser: CaptionParser, relations: frozenset):
+    """(Example, listed true votes, listed false votes), or (reason, detail)."""
+    record = parse_record(line, ("image", "image_link", "caption", "relation"))
+    if isinstance(record, tuple):
+        return record
+    missing = [f for f in PUBLIC_FIELDS if f not in record]
+    if missing:
+        return reasons.MISSING_FIELD, f"missing field(s): {', '.join(missing)}"
+    if not is_file_name(record["image"]):
+        return reasons.BAD_FIELD, f"image {record['image'][:100]!r} is not a plain COCO file name"
+    if not is_link(record["image_link"]):
+        return reasons.BAD_FIELD, f"image_link {record['image_link'][:100]!r} is not an http(s) link"
+    label = _label(record["label"])
+    if label is None:
+        return reasons.BAD_FIELD, f"label must be 0 or 1, got {record['label']!r}"
+    if not _is_id(record["annotator_id"]):
+        return reasons.BAD_FIELD, f"annotator_id must be an id, got {record['annotator_id']!r}"
+    try:
+        vote_true = parse_vote_list(record["vote_true_validator_id"])
+        vote_false = parse_vote_list(record["vote_false_validator_id"])
+    except ValueError as e:
+        return reasons.BAD_FIELD, f"vote lists: {e}"
+    frame = record.get("reference_frame")
+    if frame is not None and (isinstance(frame, bool) or not isinstance(frame, (int, float))):
+        return reasons.BAD_FIELD, f"reference_frame must be a number or null, got {frame!r}"
+    relation = record["relation"]
+    if relation not in relations:
+        return reasons.RELATION_NOT_IN_LIST, f"relation {relation!r} is not in Table 1"
+    parsed, why = parser.parse(record["caption"])
+    if parsed is None:
+        return reasons.CAPTION_UNPARSED, f"{record['caption']!r}: {why}"
+    subj, parsed_relation, obj = parsed
+    if parsed_relation != relation:
+        return reasons.RELATION_MISMATCH, (f"caption {record['caption']!r} reads {parsed_relation!r}, "
+                                           f"relation field says {relation!r}")
+    example = Example(
+        example_id=example_id(record["image"], record["caption"]), image=record["image"],
+        image_link=record["image_link"], caption=record["caption"], label=label,
+        relation=relation, subj=subj, obj=obj, annotator_id=str(record["annotator_id"]),
+        source=coco_source(record["image_link"]),
+        reference_frame=None if frame is None else float(frame))
+    return example, tuple(str(v) for v in vote_true), tuple(str(v) for v in vote_false)
+
+
+class ReadPublicAnnotations(beam.PTransform):
+    """Public raw-layout files -> (Example, true votes, false votes) (main), line rejects.
+
+    The same (image, caption) twice: the line that sorts first is kept, the others are
+    duplicate_example. With `coco_images` (a PCollection of image file names), a line whose
+    image the COCO input lacks is unknown_image."""
+
+    def __init__(self, patterns, relations: frozenset, aliases: Mapping[str, str],
+                 coco_images=None):
+        super().__init__()
+        self._patterns = list(patterns)
+        self._relations = frozenset(relations)
+        self._aliases = dict(aliases)
+        self._coco_images = coco_images
+
+    def expand(self, pbegin):
+        lines = pbegin | "Read lines" >> ReadNumberedLines(self._patterns)
+        parsed = lines | "Parse" >> beam.ParDo(
+            _ParsePublic(self._relations, self._aliases)).with_outputs(REJECTS, main=MAIN)
+        unique = (parsed[MAIN] | "Key by example" >> beam.Map(lambda t: (t[1].example_id, t))
+                  | "Group duplicates" >> beam.GroupByKey()
+                  | "Keep first" >> beam.ParDo(_KeepFirstExample()).with_outputs(REJECTS, main=MAIN))
+        rejects = [parsed[REJECTS], unique[REJECTS]]
+        kept = unique[MAIN]     # (SourceLine, Example, true votes, false votes)
+        if self._coco_images is not None:
+            known = {"lines": kept | "Key by image" >> beam.Map(lambda t: (t[1].image, t)),
+                     "coco": self._coco_images | "Image names" >> beam.Map(lambda name: (name, True))}
+            checked = (known | "Join COCO images" >> beam.CoGroupByKey()
+                       | "Known images" >> beam.ParDo(_KnownImage()).with_outputs(REJECTS, main=MAIN))
+            kept = checked[MAIN]
+            rejects.append(checked[REJECTS])
+        examples = kept | "Drop line" >> beam.Map(lambda t: t[1:])
+        return {MAIN: examples, REJECTS: rejects | "Annotation rejects" >> beam.Flatten()}
+
+
+class _ParsePublic(beam.DoFn):
+    def __init__(self, relations: frozenset, aliases: Dict[str, str]):
+        self._relations = relations
+        self._aliases = aliases
+        self._counts = StageCounts("annotations")
+
+    def setup(self):
+        self._parser = CaptionParser(self._relations, aliases=self._aliases)
+
+    def process(self, line: SourceLine):
+        self._counts.seen(level="line")
+        parsed = parse_public_line(line, self._parser, self._relations)
+        if isinstance(parsed[0], Example):
+            yield self._counts.passed((line, *parsed), level="line")
+            return
+        reason, detail = parsed
+        yield self._counts.rejected(_line_reject("annotations", line, reason, detail))
+
+
+class _KeepFirstExample(beam.DoFn):
+    def __init__(self):
+        self._counts = StageCounts("annotations")
+
+    def process(self, keyed):
+        _, items = keyed
+        first, *duplicates = sorted(items, key=lambda t: _line_order(t[0]))
+        yield first
+        for line, example, _, _ in duplicates:
+            self._counts.count_out(-1, level="line")  # it passed parsing; it leaves as a duplicate
+            yield self._counts.rejected(_line_reject(
+                "annotations", line, reasons.DUPLICATE_EXAMPLE,
+                f"same image and caption as example {example.example_id} ({first[0].where})",
+                source=example.source))
+
+
+class _KnownImage(beam.DoFn):
+    def __init__(self):
+        self._counts = StageCounts("annotations")
+
+    def process(self, joined):
+        image, groups = joined
+        known = bool(list(groups["coco"]))
+        for item in groups["lines"]:
+            if known:
+                yield item
+                continue
+            line, example = item[0], item[1]
+            self._counts.count_out(-1, level="line")
+            yield self._counts.rejected(Reject(
+                stage="annotations", level="line", reason=reasons.UNKNOWN_IMAGE,
+                item_id=example.example_id, source=example.source,
+                detail=f"image {image} is not in the COCO input", file=line.path, line=line.number))
+
+
+class ReadCaptions(beam.PTransform):
+    """Writer output -> (Example, (), ()) x 2 per line (main) and line rejects, against
+    the sampled `pairs` (ImagePair). A second answer for a pair is duplicate_caption (the
+    line that sorts first is kept)."""
+
+    def __init__(self, patterns, relations: frozenset, pairs):
+        super().__init__()
+        self._patterns = list(patterns)
+        self._relations = frozenset(relations)
+        self._pairs = pairs
+
+    def expand(self, pbegin):
+        lines = pbegin | "Read lines" >> ReadNumberedLines(self._patterns)
+        parsed = lines | "Parse" >> beam.ParDo(_ParseCaptionLine()).with_outputs(REJECTS, main=MAIN)
+        joined = ({"answers": parsed[MAIN], "pairs": self._pairs | "Key pairs" >> beam.Map(
+            lambda p: (p.pair_id, p))}
+            | "Join pairs" >> beam.CoGroupByKey()
+            | "Examples" >> beam.ParDo(_PairExamples(self._relations)).with_outputs(REJECTS, main=MAIN))
+        return {MAIN: joined[MAIN],
+                REJECTS: (parsed[REJECTS], joined[REJECTS]) | "Caption rejects" >> beam.Flatten()}
+
+
+class _ParseCaptionLine(beam.DoFn):
+    def __init__(self):
+        self._counts = StageCounts("captions")
+
+    def process(self, line: SourceLine):
+        self._counts.seen(level="line")
+        record = parse_record(line, ("pair_id", "relation", "true_image"))
+        if not isinstance(record, tuple) and not _is_id(record.get("annotator_id")):
+            record = (reasons.MISSING_FIELD if "annotator_id" not in record else reasons.BAD_FIELD,
+                      "annotator_id must be an id")
+        if isinstance(record, tuple):
+            yield self._counts.rejected(_line_reject("captions", line, *record))
+            return
+        yield (record["pair_id"], (line, record))  # counted out once joined
+
+
+class _PairExamples(beam.DoFn):
+    def __init__(self, relations: frozenset):
+        self._relations = relations
+        self._counts = StageCounts("captions")
+
+    def _reject(self, line: SourceLine, reason: str, detail: str):
+        return self._counts.rejected(_line_reject("captions", line, reason, detail))
+
+    def process(self, joined):
+        pid, groups = joined
+        pairs = list(groups["pairs"])
+        answers = sorted(groups["answers"], key=lambda a: _line_order(a[0]))
+        if not pairs:
+            for line, _ in answers:
+                yield self._reject(line, reasons.UNKNOWN_PAIR, f"no sampled pair {pid}")
+            return
+        pair: ImagePair = pairs[0]     # pair ids are unique: one draw, one id
+        self._counts.seen(level="pair")
+        yield from self._examples(pid, pair, answers)
+
+    def _examples(self, pid: str, pair: ImagePair, answers):
+        names = [image.file_name for image in pair.images]
+        taken = False
+        for line, record in answers:
+            if record["relation"] not in self._relations:
+                yield self._reject(line, reasons.RELATION_NOT_IN_LIST,
+                                   f"relation {record['relation']!r} is not in Table 1")
+            elif record["true_image"] not in names:
+                yield self._reject(line, reasons.BAD_FIELD,
+                                   f"true_image {record['true_image']!r} is not one of {names}")
+            elif taken:
+                yield self._reject(line, reasons.DUPLICATE_CAPTION, f"pair {pid} already captioned")
+            else:
+                taken = True
+                self._counts.count_out(level="line")
+                caption = render_caption(pair.subj, record["relation"], pair.obj)
+                for image in pair.images:
+                    self._counts.count_out(level="example")
+                    self._counts.seen(level="example")
+                    yield (Example(
+                        example_id=example_id(image.file_name, caption), image=image.file_name,
+                        image_link=image.coco_url, caption=caption,
+                        label=int(image.file_name == record["true_image"]),
+                        relation=record["relation"], subj=pair.subj, obj=pair.obj,
+                        annotator_id=str(record["annotator_id"]), source=image.source,
+                        pair_id=pair.pair_id), (), ())
+        if taken:
+            self._counts.count_out(level="pair")
+        else:
+            yield self._counts.rejected(Reject(
+                stage="captions", level="pair", reason=reasons.UNCAPTIONED_PAIR, item_id=pid,
+                source=pair.images[0].source,
+                detail=(f"{len(answers)} answer(s), none accepted" if answers else "no writer answer")
+                + f": {pair.subj} / {pair.obj} on {names[0]}, {names[1]}"))
+
+
+def _merge_order(tagged) -> str:
+    """A total order of (source, (Example, true, false)) that depends on content only."""
+    origin, (example, vote_true, vote_false) = tagged
+    return json.dumps([origin, dataclasses.asdict(example), list(vote_true), list(vote_false)],
+                      sort_keys=True, default=str)
+
+
+class MergeExamples(beam.PTransform):
+    """{source name: PCollection of (Example, true votes, false votes)} -> one PCollection
+    with unique example ids (main) and example rejects (stage examples).
+
+    The same example id (image + caption) from two sources, or twice from one, is kept
+    once: the item first by (source name, its content as sorted JSON), a order that never
+    depends on arrival or runner; the others are duplicate_example. Counters (stage
+    examples, level example): `example.in` and, per source, `example.in_from_<source>`
+    (linked to that source's out counter), so validation's input reconciles with the
+    sum of the sources' outputs."""
+
+    def __init__(self, stage: str = "examples"):
+        super().__init__()
+        self._stage = stage
+
+    def expand(self, sources):
+        stage = self._stage
+        tagged = [pcoll | f"Tag {name}" >> beam.Map(lambda t, name=name: (name, t))
+                  for name, pcoll in sorted(sources.items())]
+        merged = (tagged | "Flatten sources" >> beam.Flatten()
+                  | "Key by example id" >> beam.Map(lambda nt: (nt[1][0].example_id, nt))
+                  | "Group example ids" >> beam.GroupByKey()
+                  | "One per example id" >> beam.ParDo(_OnePerExample(stage)).with_outputs(
+                      REJECTS, main=MAIN))
+        return {MAIN: merged[MAIN], REJECTS: merged[REJECTS]}
+
+
+class _OnePerExample(beam.DoFn):
+    def __init__(self, stage: str):
+        self._stage = stage
+        self._counts = StageCounts(stage)
+
+    def process(self, keyed):
+        eid, items = keyed
+        items = sorted(items, key=_merge_order)
+        for origin, _ in items:
+            self._counts.seen(level="example")
+            self._counts.note(f"example.in_from_{origin}")
+        (kept_from, kept), *others = items
+        yield self._counts.passed(kept, level="example")
+        for origin, (example, _, _) in others:
+            yield self._counts.rejected(Reject(
+                stage=self._stage, level="example", reason=reasons.DUPLICATE_EXAMPLE,
+                item_id=eid, source=example.source,
+                detail=f"from {origin} (writer {example.annotator_id}, label {example.label}): "
+                       f"{example.caption!r} on {example.image} is already an example from "
+                       f"{kept_from} (writer {kept[0].annotator_id}, label {kept[0].label})"))
+
+
+class JoinVotes(beam.PTransform):
+    """(examples as (Example, true, false), vote files) -> the same with the votes added,
+    and line rejects (stage votes) for bad lines and votes on unknown examples.
+
+    Example ids must be unique (MergeExamples first): a second example with the same id is
+    an error, never silently dropped."""
+
+    def __init__(self, patterns):
+        super().__init__()
+        self._patterns = list(patterns)
+
+    def expand(self, examples):
+        lines = examples.pipeline | "Read votes" >> ReadNumberedLines(self._patterns)
+        parsed = lines | "Parse votes" >> beam.ParDo(
+            _ParseLabelLine("votes", "validator_id")).with_outputs(REJECTS, main=MAIN)
+        joined = ({"examples": examples | "Key examples" >> beam.Map(lambda t: (t[0].example_id, t)),
+                   "votes": parsed[MAIN]}
+                  | "Join votes" >> beam.CoGroupByKey()
+                  | "Add votes" >> beam.ParDo(_AddVotes()).with_outputs(REJECTS, main=MAIN))
+        return {MAIN: joined[MAIN],
+                REJECTS: (parsed[REJECTS], joined[REJECTS]) | "Vote rejects" >> beam.Flatten()}
+
+
+class _ParseLabelLine(beam.DoFn):
+    """{"example_id", <who>, "label"} -> (example_id, (who, label, SourceLine)); or a reject."""
+
+    def __init__(self, stage: str, who: str):
+        self._stage, self._who = stage, who
+        self._counts = StageCounts(stage)
+
+    def process(self, line: SourceLine):
+        self._counts.seen(level="line")
+        record = parse_record(line, ("example_id",))
+        if not isinstance(record, tuple):
+            if self._who not in record or "label" not in record:
+                record = reasons.MISSING_FIELD, f"needs {self._who} and label"
+            elif not _is_id(record[self._who]) or _label(record["label"]) is None:
+                record = reasons.BAD_FIELD, f"{self._who} must be an id and label 0 or 1"
+        if isinstance(record, tuple):
+            yield self._counts.rejected(_line_reject(self._stage, line, *record))
+            return
+        yield record["example_id"], (str(record[self._who]), _label(record["label"]), line)
+
+
+class _AddVotes(beam.DoFn):
+    def __init__(self):
+        self._counts = StageCounts("votes")
+
+    def process(self, joined):
+        eid, groups = joined
+        examples = list(groups["examples"])
+        votes = sorted(groups["votes"], key=lambda v: _line_order(v[2]))
+        if not examples:
+            for _, _, line in votes:
+                yield self._counts.rejected(_line_reject("votes", line, reasons.UNKNOWN_EXAMPLE,
+                                                         f"no example {eid}"))
+            return
+        if len(examples) > 1:   # MergeExamples runs first; never keep one by arrival order
+            raise ValueError(f"example id {eid} reached JoinVotes {len(examples)} times: "
+                             "de-duplicate the examples first (MergeExamples)")
+        self._counts.count_out(len(votes), level="line")
+        example, listed_true, listed_false = examples[0]
+        yield (example, listed_true + tuple(w for w, label, _ in votes if label == 1),
+               listed_false + tuple(w for w, label, _ in votes if label == 0))
+
+
+class JoinExtraLabels(beam.PTransform):
+    """(kept examples as (example_id, label), extra-label files) -> (gold, [extra labels])
+    per labelled example, and line rejects (stage extra_labels)."""
+
+    def __init__(self, patterns):
+        super().__init__()
+        self._patterns = list(patterns)
+
+    def expand(self, gold):
+        lines = gold.pipeline | "Read extra labels" >> ReadNumberedLines(self._patterns)
+        parsed = lines | "Parse extra labels" >> beam.ParDo(
+            _ParseLabelLine("extra_labels", "annotator_id")).with_outputs(REJECTS, main=MAIN)
+        joined = ({"gold": gold, "extra": parsed[MAIN]} | "Join extra labels" >> beam.CoGroupByKey()
+                  | "Gold and extra" >> beam.ParDo(_GoldAndExtra()).with_outputs(REJECTS, main=MAIN))
+        return {MAIN: joined[MAIN],
+                REJECTS: (parsed[REJECTS], joined[REJECTS]) | "Extra rejects" >> beam.Flatten()}
+
+
+class _GoldAndExtra(beam.DoFn):
+    def __init__(self):
+        self._counts = StageCounts("extra_labels")
+
+    def process(self, joined):
+        eid, groups = joined
+        gold, extra = list(groups["gold"]), list(groups["extra"])
+        if not extra:
+            return
+        if not gold:
+            for _, _, line in sorted(extra, key=lambda v: _line_order(v[2])):
+                yield self._counts.rejected(_line_reject(
+                    "extra_labels", line, reasons.UNKNOWN_EXAMPLE,
+                    f"{eid} is not in the validated dataset"))
+            return
+        self._counts.count_out(len(extra), level="line")
+        yield gold[0], [label for _, label, _ in extra]
+

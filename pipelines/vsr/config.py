@@ -1,0 +1,103 @@
+"""The VSR pipeline's config schema (values live in configs/paper.yaml and configs/sample.yaml)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Dict, List, Literal
+
+from pipelines.config import ConfigError
+from pipelines.vsr.schema import RELATIONS
+from schemas.coco import ID_BY_NAME
+
+VoteRule = Literal["count", "drop"]
+
+
+@dataclass
+class InputsConfig:
+    coco: List[str] = field(default_factory=list)          # COCO instances_*.json (§3.1)
+    annotations: List[str] = field(default_factory=list)   # public raw layout (JSON Lines)
+    captions: List[str] = field(default_factory=list)      # writer output for this build's pairs
+    votes: List[str] = field(default_factory=list)         # validator votes
+    extra_labels: List[str] = field(default_factory=list)  # §3.5 extra labels (Fleiss' kappa)
+
+
+@dataclass
+class SamplingConfig:
+    pairs: int = 6405                 # image pairs to sample
+    min_area: float = 30000.0         # pixels; smaller instances are dropped (§3.1)
+    max_instances: int = 1            # instances of a concept an image may hold (§3.1)
+    max_draws: int = 1000000          # stop drawing concept pairs after this many tries
+
+
+@dataclass
+class CaptionsConfig:
+    extra_relations: Dict[str, str] = field(default_factory=dict)   # relation -> category
+    aliases: Dict[str, str] = field(default_factory=dict)           # spelling -> COCO name
+
+
+@dataclass
+class ValidationConfig:
+    min_agreeing: int = 2             # §3.2
+    min_agreement: str = "2/3"        # §4.1, an exact fraction
+    writer_votes: VoteRule = "count"
+    duplicate_votes: VoteRule = "count"
+    conflicting_votes: VoteRule = "count"
+
+
+@dataclass
+class SplitsConfig:
+    random: Dict[str, float] = field(default_factory=lambda: {"train": 0.7, "dev": 0.1, "test": 0.2})
+    zeroshot: Dict[str, float] = field(default_factory=lambda: {"train": 0.5, "dev": 0.2, "test": 0.3})
+
+
+@dataclass
+class ReleaseConfig:
+    stringify_votes: bool = False     # write vote lists as the public v2 strings
+
+
+@dataclass
+class VsrConfig:
+    benchmark: str = "vsr"
+    seed: int = 0
+    inputs: InputsConfig = field(default_factory=InputsConfig)
+    sampling: SamplingConfig = field(default_factory=SamplingConfig)
+    captions: CaptionsConfig = field(default_factory=CaptionsConfig)
+    validation: ValidationConfig = field(default_factory=ValidationConfig)
+    splits: SplitsConfig = field(default_factory=SplitsConfig)
+    release: ReleaseConfig = field(default_factory=ReleaseConfig)
+
+    def relations(self) -> frozenset:
+        return frozenset(RELATIONS) | frozenset(self.captions.extra_relations)
+
+    def validate(self) -> None:
+        if self.benchmark != "vsr":
+            raise ConfigError(f"benchmark: this config is for {self.benchmark!r}, not vsr")
+        if not (self.inputs.coco or self.inputs.annotations):
+            raise ConfigError("give inputs.coco (COCO=) and/or inputs.annotations (ANNOTATIONS=)")
+        if self.inputs.captions and not self.inputs.coco:
+            raise ConfigError("inputs.captions answers this build's pairs: it needs inputs.coco")
+        for name, value in (("sampling.pairs", self.sampling.pairs),
+                            ("sampling.max_instances", self.sampling.max_instances),
+                            ("sampling.max_draws", self.sampling.max_draws),
+                            ("validation.min_agreeing", self.validation.min_agreeing)):
+            if value < 1:
+                raise ConfigError(f"{name}: must be at least 1, got {value}")
+        if self.sampling.min_area < 0:
+            raise ConfigError("sampling.min_area: must not be negative")
+        try:
+            share = Fraction(self.validation.min_agreement)
+        except (ValueError, ZeroDivisionError):
+            raise ConfigError(f"validation.min_agreement: not a fraction: "
+                              f"{self.validation.min_agreement!r}") from None
+        if not 0 < share <= 1:
+            raise ConfigError("validation.min_agreement: must be in (0, 1]")
+        for scheme in ("random", "zeroshot"):
+            ratios = getattr(self.splits, scheme)
+            if not ratios or any(v <= 0 for v in ratios.values()) or abs(sum(ratios.values()) - 1) > 1e-9:
+                raise ConfigError(f"splits.{scheme}: positive shares summing to 1, got {ratios}")
+        for relation in self.captions.extra_relations:
+            if relation in RELATIONS:
+                raise ConfigError(f"captions.extra_relations: {relation!r} is already in Table 1")
+        for variant, name in self.captions.aliases.items():
+            if name not in ID_BY_NAME:
+                raise ConfigError(f"captions.aliases.{variant}: {name!r} is not a COCO category")

@@ -1,0 +1,159 @@
+"""What a VSR release writes besides its tables: the public layout (compat/), the crowd
+task exports (tasks/), the leakage check and the relation / concept counts.
+
+compat/ (the public repository's data/ layout, so its loaders work):
+    compat/all_vsr_validated_data.jsonl          every kept example
+    compat/splits/random/{train,dev,test}.jsonl  the random split (§3.4)
+    compat/splits/zeroshot/{train,dev,test}.jsonl  the concept zero-shot split (§3.4)
+One JSON object per line with the public fields plus subj and obj; vote lists are JSON
+arrays (`release.stringify_votes: true` writes the v2 strings instead; pipelines/vsr/README.md says
+why the default does not). A public file is one file, so each is written by one worker,
+its lines sorted by example id (the same bytes on every run).
+"""
+from __future__ import annotations
+
+import json
+from typing import Callable, Sequence
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+
+from pipelines.vsr.schema import (SPLITS, TABLE_1, TEMPLATE, SplitExample, relation_category,
+                                  to_public_line)
+
+COMPAT_ALL = "all_vsr_validated_data.jsonl"
+
+
+def compat_path(scheme: str, split: str) -> str:
+    """Relative to compat/: splits/<scheme>/<split>.jsonl."""
+    return f"splits/{scheme}/{split}.jsonl"
+
+
+class WriteJsonLines(beam.PTransform):
+    """(file path relative to `folder`, (sort key, dict)) -> one JSON Lines file per path,
+    lines in sort-key order. Every path in `always` is written, empty if nothing goes there."""
+
+    def __init__(self, folder: str, always: Sequence[str] = ()):
+        super().__init__()
+        self._folder = folder
+        self._always = tuple(always)
+
+    def expand(self, keyed):
+        folder = self._folder
+        every = keyed.pipeline | "Every file" >> beam.Create([(p, None) for p in self._always])
+
+        def write(path, items):
+            lines = [json.dumps(obj, ensure_ascii=False) for _, obj in
+                     sorted((i for i in items if i is not None), key=lambda kv: kv[0])]
+            full = FileSystems.join(folder, *path.split("/"))
+            with FileSystems.create(full, mime_type="application/jsonl") as f:
+                f.write(("\n".join(lines) + ("\n" if lines else "")).encode("utf-8"))
+            return full
+
+        return ((keyed, every) | "Flatten" >> beam.Flatten()
+                | "Group by file" >> beam.GroupByKey() | "Write" >> beam.MapTuple(write))
+
+
+class WriteCompat(beam.PTransform):
+    """SplitExample -> compat/ files (see the module docstring)."""
+
+    def __init__(self, staging_dir: str, stringify_votes: bool):
+        super().__init__()
+        self._folder = FileSystems.join(staging_dir, "compat")
+        self._stringify = stringify_votes
+
+    def expand(self, examples):
+        stringify = self._stringify
+
+        def files(item: SplitExample):
+            key = item.voted.example.example_id
+            line = to_public_line(item.voted, stringify)
+            yield COMPAT_ALL, (key, line)
+            yield compat_path("random", item.split), (key, line)
+            if item.zeroshot_split:
+                yield compat_path("zeroshot", item.zeroshot_split), (key, line)
+
+        always = [COMPAT_ALL] + [compat_path(s, p) for s in ("random", "zeroshot") for p in SPLITS]
+        return examples | "Compat lines" >> beam.FlatMap(files) | "Write compat" >> WriteJsonLines(
+            self._folder, always)
+
+
+CAPTION_TASKS, CAPTION_RELATIONS = "caption_tasks.jsonl", "caption_relations.jsonl"
+
+
+def caption_relations() -> list:
+    """(line number, {"relation", "category"}) for Table 1's 71 entries in print order
+    ("among" under both of its categories): tasks/caption_relations.jsonl, written once
+    for all caption tasks."""
+    return list(enumerate({"relation": r, "category": category}
+                          for category, relations in TABLE_1 for r in relations))
+
+
+def caption_task(pair) -> dict:
+    """The writer's task for one pair (§3.1, Figure 3): both images, both concepts, the
+    template, the relation list to offer (a reference to tasks/caption_relations.jsonl,
+    Table 1's 71 relations, written once rather than in every task), and the answer
+    fields to fill in."""
+    return {"pair_id": pair.pair_id, "subj": pair.subj, "obj": pair.obj, "template": TEMPLATE,
+            "images": [{"image": i.file_name, "image_link": i.coco_url} for i in pair.images],
+            "relations": CAPTION_RELATIONS,
+            "answer": {"pair_id": pair.pair_id, "relation": "", "true_image": "", "annotator_id": ""}}
+
+
+def validation_task(example) -> dict:
+    """The validator's task (§3.2, Figure 4): image and caption, the writer's label hidden."""
+    return {"example_id": example.example_id, "image": example.image,
+            "image_link": example.image_link, "caption": example.caption}
+
+
+class CheckVsrLeakage(beam.PTransform):
+    """SplitExample -> one report: concepts in more than one zero-shot part, and examples
+    (by id, and by image + caption) in more than one row, hence more than one split."""
+
+    def expand(self, examples):
+        concepts = (
+            examples
+            | "Zero-shot concepts" >> beam.FlatMap(
+                lambda x: [(c, x.zeroshot_split) for c in (x.voted.example.subj, x.voted.example.obj)]
+                if x.zeroshot_split else [])
+            | "Distinct concept parts" >> beam.Distinct()
+            | "Per concept" >> beam.GroupByKey()
+            | "Concept parts" >> beam.Map(lambda kv: (kv[0], sorted(kv[1])))
+            | "Concepts list" >> beam.combiners.ToList())
+        repeated = (
+            examples
+            | "Identities" >> beam.FlatMap(lambda x: [
+                ("id:" + x.voted.example.example_id, x.split),
+                ("text:" + x.voted.example.image + "\x00" + x.voted.example.caption, x.split)])
+            | "Per identity" >> beam.GroupByKey()
+            | "Repeated" >> beam.FlatMap(lambda kv: [kv[0]] if len(list(kv[1])) > 1 else [])
+            | "Repeated list" >> beam.combiners.ToList())
+        return concepts | "Report" >> beam.Map(_leakage_report, repeated=beam.pvalue.AsSingleton(repeated))
+
+
+def _leakage_report(concepts, repeated) -> dict:
+    shared = sorted(c for c, parts in concepts if len(parts) > 1)
+    return {"zeroshot_concepts": len(concepts),
+            "zeroshot_concepts_in_several_splits": shared,
+            "examples_in_several_rows": sorted(repeated)[:100],
+            "examples_in_several_rows_count": len(repeated),
+            "leakage": bool(shared or repeated)}
+
+
+def count_by(examples, label: str, key_fn: Callable) -> beam.PCollection:
+    """{key: n} of the examples, as one dict (keys: relations, concepts: bounded)."""
+    return (examples | f"{label} keys" >> beam.FlatMap(key_fn)
+            | f"{label} count" >> beam.combiners.Count.PerElement()
+            | f"{label} dict" >> beam.combiners.ToDict()
+            | f"{label} report" >> beam.Map(lambda d: {"name": label, "counts": {
+                "|".join(k) if isinstance(k, tuple) else k: v for k, v in sorted(d.items())}}))
+
+
+def relation_and_concept_counts(examples, extra: dict):
+    """Counts per (relation, category) and per (concept, role) of the released examples."""
+    relations = count_by(examples, "relations", lambda x: [(
+        x.voted.example.relation, relation_category(x.voted.example.relation, extra))])
+    concepts = count_by(examples, "concepts", lambda x: [
+        (x.voted.example.subj, "subj"), (x.voted.example.obj, "obj")])
+    return relations, concepts
+

@@ -1,0 +1,102 @@
+"""Model backends and their errors: a spaCy pipeline loaded from a folder parses actions
+through the shared cache (second run: all hits); missing weights name the config key."""
+import apache_beam as beam
+import pytest
+import spacy
+from apache_beam.testing.util import assert_that, equal_to
+from spacy.language import Language
+
+from pipelines.bd2bb.action_parses import ParseActions
+from pipelines.bd2bb.schema import BD2BBTuple
+from tests.beam_testing import local_test_pipeline
+from transforms.core.stage import MAIN, REJECTS
+from transforms.text.parsers import ModelParser, ParserError, parser_identity
+from transforms.text.sentence_embed import EmbedError, SentenceEncoderSpec, encoder_identity
+
+
+@Language.component("bd2bb_toy_parser")
+def toy_parser(doc):
+    """A rule 'parser' for "VERB (the|a) NOUN" actions: enough to stand in for a trained
+    pipeline on disk (none can be downloaded here)."""
+    for i, tok in enumerate(doc):
+        if i == 0:
+            tok.pos_, tok.dep_, tok.lemma_ = "VERB", "ROOT", tok.text.rstrip("s")
+            tok.head = tok
+        elif tok.lower_ in ("the", "a"):
+            tok.pos_, tok.dep_, tok.lemma_, tok.head = "DET", "det", tok.lower_, doc[min(i + 1, len(doc) - 1)]
+        else:
+            tok.pos_, tok.dep_, tok.lemma_, tok.head = "NOUN", "obj", tok.lower_, doc[0]
+    return doc
+
+
+@pytest.fixture(scope="module")
+def spacy_folder(tmp_path_factory):
+    nlp = spacy.blank("en")
+    nlp.add_pipe("bd2bb_toy_parser")
+    folder = tmp_path_factory.mktemp("spacy_model")
+    nlp.to_disk(folder)
+    return str(folder)
+
+
+def test_spacy_backend_parses_into_codes(spacy_folder):
+    tokens = ModelParser("spacy", spacy_folder).parse("rides the horse")
+    assert [(t.form, t.upos, t.head, t.deprel) for t in tokens] == [
+        ("rides", "VERB", 0, "root"), ("the", "DET", 3, "det"), ("horse", "NOUN", 1, "obj")]
+    identity = parser_identity("spacy", spacy_folder)
+    assert identity["weights_sha256"] and identity["fingerprint"]
+
+
+def test_model_parses_go_through_the_cache(spacy_folder, tmp_path):
+    cache = str(tmp_path / "cache")
+    fingerprint = parser_identity("spacy", spacy_folder)["fingerprint"]
+    tuples = [BD2BBTuple("t1", "COCO_1.jpg", "i", "ride the horse", "w"),
+              BD2BBTuple("t2", "COCO_1.jpg", "i", "Ride  the horse", "w"),   # same action
+              BD2BBTuple("t3", "COCO_2.jpg", "i", "feed a dog", "w")]
+    for run, (hits, misses) in enumerate([(0, 2), (2, 0)]):
+        with local_test_pipeline() as p:
+            out = p | beam.Create(tuples) | ParseActions("spacy", spacy_folder, fingerprint=fingerprint,
+                                                         cache_root=cache, run_id=f"test-{run}")
+            assert_that(out[MAIN] | beam.Map(lambda d: (d.tuple.tuple_id, d.codes.code1, d.codes.code2)),
+                        equal_to([("t1", "ride", ("horse",)), ("t2", "ride", ("horse",)),
+                                  ("t3", "feed", ("dog",))]))
+            assert_that(out[REJECTS], equal_to([]), label="no rejects")
+        result = p.result.metrics().query()["counters"]
+        counted = {c.key.metric.name: c.committed for c in result
+                   if c.key.metric.namespace == "stage.cache.action_parse"}
+        assert counted.get("hit", 0) == hits and counted.get("miss", 0) == misses, counted
+
+
+def test_missing_models_name_the_config_key(tmp_path):
+    with pytest.raises(ParserError, match="parser.model"):
+        parser_identity("stanza", str(tmp_path / "nothing"))
+    with pytest.raises(ParserError, match="parser.model"):
+        parser_identity("spacy", "en_core_web_not_installed")
+    with pytest.raises(ParserError, match="parser.model"):
+        ModelParser("spacy", str(tmp_path / "nothing"))
+    with pytest.raises(ParserError, match="parser.backend"):
+        parser_identity("corenlp", None)
+    with pytest.raises(EmbedError, match="embed.model"):
+        encoder_identity(SentenceEncoderSpec(model=str(tmp_path)))
+
+
+def test_bundled_sentence_encoder_identity_has_a_weights_checksum():
+    identity = encoder_identity(SentenceEncoderSpec())
+    assert len(identity["weights_sha256"]) == 64 and identity["name"] == "all-MiniLM-L6-v2"
+    assert identity == encoder_identity(SentenceEncoderSpec(batch_size=8))   # batching is no identity
+
+
+def test_stanza_documents_convert_to_the_same_tokens():
+    from stanza.models.common.doc import Document
+
+    from pipelines.bd2bb.argument_codes import extract_codes
+    from transforms.text.parsers import tokens_from_stanza
+    words = [("grab", "grab", "VERB", 0, "root"), ("the", "the", "DET", 3, "det"),
+             ("ball", "ball", "NOUN", 1, "obj")]
+    doc = Document([[{"id": i, "text": f, "lemma": l, "upos": u, "head": h, "deprel": d}
+                     for i, (f, l, u, h, d) in enumerate(words, 1)]])
+    tokens = tokens_from_stanza(doc)
+    assert [(t.id, t.form, t.head) for t in tokens] == [(1, "grab", 0), (2, "the", 3), (3, "ball", 1)]
+    assert extract_codes(tokens).code2 == ("ball",)
+    two = Document([[{"id": 1, "text": "go", "lemma": "go", "upos": "VERB", "head": 0, "deprel": "root"}],
+                    [{"id": 1, "text": "now", "lemma": "now", "upos": "ADV", "head": 0, "deprel": "root"}]])
+    assert [(t.id, t.head) for t in tokens_from_stanza(two)] == [(1, 0), (2, 0)]   # ids continue

@@ -1,0 +1,317 @@
+"""The whole ImageCoDe build on the embedded sample (video sets, static sets, both crowd
+rounds, statistics), then reloading the release the ways its users do."""
+import glob
+import json
+import os
+
+import pyarrow.parquet as pq
+import pytest
+
+from pipelines.imagecode import pipeline as imagecode
+from pipelines.imagecode.sample import make_imagecode_sample
+from pipelines.imagecode.static_sets import parse_static_set_name
+from pipelines.release.build import ReleaseError
+from schemas import reasons
+from schemas.arrow import DESCRIPTION_SCHEMA, FRAMESET_SCHEMA, STATIC_SET_SCHEMA
+from schemas.manifest import verify_manifest
+from schemas.names import parse_video_set_name
+from schemas.tfexample import tf_feature_spec
+
+SAMPLE_CONFIG = "pipelines/imagecode/configs/sample.yaml"
+
+
+@pytest.fixture(scope="module")
+def sample(tmp_path_factory):
+    return str(make_imagecode_sample(str(tmp_path_factory.mktemp("sample"))))
+
+
+def build(sample, out, version="1.0.0", *extra):
+    folder = os.path.dirname(sample)
+    return imagecode.run([
+        "--config", SAMPLE_CONFIG, "--output", str(out), "--version", version,
+        "--set", f"inputs.videos={sample}",
+        "--set", f"static.images={folder}/images.jsonl",
+        "--set", f"crowd.descriptions={folder}/crowd/descriptions.csv",
+        "--set", f"crowd.retrievals={folder}/crowd/retrievals.jsonl", *extra])
+
+
+@pytest.fixture(scope="module")
+def release(sample, tmp_path_factory):
+    return build(sample, tmp_path_factory.mktemp("out"))
+
+
+def set_rows(release_dir, table="video_sets"):
+    rows = pq.read_table(os.path.join(release_dir, "parquet", table)).to_pylist()
+    return sorted(rows, key=lambda r: r.get("set_name", "") + r.get("description_id", ""))
+
+
+def test_release_layout_and_counts(release):
+    assert sorted(os.listdir(release)) == ["DATACARD.md", "MANIFEST.json", "RELEASE_NOTES.md",
+                                           "compat", "crowd", "parquet", "plots", "rejects",
+                                           "stats", "tfrecord"]
+    assert "First release" in open(os.path.join(release, "RELEASE_NOTES.md")).read()
+    manifest = json.load(open(os.path.join(release, "MANIFEST.json")))
+    assert manifest["version"] == "1.0.0" and manifest["benchmark"] == "imagecode"
+    assert manifest["models"]["image_encoder"]["kind"] == "thumbnail"
+    assert manifest["config"]["mining"]["distance_threshold"] == 0.35
+    assert manifest["reconciled"] is True
+    assert verify_manifest(release) == []
+    by_split = manifest["counts"]["tables"]["video_sets"]["by_split"]
+    assert set(by_split) == {"train", "valid", "test"}, "the sample yields sets in every split"
+    tables = manifest["counts"]["tables"]
+    assert tables["static_sets"]["total"] > 0 and tables["descriptions"]["total"] > 0
+    assert manifest["figures"]["leakage"][0]["video_leakage"] is False
+    card = open(os.path.join(release, "DATACARD.md")).read()
+    assert "stand-in encoder" in card
+    for section in ("## Language", "## Human accuracy and agreement", "## Annotator pools",
+                    "## Within-set distances", "## Leakage check", "## Plots"):
+        assert section in card
+    for plot in ("distances.png", "brisque.png", "lengths.png"):
+        assert f"(plots/{plot})" in card and os.path.isfile(os.path.join(release, "plots", plot))
+
+
+def test_every_kind_of_bad_input_lands_in_rejects_with_its_reason(release):
+    rejects = pq.read_table(os.path.join(release, "rejects")).to_pylist()
+    found = {r["reason"] for r in rejects}
+    assert {reasons.BAD_JSON, reasons.MISSING_FIELD, reasons.PATH_NOT_FOUND,
+            reasons.UNREADABLE_VIDEO, reasons.SHOT_TOO_SHORT, reasons.TOO_SIMILAR,
+            reasons.BLURRY, reasons.TEXT, reasons.UNFINISHED_SET} <= found
+    assert {reasons.DUPLICATE_IMAGE, reasons.UNREADABLE_IMAGE, reasons.MALFORMED_ROW,
+            reasons.UNKNOWN_SET, reasons.INDEX_OUT_OF_RANGE, reasons.RETRIEVER_WRONG,
+            reasons.TOO_FEW_CORRECT} <= found
+    unreadable = [r for r in rejects if r["reason"] == reasons.UNREADABLE_VIDEO]
+    assert unreadable[0]["video_id"] == "video9001" and unreadable[0]["detail"]
+
+
+def test_parquet_rows_are_sets_of_ten_in_temporal_order(release):
+    rows = set_rows(release)
+    assert rows
+    for row in rows:
+        assert len(row["frame_indices"]) == 10 == len(row["image_paths"])
+        assert row["frame_indices"] == sorted(row["frame_indices"])
+        assert row["distance_min"] > 0.35
+        assert max(row["brisque_scores"]) <= 0.65  # BRISQUE/100, the §3.1 cut-off
+        assert max(row["text_chars"]) <= 10
+        for path in row["image_paths"]:
+            assert os.path.isfile(os.path.join(release, path))
+
+
+def test_compat_layout_follows_the_public_grammar(release):
+    folders = sorted(os.listdir(os.path.join(release, "compat", "image-sets")))
+    video = [r["set_name"] for r in set_rows(release)]
+    static = [r["set_name"] for r in set_rows(release, "static_sets")]
+    assert folders == sorted(video + static)
+    for name in video:
+        assert parse_video_set_name(name).source in {"msr-vtt", "video-storytelling", "youcook"}
+    for name in static:
+        assert parse_static_set_name(name).source == "open-images"
+    for name in folders:
+        files = os.listdir(os.path.join(release, "compat", "image-sets", name))
+        assert len(files) == 10 and all(f.startswith("img") and f.endswith(".jpg") for f in files)
+
+
+def read_like_the_public_loader(compat, split):
+    """The public ImageCoDe loader's reading rules (baselines/clip/dataset.py, load_data):
+    `<split>_data.json` maps a set folder to {target index: description}; the folder's
+    *.jpg files sorted by the integer after "img" are the candidates; the target is that
+    integer index into the sorted list; "open-images" in the name marks a static set."""
+    examples = []
+    with open(os.path.join(compat, f"{split}_data.json")) as f:
+        annotations = json.load(f)
+    for folder, targets in annotations.items():
+        images = glob.glob(os.path.join(compat, "image-sets", folder, "*.jpg"))
+        images.sort(key=lambda p: int(os.path.basename(p).split(".")[0][3:]))
+        for index, text in targets.items():
+            examples.append((folder, images, int(index), text, "open-images" not in folder))
+    return examples
+
+
+def test_release_loads_the_way_the_public_loader_reads_it(release):
+    compat = os.path.join(release, "compat")
+    kept = {}  # per (set, target) the row the public file holds: the smallest description id
+    for row in sorted(set_rows(release, "descriptions"), key=lambda r: r["description_id"],
+                      reverse=True):
+        kept[(row["set_name"], row["target_index"])] = row
+    for split in ("train", "valid"):
+        examples = read_like_the_public_loader(compat, split)
+        assert examples, split
+        for folder, images, index, text, is_video in examples:
+            assert len(images) == 10 and 0 <= index < 10
+            row = kept[(folder, index)]
+            assert row["split"] == split and row["is_video"] == is_video
+            assert os.path.relpath(images[index], release) == row["image_paths"][index]
+            assert text == row["description"]
+    with open(os.path.join(compat, "test_data_unlabeled.json")) as f:
+        unlabelled = json.load(f)
+    test_rows = [r for r in kept.values() if r["split"] == "test"]
+    assert sum(map(len, unlabelled.values())) == len({(r["set_name"], r["target_index"]) for r in test_rows})
+    assert all(isinstance(v, list) for v in unlabelled.values())
+
+
+@pytest.mark.parametrize("table, schema, key", [
+    ("video_sets", FRAMESET_SCHEMA, "set_name"),
+    ("static_sets", STATIC_SET_SCHEMA, "set_name"),
+    ("descriptions", DESCRIPTION_SCHEMA, "description_id")])
+def test_tfrecords_parse_as_tf_train_examples(release, table, schema, key):
+    import tensorflow as tf  # a test dependency (requirements-dev.txt)
+    files = sorted(glob.glob(os.path.join(release, "tfrecord", table, "*")))
+    parsed = [tf.io.parse_single_example(r, tf_feature_spec(tf, schema))
+              for r in tf.data.TFRecordDataset(files)]
+    keys = sorted(p[key].numpy().decode() for p in parsed)
+    assert keys == sorted(r[key] for r in set_rows(release, table))
+
+
+def test_an_existing_version_is_never_overwritten(sample, release):
+    out = os.path.dirname(os.path.dirname(release))
+    before = open(os.path.join(release, "MANIFEST.json")).read()
+    with pytest.raises(ReleaseError, match="already exists"):
+        build(sample, out)
+    assert open(os.path.join(release, "MANIFEST.json")).read() == before
+
+
+def test_same_config_gives_the_same_sets_on_the_multi_process_runner(sample, release, tmp_path):
+    other = build(sample, tmp_path, "1.0.0", "--direct_running_mode=multi_processing",
+                  "--direct_num_workers=2")
+    for table in ("video_sets", "static_sets", "descriptions"):
+        assert set_rows(other, table) == set_rows(release, table), table
+    a = pq.read_table(os.path.join(release, "rejects")).to_pylist()
+    b = pq.read_table(os.path.join(other, "rejects")).to_pylist()
+    key = lambda r: (r["stage"], r["level"], r["item_id"], r["reason"])  # noqa: E731
+    assert sorted(map(key, a)) == sorted(map(key, b))
+
+
+def first_manifest(release):
+    return json.load(open(os.path.join(release, "MANIFEST.json")))
+
+
+def cached_scores(cache_root, paths, name):
+    """{cache key: frame numbers} of the `name` scores stored in the shards `paths`."""
+    out = {}
+    for path in paths:
+        if path.startswith(name + "/"):
+            for row in pq.read_table(os.path.join(cache_root, path)).to_pylist():
+                out.setdefault(row["key"], set()).update(map(int, json.loads(row["value"])))
+    return out
+
+
+def test_a_rebuild_with_the_same_config_computes_nothing_and_changes_nothing(sample, release):
+    out = os.path.dirname(os.path.dirname(release))
+    again = build(sample, out, "1.0.1")
+    stages = first_manifest(again)["stages"]
+    assert stages["embed"].get("frame.embedded", 0) == 0
+    assert stages["embed"]["frame.cached"] == stages["shots"]["frame.out"] > 0
+    for name in ("brisque", "ocr"):
+        assert stages["mining"].get(f"frame.{name}_evaluations", 0) == 0
+        assert stages["mining"][f"frame.{name}_cached"] > 0
+    assert stages["cache.image_embedding"].get("written", 0) == 0
+    use = first_manifest(again)["cache"]
+    assert {stage: u["computed"] for stage, u in use.items()} == {
+        # failures are never cached: the corrupt video and the broken image are tried again
+        "shot_list": 1, "frame_embedding": 0, "brisque": 0, "ocr": 0, "image_embedding": 1}
+    assert use["shot_list"]["cached"] == first_manifest(release)["stages"]["shots"]["video.out"]
+    for table in ("video_sets", "static_sets", "descriptions"):
+        assert set_rows(again, table) == set_rows(release, table), table
+    a = pq.read_table(os.path.join(release, "rejects")).to_pylist()
+    b = pq.read_table(os.path.join(again, "rejects")).to_pylist()
+    key = lambda r: (r["stage"], r["level"], r["item_id"], r["reason"], r["detail"])  # noqa: E731
+    assert sorted(map(key, a)) == sorted(map(key, b))
+    notes = open(os.path.join(again, "RELEASE_NOTES.md")).read()
+    assert "No config change." in notes
+
+
+def test_a_threshold_override_changes_the_release(sample, release):
+    out = os.path.dirname(os.path.dirname(release))
+    other = build(sample, out, "1.1.0", "--set", "mining.distance_threshold=0.5")
+    manifest = json.load(open(os.path.join(other, "MANIFEST.json")))
+    assert manifest["config"]["mining"]["distance_threshold"] == 0.5
+    assert all(r["distance_min"] > 0.5 for r in set_rows(other))
+    assert len(set_rows(other)) < len(set_rows(release))
+    # the same images under the same encoder: every readable one comes from the cache
+    cached = manifest["stages"]["cache.image_embedding"]
+    first = json.load(open(os.path.join(release, "MANIFEST.json")))["stages"]["cache.image_embedding"]
+    assert cached.get("hit", 0) == first["written"] > 0
+    assert manifest["stages"]["embed"]["image.in"] == cached["miss"] == 1  # the broken file
+    # the video stage: shots and embeddings replayed; only scores never computed before
+    # are computed now, and every one of them is new to the cache
+    stages = manifest["stages"]
+    assert stages["embed"].get("frame.embedded", 0) == 0
+    assert stages["embed"]["frame.cached"] == stages["shots"]["frame.out"] > 0
+    cache_root = os.path.join(out, ".cache")
+    files_before = set(first_manifest(release)["cache_files"])
+    files_now = set(manifest["cache_files"]) - files_before
+    for name in ("brisque", "ocr"):
+        before = cached_scores(cache_root, files_before, name)
+        now = cached_scores(cache_root, files_now, name)
+        assert stages["mining"].get(f"frame.{name}_cached", 0) > 0
+        assert stages["mining"].get(f"frame.{name}_evaluations", 0) == sum(map(len, now.values()))
+        for key, frames in now.items():
+            assert not frames & before.get(key, set()), f"{name} recomputed a cached score"
+    notes = open(os.path.join(other, "RELEASE_NOTES.md")).read()
+    assert manifest["previous_version"] in ("1.0.0", "1.0.1")  # 1.0.1: the same sets as 1.0.0
+    assert "`mining.distance_threshold`: 0.35 -> 0.5" in notes
+    before = {r["set_name"] for r in set_rows(release)}
+    after = {r["set_name"] for r in set_rows(other)}
+    assert (f"## video_sets\n\n{len(after - before)} added, {len(before - after)} removed"
+            in notes)
+
+
+def test_calibrate_answers_from_the_cache_alone(release):
+    import collections
+
+    from pipelines.imagecode import calibrate
+    cfg, cache_root = calibrate.load_release_config(release, [])
+    current = cfg.mining.distance_threshold
+    shards_before = sorted(glob.glob(os.path.join(cache_root, "*", "*.parquet")))
+    result = calibrate.calibrate(cfg, cache_root, calibrate.candidate_runs(
+        cfg, "mining.distance_threshold", [current, 0.6]))
+    assert sorted(glob.glob(os.path.join(cache_root, "*", "*.parquet"))) == shards_before
+    at = {value: {r["source"]: r for r in result["rows"] if r["value"] == value}
+          for value in (current, 0.6)}
+    # at the release's own threshold every consulted frame has a cached score: exact
+    assert all(r["unscored"] == 0 for r in at[current].values())
+    released = collections.Counter(r["source"] for r in set_rows(release))
+    assert {s: r["kept"] for s, r in at[current].items() if r["kept"]} == dict(released)
+    assert sum(r["sets"] for r in at[0.6].values()) < sum(r["sets"] for r in at[current].values())
+    assert len(result["uncached"]) == 1  # the corrupt video never gets a shot list
+    text = calibrate.render("mining.distance_threshold", current, result)
+    assert "not counted (1 videos" in text
+
+
+def test_bytes_that_turn_bad_after_preflight_never_reach_the_release(sample, release, tmp_path, monkeypatch):
+    """Preflight refuses a describer file that is not UTF-8; if it turns bad after that
+    check (still being written, say), the row is rejected as bad_encoding: no U+FFFD in
+    any export, table or public file of the release."""
+    import shutil
+
+    from pipelines import preflight
+    crowd = os.path.join(os.path.dirname(sample), "crowd")
+    answers = str(tmp_path / "descriptions.csv")
+    shutil.copy(os.path.join(crowd, "descriptions.csv"), answers)
+    with open(answers, newline="") as f:
+        lines = f.read().splitlines()
+    first = lines[1].split(",")   # set_name,target_index,text,worker: a valid row to copy
+    bad_line = len(lines) + 1
+
+    def check_then_corrupt(cfg):
+        check(cfg)
+        with open(answers, "ab") as f:
+            f.write(f"{first[0]},{first[1]},Un caf\xe9 noir.,w99\n".encode("latin-1"))
+
+    check = preflight.check_imagecode
+    monkeypatch.setattr(preflight, "check_imagecode", check_then_corrupt)
+    out = build(sample, tmp_path / "out", "1.0.0", "--set", f"crowd.descriptions={answers}",
+                "--set", f"cache.dir={os.path.dirname(os.path.dirname(release))}/.cache")
+    rejects = pq.read_table(os.path.join(out, "rejects")).to_pylist()
+    assert [(r["reason"], r["file"], r["line"]) for r in rejects if r["item_id"].endswith(f":{bad_line}")] == [
+        (reasons.BAD_ENCODING, answers, bad_line)]
+    published = []
+    for folder, _, files in os.walk(os.path.join(out, "crowd")):
+        published += [os.path.join(folder, name) for name in files]
+    published += glob.glob(os.path.join(out, "compat", "*.json"))
+    for path in published:
+        with open(path, "rb") as f:
+            assert "\ufffd" not in f.read().decode("utf-8"), path
+    for table in ("descriptions", "rejects"):
+        rows = pq.read_table(os.path.join(out, "parquet" if table == "descriptions" else "", table)).to_pylist()
+        assert "\ufffd" not in json.dumps(rows, ensure_ascii=False, default=str), table
+    assert json.load(open(os.path.join(out, "MANIFEST.json")))["reconciled"] is True

@@ -1,0 +1,91 @@
+"""MineFrameSets over video plans: known scores are used and never computed again,
+score_all_frames changes what is scored but not what is selected, and calibration's
+count from known scores equals what the miner makes."""
+import apache_beam as beam
+import numpy as np
+
+from pipelines.imagecode.mining import NEW_SCORES, MineFrameSets, sets_from_known_scores
+from schemas.records import ShotFrames, VideoPlan, VideoRef
+from transforms.image.quality import QualityGate
+
+N_FRAMES = 40
+
+
+class MeanBrightness:
+    """A stand-in BRISQUE: frames darker than mid-grey 'blurry' (score = 1 - mean/255)."""
+    def score_normalised(self, frames):
+        return np.array([1.0 - f.mean() / 255.0 for f in frames])
+
+
+class MarkedText:
+    """A stand-in OCR: the red channel of pixel (0, 0) is the number of characters."""
+    def text_chars(self, frame):
+        return int(frame[0, 0, 0])
+
+
+def gate():
+    return QualityGate(MeanBrightness(), 0.65, MarkedText(), 10)
+
+
+def frame(brightness, chars=0):
+    f = np.full((8, 8, 3), brightness, np.uint8)
+    f[0, 0, 0] = chars
+    return f
+
+
+def plan(known=None):
+    rng = np.random.default_rng(0)
+    emb = rng.normal(size=(N_FRAMES, 6)).astype(np.float32)
+    emb /= np.linalg.norm(emb, axis=1, keepdims=True)
+    frames = [frame(40 if i % 7 == 3 else 200, 30 if i % 11 == 5 else 0) for i in range(N_FRAMES)]
+    video = VideoRef(path="/nonexistent.mp4", source="src", video_id="v1", split="train")
+    shot = ShotFrames(video=video, shot_index=0, start_frame=0, end_frame=N_FRAMES, fps=25.0,
+                      frame_indices=list(range(N_FRAMES)), frames=frames, embeddings=emb)
+    return VideoPlan(video=video, shots=[shot], known_scores=known or {},
+                     score_keys={"brisque": "kb", "ocr": "ko"})
+
+
+def mine(tmp_path, the_plan, score_all=False):
+    """(sorted (set name, frame numbers), {filter: frames scored}) from one plan."""
+    dofn = MineFrameSets(threshold=1.0, set_size=3, gate_factory=gate, staging_dir=str(tmp_path),
+                         score_all_frames=score_all)._dofn
+    dofn.setup()
+    sets, scored = [], {}
+    for out in dofn.process(the_plan):
+        if isinstance(out, beam.pvalue.TaggedOutput):
+            if out.tag == NEW_SCORES:
+                name, key, values = out.value
+                assert key == the_plan.score_keys[name]
+                scored[name] = set(values)
+        else:
+            sets.append((out.set_name, tuple(out.frame_indices)))
+    expected = sets_from_known_scores(_all_known(the_plan), 1.0, 3, {"brisque": 0.65, "ocr": 10})
+    assert len(sets) == expected["sets"] and expected["unscored"] == 0
+    return sorted(sets), scored
+
+
+def _all_known(the_plan):
+    g = gate()
+    shot = the_plan.shots[0]
+    known = {"brisque": {i: float(g.brisque.score_normalised([f])[0]) for i, f in enumerate(shot.frames)},
+             "ocr": {i: g.text.text_chars(f) for i, f in enumerate(shot.frames)}}
+    return VideoPlan(the_plan.video, the_plan.shots, known, {})
+
+
+def test_known_scores_are_used_and_only_the_others_computed(tmp_path):
+    lazy_sets, lazy_scored = mine(tmp_path / "a", plan())
+    assert lazy_sets and lazy_scored["brisque"] and len(lazy_scored["brisque"]) < N_FRAMES
+    half = {name: {i: v for i, v in values.items() if i % 2 == 0}
+            for name, values in _all_known(plan()).known_scores.items()}
+    sets, scored = mine(tmp_path / "b", plan(half))
+    assert sets == lazy_sets
+    for name in ("brisque", "ocr"):
+        assert not scored.get(name, set()) & set(half[name]), "a known score was computed again"
+        assert scored.get(name, set()) == lazy_scored[name] - set(half[name])
+
+
+def test_scoring_every_frame_selects_the_same_sets(tmp_path):
+    lazy_sets, _ = mine(tmp_path / "a", plan())
+    sets, scored = mine(tmp_path / "b", plan(), score_all=True)
+    assert sets == lazy_sets
+    assert scored["brisque"] == scored["ocr"] == set(range(N_FRAMES))

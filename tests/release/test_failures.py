@@ -1,0 +1,288 @@
+"""Builds that cannot start, and builds that die: one clear line before any work, and no
+garbage left for the next build (issue 10, cases 6, 10 and 11; docs/reliability.md)."""
+import dataclasses
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from pipelines.bd2bb import pipeline as bd2bb
+from pipelines.cli import parse_args
+from pipelines.imagecode import pipeline as imagecode
+from pipelines.release import build as release
+from pipelines.release import cache as cache_cli
+from pipelines.release import runs
+from pipelines.vsr import pipeline as vsr
+from pipelines.vsr.sample import make_vsr_sample
+from tests.paths import ROOT as REPO_ROOT
+
+ROOT = str(REPO_ROOT)
+VSR_SAMPLE_CONFIG = os.path.join(ROOT, "pipelines/vsr/configs/sample.yaml")
+
+
+@pytest.fixture(scope="module")
+def vsr_sample(tmp_path_factory):
+    return make_vsr_sample(str(tmp_path_factory.mktemp("vsr_sample")))
+
+
+def vsr_args(sample, out, version="1.0.0"):
+    files = {"coco": [f"{sample}/instances_train2017.json", f"{sample}/instances_val2017.json"],
+             "annotations": [f"{sample}/public_layout.jsonl"], "captions": [f"{sample}/captions.jsonl"],
+             "votes": [f"{sample}/votes.jsonl"], "extra_labels": []}
+    sets = [a for key, paths in files.items() for a in ("--set", f"inputs.{key}=[{','.join(paths)}]")]
+    return ["--config", VSR_SAMPLE_CONFIG, "--output", str(out), "--version", version, *sets]
+
+
+def hidden(folder):
+    return sorted(n for n in os.listdir(folder) if n.startswith(".")) if os.path.isdir(folder) else []
+
+
+# --- a relative release root (the README's default OUT=releases) ------------------------
+
+def test_a_relative_output_becomes_absolute(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    args, _ = parse_args(["--config", "c.yaml", "--output", "releases", "--version", "1.0.0"], "")
+    assert args.output == os.path.join(str(tmp_path), "releases")
+    args, _ = parse_args(["--config", "c.yaml", "--output", "gs://b/r", "--version", "1.0.0"], "")
+    assert args.output == "gs://b/r"
+
+
+def test_a_build_into_a_relative_output_publishes(vsr_sample, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    final = vsr.run(vsr_args(vsr_sample, "releases"))
+    assert final == os.path.join(str(tmp_path), "releases", "vsr", "1.0.0")
+    assert "release: releases/vsr/1.0.0" in capsys.readouterr().out
+    assert hidden(os.path.join(str(tmp_path), "releases", "vsr")) == []
+
+
+# --- empty inputs (case 6) --------------------------------------------------------------
+
+def test_an_empty_video_manifest_stops_before_any_work(tmp_path, capsys):
+    manifest = tmp_path / "videos.jsonl"
+    manifest.write_text("\n  \n")
+    code = imagecode.main(["--config", "pipelines/imagecode/configs/sample.yaml",
+                           "--set", f"inputs.videos={manifest}", "--set", "static.images=null",
+                           "--set", "crowd.descriptions=null", "--set", "crowd.retrievals=null",
+                           "--output", str(tmp_path / "out"), "--version", "1.0.0"])
+    err = capsys.readouterr().err
+    assert code == 2 and err == f"error: inputs.videos: {manifest} is empty: nothing to build\n"
+    assert not os.path.exists(tmp_path / "out" / "imagecode")
+
+
+def test_empty_vsr_and_bd2bb_inputs_stop_before_any_work(vsr_sample, tmp_path, capsys):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    args = vsr_args(vsr_sample, tmp_path / "out")
+    args[args.index(f"inputs.annotations=[{vsr_sample}/public_layout.jsonl]")] = f"inputs.annotations=[{empty}]"
+    assert vsr.main(args) == 2
+    assert capsys.readouterr().err == f"error: inputs.annotations: {empty} is empty: nothing to build\n"
+
+    code = bd2bb.main(["--config", "pipelines/bd2bb/configs/sample.yaml", "--set", f"inputs.tuples={empty}",
+                       "--output", str(tmp_path / "out"), "--version", "1.0.0"])
+    assert code == 2
+    assert capsys.readouterr().err == f"error: inputs.tuples: {empty} is empty: nothing to build\n"
+    assert not os.path.exists(tmp_path / "out" / "vsr") and not os.path.exists(tmp_path / "out" / "bd2bb")
+
+
+# --- unwritable output or cache (case 11) -----------------------------------------------
+
+def test_an_unwritable_output_is_one_line_before_any_work(vsr_sample, tmp_path, capsys):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    assert vsr.main(vsr_args(vsr_sample, blocker / "releases")) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: --output: cannot write to {blocker / 'releases'}: ")
+    assert err.count("\n") == 1
+
+
+def test_an_unwritable_cache_is_one_line_before_any_work(tmp_path, capsys):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    code = bd2bb.main(["--config", "pipelines/bd2bb/configs/sample.yaml",
+                       "--set", f"cache.dir={blocker}/cache",
+                       "--output", str(tmp_path / "out"), "--version", "1.0.0"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith(f"error: cache.dir: cannot write to {blocker}/cache: ")
+    assert err.count("\n") == 1
+    assert not os.path.exists(tmp_path / "out" / "bd2bb")
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes through permission bits")
+def test_a_read_only_output_folder_is_one_line(vsr_sample, tmp_path, capsys):
+    out = tmp_path / "ro"
+    out.mkdir()
+    out.chmod(0o500)
+    try:
+        assert vsr.main(vsr_args(vsr_sample, out)) == 2
+        assert capsys.readouterr().err.startswith(f"error: --output: cannot write to {out}: ")
+    finally:
+        out.chmod(0o700)
+
+
+# --- failures clean up after themselves (case 10) ---------------------------------------
+
+@dataclasses.dataclass
+class DemoConfig:
+    seed: int = 0
+
+
+def _run_release(tmp_path, execute, cache_root=None, version="1.0.0"):
+    return release.build_release(
+        benchmark="demo", out=str(tmp_path / "out"), version=version, config=DemoConfig(),
+        execute=execute,
+        models={}, inputs={}, tables={}, describe=lambda facts: {}, cache_root=cache_root)
+
+
+def test_a_failing_build_removes_its_staging_its_lock_and_its_cache_temp(tmp_path):
+    cache = str(tmp_path / "cache")
+
+    def execute(staging):
+        run_id = "demo-" + staging.rsplit("-", 1)[1]
+        assert os.path.isfile(runs.staging_lock_path(staging))
+        assert os.path.isfile(runs.cache_lock_path(cache, run_id))
+        os.makedirs(os.path.join(cache, "embed", f"beam-temp-{run_id}-0123abcd"))
+        open(os.path.join(cache, "embed", f"beam-temp-{run_id}-0123abcd", "part"), "w").close()
+        raise RuntimeError("a stage failed")
+
+    with pytest.raises(RuntimeError, match="a stage failed"):
+        _run_release(tmp_path, execute, cache)
+    assert hidden(tmp_path / "out" / "demo") == []
+    assert os.listdir(os.path.join(cache, "embed")) == []
+    assert os.listdir(os.path.join(cache, runs.CACHE_RUNS_DIR)) == []
+
+
+class _NoCounters:
+    """What a pipeline result offers the release, for a run that counted nothing."""
+
+    def metrics(self):
+        return self
+
+    def query(self):
+        return {"counters": []}
+
+
+def test_the_loser_of_two_builds_of_one_version_leaves_nothing(tmp_path):
+    def execute(staging):  # another build publishes the same version meanwhile
+        os.makedirs(tmp_path / "out" / "demo" / "1.0.0")
+        return _NoCounters()
+
+    with pytest.raises(release.ReleaseError):
+        release.build_release(benchmark="demo", out=str(tmp_path / "out"), version="1.0.0",
+                              config=DemoConfig(), execute=execute, models={}, inputs={}, tables={},
+                              describe=lambda facts: {})
+    assert os.listdir(tmp_path / "out" / "demo") == ["1.0.0"]
+
+
+def test_a_full_disk_ends_in_one_line_and_removes_the_partial_build(tmp_path, monkeypatch, capsys):
+    from pipelines import cli
+
+    def execute(staging):
+        open(os.path.join(staging, "partial"), "w").close()
+        raise RuntimeError("... while running 'Write rejects': OSError: [Errno 28] No space left on device")
+
+    code = cli.run_main(lambda argv: _run_release(tmp_path, execute), [])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: no space left on device") and err.count("\n") == 1
+    assert hidden(tmp_path / "out" / "demo") == []
+
+
+def _dead_pid():
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def test_garbage_of_dead_builds_is_swept_and_live_builds_are_left_alone(tmp_path):
+    bench_dir = tmp_path / "out" / "demo"
+    cache = tmp_path / "cache"
+    dead, alive, elsewhere = runs.this_process(), runs.this_process(), runs.this_process()
+    dead.update(pid=_dead_pid(), started=None)
+    elsewhere.update(host="another-host")
+    for name, holder in (("dead", dead), ("alive", alive), ("elsewhere", elsewhere), ("nolock", None)):
+        staging = bench_dir / f".1.0.0.staging-{name}"
+        (staging / "parquet").mkdir(parents=True)
+        temp = cache / "embed" / f"beam-temp-demo-{name}-0123abcd"
+        temp.mkdir(parents=True)
+        if holder is not None:
+            (cache / runs.CACHE_RUNS_DIR).mkdir(exist_ok=True)
+            for lock in (runs.staging_lock_path(str(staging)),
+                         runs.cache_lock_path(str(cache), f"demo-{name}")):
+                with open(lock, "w") as f:
+                    json.dump(holder, f)
+    (cache / "embed" / "demo-dead-00000-of-00001.parquet").write_bytes(b"a finished shard")
+
+    removed = runs.sweep_release_dir(str(bench_dir))
+    assert sorted(os.path.basename(p) for p in removed) == [".1.0.0.staging-dead", ".1.0.0.staging-nolock"]
+    assert hidden(bench_dir) == [".1.0.0.staging-alive", ".1.0.0.staging-alive.lock",
+                                 ".1.0.0.staging-elsewhere", ".1.0.0.staging-elsewhere.lock"]
+    removed = runs.sweep_cache(str(cache))
+    assert sorted(os.path.basename(p) for p in removed) == ["beam-temp-demo-dead-0123abcd",
+                                                            "beam-temp-demo-nolock-0123abcd"]
+    assert sorted(os.listdir(cache / "embed")) == [
+        "beam-temp-demo-alive-0123abcd", "beam-temp-demo-elsewhere-0123abcd",
+        "demo-dead-00000-of-00001.parquet"]
+
+
+def test_cache_prune_frees_temp_folders_of_dead_builds(tmp_path, capsys):
+    temp = tmp_path / "cache" / "embed" / "beam-temp-demo-gone-0123abcd"
+    temp.mkdir(parents=True)
+    (temp / "partial.parquet").write_bytes(b"x" * 1000)
+    (tmp_path / "releases").mkdir()
+    assert cache_cli.main(["prune", "--cache", str(tmp_path / "cache"),
+                           "--releases", str(tmp_path / "releases")]) == 0
+    out = capsys.readouterr().out
+    assert "1000 bytes" in out and not temp.exists()
+
+
+def _start_build(vsr_sample, out):
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    proc = subprocess.Popen([sys.executable, "-m", "pipelines.vsr.pipeline", *vsr_args(vsr_sample, out)],
+                            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    bench_dir = os.path.join(str(out), "vsr")
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not any(
+            not n.endswith(".lock") for n in hidden(bench_dir)):
+        time.sleep(0.02)
+    assert proc.poll() is None, "the build ended before it could be stopped"
+    return proc, bench_dir
+
+
+def test_kill_9_leaves_garbage_that_the_next_build_removes(vsr_sample, tmp_path):
+    proc, bench_dir = _start_build(vsr_sample, tmp_path / "out")
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    left = hidden(bench_dir)
+    assert any(n.endswith(".lock") for n in left) and len(left) == 2
+    vsr.run(vsr_args(vsr_sample, tmp_path / "out", version="1.0.1"))
+    assert hidden(bench_dir) == [] and os.listdir(bench_dir) == ["1.0.1"]
+
+
+def test_sigterm_removes_the_build_s_own_staging(vsr_sample, tmp_path):
+    proc, bench_dir = _start_build(vsr_sample, tmp_path / "out")
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) == 128 + signal.SIGTERM
+    assert hidden(bench_dir) == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a small file system needs root")
+def test_a_really_full_disk(vsr_sample, tmp_path, capsys):
+    """A 100 kB tmpfs: the release does not fit. One line, nothing left, and a rerun fails
+    the same way (not earlier) because nothing was left behind."""
+    disk = tmp_path / "small"
+    disk.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=100k", "tmpfs", str(disk)],
+                      capture_output=True).returncode != 0:
+        pytest.skip("this machine does not allow mounting a tmpfs")
+    try:
+        for _ in range(2):
+            assert vsr.main(vsr_args(vsr_sample, disk)) == 2
+            err = capsys.readouterr().err
+            assert err.startswith("error: no space left on device"), err
+            assert hidden(disk / "vsr") == []
+    finally:
+        subprocess.run(["umount", str(disk)], check=True)

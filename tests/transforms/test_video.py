@@ -1,0 +1,170 @@
+"""Streaming decode (transforms/video/decode.py) on generated videos."""
+import os
+import threading
+import tracemalloc
+
+import numpy as np
+import psutil
+import pytest
+
+from transforms.video import synthetic
+from transforms.video.decode import (DecodeReport, VideoError, VideoInfo, iter_frames,
+                                     iter_scored_frames, output_size, probe, truncation)
+
+SEGMENTS = [("astronaut", 20, "pan"), ("chelsea", 15, "zoom"), ("coffee", 12, "still")]
+N = sum(n for _, n, _ in SEGMENTS)
+
+
+@pytest.fixture(scope="module")
+def videos(tmp_path_factory):
+    d = tmp_path_factory.mktemp("video")
+    paths = {k: str(d / f"{k}.mp4") for k in
+             ("clip", "long", "corrupt", "truncated", "empty", "audio")}
+    paths["frameless"] = str(d / "frameless.y4m")
+    synthetic.make_frameless_video(paths["frameless"])
+    synthetic.make_video(paths["clip"], SEGMENTS, fps=25, size=(160, 120))
+    synthetic.make_video(paths["long"], [("rocket", 300, "pan")], size=(320, 240))
+    synthetic.make_corrupt_video(paths["corrupt"])
+    paths["truncated_total"] = synthetic.make_truncated_video(paths["truncated"], keep=0.5)
+    synthetic.make_empty_video(paths["empty"])
+    synthetic.make_audio_only(paths["audio"])
+    return paths
+
+
+def _ffmpeg_children():
+    return [p for p in psutil.Process().children(recursive=True)
+            if "ffmpeg" in (p.name() or "")]
+
+
+def test_probe(videos):
+    info = probe(videos["clip"])
+    assert (info.width, info.height, info.codec) == (160, 120, "h264")
+    assert info.fps == pytest.approx(25.0)
+    assert info.n_frames == N
+    assert info.duration == pytest.approx(N / 25, abs=0.05)
+
+
+def test_decodes_every_frame_in_order_as_rgb(videos):
+    seen = []
+    for index, frame in iter_frames(videos["clip"]):
+        assert frame.shape == (120, 160, 3) and frame.dtype == np.uint8
+        seen.append(index)
+    assert seen == list(range(N))
+    # Channel order: the decoded first frame matches what we rendered (RGB, not BGR).
+    first = next(iter_frames(videos["clip"]))[1].astype(int)
+    rendered = synthetic._render("astronaut", "pan", 0, 20, 160, 120).astype(int)
+    assert np.abs(first - rendered).mean() < 6
+    assert np.abs(first - rendered[..., ::-1]).mean() > 2 * np.abs(first - rendered).mean()
+
+
+def test_frames_are_independent_writable_arrays(videos):
+    frames = [f for _, f in iter_frames(videos["clip"])]
+    frames[0][:] = 0  # must not touch any other frame
+    assert frames[1].any()
+
+
+def test_max_side_downscales_inside_ffmpeg(videos):
+    _, frame = next(iter_frames(videos["long"], max_side=101))
+    assert frame.shape == (76, 100, 3)  # aspect kept, even sides
+    _, frame = next(iter_frames(videos["clip"], max_side=1000))  # never upscales
+    assert frame.shape == (120, 160, 3)
+    assert output_size(VideoInfo(1920, 1080, 30.0, None, "h264"), 256) == (256, 144)
+
+
+def test_streaming_memory_does_not_grow_with_length(videos):
+    frame_bytes = 320 * 240 * 3
+    tracemalloc.start()
+    try:
+        n = sum(1 for _ in iter_frames(videos["long"]))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert n == 300
+    assert peak < 10 * frame_bytes  # the whole video would be 300 frames
+
+
+def test_early_exit_kills_ffmpeg(videos):
+    threads_before = threading.active_count()
+    frames = iter_scored_frames(videos["long"])
+    next(frames)
+    assert _ffmpeg_children()
+    frames.close()
+    assert not _ffmpeg_children()
+    assert threading.active_count() == threads_before
+
+
+def test_scene_scores_peak_at_cuts(videos):
+    scores = {i: s for i, _, s in iter_scored_frames(videos["clip"])}
+    assert len(scores) == N and scores[0] == 0.0
+    top = sorted(scores, key=scores.get, reverse=True)[:2]
+    assert sorted(top) == [20, 35]
+
+
+def test_truncated_file_yields_what_decodes_then_stops(videos):
+    n = sum(1 for _ in iter_frames(videos["truncated"]))
+    assert 0 < n < videos["truncated_total"]
+
+
+@pytest.mark.parametrize("scored", [False, True])
+def test_a_truncated_file_is_reported_short_though_ffmpeg_exits_0(videos, scored):
+    # An mp4 with its index first, cut in half: ffmpeg exits 0 after half the frames.
+    report = DecodeReport()
+    frames = (iter_scored_frames if scored else iter_frames)(videos["truncated"], report=report)
+    n = sum(1 for _ in frames)
+    assert report.frames == n < videos["truncated_total"] == report.expected
+    assert report.exit_code == 0 and report.basis == "container frame count"
+    assert "partial file" in report.errors and " @ 0x" not in report.errors
+    why = truncation(report, 0.02)
+    assert why.startswith(f"decoded {n} of {videos['truncated_total']} frames "
+                          "(container frame count): 50% missing > decode.truncation_tolerance 0.02")
+    assert truncation(report, 0.5) is None  # the tolerance decides
+
+
+def test_a_whole_file_is_reported_whole(videos):
+    report = DecodeReport()
+    assert sum(1 for _ in iter_frames(videos["clip"], report=report)) == N
+    assert (report.frames, report.expected, report.exit_code, report.errors) == (N, N, 0, "")
+    assert truncation(report, 0.0) is None
+
+
+def test_truncation_rules():
+    assert truncation(DecodeReport(frames=49, expected=50, basis="b"), 0.02) is None  # 2% missing
+    assert truncation(DecodeReport(frames=48, expected=50, basis="b"), 0.02).startswith(
+        "decoded 48 of 50 frames (b): 4% missing")
+    assert truncation(DecodeReport(frames=0, expected=50, basis="b"), 1.0) is None
+    # no promise from the container: only an ffmpeg that stopped with an error tells
+    assert truncation(DecodeReport(frames=7, exit_code=0, errors="x"), 0.0) is None
+    assert truncation(DecodeReport(frames=7, exit_code=1, errors="boom"), 0.0) == (
+        "decoded 7 frames, then ffmpeg exit 1 (the container gives no frame count); ffmpeg: boom")
+
+
+def test_frameless_video_yields_nothing(videos):
+    assert probe(videos["frameless"]).codec == "rawvideo"
+    assert list(iter_frames(videos["frameless"])) == []
+    assert list(iter_scored_frames(videos["frameless"])) == []
+
+
+@pytest.mark.parametrize("name,message", [
+    ("corrupt", "moov atom not found"), ("empty", "ffprobe failed"),
+    ("audio", "no video stream"), ("missing", "no such file")])
+def test_unreadable_inputs_raise_video_error(videos, name, message):
+    path = videos.get(name, "/nonexistent/video.mp4")
+    with pytest.raises(VideoError, match=message):
+        list(iter_frames(path))
+    assert not _ffmpeg_children()
+
+
+def test_decode_error_without_probe_is_a_video_error(videos):
+    # Skip the probe (info given): ffmpeg itself must fail cleanly.
+    info = VideoInfo(160, 120, 25.0, 1.0, "h264")
+    with pytest.raises(VideoError, match="ffmpeg exit"):
+        list(iter_frames(videos["corrupt"], info=info))
+
+
+def test_stalled_ffmpeg_is_killed(tmp_path):
+    fifo = str(tmp_path / "never-written.mp4")
+    os.mkfifo(fifo)  # ffmpeg blocks opening it: a stand-in for a hung read
+    info = VideoInfo(160, 120, 25.0, 1.0, "h264")
+    with pytest.raises(VideoError, match="stalled"):
+        list(iter_frames(fifo, info=info, stall_timeout=1.0))
+    assert not _ffmpeg_children()

@@ -1,0 +1,61 @@
+"""VSR inputs: patterns are expanded once, before any work, into the files the readers read
+and the manifest lists; a pattern that matches nothing stops the build early."""
+import json
+import os
+
+import pytest
+
+from pipelines.config import load_config
+from pipelines.preflight import PreflightError
+from pipelines.vsr import pipeline as vsr
+from pipelines.vsr.config import VsrConfig
+from pipelines.vsr.sample import make_vsr_sample
+
+
+@pytest.fixture(scope="module")
+def sample(tmp_path_factory):
+    return make_vsr_sample(str(tmp_path_factory.mktemp("sample")))
+
+
+def _cfg(**inputs):
+    return load_config("pipelines/vsr/configs/paper.yaml",
+                       [f"inputs.{k}=[{','.join(v)}]" for k, v in inputs.items()], VsrConfig)
+
+
+def test_globs_expand_to_files_once(sample):
+    cfg = _cfg(coco=[f"{sample}/instances_*2017.json", f"{sample}/instances_train2017.json"],
+               annotations=[f"{sample}/public_*.jsonl"])
+    files = vsr.expand_inputs(cfg)
+    assert files["coco"] == [f"{sample}/instances_train2017.json", f"{sample}/instances_val2017.json"]
+    assert files["annotations"] == [f"{sample}/public_layout.jsonl"] and files["votes"] == []
+    assert vsr.preflight(cfg).inputs.coco == files["coco"]
+
+
+@pytest.mark.parametrize("pattern", ["instances_*2019.json", "no_such_file.json", ""])
+def test_a_pattern_that_matches_nothing_fails_before_any_work(sample, tmp_path, pattern):
+    cfg = _cfg(coco=[f"{sample}/{pattern}" if pattern else str(tmp_path)])   # a folder is no file
+    with pytest.raises(PreflightError, match="inputs.coco"):
+        vsr.preflight(cfg)
+    with pytest.raises(PreflightError):
+        vsr.run(["--config", "pipelines/vsr/configs/paper.yaml", "--set", f"inputs.coco=[{cfg.inputs.coco[0]}]",
+                 "--output", str(tmp_path / "out"), "--version", "1.0.0"])
+    assert not os.path.exists(tmp_path / "out" / "vsr" / "1.0.0")
+
+
+def test_a_build_from_globs_reads_and_lists_every_matched_file(sample, tmp_path):
+    release = vsr.run(["--config", "pipelines/vsr/configs/sample.yaml",
+                       "--set", f"inputs.coco=[{sample}/instances_*.json]",
+                       "--set", f"inputs.annotations=[{sample}/public_*.jsonl]",
+                       "--set", "inputs.captions=[]", "--set", "inputs.votes=[]",
+                       "--set", "inputs.extra_labels=[]",
+                       "--output", str(tmp_path), "--version", "1.0.0"])
+    manifest = json.load(open(os.path.join(release, "MANIFEST.json")))
+    listed = {name: entry["path"] for name, entry in manifest["inputs"].items()}
+    assert listed == {"coco[0]": f"{sample}/instances_broken.json",
+                      "coco[1]": f"{sample}/instances_train2017.json",
+                      "coco[2]": f"{sample}/instances_val2017.json",
+                      "annotations[0]": f"{sample}/public_layout.jsonl"}
+    assert manifest["config"]["inputs"]["coco"] == [f"{sample}/instances_*.json"]   # as given
+    stages = manifest["stages"]
+    assert stages["coco"]["file.in"] == 3 and stages["coco"]["file.rejected.malformed_coco"] == 1
+    assert manifest["counts"]["tables"]["image_pairs"]["total"] == 12

@@ -1,0 +1,251 @@
+"""A shared cache of expensive per-item results (embeddings, scores, OCR, shots, parses).
+
+An entry's key covers everything its value depends on (see `cache_key`), so a changed
+model, weight file or parameter simply misses; there is no invalidation. Entries live
+on any Beam filesystem as Parquet shards written by Beam:
+
+    <root>/<stage>/<run id>-SSSSS-of-NNNNN.parquet    columns: key, value, checksum
+
+    requests = items | beam.Map(lambda it: (cache_key(...), it))
+    looked = requests | LookupCache(root, "embed")
+    computed = looked[MISSES] | compute   -> (key, encode_array(vector))
+    files = computed | WriteCache(root, "embed", run_id)   # names for the manifest
+
+Writes are atomic per shard: Beam's file sink writes into a hidden
+`<root>/<stage>/beam-temp-<run id>-<uuid>/` folder and renames each finished shard into
+place (one rename locally, one object copy on gs://), so a killed run never leaves a
+partial shard matching `<stage>/*.parquet`. Reads still verify every row's checksum and
+skip unreadable files, so a damaged shard costs recomputation, never a wrong value.
+
+Counters (namespace `stage.cache.<stage>`): item.in = item.out = requests; notes hit,
+miss, corrupt (bad files + bad rows), written.
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import logging
+from typing import Callable, List, Optional
+
+import apache_beam as beam
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+from apache_beam.io import fileio
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
+
+from schemas.names import safe_name
+from transforms.core.stage import StageCounts
+
+HITS, MISSES = "hits", "misses"
+SHARD_TEMPLATE = "-SSSSS-of-NNNNN"
+SUFFIX = ".parquet"
+KEY_VERSION = "cache-key/v1"  # bump to invalidate every key if the key recipe changes
+CACHE_SCHEMA = pa.schema([("key", pa.string()), ("value", pa.binary()),
+                          ("checksum", pa.string())])
+
+_LOGGER = logging.getLogger(__name__)
+
+
+# --- keys and values -------------------------------------------------------------------
+
+def canonical_json(obj) -> str:
+    """One spelling per value: sorted keys, no spaces, no NaN (it has no JSON form)."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                      allow_nan=False)
+
+
+def cache_key(stage: str, content_sha256: str, model_fingerprint: str, params: dict) -> str:
+    """sha256 hex over (stage, content hash, model identity incl. weights, parameters)."""
+    text = canonical_json([KEY_VERSION, stage, content_sha256, model_fingerprint, params])
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def fingerprint(identity: dict) -> str:
+    """A short stable id of a model identity (a dict of versions and weight checksums)."""
+    return hashlib.sha256(canonical_json(identity).encode("utf-8")).hexdigest()[:16]
+
+
+def checksum(value: bytes) -> str:
+    return hashlib.sha256(value).hexdigest()
+
+
+def encode_array(array: np.ndarray) -> bytes:
+    buf = io.BytesIO()
+    np.save(buf, np.asarray(array), allow_pickle=False)  # no pickle: a value is data only
+    return buf.getvalue()
+
+
+def decode_array(value: bytes) -> np.ndarray:
+    return np.load(io.BytesIO(value), allow_pickle=False)
+
+
+def encode_json(obj) -> bytes:
+    return canonical_json(obj).encode("utf-8")
+
+
+def decode_json(value: bytes):
+    return json.loads(value.decode("utf-8"))
+
+
+def merge_json_dicts(values: List[bytes]) -> bytes:
+    """Union of JSON objects stored under one key by different runs, each holding the
+    values that run computed (per-frame scores). The first value for a name wins; the
+    computation is deterministic, so copies agree anyway."""
+    merged: dict = {}
+    for value in values:
+        for name, item in decode_json(value).items():
+            merged.setdefault(name, item)
+    return encode_json(merged)
+
+
+def stage_dir(root: str, stage: str) -> str:
+    if safe_name(stage) != stage:
+        raise ValueError(f"cache stage {stage!r} is not a safe folder name")
+    return FileSystems.join(root, stage)
+
+
+def shard_pattern(root: str, stage: str) -> str:
+    """The finished shards of a stage; Beam's temp folders are one level deeper."""
+    return FileSystems.join(stage_dir(root, stage), "*" + SUFFIX)
+
+
+def relative_cache_path(root: str, path: str) -> str:
+    """A shard path as MANIFEST.json's "cache_files" names it: relative to the root."""
+    prefix = root.rstrip("/") + "/"
+    if not path.startswith(prefix):
+        raise ValueError(f"{path} is not under the cache root {root}")
+    return path[len(prefix):]
+
+
+# --- lookup ----------------------------------------------------------------------------
+
+class _ReadShard(beam.DoFn):
+    """One shard file -> (key, (checksum, value)) for each row whose checksum holds.
+
+    An unreadable file (truncated, not Parquet, wrong columns) is logged and counted;
+    rows read before the damage were checksum-verified, so they stay usable."""
+
+    def __init__(self, stage: str):
+        self.stage = stage
+
+    def setup(self):
+        self.counts = StageCounts("cache." + self.stage)
+
+    def process(self, metadata):
+        path = metadata.path
+        try:
+            with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+                for batch in pq.ParquetFile(f).iter_batches(columns=["key", "value", "checksum"]):
+                    rows = batch.to_pydict()
+                    for key, value, sha in zip(rows["key"], rows["value"], rows["checksum"]):
+                        if value is None or key is None or checksum(value) != sha:
+                            _LOGGER.warning("cache %s: bad checksum for key %s in %s",
+                                            self.stage, key, path)
+                            self.counts.note("corrupt")
+                            continue
+                        yield key, (sha, value)
+        except Exception as err:  # any damage means "recompute", never a failed run
+            _LOGGER.warning("cache %s: skipping unreadable shard %s: %s", self.stage, path, err)
+            self.counts.note("corrupt")
+
+
+class _Join(beam.DoFn):
+    """(key, {requests, entries}) -> one HIT or MISS per request."""
+
+    def __init__(self, stage: str, merge: Optional[Callable[[List[bytes]], bytes]]):
+        self.stage = stage
+        self.merge = merge
+
+    def setup(self):
+        self.counts = StageCounts("cache." + self.stage)
+
+    def process(self, joined):
+        key, groups = joined
+        items = list(groups["requests"])  # none: an entry nobody asked for
+        entries = sorted(groups["entries"])  # sorted: the same answer on every runner
+        if not entries:
+            value = None
+        elif self.merge is not None:  # entries that each hold a part (see merge_json_dicts)
+            value = self.merge([v for _, v in entries])
+        else:  # two runs stored the same value: any valid copy will do
+            value = entries[0][1]
+        for item in items:
+            self.counts.seen()
+            self.counts.count_out()
+            if value is None:
+                self.counts.note("miss")
+                yield beam.pvalue.TaggedOutput(MISSES, (key, item))
+            else:
+                self.counts.note("hit")
+                yield beam.pvalue.TaggedOutput(HITS, (key, item, value))
+
+
+class LookupCache(beam.PTransform):
+    """(key, item) -> {HITS: (key, item, value bytes), MISSES: (key, item)}.
+
+    A join of the requests with every entry of `<root>/<stage>/`, not one read per
+    item. A missing stage folder means all misses. `merge` combines the values of
+    several entries under one key (in sorted order); without it they are copies."""
+
+    def __init__(self, root: str, stage: str,
+                 merge: Optional[Callable[[List[bytes]], bytes]] = None):
+        super().__init__()
+        self.root = root
+        self.stage = stage
+        self.merge = merge
+
+    def expand(self, requests):
+        entries = (requests.pipeline
+                   | "Match" >> fileio.MatchFiles(
+                       shard_pattern(self.root, self.stage),
+                       empty_match_treatment=fileio.EmptyMatchTreatment.ALLOW)
+                   | "Spread" >> beam.Reshuffle()  # one worker per file, not one for all
+                   | "Read" >> beam.ParDo(_ReadShard(self.stage)))
+        return ({"requests": requests, "entries": entries}
+                | "Group" >> beam.CoGroupByKey()
+                | "Join" >> beam.ParDo(_Join(self.stage, self.merge)).with_outputs(HITS, MISSES))
+
+
+# --- write -----------------------------------------------------------------------------
+
+class _ToRow(beam.DoFn):
+    def __init__(self, stage: str):
+        self.stage = stage
+
+    def setup(self):
+        self.counts = StageCounts("cache." + self.stage)
+
+    def process(self, entry):
+        key, value = entry
+        self.counts.note("written")
+        yield {"key": key, "value": value, "checksum": checksum(value)}
+
+
+class WriteCache(beam.PTransform):
+    """(key, value bytes) -> `<root>/<stage>/<run_id>-SSSSS-of-NNNNN.parquet`; returns the
+    written file names. `run_id` must be new: Beam's sink deletes older shards that match
+    the run's own file name pattern, so a reused run id could drop earlier entries."""
+
+    def __init__(self, root: str, stage: str, run_id: str, num_shards: int = 0):
+        super().__init__()
+        if safe_name(run_id) != run_id:
+            raise ValueError(f"run id {run_id!r} is not a safe file name")
+        self.root = root
+        self.stage = stage
+        self.run_id = run_id
+        self.num_shards = num_shards
+
+    def expand(self, entries):
+        prefix = FileSystems.join(stage_dir(self.root, self.stage), self.run_id)
+        taken = FileSystems.match([prefix + "-*" + SUFFIX])[0].metadata_list
+        if taken:
+            raise FileExistsError(f"cache run id {self.run_id!r} already has shards in "
+                                  f"{stage_dir(self.root, self.stage)}: use a new run id")
+        return (entries
+                | "ToRow" >> beam.ParDo(_ToRow(self.stage))
+                | "Parquet" >> beam.io.WriteToParquet(
+                    prefix, CACHE_SCHEMA, num_shards=self.num_shards,
+                    shard_name_template=SHARD_TEMPLATE, file_name_suffix=SUFFIX))

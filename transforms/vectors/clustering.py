@@ -1,0 +1,245 @@
+"""Topic clusters of the actions (§3.2 "Topic", A.3) and the manual review step.
+
+k-means runs for every k of a range; k is chosen by the elbow method (§3.2 fn. 5) and
+the silhouette is reported beside each k. Elbow rule: on the inertia curve scaled to
+[0, 1] on both axes, the k farthest below the straight line (chord) from the first to
+the last k - the point where adding clusters stops paying off (the "kneedle" reading of
+the elbow). The paper's k is 60; `fixed_k` forces a k and still reports the curve.
+
+k-means is one global step: it needs every point at once. It runs on the gathered
+embedding matrix (one row per unique action: ~10k x 384 float32 = 15 MB for BD2BB),
+rows sorted by action key so the result depends only on the data and the seed, never
+on arrival order.
+
+Review (the paper's manual step: 2 authors labelled 54 of 60 clusters, dropped 6, moved
+and removed actions). The build exports `review/cluster_review.csv` (a seeded sample of
+actions per cluster) and ingests a decisions CSV with the header `decision,cluster,action,
+to_cluster,label`:
+    label,12,,,tennis           name cluster 12
+    drop,7,,,                   drop cluster 7 (its datapoints: cluster_dropped)
+    move,,hit the ball,3,       move an action (any cluster) to cluster 3
+    remove,,buy a dog,,         remove an action (its datapoints: action_dropped)
+    clustering,,,,3f2a...       the clustering the decisions were made for (required)
+Cluster numbers are k-means' raw labels, so a decision is only meaningful for the
+clustering it was written against. The sheet carries the clustering's fingerprint (a hash
+of the sorted (action key, cluster) assignment) in its `clustering` column, and
+`review/decisions_template.csv` starts with the `clustering` row. A decisions file must
+carry that row; a fingerprint that differs from this build's (other inputs, encoder, k
+range, seed: the numbers may now name other topics), or a decision naming a cluster this
+clustering does not have, stops the build with an error naming `clusters.review`.
+"""
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+from dataclasses import dataclass, field
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from pipelines.bd2bb.schema import normalise_text
+from transforms.core.sampling import priority
+
+DECISIONS = ("clustering", "label", "drop", "move", "remove")
+REVIEW_HEADER = ["cluster", "cluster_size", "action_key", "action", "suggested_label", "clustering"]
+DECISIONS_HEADER = ["decision", "cluster", "action", "to_cluster", "label"]
+
+
+def elbow(ks: Sequence[int], inertias: Sequence[float]) -> int:
+    """The k of maximum distance below the chord of the normalised inertia curve."""
+    ks, inertias = np.asarray(ks, float), np.asarray(inertias, float)
+    if len(ks) == 0:
+        raise ValueError("elbow: no k was run")
+    if len(ks) < 3:  # no bend to find on one or two points
+        return int(ks[-1])
+    x = (ks - ks[0]) / (ks[-1] - ks[0])
+    span = inertias[0] - inertias[-1]
+    y = (inertias - inertias[-1]) / span if span > 0 else np.zeros_like(inertias)
+    chord = 1.0 - x                     # the line from (0, 1) to (1, 0)
+    return int(ks[int(np.argmax(chord - y))])
+
+
+@dataclass
+class ClusterResult:
+    k: int
+    method: str                          # "elbow" or "fixed"
+    curve: List[dict]                    # per k: inertia, silhouette
+    assignments: Dict[str, int]          # action key -> cluster
+    sizes: Dict[int, int] = field(default_factory=dict)
+
+    @property
+    def fingerprint(self) -> str:
+        return clustering_fingerprint(self.assignments)
+
+
+def clustering_fingerprint(assignments: Dict[str, int]) -> str:
+    """A hash of the sorted (action key, cluster) assignment: review decisions name
+    clusters by number, and this says which numbering they meant."""
+    text = "\n".join(f"{key}\t{int(cluster)}" for key, cluster in sorted(assignments.items()))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def kmeans_curve(matrix: np.ndarray, ks: Sequence[int], seed: int, n_init: int,
+                 silhouette_sample: int) -> Tuple[List[dict], Dict[int, np.ndarray]]:
+    from sklearn.cluster import KMeans
+    from sklearn.metrics import silhouette_score
+    curve, labels = [], {}
+    for k in ks:
+        if not 2 <= k < len(matrix):
+            continue
+        km = KMeans(n_clusters=k, n_init=n_init, random_state=seed).fit(matrix)
+        labels[k] = km.labels_
+        sample = min(silhouette_sample, len(matrix))
+        sil = silhouette_score(matrix, km.labels_, metric="cosine", sample_size=sample,
+                               random_state=seed) if len(set(km.labels_)) > 1 else float("nan")
+        # Multi-threaded sums differ in their last bits from run to run; the curve is
+        # reported to 9 significant digits so the same input gives the same release.
+        curve.append({"k": int(k), "inertia": _figure(km.inertia_), "silhouette": _figure(sil)})
+    return curve, labels
+
+
+def _figure(x) -> float:
+    return float(f"{float(x):.9g}")
+
+
+def cluster_actions(items: Sequence[Tuple[str, np.ndarray]], ks: Sequence[int], seed: int,
+                    fixed_k: Optional[int] = None, n_init: int = 3,
+                    silhouette_sample: int = 5000) -> ClusterResult:
+    """(action key, unit vector) pairs -> clusters; rows sorted by key first."""
+    items = sorted(items, key=lambda kv: kv[0])
+    keys = [k for k, _ in items]
+    if not keys:
+        return ClusterResult(0, "none", [], {})
+    # float64: k-means in float32 sums in a thread-dependent order and its last bits
+    # (inertia, and in a near tie a label) vary between runs; in float64 they do not.
+    matrix = np.stack([np.asarray(v, np.float64) for _, v in items])
+    wanted = sorted(set(ks) | ({fixed_k} if fixed_k else set()))
+    curve, labels = kmeans_curve(matrix, wanted, seed, n_init, silhouette_sample)
+    if not curve:  # fewer actions than any k: one cluster
+        return ClusterResult(1, "single", [], {k: 0 for k in keys}, {0: len(keys)})
+    on_range = [c for c in curve if c["k"] in set(ks)] or curve
+    if fixed_k and fixed_k in labels:
+        k, method = fixed_k, "fixed"
+    else:
+        k, method = elbow([c["k"] for c in on_range], [c["inertia"] for c in on_range]), "elbow"
+    chosen = labels[k]
+    sizes = {int(c): int(n) for c, n in zip(*np.unique(chosen, return_counts=True))}
+    return ClusterResult(int(k), method, curve, {key: int(c) for key, c in zip(keys, chosen)}, sizes)
+
+
+# --- review ------------------------------------------------------------------------------
+
+def review_rows(texts: Dict[str, str], result: ClusterResult, per_cluster: int, seed: int) -> List[list]:
+    """The review sheet: up to `per_cluster` actions per cluster, drawn by hash(seed, key)."""
+    by_cluster: Dict[int, List[str]] = {}
+    for key, cluster in result.assignments.items():
+        by_cluster.setdefault(cluster, []).append(key)
+    rows = []
+    fingerprint = result.fingerprint
+    for cluster in sorted(by_cluster):
+        keys = sorted(by_cluster[cluster], key=lambda k: priority(seed, k))[:per_cluster]
+        rows += [[cluster, len(by_cluster[cluster]), k, texts[k], "", fingerprint] for k in keys]
+    return rows
+
+
+def decisions_template(result: ClusterResult) -> List[list]:
+    """review/decisions_template.csv's rows: the `clustering` row the decisions must keep."""
+    return [["clustering", "", "", "", result.fingerprint]]
+
+
+def csv_text(header: List[str], rows: List[list]) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(header)
+    writer.writerows(rows)
+    return out.getvalue()
+
+
+@dataclass
+class Review:
+    labels: Dict[int, str] = field(default_factory=dict)
+    dropped: frozenset = frozenset()
+    moves: Dict[str, int] = field(default_factory=dict)      # normalised action -> cluster
+    removed: frozenset = frozenset()                         # normalised actions
+    clustering: Optional[str] = None                         # fingerprint the decisions were made for
+
+    def empty(self) -> bool:
+        return not (self.labels or self.dropped or self.moves or self.removed)
+
+    def clusters_named(self) -> set:
+        return set(self.labels) | set(self.dropped) | set(self.moves.values())
+
+    def decide(self, action: str, cluster: int) -> Tuple[str, int]:
+        """("keep" | "cluster_dropped" | "action_dropped", final cluster) for one action."""
+        text = normalise_text(action)
+        if text in self.removed:
+            return "action_dropped", cluster
+        cluster = self.moves.get(text, cluster)
+        if cluster in self.dropped:
+            return "cluster_dropped", cluster
+        return "keep", cluster
+
+
+def parse_review(text: str) -> Review:
+    """Read a decisions CSV; a malformed row is a ValueError naming its line."""
+    reader = csv.DictReader(io.StringIO(text))
+    if reader.fieldnames is None or [f.strip() for f in reader.fieldnames] != DECISIONS_HEADER:
+        raise ValueError(f"cluster review decisions: header must be {','.join(DECISIONS_HEADER)}")
+    review = Review()
+    dropped, removed = set(), set()
+    for line, row in enumerate(reader, 2):
+        row = {k: (v or "").strip() for k, v in row.items()}
+        decision = row["decision"]
+        try:
+            if decision == "clustering":
+                review.clustering = _need(row, "label")
+            elif decision == "label":
+                review.labels[int(row["cluster"])] = row["label"]
+            elif decision == "drop":
+                dropped.add(int(row["cluster"]))
+            elif decision == "move":
+                review.moves[normalise_text(_need(row, "action"))] = int(row["to_cluster"])
+            elif decision == "remove":
+                removed.add(normalise_text(_need(row, "action")))
+            else:
+                raise ValueError(f"unknown decision {decision!r} (one of {', '.join(DECISIONS)})")
+        except (ValueError, KeyError) as e:
+            raise ValueError(f"cluster review decisions line {line}: {e}") from None
+    review.dropped, review.removed = frozenset(dropped), frozenset(removed)
+    return review
+
+
+def check_review(review: Review, result: ClusterResult, key: str = "clusters.review",
+                 actions: Optional[Iterable[str]] = None) -> None:
+    """The decisions fit this clustering (and, given the clustered `actions`, move or
+    remove only actions it has), or a ValueError naming the config key."""
+    if review.empty():
+        return
+    if not review.clustering:
+        raise ValueError(
+            f"{key}: the decisions have no `clustering,,,,<fingerprint>` row; copy it from "
+            "review/decisions_template.csv of the build whose review/cluster_review.csv you reviewed "
+            f"(this build's clustering is {result.fingerprint})")
+    if review.clustering != result.fingerprint:
+        raise ValueError(
+            f"{key}: the decisions were written for clustering {review.clustering}, but this build's "
+            f"clustering is {result.fingerprint} (review/cluster_review.csv): inputs, embed.model, "
+            "clusters.k*/n_init or seed changed, so cluster numbers may name other topics; review "
+            "this build's sheet, or rebuild with the settings the decisions were made for")
+    unknown = sorted(c for c in review.clusters_named() if c not in result.sizes)
+    if unknown:
+        raise ValueError(f"{key}: the decisions name clusters {unknown} that clustering "
+                         f"{result.fingerprint} does not have (clusters: {sorted(result.sizes)})")
+    if actions is not None:
+        known = {normalise_text(a) for a in actions}
+        missing = sorted(a for a in set(review.moves) | set(review.removed) if a not in known)
+        if missing:
+            raise ValueError(f"{key}: the decisions move or remove actions that no tuple of "
+                             f"this build has: {missing[:5]}" + (" ..." if len(missing) > 5 else ""))
+
+
+def _need(row: dict, name: str) -> str:
+    if not row.get(name):
+        raise ValueError(f"{row['decision']} needs {name}")
+    return row[name]

@@ -1,0 +1,222 @@
+"""Reading the video manifest: JSON Lines, one video per line.
+
+    {"path": "...", "source": "msr-vtt", "video_id": "...", "split": "train|valid|test"}
+
+Every line becomes a VideoRef or a Reject that names its file and line:
+
+    lines -> parse (bad_encoding, bad_json, missing_field, bad_field, path_not_found,
+                    not_a_file)
+          -> content sha256 of the video (unreadable_video when the bytes cannot be read)
+          -> one line per content: the same bytes twice are one video, whatever the ids
+             (same_content_other_split across splits, duplicate_video_content within one)
+          -> one line per set-name prefix (duplicate_video: same source and video_id)
+
+Split leakage is judged on the bytes, not on the ids: one file listed under two ids, or
+one path listed in two splits, can only land in one split. Of lines that clash, the one
+that comes first in the manifest (by file, then line number: a stable key, never the
+order in which workers see them) is kept, the same on every runner. A relative path is
+taken relative to the manifest's folder.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import posixpath
+from typing import NamedTuple, Union
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+
+from schemas import reasons
+from schemas.names import safe_name
+from schemas.records import SPLITS, Reject, VideoRef
+from transforms.core.hashing import content_sha256
+from transforms.core.stage import MAIN, REJECTS, StageCounts
+from transforms.io.lines import ReadNumberedLines, SourceLine, parse_json_object
+
+STAGE = "manifest"
+REQUIRED_FIELDS = ("path", "source", "video_id", "split")
+
+
+class ReadVideoManifest(beam.PTransform):
+    """manifest path (or glob) -> {MAIN: VideoRef with content_sha256, REJECTS: Rejects}.
+
+    Counters (stage "manifest", level "line"): every non-blank line in; out once it
+    survived every check; rejected by reason."""
+
+    def __init__(self, manifest_path: str):
+        super().__init__()
+        self._path = manifest_path
+
+    def expand(self, pbegin):
+        lines = pbegin | "Read lines" >> ReadNumberedLines(self._path)
+        parsed = lines | "Parse lines" >> beam.ParDo(_ParseLine()).with_outputs(REJECTS, main=MAIN)
+        hashed = parsed[MAIN] | "Hash videos" >> beam.ParDo(_HashVideo()).with_outputs(
+            REJECTS, main=MAIN)
+        by_content = (
+            hashed[MAIN]
+            | "Key by content" >> beam.Map(lambda listed: (listed.video.content_sha256, listed))
+            | "Group by content" >> beam.GroupByKey()
+            | "One line per content" >> beam.ParDo(_OnePerContent()).with_outputs(
+                REJECTS, main=MAIN))
+        by_name = (
+            by_content[MAIN]
+            | "Key by set-name prefix" >> beam.Map(
+                lambda listed: ((safe_name(listed.video.source), safe_name(listed.video.video_id)),
+                                listed))
+            | "Group by set-name prefix" >> beam.GroupByKey()
+            | "One line per name" >> beam.ParDo(_OnePerName()).with_outputs(REJECTS, main=MAIN))
+        videos = by_name[MAIN] | "Count kept lines" >> beam.ParDo(_CountOut())
+        rejects = ((parsed[REJECTS], hashed[REJECTS], by_content[REJECTS], by_name[REJECTS])
+                   | "Manifest rejects" >> beam.Flatten())
+        return {MAIN: videos, REJECTS: rejects}
+
+
+class Listed(NamedTuple):
+    """A video and the manifest line that lists it."""
+    video: VideoRef
+    file: str
+    line: int
+
+    @property
+    def where(self) -> str:
+        return f"{self.file}:{self.line}"
+
+    @property
+    def order(self):
+        """Which of two clashing lines is kept: the first in the manifest."""
+        return self.file, self.line
+
+
+def parse_manifest_line(line: Union[SourceLine, str], base_dir: str):
+    """A VideoRef (without its content hash), or (reason code, detail) saying what is
+    wrong with the line."""
+    record = parse_json_object(line, REQUIRED_FIELDS)
+    if isinstance(record, tuple):
+        return record
+    if record["split"] not in SPLITS:
+        return reasons.BAD_FIELD, f"split {record['split']!r} is not one of {', '.join(SPLITS)}"
+    for name in ("source", "video_id"):
+        try:
+            safe_name(record[name])
+        except ValueError as e:
+            return reasons.BAD_FIELD, f"{name}: {e}"
+    path = record["path"]
+    if not FileSystems.get_scheme(path) and not os.path.isabs(path):
+        path = (FileSystems.join(base_dir, path) if FileSystems.get_scheme(base_dir)
+                else os.path.join(base_dir, path))
+    if not FileSystems.exists(path):
+        return reasons.PATH_NOT_FOUND, f"no such file: {path}"
+    if not FileSystems.get_scheme(path) and not os.path.isfile(path):
+        # a folder (or a device, a pipe) would fail deep inside hashing or decoding
+        kind = "a directory" if os.path.isdir(path) else "not a regular file"
+        return reasons.NOT_A_FILE, f"{path} is {kind}"
+    return VideoRef(path=path, source=record["source"], video_id=record["video_id"],
+                    split=record["split"])
+
+
+def parse_record(line: str, required_fields):
+    """One JSON Lines line as a dict whose `required_fields` are non-empty strings, or
+    (reason code, detail) (transforms.io.lines; kept for the other readers that import it)."""
+    return parse_json_object(line, required_fields)
+
+
+def _base_dir(manifest: str) -> str:
+    if FileSystems.get_scheme(manifest):
+        return posixpath.dirname(manifest)
+    return os.path.dirname(manifest)
+
+
+def _line_reject(line: SourceLine, reason: str, detail: str) -> Reject:
+    return Reject(stage=STAGE, level="line", reason=reason,
+                  item_id=line.text.strip()[:200] or line.where, detail=detail,
+                  file=line.path, line=line.number)
+
+
+def _video_reject(listed: Listed, reason: str, detail: str) -> Reject:
+    video = listed.video
+    return Reject(stage=STAGE, level="line", reason=reason, item_id=video.path,
+                  source=video.source, video_id=video.video_id, split=video.split,
+                  detail=detail, file=listed.file, line=listed.line)
+
+
+class _ParseLine(beam.DoFn):
+    def setup(self):
+        self._counts = StageCounts(STAGE)
+
+    def process(self, line: SourceLine):
+        self._counts.seen(level="line")
+        parsed = parse_manifest_line(line, _base_dir(line.path))
+        if isinstance(parsed, VideoRef):
+            yield Listed(parsed, line.path, line.number)  # counted out once it survives
+            return
+        reason, detail = parsed
+        yield self._counts.rejected(_line_reject(line, reason, detail))
+
+
+class _HashVideo(beam.DoFn):
+    """The video's content sha256: what leakage is judged on, and what keys its cached
+    shot lists (pipelines/imagecode/video_plans.py reuses it instead of hashing again)."""
+
+    def setup(self):
+        self._counts = StageCounts(STAGE)
+
+    def process(self, listed: Listed):
+        try:
+            sha = content_sha256(listed.video.path)
+        except OSError as e:  # permissions, a file removed since the line was parsed
+            yield self._counts.rejected(_video_reject(
+                listed, reasons.UNREADABLE_VIDEO,
+                f"cannot read {listed.video.path}: {e.strerror or type(e).__name__}"))
+            return
+        yield listed._replace(video=dataclasses.replace(listed.video, content_sha256=sha))
+
+
+class _OnePerContent(beam.DoFn):
+    """Lines whose videos have the same bytes: the first is kept. A later one in another
+    split would put the same frames in two splits (same_content_other_split); in the same
+    split it would publish them twice (duplicate_video_content)."""
+
+    def setup(self):
+        self._counts = StageCounts(STAGE)
+
+    def process(self, keyed):
+        sha, lines = keyed
+        kept, *others = sorted(lines, key=lambda listed: listed.order)
+        yield kept
+        for other in others:
+            same = (f"same content (sha256 {sha[:16]}) as {kept.where} "
+                    f"({kept.video.key}, {kept.video.split})")
+            if other.video.split != kept.video.split:
+                yield self._counts.rejected(_video_reject(
+                    other, reasons.SAME_CONTENT_OTHER_SPLIT,
+                    f"{same}: one video in two splits would leak"))
+            else:
+                yield self._counts.rejected(_video_reject(
+                    other, reasons.DUPLICATE_VIDEO_CONTENT, same))
+
+
+class _OnePerName(beam.DoFn):
+    """Lines whose (source, video_id) give the same set names: the first is kept."""
+
+    def setup(self):
+        self._counts = StageCounts(STAGE)
+
+    def process(self, keyed):
+        _, lines = keyed
+        kept, *others = sorted(lines, key=lambda listed: listed.order)
+        yield kept
+        for other in others:
+            if (other.video.source, other.video.video_id) == (kept.video.source, kept.video.video_id):
+                detail = f"same source and video_id as {kept.where}"
+            else:  # a hash collision in safe_name, or an id spelling another's safe form
+                detail = f"its set names would be those of {kept.where} ({kept.video.key})"
+            yield self._counts.rejected(_video_reject(other, reasons.DUPLICATE_VIDEO, detail))
+
+
+class _CountOut(beam.DoFn):
+    def setup(self):
+        self._counts = StageCounts(STAGE)
+
+    def process(self, listed: Listed):
+        yield self._counts.passed(listed.video, level="line")
