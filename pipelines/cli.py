@@ -15,7 +15,7 @@ from typing import Callable, List, Optional, Tuple
 
 from apache_beam.io.filesystems import FileSystems
 
-from pipelines.errors import UserError
+from transforms.core.errors import UserError
 
 VERSION_PATTERN = re.compile(r"^\d+\.\d+\.\d+([-+][0-9A-Za-z.-]+)?$")
 

@@ -15,7 +15,7 @@ from typing import Any, Dict, Iterable, Type, TypeVar
 
 import yaml
 
-from pipelines.errors import UserError
+from transforms.core.errors import UserError
 
 T = TypeVar("T")
 

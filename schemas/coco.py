@@ -5,6 +5,7 @@ name and link may look like: both end up in released files and in paths."""
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Dict
 from urllib.parse import urlsplit
 
@@ -20,7 +21,7 @@ def is_file_name(name) -> bool:
 
 
 def is_link(url) -> bool:
-    """An http(s) URL with a host, like COCO's coco_url / VSR's image_link (never
+    """An http(s) URL with a host, like COCO's coco_url or a released image link (never
     javascript:, file:, data: or a bare path)."""
     if not isinstance(url, str) or any(c.isspace() or ord(c) < 32 for c in url):
         return False
@@ -63,3 +64,12 @@ NAME_BY_ID: Dict[int, str] = {cid: name for cid, name, _ in CATEGORIES}
 ID_BY_NAME: Dict[str, int] = {name: cid for cid, name, _ in CATEGORIES}
 SUPERCATEGORY: Dict[str, str] = {name: sup for _, name, sup in CATEGORIES}
 assert len(CATEGORIES) == 80 and len(ID_BY_NAME) == 80
+
+
+@dataclass(frozen=True)
+class CocoImage:
+    """An image of a COCO instances file; `source` is train2017 or val2017."""
+    image_id: int
+    file_name: str
+    coco_url: str
+    source: str

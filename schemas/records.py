@@ -1,4 +1,4 @@
-"""Typed records that flow between the stages of a pipeline.
+"""Typed records of videos and still images that flow between library stages.
 
 Plain dataclasses: they pickle on every Beam runner and need no coder registration.
 Pixel data only ever lives inside a fused chain of stages (one shot at a time); what
@@ -6,8 +6,8 @@ crosses a shuffle (sets, rejects) is small.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from dataclasses import dataclass
+from typing import List, Optional
 
 import numpy as np
 
@@ -50,52 +50,6 @@ class ShotFrames:
         return f"{self.video.key}/shot{self.shot_index}"
 
 
-@dataclass
-class VideoPlan:
-    """What the miner needs of one video: its shots with embeddings (pixels optional:
-    the miner decodes the frames it needs) and the quality scores already known."""
-    video: VideoRef
-    shots: List[ShotFrames]
-    # {"brisque": {frame number: BRISQUE/100}, "ocr": {frame number: text chars}}
-    known_scores: Dict[str, Dict[int, float]] = field(default_factory=dict)
-    # where new scores are stored: {"brisque": cache key, "ocr": cache key}; empty: nowhere
-    score_keys: Dict[str, str] = field(default_factory=dict)
-
-
-@dataclass
-class FrameSet:
-    """A mined set of `set_size` frames from one shot (one release row)."""
-    set_name: str            # public grammar: <source>-video<video_id>-shot<k>_<j>
-    source: str
-    video_id: str
-    split: str
-    shot_index: int
-    set_index: int
-    frame_indices: List[int]
-    image_paths: List[str]   # relative to the release root: compat/image-sets/<set>/img<n>.jpg
-    brisque_scores: List[float]
-    text_chars: List[int]
-    distance_min: float
-    distance_mean: float
-    distance_max: float
-    staged_images: List[str] = field(default_factory=list)  # where the JPEGs wait before release
-
-
-@dataclass(frozen=True)
-class Reject:
-    """Something that did not make it into the release, and why."""
-    stage: str        # "manifest", "decode", "shots", "mining", "sampling"
-    level: str        # "video", "shot", "frame", "set", "line"
-    reason: str       # one of schemas.reasons
-    item_id: str      # e.g. "msr-vtt/video12/shot3/frame120"
-    source: str = ""
-    video_id: str = ""
-    split: str = ""
-    detail: str = ""
-    file: str = ""    # the input file, for problems found in one line of it
-    line: int = 0     # 1-based line number in `file`; 0: not a line-level reject
-
-
 # ---------------------------------------------------------------- static pictures (§3.1)
 
 @dataclass(frozen=True)
@@ -119,16 +73,3 @@ class ImageEmbedding:
     embedding: np.ndarray
 
 
-@dataclass
-class StaticSet:
-    """A query image and its nearest neighbours (one release row of a static set).
-
-    Lists run query first, then neighbours nearest first; `distances` are Euclidean to
-    the query (the query's own is 0.0) and `image_paths` are the source paths.
-    """
-    set_name: str            # public grammar: open-images-<n>_<query image id>
-    query_id: str
-    image_ids: List[str]
-    image_paths: List[str]
-    distances: List[float]
-    split: str

@@ -8,7 +8,7 @@ They live in a private descriptor pool, so importing TensorFlow in the same proc
 
 Mapping from an Arrow schema (flat: scalars and lists of scalars):
   string -> bytes_list (UTF-8), integer -> int64_list, floating -> float_list (float32).
-A scalar is a list of one value. For TensorFlow users, `tf_feature_spec(tf)` gives the
+A scalar is a list of one value. For TensorFlow users, `tf_feature_spec(tf, schema)` gives the
 spec for `tf.io.parse_single_example`: scalars as FixedLenFeature([]), lists as
 VarLenFeature (lists can have any length, e.g. another set size).
 """
@@ -19,8 +19,6 @@ from typing import Dict, Iterator, Tuple
 
 import pyarrow as pa
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
-
-from schemas.arrow import FRAMESET_SCHEMA
 
 _F = descriptor_pb2.FieldDescriptorProto
 
@@ -101,12 +99,7 @@ def feature_spec(schema: pa.Schema) -> Dict[str, Tuple[str, bool]]:
     return spec
 
 
-# The FrameSet Example: every FRAMESET_SCHEMA column, e.g. "set_name": ("bytes", False),
-# "frame_indices": ("int64", True), "brisque_scores": ("float32", True).
-FEATURE_SPEC = feature_spec(FRAMESET_SCHEMA)
-
-
-def tf_feature_spec(tf, schema: pa.Schema = FRAMESET_SCHEMA) -> dict:
+def tf_feature_spec(tf, schema: pa.Schema) -> dict:
     """The spec for `tf.io.parse_single_example`; pass the imported `tensorflow` module."""
     dtypes = {BYTES: tf.string, INT64: tf.int64, FLOAT: tf.float32}
     return {name: tf.io.VarLenFeature(dtypes[kind]) if is_list
@@ -114,7 +107,7 @@ def tf_feature_spec(tf, schema: pa.Schema = FRAMESET_SCHEMA) -> dict:
             for name, (kind, is_list) in feature_spec(schema).items()}
 
 
-def to_example_bytes(row: dict, schema: pa.Schema = FRAMESET_SCHEMA) -> bytes:
+def to_example_bytes(row: dict, schema: pa.Schema) -> bytes:
     """Serialise one row as a tf.train.Example (map keys sorted: same row, same bytes)."""
     example = Example()
     for name, (kind, is_list) in feature_spec(schema).items():
@@ -130,7 +123,7 @@ def to_example_bytes(row: dict, schema: pa.Schema = FRAMESET_SCHEMA) -> bytes:
     return example.SerializeToString(deterministic=True)
 
 
-def parse_example_bytes(data: bytes, schema: pa.Schema = FRAMESET_SCHEMA) -> dict:
+def parse_example_bytes(data: bytes, schema: pa.Schema) -> dict:
     """Parse a serialised Example back into a row (floats come back as float32 values)."""
     example = Example.FromString(data)
     row = {}

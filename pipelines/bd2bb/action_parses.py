@@ -28,15 +28,16 @@ from typing import Optional
 
 import apache_beam as beam
 
+from pipelines.bd2bb import reasons
 from pipelines.bd2bb.argument_codes import extract_codes
-from pipelines.bd2bb.schema import Datapoint, Token, text_key
-from schemas import reasons
-from schemas.records import Reject
+from pipelines.bd2bb.schema import Datapoint
+from schemas.rejects import Reject
 from transforms.cache.store import (HITS, MISSES, LookupCache, WriteCache, cache_key, decode_json,
                                     encode_json)
 from transforms.core.stage import MAIN, REJECTS, StageCounts
 from transforms.io.lines import read_numbered_lines
 from transforms.text.parsers import ModelParser, conllu_index
+from transforms.text.tokens import Token, text_key
 
 CACHE_STAGE = "action_parse"
 WRITTEN = "written"

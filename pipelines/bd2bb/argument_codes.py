@@ -27,7 +27,7 @@ Actions without a verbal root: a copular/adjectival root with a verb clause is t
 ("be able to talk to the women" -> talk, women); a copular root without one has the
 copula as code1 ("be nice to the man" -> be, man). A tree with neither has empty codes,
 and action_parses rejects it (no_main_verb): decoy exclusions never see empty codes.
-Reads only pipelines.bd2bb.schema.Token, so spaCy, Stanza and CoNLL-U parses give the same codes.
+Reads only transforms.text.tokens.Token, so spaCy, Stanza and CoNLL-U parses give the same codes.
 """
 from __future__ import annotations
 
@@ -35,7 +35,8 @@ from typing import Dict, List, Sequence, Tuple
 
 from spacy.lang.en.stop_words import STOP_WORDS
 
-from pipelines.bd2bb.schema import Codes, Token
+from pipelines.bd2bb.schema import Codes
+from transforms.text.tokens import Token
 
 VERB = "VERB"
 NOUNS = ("NOUN", "PROPN")

@@ -13,7 +13,7 @@ from pipelines.bd2bb.stats import COLUMNS, table1
 from pipelines.release import plots
 from pipelines.release.cache import cache_report
 from pipelines.release.datacard import markdown_table
-from schemas.manifest import read_parquet_columns, read_stats
+from pipelines.release.manifest import read_parquet_columns, read_stats
 
 PAPER = "Pezzelle et al. 2020, BD2BB"
 POSITION_WARN_P = 0.01       # chi-square p-value under which the target positions are flagged

@@ -28,10 +28,10 @@ from typing import Dict, List, Sequence, Tuple
 import apache_beam as beam
 import numpy as np
 
+from pipelines.bd2bb import reasons
 from pipelines.bd2bb.argument_codes import nouns_of, verbs_of
 from pipelines.bd2bb.schema import CANDIDATES, LANGUAGE, TARGET, VISION, Codes, Sample
-from schemas import reasons
-from schemas.records import Reject
+from schemas.rejects import Reject
 from transforms.core.sampling import priority
 from transforms.core.stage import MAIN, REJECTS, StageCounts
 

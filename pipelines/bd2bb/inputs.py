@@ -23,12 +23,13 @@ from typing import Iterator, Tuple, Union
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-from pipelines.bd2bb.schema import BD2BBTuple, coco_image_id, normalise_text
-from schemas import reasons
-from schemas.records import Reject
+from pipelines.bd2bb import reasons
+from pipelines.bd2bb.schema import BD2BBTuple, coco_image_id
+from schemas.rejects import Reject
 from transforms.core.errors import InputError
 from transforms.core.stage import MAIN, REJECTS, StageCounts
 from transforms.io.lines import ReadNumberedLines, SourceLine
+from transforms.text.tokens import normalise_text
 from transforms.video.manifest import parse_record
 
 REQUIRED = ("image", "intention", "action")

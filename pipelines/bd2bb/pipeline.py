@@ -27,29 +27,30 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from pipelines import cli
 from pipelines.bd2bb import action_parses, datacard
 from pipelines.bd2bb.action_parses import ParseActions
+from pipelines.bd2bb.clustering import Review, parse_review
 from pipelines.bd2bb.config import BD2BBConfig
 from pipelines.bd2bb.decoys import SelectDecoys, build_pool, position_uniformity
 from pipelines.bd2bb.inputs import ReadCaptions, ReadTuples, load_captions
 from pipelines.bd2bb.release import WriteCompat, WriteReviewSheet, cluster_report
-from pipelines.bd2bb.schema import SAMPLE_SCHEMA, coco_image_id, normalise_text, sample_to_row
+from pipelines.bd2bb.schema import SAMPLE_SCHEMA, coco_image_id, sample_to_row
 from pipelines.bd2bb.splits import AssignSplits
 from pipelines.bd2bb.topic_clusters import ApplyClusters, ClusterActions
 from pipelines.bd2bb.tuple_filters import (ActionNounFilter, GroundingFilter, IntentionLength,
                                            LanguageFilter, NounLexiconFn, TextLength,
                                            language_identifier)
 from pipelines.config import ConfigError, load_config
-from pipelines.errors import InputError
-from pipelines.preflight import PreflightError, check_not_empty, check_outputs
+from pipelines.preflight import check_not_empty, check_outputs
 from pipelines.release import build as release
 from pipelines.runners import runner_for
 from transforms.cache.store import relative_cache_path
+from transforms.core.errors import InputError, PreflightError
 from transforms.core.stage import MAIN, REJECTS
 from transforms.io.release import WriteRejects, WriteReport, WriteTable
 from transforms.text import sentence_embed
 from transforms.text.parsers import ParserError, conllu_file_problem, parser_identity
 from transforms.text.sentence_embed import (EmbedActions, EmbedActionsCached, EmbedError,
                                             SentenceEncoderSpec, encoder_identity)
-from transforms.vectors.clustering import Review, parse_review
+from transforms.text.tokens import normalise_text
 
 BENCHMARK = "bd2bb"
 SAMPLES = "samples"
@@ -221,7 +222,7 @@ def load_review(path: Optional[str]) -> Review:
 
 
 def _review_error(error: Exception) -> Optional[str]:
-    """The "clusters.review: ..." line of a failed run (transforms.vectors.clustering.check_review),
+    """The "clusters.review: ..." line of a failed run (pipelines.bd2bb.clustering.check_review),
     whatever the runner wrapped it in."""
     for line in str(error).splitlines():
         at = line.find("clusters.review: ")

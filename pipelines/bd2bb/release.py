@@ -14,9 +14,8 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from pipelines.bd2bb import compat
+from pipelines.bd2bb.clustering import DECISIONS_HEADER, REVIEW_HEADER, csv_text, decisions_template
 from pipelines.bd2bb.schema import TARGET, Sample
-from transforms.vectors.clustering import (DECISIONS_HEADER, REVIEW_HEADER, csv_text,
-                                           decisions_template)
 
 COMPAT_JSON = "bd2bb.json"
 

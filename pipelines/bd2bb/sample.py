@@ -22,8 +22,8 @@ import sys
 from pathlib import Path
 from typing import List, Tuple
 
-from pipelines.bd2bb.schema import Token
 from transforms.text.parsers import to_conllu
+from transforms.text.tokens import Token
 
 TUPLES, CAPTIONS, PARSES = "tuples.jsonl", "captions.json", "actions.conllu"
 DONE_MARKER = ".complete-v3"  # bump when the sample changes: older samples are rebuilt

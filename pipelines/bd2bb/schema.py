@@ -7,29 +7,18 @@ target of one `Sample` with four decoy actions.
 """
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass, field
 from typing import Optional, Tuple
 
 import pyarrow as pa
 
+from transforms.text.tokens import Token, text_key
+
 SPLITS = ("train", "val", "test")   # the public file names: train.csv, val.csv, test.csv
 CANDIDATES = 5                      # target + 2 language + 2 vision decoys (§4)
 TARGET, LANGUAGE, VISION = "targ", "lan", "vis"   # end<k>type values of the public CSVs
 SOURCE = "coco"                     # images come from MS-COCO train2014 (§3, Vondrick et al.)
-
-
-def normalise_text(text: str) -> str:
-    """The spelling two actions must share to count as the same action: lower case,
-    single spaces (public BD2BB repeats actions verbatim across samples)."""
-    return " ".join(str(text).lower().split())
-
-
-def text_key(text: str) -> str:
-    """A stable id of a normalised text (actions, intentions): parses and embeddings are
-    keyed by it, so an action typed by several annotators is parsed and embedded once."""
-    return hashlib.sha256(normalise_text(text).encode("utf-8")).hexdigest()
 
 
 _DIGITS = re.compile(r"(\d+)(?=\D*$)")
@@ -40,18 +29,6 @@ def coco_image_id(image: str) -> Optional[int]:
     COCO_train2014_000000123456.jpg (the last run of digits). None when there is none."""
     match = _DIGITS.search(str(image))
     return int(match.group(1)) if match else None
-
-
-@dataclass(frozen=True)
-class Token:
-    """One word of a dependency parse in the backend-neutral form every parser produces
-    (CoNLL-U's ID, FORM, LEMMA, UPOS, HEAD, DEPREL; head 0 = root)."""
-    id: int
-    form: str
-    lemma: str
-    upos: str
-    head: int
-    deprel: str
 
 
 @dataclass(frozen=True)

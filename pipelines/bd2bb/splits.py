@@ -17,9 +17,10 @@ from typing import Dict, Iterable, List, Tuple
 
 import apache_beam as beam
 
-from pipelines.bd2bb.schema import Sample, coco_image_id, normalise_text
+from pipelines.bd2bb.schema import Sample, coco_image_id
 from transforms.core.splits import ExactRatioSplit, split_ranked
 from transforms.core.stage import StageCounts
+from transforms.text.tokens import normalise_text
 
 KEY_PREFIX = "split/"
 

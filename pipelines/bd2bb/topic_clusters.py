@@ -13,12 +13,13 @@ import dataclasses
 
 import apache_beam as beam
 
-from pipelines.bd2bb.schema import Datapoint, normalise_text
-from schemas import reasons
-from schemas.records import Reject
+from pipelines.bd2bb import reasons
+from pipelines.bd2bb.clustering import (ClusterResult, Review, check_review, cluster_actions,
+                                        review_rows)
+from pipelines.bd2bb.schema import Datapoint
+from schemas.rejects import Reject
 from transforms.core.stage import MAIN, REJECTS, StageCounts
-from transforms.vectors.clustering import (ClusterResult, Review, check_review, cluster_actions,
-                                           review_rows)
+from transforms.text.tokens import normalise_text
 
 
 def _cluster(items, ks, seed, fixed_k, n_init, silhouette_sample, per_cluster):

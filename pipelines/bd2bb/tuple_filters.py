@@ -49,11 +49,12 @@ from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 import apache_beam as beam
 
+from pipelines.bd2bb import reasons
 from pipelines.bd2bb.argument_codes import has_noun_or_pronoun
-from pipelines.bd2bb.schema import BD2BBTuple, Datapoint, Token
-from schemas import reasons
-from schemas.records import Reject
+from pipelines.bd2bb.schema import BD2BBTuple, Datapoint
+from schemas.rejects import Reject
 from transforms.core.stage import MAIN, REJECTS, StageCounts
+from transforms.text.tokens import Token
 
 LEVEL = "tuple"
 OPENERS = {"intention": "If I", "action": "I will"}

@@ -23,10 +23,10 @@ import os
 from dataclasses import dataclass, field
 from typing import Dict, List, Sequence
 
+from pipelines.imagecode import reasons
 from pipelines.imagecode.rounds import choose_targets
 from pipelines.imagecode.rounds_schema import (DESCRIPTION_COLUMNS, RETRIEVAL_COLUMNS, RETRIEVERS,
                                                AnnotationSet, description_id)
-from schemas import reasons
 from transforms.core.sampling import priority
 
 P_CORRECT = 0.8   # chance that a simulated retriever finds the target

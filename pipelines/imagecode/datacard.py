@@ -16,7 +16,7 @@ from pipelines.imagecode.config import ImageCodeConfig
 from pipelines.release import plots
 from pipelines.release.cache import cache_report
 from pipelines.release.datacard import markdown_table
-from schemas.manifest import read_parquet_columns, read_stats
+from pipelines.release.manifest import read_parquet_columns, read_stats
 
 PAPER = "Krojer et al. 2022, ImageCoDe"
 PAPER_RATIO = 1.13  # §4.3: video frames are more similar than static pictures by this factor

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import apache_beam as beam
 
-from schemas import reasons
+from pipelines.imagecode import reasons
 
 EXAMPLES = 10  # split conflicts listed by name in the report (all are in rejects/)
 

@@ -22,9 +22,11 @@ import numpy as np
 from apache_beam.io.filesystems import FileSystems
 from PIL import Image
 
-from schemas import reasons
-from schemas.names import compat_image_path, image_file_name, video_set_name
-from schemas.records import FrameSet, Reject, ShotFrames, VideoPlan
+from pipelines.imagecode import reasons
+from pipelines.imagecode.names import compat_image_path, image_file_name, video_set_name
+from pipelines.imagecode.records import FrameSet, VideoPlan
+from schemas.records import ShotFrames
+from schemas.rejects import Reject
 from transforms.core.stage import MAIN, REJECTS, StageCounts
 from transforms.video.decode import ForwardFrameReader
 
@@ -68,7 +70,8 @@ def sets_from_known_scores(plan: VideoPlan, threshold: float, set_size: int,
     sets, "unscored": frames the gate consulted without a known score}. `max_scores`
     holds the thresholds of the filters that are on ("brisque", "ocr"). An unscored
     frame counts as passing, so the answer is exact when "unscored" is 0."""
-    from transforms.image.quality import QualityGate  # the gate's own rule, fed known values
+    from pipelines.imagecode.quality_gate import \
+        QualityGate  # the gate's own rule, fed known values
     on = object()
     gate = QualityGate(on if "brisque" in max_scores else None, max_scores.get("brisque", 0.0),
                        on if "ocr" in max_scores else None, max_scores.get("ocr", 0))

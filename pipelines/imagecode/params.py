@@ -6,10 +6,12 @@ from __future__ import annotations
 import functools
 
 from pipelines.imagecode.config import ImageCodeConfig
+from pipelines.imagecode.quality_gate import build_quality_gate
 from pipelines.imagecode.video_plans import VideoCacheSpec
 from transforms.cache.store import fingerprint
+from transforms.image.brisque import brisque_identity
 from transforms.image.embed import EncoderSpec, encoder_identity
-from transforms.image.quality import brisque_identity, build_quality_gate, ocr_identity
+from transforms.image.ocr import ocr_identity
 
 
 def encoder_spec(cfg: ImageCodeConfig) -> EncoderSpec:

@@ -22,34 +22,37 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from pipelines import cli, preflight
 from pipelines.config import load_config
 from pipelines.imagecode import datacard
+from pipelines.imagecode import preflight as imagecode_preflight
+from pipelines.imagecode.agreement import ComputeAgreement, WorkerPools
 from pipelines.imagecode.config import ImageCodeConfig
 from pipelines.imagecode.leakage import CheckLeakage
 from pipelines.imagecode.mining import BRISQUE_SCORES, NEW_SCORES, MineFrameSets
 from pipelines.imagecode.params import (encoder_spec, filter_identities, quality_gate_factory,
                                         shot_params, video_cache_spec)
 from pipelines.imagecode.public_annotations import WritePublicAnnotations
+from pipelines.imagecode.publish import (VIDEO_SETS, DescriptionRows, PublishCompatImages,
+                                         WriteFrameSets)
 from pipelines.imagecode.rounds import (JUDGED, ApplyKeepRule, MakeDescribeTasks, MakeRetrieveTasks,
                                         ReadDescriptions, ReadRetrievals, WriteTasks)
 from pipelines.imagecode.rounds_schema import AnnotationSet, DescribeTask, RetrieveTask
+from pipelines.imagecode.sampling import SampleSetsPerSource
 from pipelines.imagecode.set_stats import WithinSetDistanceStats
 from pipelines.imagecode.static_publish import PublishStaticSets
 from pipelines.imagecode.static_sets import BuildStaticSets
+from pipelines.imagecode.tables import DESCRIPTION_SCHEMA, STATIC_SET_SCHEMA
 from pipelines.imagecode.video_plans import WRITTEN as VIDEO_CACHE_WRITTEN
 from pipelines.imagecode.video_plans import PlanVideos, StoreNewScores
 from pipelines.release import build as release
+from pipelines.release.manifest import read_stats
 from pipelines.runners import runner_for
-from schemas.arrow import DESCRIPTION_SCHEMA, STATIC_SET_SCHEMA
-from schemas.manifest import read_stats, work_dir
+from schemas.layout import work_dir
 from transforms.cache.store import relative_cache_path
 from transforms.core.histograms import HistogramFn
-from transforms.core.sampling import SampleSetsPerSource
 from transforms.core.stage import MAIN, REJECTS
-from transforms.crowd.agreement import ComputeAgreement, WorkerPools
 from transforms.image.collection import HashAndDedupe, ReadImageCollection
 from transforms.image.embed import EmbedImages, encoder_identity
 from transforms.image.embed_cache import WRITTEN, EmbedImagesCached
-from transforms.io.release import (VIDEO_SETS, DescriptionRows, PublishCompatImages, WriteFrameSets,
-                                   WriteRejects, WriteReport, WriteTable)
+from transforms.io.release import WriteRejects, WriteReport, WriteTable
 from transforms.text.stats import LanguageStatsPerSplit
 from transforms.video.manifest import ReadVideoManifest
 
@@ -222,7 +225,7 @@ def run(argv: Optional[List[str]] = None) -> str:
     """Build one release; returns its folder."""
     args, beam_args = cli.parse_args(argv, description=__doc__)
     cfg = load_config(args.config, args.set, ImageCodeConfig)
-    preflight.check_imagecode(cfg)
+    imagecode_preflight.check_imagecode(cfg)
     spec = encoder_spec(cfg)
     options = PipelineOptions(beam_args)
 

@@ -21,6 +21,7 @@ from typing import Dict, Tuple
 import apache_beam as beam
 from apache_beam.io import fileio
 
+from pipelines.imagecode import reasons
 from pipelines.imagecode.rounds_schema import (DESCRIBE_TASK_COLUMNS, DESCRIPTION_COLUMNS,
                                                MIN_CORRECT, RETRIEVAL_COLUMNS,
                                                RETRIEVE_TASK_COLUMNS, RETRIEVERS, SET_SIZE,
@@ -28,8 +29,7 @@ from pipelines.imagecode.rounds_schema import (DESCRIBE_TASK_COLUMNS, DESCRIPTIO
                                                Description, JudgedDescription, KeptDescription,
                                                Retrieval, RetrieveTask, canonical_order,
                                                description_id)
-from schemas import reasons
-from schemas.records import Reject
+from schemas.rejects import Reject
 from transforms.core.sampling import priority
 from transforms.core.stage import MAIN, REJECTS, StageCounts
 from transforms.crowd.answer_files import AnswerRow, file_format, parse_file

@@ -19,8 +19,8 @@ from apache_beam.io.filesystems import FileSystems
 from PIL import Image
 
 from pipelines.imagecode.mining import pairwise_distances
-from schemas.names import compat_image_path
-from schemas.records import StaticSet
+from pipelines.imagecode.names import compat_image_path
+from pipelines.imagecode.records import StaticSet
 from transforms.image.decode import DEFAULT_MAX_PIXELS, decode_rgb, read_header
 
 # JPEGs whose bytes already are what the public layout holds (MPO: a camera JPEG with a
@@ -30,7 +30,7 @@ COPIED_MODES = ("RGB", "L")
 
 
 class PublishStaticSets(beam.PTransform):
-    """(StaticSet, ImageEmbedding) -> rows of schemas.arrow.STATIC_SET_SCHEMA, images copied."""
+    """(StaticSet, ImageEmbedding) -> rows of pipelines.imagecode.tables.STATIC_SET_SCHEMA, images copied."""
 
     def __init__(self, staging_dir: str, source: str, jpeg_quality: int = 95,
                  max_pixels: int = DEFAULT_MAX_PIXELS):

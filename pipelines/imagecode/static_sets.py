@@ -21,9 +21,11 @@ from typing import Dict, NamedTuple, Optional
 
 import apache_beam as beam
 
-from schemas import reasons
+from pipelines.imagecode import reasons
+from pipelines.imagecode.records import StaticSet
 from schemas.names import MAX_NAME_LENGTH, safe_name
-from schemas.records import SPLITS, Reject, StaticSet
+from schemas.records import SPLITS
+from schemas.rejects import Reject
 from transforms.core.sampling import priority
 from transforms.core.stage import MAIN, REJECTS, StageCounts
 from transforms.vectors.knn import ShardedExactKnn

@@ -26,7 +26,8 @@ import apache_beam as beam
 import numpy as np
 
 from pipelines.imagecode.mining import SCORE_FILTERS
-from schemas.records import ShotFrames, VideoPlan, VideoRef
+from pipelines.imagecode.records import VideoPlan
+from schemas.records import ShotFrames, VideoRef
 from transforms.cache.store import (HITS, LookupCache, WriteCache, cache_key, decode_array,
                                     decode_json, encode_array, encode_json, merge_json_dicts)
 from transforms.core.hashing import content_sha256

@@ -3,7 +3,7 @@
     staging folder -> run the pipeline into it -> read counters back -> check that they
     reconcile and match the rows written -> DATACARD.md -> MANIFEST.json -> rename
 
-A run that fails anywhere leaves no version folder behind (schemas.manifest).
+A run that fails anywhere leaves no version folder behind (pipelines.release.manifest).
 """
 from __future__ import annotations
 
@@ -23,11 +23,11 @@ from typing import Callable, Dict, Iterable, Optional, Tuple
 from apache_beam.io.filesystems import FileSystems
 
 from pipelines.config import config_hash, to_dict
-from pipelines.errors import UserError
 from pipelines.release import diff as release_diff
+from pipelines.release import manifest as release_manifest
 from pipelines.release import runs
 from pipelines.release.datacard import write_datacard
-from schemas import manifest as release_manifest
+from transforms.core.errors import UserError
 from transforms.core.stage import check_links, read_stage_counts, reconcile
 
 log = logging.getLogger("pipelines.release.build")

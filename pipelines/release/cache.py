@@ -25,7 +25,8 @@ from apache_beam.io.filesystems import FileSystems
 
 from pipelines.release import runs
 from pipelines.release.datacard import markdown_table
-from schemas.manifest import MANIFEST, read_stats
+from pipelines.release.manifest import read_stats
+from schemas.layout import MANIFEST
 from transforms.cache.store import SUFFIX, relative_cache_path, shard_pattern
 
 CACHE_FILES_KEY = "cache_files"

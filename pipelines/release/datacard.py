@@ -5,7 +5,7 @@ Generic over benchmarks; every key but `benchmark` and `version` is optional:
     {
       "benchmark": "ImageCoDe", "version": "v1.0.0",
       "summary": "One paragraph on what this release is.",
-      "counts": release_counts(staging, tables),    # schemas.manifest
+      "counts": release_counts(staging, tables),    # pipelines.release.manifest
       "thresholds": {"distance": {"value": 0.06, "source": "paper §3.1"}, "set_size": 10},
       "models": {"encoder": {"name": "ViT-B-32", "weights_sha256": "..."}},
       "stages": {"shots": {"shot.in": 9, "shot.out": 8, "shot.rejected.shot_too_short": 1}},

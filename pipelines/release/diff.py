@@ -15,7 +15,8 @@ from typing import Dict, List, Optional, Tuple
 
 from apache_beam.io.filesystems import FileSystems
 
-from schemas.manifest import MANIFEST, read_parquet_columns
+from pipelines.release.manifest import read_parquet_columns
+from schemas.layout import MANIFEST
 
 # The column that identifies a row of each table (the others use "set_name").
 ROW_KEYS = {"descriptions": "description_id"}

@@ -31,12 +31,12 @@ from typing import Dict, Mapping, Optional, Union
 
 import apache_beam as beam
 
+from pipelines.vsr import reasons
 from pipelines.vsr.captions import CaptionParser, render_caption
 from pipelines.vsr.schema import (PUBLIC_FIELDS, Example, ImagePair, coco_source, example_id,
                                   parse_vote_list)
-from schemas import reasons
 from schemas.coco import is_file_name, is_link
-from schemas.records import Reject
+from schemas.rejects import Reject
 from transforms.core.stage import MAIN, REJECTS, StageCounts
 from transforms.io.lines import ReadNumberedLines, SourceLine, parse_json_object
 

@@ -15,9 +15,9 @@ from apache_beam.io.filesystems import FileSystems
 
 from pipelines.release import plots
 from pipelines.release.datacard import markdown_table
+from pipelines.release.manifest import count_rows_by, read_stats
 from pipelines.vsr.config import VsrConfig
 from pipelines.vsr.schema import CATEGORIES, RELATIONS, relation_category
-from schemas.manifest import count_rows_by, read_stats
 
 PAPER = "Liu et al. 2023, Visual Spatial Reasoning (TACL)"
 log = logging.getLogger("pipelines.vsr.pipeline")

@@ -26,13 +26,14 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipelines import cli
 from pipelines.config import load_config
-from pipelines.preflight import PreflightError, check_not_empty, check_outputs
+from pipelines.preflight import check_not_empty, check_outputs
 from pipelines.release import build as release
 from pipelines.runners import runner_for
 from pipelines.vsr import datacard
 from pipelines.vsr.annotations import (JoinExtraLabels, JoinVotes, MergeExamples, ReadCaptions,
                                        ReadPublicAnnotations)
 from pipelines.vsr.config import VsrConfig
+from pipelines.vsr.pairs import FIGURES, EligibleConcepts, SamplePairs
 from pipelines.vsr.release import (CAPTION_RELATIONS, CAPTION_TASKS, CheckVsrLeakage, WriteCompat,
                                    WriteJsonLines, caption_relations, caption_task,
                                    relation_and_concept_counts, validation_task)
@@ -40,7 +41,8 @@ from pipelines.vsr.schema import EXAMPLE_SCHEMA, PAIR_SCHEMA, example_to_row, pa
 from pipelines.vsr.splits import SplitVsr
 from pipelines.vsr.validation import (AgreementFn, ApplyVoteRules, ExtraLabelAgreementFn, KeepRule,
                                       sum_counters)
-from transforms.coco.instances import FIGURES, EligibleConcepts, ReadCoco, SamplePairs
+from transforms.coco.instances import ReadCoco
+from transforms.core.errors import PreflightError
 from transforms.core.stage import MAIN, REJECTS
 from transforms.io.release import WriteRejects, WriteReport, WriteTable
 

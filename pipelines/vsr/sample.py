@@ -30,10 +30,10 @@ from pathlib import Path
 from pipelines.config import load_config
 from pipelines.vsr.captions import render_caption
 from pipelines.vsr.config import VsrConfig
+from pipelines.vsr.pairs import choose_images, concept_verdicts, draw_plan, pair_key
 from pipelines.vsr.schema import RELATIONS, example_id
 from schemas.coco import CATEGORIES, ID_BY_NAME
-from transforms.coco.instances import (choose_images, concept_verdicts, draw_plan, pair_key,
-                                       source_of)
+from transforms.coco.instances import source_of
 
 SAMPLE_CONFIG = str(Path(__file__).with_name("configs") / "sample.yaml")
 CONCEPTS = ("cat", "laptop", "dog", "bench", "person", "umbrella", "pizza", "dining table",
@@ -87,7 +87,7 @@ def _coco_files(out: Path, rng: random.Random):
 
 def _sampled_pairs(files, cfg: VsrConfig):
     """The pairs the build will sample, by the pipeline's own pure functions."""
-    from pipelines.vsr.schema import CocoImage
+    from schemas.coco import CocoImage
     images, by_image, broken = {}, {}, {}
     for source, (entries, anns) in files.items():
         path = f"instances_{source}.json"

@@ -16,6 +16,8 @@ from typing import Dict, List, Optional, Tuple
 
 import pyarrow as pa
 
+from schemas.coco import CocoImage
+
 # Table 1, in the paper's order (also ../shared/realdata/vsr/rel_meta_category_dict.txt).
 TABLE_1: Tuple[Tuple[str, Tuple[str, ...]], ...] = (
     ("Adjacency", ("adjacent to", "alongside", "at the side of", "at the right side of",
@@ -65,14 +67,6 @@ def pair_id(image_a: str, image_b: str, subj: str, obj: str) -> str:
 
 
 # --- records -------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class CocoImage:
-    """An image of a COCO instances file; `source` is train2017 or val2017."""
-    image_id: int
-    file_name: str
-    coco_url: str
-    source: str
 
 
 @dataclass(frozen=True)

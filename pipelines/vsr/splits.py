@@ -12,9 +12,9 @@ from typing import Dict
 
 import apache_beam as beam
 
+from pipelines.vsr import reasons
 from pipelines.vsr.schema import SplitExample, VotedExample
-from schemas import reasons
-from schemas.records import Reject
+from schemas.rejects import Reject
 from transforms.core.splits import ExactRatioSplit, GroupZeroShotSplit
 from transforms.core.stage import MAIN, REJECTS, StageCounts
 

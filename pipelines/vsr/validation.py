@@ -28,9 +28,9 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 import apache_beam as beam
 import numpy as np
 
+from pipelines.vsr import reasons
 from pipelines.vsr.schema import VotedExample
-from schemas import reasons
-from schemas.records import Reject
+from schemas.rejects import Reject
 from transforms.core.stage import MAIN, REJECTS, StageCounts
 
 COUNT, DROP = "count", "drop"

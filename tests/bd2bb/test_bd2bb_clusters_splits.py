@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 from apache_beam.testing.util import assert_that, equal_to
 
+from pipelines.bd2bb.clustering import check_review, cluster_actions, parse_review, review_rows
 from pipelines.bd2bb.schema import BD2BBTuple, Datapoint, Sample
 from pipelines.bd2bb.splits import AssignSplits, split_of
 from tests.beam_testing import local_test_pipeline
-from transforms.vectors.clustering import (check_review, cluster_actions, elbow, parse_review,
-                                           review_rows)
+from transforms.vectors.kmeans import elbow
 
 
 def test_elbow_is_the_point_farthest_below_the_chord():

@@ -155,7 +155,7 @@ def _datapoint(tuple_id, action, cluster, codes):
 
 def _beam_pool(datapoints, vectors):
     """The pipeline's pool: one entry per action key, in normalise_text spelling."""
-    from pipelines.bd2bb.schema import normalise_text
+    from transforms.text.tokens import normalise_text
     entries = {}
     for d in datapoints:
         entries.setdefault(d.tuple.action_key, (d.tuple.action_key, normalise_text(d.tuple.action),
@@ -170,8 +170,8 @@ def test_select_decoys_in_beam_rejects_no_decoys_and_counters_reconcile():
     import apache_beam as beam
     from apache_beam.testing.util import assert_that, equal_to
 
+    from pipelines.bd2bb import reasons
     from pipelines.bd2bb.decoys import SelectDecoys
-    from schemas import reasons
     from tests.beam_testing import local_test_pipeline
     from transforms.core.stage import MAIN, REJECTS, read_stage_counts
     riders = [_datapoint(f"r{i}", a, 0, Codes("ride", (n,))) for i, (a, n) in

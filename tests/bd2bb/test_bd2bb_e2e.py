@@ -11,13 +11,14 @@ import pytest
 
 from pipelines.bd2bb import compat
 from pipelines.bd2bb import pipeline as bd2bb
+from pipelines.bd2bb import reasons
 from pipelines.bd2bb.argument_codes import nouns_of, verbs_of
 from pipelines.bd2bb.sample import TOPICS, make_bd2bb_sample
-from pipelines.bd2bb.schema import SAMPLE_SCHEMA, Codes, coco_image_id, normalise_text
+from pipelines.bd2bb.schema import SAMPLE_SCHEMA, Codes, coco_image_id
 from pipelines.config import ConfigError
-from schemas import reasons
-from schemas.manifest import verify_manifest
+from pipelines.release.manifest import verify_manifest
 from schemas.tfexample import iter_tfrecord_file, parse_example_bytes, tf_feature_spec
+from transforms.text.tokens import normalise_text
 
 CONFIG = "pipelines/bd2bb/configs/sample.yaml"
 EXPECTED_REJECTS = {reasons.BAD_JSON: 1, reasons.BAD_ENCODING: 1, reasons.MISSING_FIELD: 1,

@@ -6,16 +6,17 @@ import apache_beam as beam
 import pytest
 from apache_beam.testing.util import assert_that, equal_to
 
+from pipelines.bd2bb import reasons
 from pipelines.bd2bb.inputs import ReadTuples, parse_tuple_line
-from pipelines.bd2bb.schema import BD2BBTuple, Datapoint, Token, coco_image_id
+from pipelines.bd2bb.schema import BD2BBTuple, Datapoint, coco_image_id
 from pipelines.bd2bb.tuple_filters import (ActionNounFilter, GroundingFilter, IntentionLength,
                                            LanguageFilter, NounLexiconFn, english_words,
                                            frequent_caption_nouns, intention_tokens,
                                            language_verdict, looks_random)
-from schemas import reasons
 from tests.beam_testing import local_test_pipeline
 from transforms.core.stage import MAIN, REJECTS
 from transforms.text.stats import tokenizer_nlp
+from transforms.text.tokens import Token
 
 
 @pytest.fixture(scope="module")

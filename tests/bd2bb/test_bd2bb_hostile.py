@@ -9,18 +9,19 @@ import pytest
 from apache_beam.testing.util import assert_that, equal_to
 
 from pipelines.bd2bb import pipeline as bd2bb
+from pipelines.bd2bb import reasons
 from pipelines.bd2bb.action_parses import ParseActions
 from pipelines.bd2bb.config import BD2BBConfig
 from pipelines.bd2bb.inputs import ReadTuples
-from pipelines.bd2bb.schema import BD2BBTuple, Token
+from pipelines.bd2bb.schema import BD2BBTuple
 from pipelines.bd2bb.tuple_filters import (DEFAULT_LANGUAGES, LanguageFilter, TextLength,
                                            english_words, language_identifier, language_verdict)
 from pipelines.config import ConfigError
-from pipelines.errors import InputError
-from schemas import reasons
 from tests.beam_testing import local_test_pipeline
+from transforms.core.errors import InputError
 from transforms.core.stage import MAIN, REJECTS, read_stage_counts, reconcile
 from transforms.text.parsers import conllu_file_problem, to_conllu
+from transforms.text.tokens import Token
 
 IMAGE = "COCO_train2014_000000000001.jpg"
 

@@ -8,10 +8,10 @@ import pytest
 
 from pipelines.bd2bb import compat
 from pipelines.bd2bb.decoys import position_uniformity
-from pipelines.bd2bb.schema import normalise_text
 from pipelines.bd2bb.tuple_filters import (DEFAULT_LANGUAGES, DEFAULT_MIN_ENGLISH_PROBABILITY,
                                            english_words, language_identifier, language_verdict)
 from tests.paths import REALDATA
+from transforms.text.tokens import normalise_text
 
 REAL = str(REALDATA / "bd2bb")
 

@@ -8,6 +8,8 @@ import apache_beam as beam
 import pytest
 from apache_beam.testing.util import assert_that
 
+from pipelines.imagecode import reasons
+from pipelines.imagecode.agreement import ComputeAgreement, WorkerPools
 from pipelines.imagecode.crowd_sample import write_sample_crowd_outputs
 from pipelines.imagecode.rounds import (JUDGED, ApplyKeepRule, MakeDescribeTasks, MakeRetrieveTasks,
                                         ReadDescriptions, ReadRetrievals, WriteTasks,
@@ -15,10 +17,8 @@ from pipelines.imagecode.rounds import (JUDGED, ApplyKeepRule, MakeDescribeTasks
 from pipelines.imagecode.rounds_schema import (DESCRIBE_TASK_COLUMNS, DESCRIPTION_COLUMNS,
                                                RETRIEVAL_COLUMNS, RETRIEVE_TASK_COLUMNS,
                                                AnnotationSet, RetrieveTask, canonical_order)
-from schemas import reasons
 from tests.beam_testing import local_test_pipeline
 from transforms.core.stage import MAIN, REJECTS, check_links, read_stage_counts, reconcile
-from transforms.crowd.agreement import ComputeAgreement, WorkerPools
 from transforms.crowd.answer_files import parse_file
 
 SEED = 7

@@ -8,13 +8,13 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipelines.imagecode import pipeline as imagecode
+from pipelines.imagecode import reasons
+from pipelines.imagecode.names import parse_video_set_name
 from pipelines.imagecode.sample import make_imagecode_sample
 from pipelines.imagecode.static_sets import parse_static_set_name
+from pipelines.imagecode.tables import DESCRIPTION_SCHEMA, FRAMESET_SCHEMA, STATIC_SET_SCHEMA
 from pipelines.release.build import ReleaseError
-from schemas import reasons
-from schemas.arrow import DESCRIPTION_SCHEMA, FRAMESET_SCHEMA, STATIC_SET_SCHEMA
-from schemas.manifest import verify_manifest
-from schemas.names import parse_video_set_name
+from pipelines.release.manifest import verify_manifest
 from schemas.tfexample import tf_feature_spec
 
 SAMPLE_CONFIG = "pipelines/imagecode/configs/sample.yaml"
@@ -283,7 +283,7 @@ def test_bytes_that_turn_bad_after_preflight_never_reach_the_release(sample, rel
     any export, table or public file of the release."""
     import shutil
 
-    from pipelines import preflight
+    from pipelines.imagecode import preflight
     crowd = os.path.join(os.path.dirname(sample), "crowd")
     answers = str(tmp_path / "descriptions.csv")
     shutil.copy(os.path.join(crowd, "descriptions.csv"), answers)

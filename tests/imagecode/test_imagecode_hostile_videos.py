@@ -9,9 +9,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipelines.imagecode import pipeline as imagecode
+from pipelines.imagecode import reasons
+from pipelines.imagecode.names import parse_video_set_name
 from pipelines.release.build import ReleaseError
-from schemas import reasons
-from schemas.names import parse_video_set_name, safe_name
+from schemas.names import safe_name
 from transforms.video import synthetic
 
 SAMPLE_CONFIG = "pipelines/imagecode/configs/sample.yaml"

@@ -3,9 +3,11 @@ import json
 
 import apache_beam as beam
 
+from pipelines.imagecode import reasons
 from pipelines.imagecode.leakage import CheckLeakage
-from schemas import reasons
-from schemas.records import FrameSet, Reject, VideoRef
+from pipelines.imagecode.records import FrameSet
+from schemas.records import VideoRef
+from schemas.rejects import Reject
 from tests.beam_testing import local_test_pipeline
 
 

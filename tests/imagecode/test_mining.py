@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
+from pipelines.imagecode import reasons
 from pipelines.imagecode.mining import mine_sets, pairwise_distances
-from schemas import reasons
 
 
 def unit(vectors):

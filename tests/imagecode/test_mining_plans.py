@@ -5,8 +5,9 @@ import apache_beam as beam
 import numpy as np
 
 from pipelines.imagecode.mining import NEW_SCORES, MineFrameSets, sets_from_known_scores
-from schemas.records import ShotFrames, VideoPlan, VideoRef
-from transforms.image.quality import QualityGate
+from pipelines.imagecode.quality_gate import QualityGate
+from pipelines.imagecode.records import VideoPlan
+from schemas.records import ShotFrames, VideoRef
 
 N_FRAMES = 40
 

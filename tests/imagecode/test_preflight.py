@@ -4,7 +4,8 @@ import pytest
 
 from pipelines.config import load_config
 from pipelines.imagecode.config import ImageCodeConfig
-from pipelines.preflight import PreflightError, check_imagecode
+from pipelines.imagecode.preflight import check_imagecode
+from transforms.core.errors import PreflightError
 
 SAMPLE_CONFIG = "pipelines/imagecode/configs/sample.yaml"
 

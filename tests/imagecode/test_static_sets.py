@@ -16,10 +16,11 @@ from apache_beam.testing.util import assert_that, equal_to
 from PIL import Image
 from skimage import data
 
+from pipelines.imagecode import reasons
+from pipelines.imagecode.records import StaticSet
 from pipelines.imagecode.static_sets import (BuildStaticSets, assign_split, check_split_ratios,
                                              parse_static_set_name, static_set_name)
-from schemas import reasons
-from schemas.records import ImageEmbedding, StaticSet
+from schemas.records import ImageEmbedding
 from tests.beam_testing import local_test_pipeline
 from tests.paths import REALDATA
 from transforms.core.sampling import priority

@@ -17,18 +17,21 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.runners.portability.fn_api_runner import FnApiRunner
 from apache_beam.testing.test_pipeline import TestPipeline as BeamTestPipeline
 
+from pipelines.imagecode import reasons
+from pipelines.imagecode.names import compat_image_path, video_set_name
+from pipelines.imagecode.publish import PublishCompatImages, WriteFrameSets
+from pipelines.imagecode.records import FrameSet
+from pipelines.imagecode.tables import FRAMESET_SCHEMA, frameset_to_row
 from pipelines.release.datacard import render_datacard, write_datacard
-from schemas import reasons
-from schemas.arrow import FRAMESET_SCHEMA, REJECT_SCHEMA, frameset_to_row, reject_to_row
-from schemas.manifest import (MANIFEST, REJECT_COUNTS, file_checksums, finalise, new_staging_dir,
-                              release_counts, remove_work_dir, staged_release, verify_manifest,
-                              work_dir, write_manifest, write_reject_counts)
-from schemas.names import compat_image_path, video_set_name
-from schemas.records import FrameSet, Reject
-from schemas.tfexample import (FEATURE_SPEC, Example, iter_tfrecord_file, parse_example_bytes,
+from pipelines.release.manifest import (file_checksums, finalise, new_staging_dir, release_counts,
+                                        remove_work_dir, staged_release, verify_manifest,
+                                        write_manifest, write_reject_counts)
+from schemas.layout import MANIFEST, REJECT_COUNTS, work_dir
+from schemas.rejects import REJECT_SCHEMA, Reject, reject_to_row
+from schemas.tfexample import (Example, feature_spec, iter_tfrecord_file, parse_example_bytes,
                                tf_feature_spec, to_example_bytes)
 from transforms.core.stage import StageCounts, read_stage_counts
-from transforms.io.release import PublishCompatImages, WriteFrameSets, WriteRejects
+from transforms.io.release import WriteRejects
 
 
 def pipeline(**options):
@@ -128,11 +131,11 @@ def _tfrecord_files(release):
 
 def test_tfrecord_framing_and_examples(release):
     records = [r for path in _tfrecord_files(release) for r in iter_tfrecord_file(path)]
-    parsed = sorted((parse_example_bytes(r) for r in records), key=lambda r: r["set_name"])
+    parsed = sorted((parse_example_bytes(r, FRAMESET_SCHEMA) for r in records), key=lambda r: r["set_name"])
     expected = sorted((frameset_to_row(s) for s in release["sets"]),
                       key=lambda r: r["set_name"])
     assert parsed == expected  # all test floats are exact in float32
-    assert set(Example.FromString(records[0]).features.feature) == set(FEATURE_SPEC)
+    assert set(Example.FromString(records[0]).features.feature) == set(feature_spec(FRAMESET_SCHEMA))
 
 
 def test_tfrecord_framing_check_catches_corruption(release, tmp_path):
@@ -151,7 +154,7 @@ def test_tensorflow_reads_our_tfrecords(release):
     dataset = tf.data.TFRecordDataset(_tfrecord_files(release))
     parsed = {}
     for record in dataset:
-        ex = tf.io.parse_single_example(record, tf_feature_spec(tf))
+        ex = tf.io.parse_single_example(record, tf_feature_spec(tf, FRAMESET_SCHEMA))
         parsed[ex["set_name"].numpy().decode()] = ex
     assert len(parsed) == len(release["sets"])
     for fs in release["sets"]:
@@ -176,7 +179,7 @@ def test_descriptor_matches_tensorflow_and_bytes_are_identical():
     row = frameset_to_row(make_set("/nonexistent", "YouCook", "v9", 2, 3, "test", []))
     row.update(frame_indices=[1, 2], image_paths=["a", "b"], brisque_scores=[0.5, -1.0],
                text_chars=[0, 2**40])
-    ours_bytes = to_example_bytes(row)
+    ours_bytes = to_example_bytes(row, FRAMESET_SCHEMA)
     assert tf.train.Example.FromString(ours_bytes).SerializeToString(
         deterministic=True) == ours_bytes
 

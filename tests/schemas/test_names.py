@@ -1,12 +1,12 @@
 """Names that become paths: safe against hostile input, and in the public grammar."""
 import json
-import pathlib
 
 import numpy as np
 import pytest
 
-from schemas.names import (compat_image_path, image_file_name, parse_video_set_name, safe_name,
-                           video_set_name)
+from pipelines.imagecode.names import (compat_image_path, image_file_name, parse_video_set_name,
+                                       video_set_name)
+from schemas.names import safe_name
 from tests.paths import REALDATA as ALL_REALDATA
 
 REALDATA = ALL_REALDATA / "imagecode"

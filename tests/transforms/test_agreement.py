@@ -5,9 +5,9 @@ import krippendorff
 import numpy as np
 import pytest
 
+from pipelines.imagecode.agreement import AgreementFn, pools_report
 from pipelines.imagecode.rounds_schema import JudgedDescription
-from transforms.crowd.agreement import (AgreementFn, human_accuracy, krippendorff_alpha,
-                                        pool_overlap, pools_report)
+from transforms.crowd.agreement import human_accuracy, krippendorff_alpha, pool_overlap
 
 NAN = float("nan")
 

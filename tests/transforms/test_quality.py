@@ -15,11 +15,11 @@ import skimage.data
 import torch
 from PIL import Image, ImageDraw, ImageFont
 
-from schemas import reasons
-from transforms.image.quality import (MODEL_DIR_KEY, BrisqueScorer, ModelNotFoundError, QualityGate,
-                                      TesseractNotFoundError, TextDetector, _half_size,
-                                      build_quality_gate, default_model_dir, load_svr_model,
-                                      parse_libsvm_model)
+from pipelines.imagecode import reasons
+from pipelines.imagecode.quality_gate import QualityGate, build_quality_gate
+from transforms.image.brisque import (MODEL_DIR_KEY, BrisqueScorer, ModelNotFoundError, _half_size,
+                                      default_model_dir, load_svr_model, parse_libsvm_model)
+from transforms.image.ocr import TesseractNotFoundError, TextDetector
 
 PHOTOS = ["astronaut", "chelsea", "coffee", "rocket"]
 FONT = os.path.join(matplotlib.get_data_path(), "fonts", "ttf", "DejaVuSans.ttf")

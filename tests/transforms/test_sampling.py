@@ -1,10 +1,11 @@
 import apache_beam as beam
 from apache_beam.testing.util import assert_that, equal_to
 
+from pipelines.imagecode.records import FrameSet
+from pipelines.imagecode.sampling import SampleSetsPerSource
 from schemas import reasons
-from schemas.records import FrameSet
 from tests.beam_testing import local_test_pipeline
-from transforms.core.sampling import SampleSetsPerSource, priority
+from transforms.core.sampling import priority
 from transforms.core.stage import MAIN, REJECTS
 
 

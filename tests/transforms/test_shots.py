@@ -168,7 +168,7 @@ def _split(videos, refs, **params):
     out_file = videos["truncated"] + ".split.json"
     p = local_test_pipeline()
     out = p | beam.Create(refs) | SplitIntoShots(**params)
-    rows = ((out[MAIN] | "shots" >> beam.Map(lambda s: ["shot", s.key]),
+    _ = ((out[MAIN] | "shots" >> beam.Map(lambda s: ["shot", s.key]),
              out[REJECTS] | "rejects" >> beam.Map(lambda r: ["reject", [r.level, r.reason, r.item_id, r.detail]]),
              out[SHOT_LISTS] | "lists" >> beam.Map(lambda kv: ["listed", [kv[0].key, kv[1]["decode"]]]))
             | beam.Flatten() | beam.combiners.ToList()

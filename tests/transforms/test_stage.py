@@ -1,6 +1,6 @@
 import apache_beam as beam
 
-from schemas.records import Reject
+from schemas.rejects import Reject
 from tests.beam_testing import local_test_pipeline
 from transforms.core.stage import (MAIN, REJECTS, StageCounts, check_links, read_stage_counts,
                                    reconcile)

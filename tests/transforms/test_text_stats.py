@@ -1,6 +1,5 @@
 """Language statistics (ImageCoDe §4.2, Table 4): definitions, Beam combine, public data."""
 import json
-from pathlib import Path
 
 import apache_beam as beam
 import pytest

@@ -9,10 +9,11 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from pipelines.config import load_config
 from pipelines.vsr import pipeline as vsr
+from pipelines.vsr import reasons
 from pipelines.vsr.annotations import JoinVotes, MergeExamples, ReadCaptions
 from pipelines.vsr.config import VsrConfig
-from pipelines.vsr.schema import CocoImage, Example, ImagePair, example_id
-from schemas import reasons
+from pipelines.vsr.schema import Example, ImagePair, example_id
+from schemas.coco import CocoImage
 from tests.beam_testing import local_test_pipeline
 from transforms.core.stage import MAIN, REJECTS, check_links, read_stage_counts, reconcile
 

@@ -7,13 +7,14 @@ import pytest
 from apache_beam.testing.util import assert_that, equal_to
 
 from pipelines.config import load_config
+from pipelines.vsr import pairs
 from pipelines.vsr.config import VsrConfig
+from pipelines.vsr.pairs import EligibleConcepts, SamplePairs, draw_plan
 from pipelines.vsr.sample import SAMPLE_CONFIG, make_vsr_sample
 from schemas.coco import NAME_BY_ID
 from tests.beam_testing import local_test_pipeline
 from transforms.coco import instances as coco
-from transforms.coco.instances import (EligibleConcepts, MalformedCoco, ReadCoco, SamplePairs,
-                                       draw_plan, iter_coco_file)
+from transforms.coco.instances import MalformedCoco, ReadCoco, iter_coco_file
 from transforms.core.stage import MAIN
 
 
@@ -94,21 +95,21 @@ def test_drawing_stops_when_every_pool_is_used_up():
     plan, exhausted = draw_plan(sizes, seed=0, pairs=6405, max_draws=1_000_000)
     assert sorted(key for key, *_ in plan) == ["a|b", "a|c"]
     assert len(exhausted) < 20                   # not ~1,000,000 pool_exhausted draws
-    figures = coco.plan_figures(sizes, plan, exhausted, 6405, 1_000_000)
+    figures = pairs.plan_figures(sizes, plan, exhausted, 6405, 1_000_000)
     assert figures["pairs_requested"] == 6405 and figures["pairs_sampled"] == 2
     assert figures["shortfall"] == 6403 and figures["stopped"] == "every pool used up"
     assert figures["draws"] == len(plan) + len(exhausted) and figures["pool_capacity"] == 2
     # max_draws still bounds, and a plan that reaches its pairs says so
-    assert coco.plan_figures(sizes, *draw_plan(sizes, 0, 6405, 1), 6405, 1)["stopped"] == "max_draws reached"
-    assert coco.plan_figures(sizes, *draw_plan(sizes, 0, 1, 100), 1, 100)["stopped"] == "pairs reached"
+    assert pairs.plan_figures(sizes, *draw_plan(sizes, 0, 6405, 1), 6405, 1)["stopped"] == "max_draws reached"
+    assert pairs.plan_figures(sizes, *draw_plan(sizes, 0, 1, 100), 1, 100)["stopped"] == "pairs reached"
 
 
 def test_a_concept_with_an_unreadable_annotation_is_not_eligible():
     cat, dog = 17, 18
     annotations = [(1, cat, 50000.0, 0), (1, dog, 50000.0, 0)]
-    eligible, verdicts = coco.concept_verdicts(annotations, 30000, 1)
+    eligible, verdicts = pairs.concept_verdicts(annotations, 30000, 1)
     assert set(eligible) == {"cat", "dog"}
-    eligible, verdicts = coco.concept_verdicts(annotations, 30000, 1, broken=[cat])
+    eligible, verdicts = pairs.concept_verdicts(annotations, 30000, 1, broken=[cat])
     assert set(eligible) == {"dog"} and verdicts["cat"][0] == "bad_coco_record"
     # the bad entry is rejected by ReadCoco and its (image, category) passed on as a marker
     assert coco._broken_concept({"image_id": 1, "category_id": cat, "iscrowd": 0}) == (1, cat)

@@ -9,13 +9,13 @@ import os
 import pyarrow.parquet as pq
 import pytest
 
+from pipelines.release.manifest import verify_manifest
 from pipelines.vsr import pipeline as vsr
+from pipelines.vsr import reasons
 from pipelines.vsr.annotations import parse_public_line
 from pipelines.vsr.captions import CaptionParser
 from pipelines.vsr.sample import make_vsr_sample
 from pipelines.vsr.schema import EXAMPLE_SCHEMA, PAIR_SCHEMA, RELATIONS, example_id
-from schemas import reasons
-from schemas.manifest import verify_manifest
 from schemas.tfexample import tf_feature_spec
 
 SAMPLE_CONFIG = "pipelines/vsr/configs/sample.yaml"

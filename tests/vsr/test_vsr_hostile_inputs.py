@@ -10,16 +10,17 @@ import pytest
 from apache_beam.testing.util import assert_that, equal_to
 
 from pipelines.config import load_config
-from pipelines.preflight import PreflightError
 from pipelines.vsr import pipeline as vsr
+from pipelines.vsr import reasons
 from pipelines.vsr.annotations import (JoinExtraLabels, JoinVotes, ReadCaptions,
                                        ReadPublicAnnotations)
 from pipelines.vsr.config import VsrConfig
-from pipelines.vsr.schema import RELATIONS, CocoImage, ImagePair
-from schemas import reasons
-from schemas.coco import ID_BY_NAME, is_file_name, is_link
+from pipelines.vsr.pairs import EligibleConcepts
+from pipelines.vsr.schema import RELATIONS, ImagePair
+from schemas.coco import ID_BY_NAME, CocoImage, is_file_name, is_link
 from tests.beam_testing import local_test_pipeline
-from transforms.coco.instances import EligibleConcepts, ReadCoco
+from transforms.coco.instances import ReadCoco
+from transforms.core.errors import PreflightError
 from transforms.core.stage import MAIN, REJECTS, read_stage_counts, reconcile
 
 LAPTOP, CAT, DOG = ID_BY_NAME["laptop"], ID_BY_NAME["cat"], ID_BY_NAME["dog"]

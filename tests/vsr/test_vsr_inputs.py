@@ -6,10 +6,10 @@ import os
 import pytest
 
 from pipelines.config import load_config
-from pipelines.preflight import PreflightError
 from pipelines.vsr import pipeline as vsr
 from pipelines.vsr.config import VsrConfig
 from pipelines.vsr.sample import make_vsr_sample
+from transforms.core.errors import PreflightError
 
 
 @pytest.fixture(scope="module")

@@ -3,17 +3,16 @@ the public validated file, item for item, and the release built from the raw fil
 carries it in compat/. Fails (does not skip) when the data is missing."""
 import json
 import os
-from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 
+from pipelines.release.manifest import verify_manifest
 from pipelines.vsr import pipeline as vsr
 from pipelines.vsr.annotations import parse_public_line
 from pipelines.vsr.captions import CaptionParser
 from pipelines.vsr.schema import RELATIONS
 from pipelines.vsr.validation import apply_vote_rules, keeps, parse_fraction
-from schemas.manifest import verify_manifest
 from tests.paths import REALDATA as ALL_REALDATA
 
 REALDATA = ALL_REALDATA / "vsr"

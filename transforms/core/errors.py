@@ -13,3 +13,7 @@ class UserError(Exception):
 class InputError(UserError, ValueError):
     """An input file as a whole cannot be used (missing column, undecodable encoding,
     no rows): named in the message, raised before any work starts."""
+
+
+class PreflightError(UserError, RuntimeError):
+    """The run cannot start; the message says what to change."""

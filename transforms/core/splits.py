@@ -2,8 +2,7 @@
 
 Exact ratios: items are ranked by priority(seed, key) (transforms.core.sampling); with n items,
 part j takes the ranks from floor(n * c_{j-1}) to floor(n * c_j), c_j the cumulative
-ratio. On 10,972 VSR examples and 70/10/20 this gives 7,680 / 1,097 / 2,195, the paper's
-Table 2. The ranking needs no global sort: priorities are counted in 2^16 buckets (a
+ratio (10,972 items at 70/10/20 give 7,680 / 1,097 / 2,195). The ranking needs no global sort: priorities are counted in 2^16 buckets (a
 fixed-size combiner); a bucket that lies inside one part sends its items straight there,
 and only the few buckets that straddle a cut are grouped and ranked exactly. The result
 depends only on the seed and the keys, never on arrival order or the runner.

@@ -16,7 +16,7 @@ from __future__ import annotations
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 
-from schemas.records import Reject
+from schemas.rejects import Reject
 
 MAIN = "out"
 REJECTS = "rejects"

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import collections
 import csv
-import json
 import os
 import re
 from dataclasses import dataclass

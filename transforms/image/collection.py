@@ -1,4 +1,4 @@
-"""Reading a collection of still images (ImageCoDe §3.1 "Static Pictures": Open Images).
+"""Reading a collection of still images (a folder, or a manifest of paths and ids).
 
 `ReadImageCollection(source)` takes either
   a folder     every *.jpg / *.jpeg / *.png file below it (any depth, any letter case);
@@ -31,7 +31,8 @@ from apache_beam.io.filesystems import FileSystems
 
 from schemas import reasons
 from schemas.names import safe_name
-from schemas.records import ImageRef, Reject
+from schemas.records import ImageRef
+from schemas.rejects import Reject
 from transforms.core.hashing import content_sha256
 from transforms.core.stage import MAIN, REJECTS, StageCounts
 from transforms.image.decode import DEFAULT_MAX_PIXELS, ImageProblem, describe_error, read_header

@@ -2,7 +2,7 @@
 
 The hashing stage checks the pixel limit from the header (transforms/image/collection.py), the
 encoder decodes (transforms/image/embed.py) and the compat JPEGs are re-encoded from the same
-pixels (pipelines/imagecode/static_publish.py), so the model and the people looking at a release
+pixels (the compat copies a benchmark publishes), so the model and the people looking at a release
 see an image the same way.
 
     header = read_header(stream_or_bytes, path, max_pixels)    # no pixel decoded

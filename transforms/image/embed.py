@@ -1,7 +1,7 @@
-"""Frame embeddings for the set miner (ImageCoDe §3.1, §5.3).
+"""Image and frame embeddings with CLIP (open_clip, local weights only) or a stand-in.
 
-The paper measures frame similarity as the Euclidean distance between CLIP encodings of
-a pre-trained ViT-B/16 model (OpenAI's weights, Radford et al. 2021). In open_clip that
+Benchmarks measure image similarity as the Euclidean distance between CLIP encodings,
+e.g. of a pre-trained ViT-B/16 (OpenAI's weights, Radford et al. 2021). In open_clip that
 model is ``model_name="ViT-B-16", pretrained="openai"``; the tag only tells us how those
 weights were trained (QuickGELU, OpenAI mean/std, bicubic shortest-side resize + centre
 crop); the weights themselves come from the local file in ``embed.checkpoint``. Both
@@ -46,7 +46,8 @@ from apache_beam.metrics import Metrics
 from apache_beam.ml.inference.base import ModelHandler, PredictionResult, RunInference
 
 from schemas import reasons
-from schemas.records import ImageEmbedding, ImageRef, Reject, ShotFrames
+from schemas.records import ImageEmbedding, ImageRef, ShotFrames
+from schemas.rejects import Reject
 from transforms.core.hashing import file_sha256
 from transforms.core.stage import COUNTER_NAMESPACE_PREFIX, MAIN, REJECTS, StageCounts
 from transforms.image.decode import DEFAULT_MAX_PIXELS, ImageProblem, decode_rgb, describe_error

@@ -1,14 +1,14 @@
-"""Dependency parses of actions from three backends, in one neutral form (pipelines.bd2bb.schema.Token).
+"""Dependency parses of short texts from three backends, in one neutral form
+(transforms.text.tokens.Token).
 
-  conllu  pre-parsed CoNLL-U: the manually corrected path (§3.2: "All the outputs by the
-          parser were manually checked and fixed"). A sentence belongs to the action whose
-          normalised text equals its `# text =` comment.
+  conllu  pre-parsed CoNLL-U: a parse checked and fixed by hand. A sentence belongs to
+          the text whose normalised form equals its `# text =` comment.
   spacy   a spaCy pipeline by installed package name or saved folder (spacy.load).
   stanza  a Stanza model folder (stanza.Pipeline(dir=..., download_method=None)).
 
 Nothing is downloaded: a name or folder that does not load is a ParserError naming the
-config key. The argument codes (pipelines/bd2bb/argument_codes.py) read only Tokens, so every
-backend feeds the same extractor.
+config key. Whatever reads the parses reads only Tokens, so every backend feeds it the
+same way.
 """
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ import re
 from dataclasses import dataclass
 from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
-from pipelines.bd2bb.schema import Token, normalise_text
 from transforms.io.lines import read_numbered_lines
+from transforms.text.tokens import Token, normalise_text
 
 PARSER_KEY = "parser.backend"
 MODEL_KEY = "parser.model"

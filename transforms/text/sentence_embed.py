@@ -31,7 +31,7 @@ from transforms.text.parsers import _files_sha256
 
 MODEL_KEY = "embed.model"
 CACHE_STAGE = "sentence_embedding"
-NAMESPACE = "bd2bb.embed_actions"   # outside "stage.": a note, not an in/out level
+NAMESPACE = "sentence_embed"   # outside "stage.": a note, not an in/out level
 WRITTEN = "written"
 
 
@@ -102,7 +102,7 @@ class ActionEncoderHandler(ModelHandler):
 
     def run_inference(self, batch, model, inference_args=None) -> Iterable[PredictionResult]:
         vectors = encode(model, [text for _, text in batch], self.spec.batch_size)
-        Metrics.counter(NAMESPACE, "action.embedded").inc(len(batch))
+        Metrics.counter(NAMESPACE, "text.embedded").inc(len(batch))
         return [PredictionResult(item, vec) for item, vec in zip(batch, vectors)]
 
     def batch_elements_kwargs(self) -> Dict[str, Any]:

@@ -1,7 +1,8 @@
-"""Language statistics of the descriptions, per split (ImageCoDe §4.2, Table 4).
+"""Language statistics of a benchmark's texts, per split: tokens, word types, sentences,
+dependency-tree depth.
 
-Definitions (each chosen so the public train + valid files reproduce Table 4; see
-tests/transforms/test_text_stats.py and the README numbers):
+Definitions (each chosen so that public released texts reproduce the published figures,
+see tests/transforms/test_text_stats.py):
 
 - **token**: a token of spaCy's rule-based English tokenizer (``spacy.blank("en")``, no
   model) that is not whitespace. Whitespace tokens (double spaces, trailing newlines) are

@@ -1,8 +1,7 @@
 """Exact k-nearest-neighbour search, sharded so no worker holds more than one shard.
 
-ImageCoDe §3.1 "Static Pictures": "For each image, we retrieve the 9 closest images from
-the training set based on their CLIP encodings". Over Open Images (1.74M images) that is
-an exact search over a database too large for one worker, so:
+Nearest-image sets over a large collection (Open Images has 1.74M images) need an exact
+search over a database too large for one worker, so:
 
   1. the database is split into `num_shards` shards by a stable hash of image_id;
   2. each shard builds a flat (exact) FAISS index and searches all queries (a side input:

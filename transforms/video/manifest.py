@@ -29,7 +29,8 @@ from apache_beam.io.filesystems import FileSystems
 
 from schemas import reasons
 from schemas.names import safe_name
-from schemas.records import SPLITS, Reject, VideoRef
+from schemas.records import SPLITS, VideoRef
+from schemas.rejects import Reject
 from transforms.core.hashing import content_sha256
 from transforms.core.stage import MAIN, REJECTS, StageCounts
 from transforms.io.lines import ReadNumberedLines, SourceLine, parse_json_object
@@ -156,7 +157,7 @@ class _ParseLine(beam.DoFn):
 
 class _HashVideo(beam.DoFn):
     """The video's content sha256: what leakage is judged on, and what keys its cached
-    shot lists (pipelines/imagecode/video_plans.py reuses it instead of hashing again)."""
+    shot lists (a benchmark's cache reuses it instead of hashing again)."""
 
     def setup(self):
         self._counts = StageCounts(STAGE)

@@ -30,7 +30,8 @@ import cv2
 import numpy as np
 
 from schemas import reasons
-from schemas.records import Reject, ShotFrames, VideoRef
+from schemas.records import ShotFrames, VideoRef
+from schemas.rejects import Reject
 from transforms.core.stage import MAIN, REJECTS, StageCounts
 from transforms.video.decode import (DEFAULT_STALL_TIMEOUT, DecodeReport, VideoError, iter_frames,
                                      iter_scored_frames, probe, truncation)

@@ -28,14 +28,9 @@ from typing import Dict, Iterator, List, Optional
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
+from schemas.layout import MANIFEST, PARQUET_DIR, REJECT_COUNTS, REJECTS_DIR, WORK_DIR, work_dir
 from schemas.names import safe_name
-
-MANIFEST = "MANIFEST.json"
-WORK_DIR = "_work"  # scratch inside staging (e.g. JPEGs before publishing); never released
-PARQUET_DIR, TFRECORD_DIR, REJECTS_DIR, COMPAT_DIR = "parquet", "tfrecord", "rejects", "compat"
-# "_" prefix: pyarrow/Spark skip it, so `pq.read_table("rejects/")` reads only the rows
-REJECT_COUNTS = "rejects/_counts.json"
-
+from transforms.io.files import make_dirs
 
 # --- folders -------------------------------------------------------------------------
 
@@ -69,11 +64,6 @@ def final_dir_of(staging: str) -> str:
     parent, name = FileSystems.split(staging.rstrip("/"))
     version = name[1:].rsplit(".staging-", 1)[0]
     return FileSystems.join(parent, version)
-
-
-def work_dir(staging: str) -> str:
-    """Scratch space inside staging for files that are moved into place by the pipeline."""
-    return FileSystems.join(staging, WORK_DIR)
 
 
 def remove_work_dir(staging: str) -> None:
@@ -261,15 +251,6 @@ def write_reject_counts(staging: str, counts: dict) -> None:
 
 def _is_local(path: str) -> bool:
     return FileSystems.get_scheme(path) in (None, "file")
-
-
-def make_dirs(path: str) -> None:
-    """mkdir -p through FileSystems (no error if it exists)."""
-    try:
-        FileSystems.mkdirs(path)
-    except IOError:
-        if not FileSystems.exists(path):  # local mkdirs also fails when it already exists
-            raise
 
 
 def _match(pattern: str) -> List[str]:

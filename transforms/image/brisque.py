@@ -1,31 +1,26 @@
-"""Frame quality filters of ImageCoDe §3.1: too blurry (BRISQUE) or too much text (Tesseract).
+"""BRISQUE (Mittal et al., 2012), offline: how unnatural (blurred, noisy) a frame looks.
 
-BRISQUE (Mittal et al., 2012) runs offline: the 36 natural-scene-statistics features are
-computed batched in torch, then the RBF support-vector regressor shipped in the `brisque`
-package (models/svm.txt, libsvm text format; models/normalize.pickle, feature ranges) is
-evaluated here. The feature code follows that package's `BRISQUE.score` step by step
-(skimage grey; 7x7 Gaussian MSCN with C=1/255, convolved in scipy's order; AGGD fits
-solved exactly; cv2 bicubic half-size second scale), so scores agree with the package's
-own to ~1e-10 (see tests/transforms/test_quality.py); nothing is downloaded. float64 throughout.
+The 36 natural-scene-statistics features are computed batched in torch, then the RBF
+support-vector regressor shipped in the `brisque` package (models/svm.txt, libsvm text
+format; models/normalize.pickle, feature ranges) is evaluated here. The feature code
+follows that package's `BRISQUE.score` step by step (skimage grey; 7x7 Gaussian MSCN with
+C=1/255, convolved in scipy's order; AGGD fits solved exactly; cv2 bicubic half-size
+second scale), so scores agree with the package's own to ~1e-10 (see
+tests/transforms/test_quality.py); nothing is downloaded. float64 throughout.
 
 Scale: native BRISQUE runs from about 0 (pristine) to about 100 (worst); the SVR can
-step outside (skimage's camera scores -7.9, a sigma-8 blur ~104). The paper's threshold
-"0.65" is read as BRISQUE/100 (see NORMALISER): at 320x240 clean photos score 0.03-0.39,
-Gaussian blur sigma 2 gives 0.57-0.78, sigma 4 0.74-0.89. QualityGate thresholds and
-QualityVerdict.brisque are on that normalised scale.
+step outside (skimage's camera scores -7.9, a sigma-8 blur ~104). `score_normalised`
+divides by NORMALISER (100): at 320x240 clean photos score 0.03-0.39, Gaussian blur
+sigma 2 gives 0.57-0.78, sigma 4 0.74-0.89.
 """
 from __future__ import annotations
 
 import contextlib
 import importlib.util
-import os
 import pathlib
 import pickle
-import re
-import shutil
-import subprocess
 from dataclasses import dataclass
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 import skimage.color
@@ -33,7 +28,6 @@ import skimage.util
 import torch
 import torch.nn.functional as F
 
-from schemas import reasons
 from transforms.core.hashing import file_sha256
 
 # Paper threshold 0.65 <=> native BRISQUE 65: normalised = native / NORMALISER.
@@ -48,10 +42,6 @@ _CUBIC_HALF_TAPS = (-0.09375, 0.59375, 0.59375, -0.09375)
 
 class ModelNotFoundError(FileNotFoundError):
     """The BRISQUE SVR model files are missing; the message names the config key."""
-
-
-class TesseractNotFoundError(RuntimeError):
-    """The tesseract binary is not installed or not where the config says."""
 
 
 # --- the SVR model ---------------------------------------------------------------------
@@ -382,142 +372,14 @@ class BrisqueScorer:
 
 # --- OCR -------------------------------------------------------------------------------
 
-# White rows between the two views on the page Tesseract reads. With 128 rows its layout
-# analysis keeps them apart: on 17 photos x 5 caption styles it found exactly what two
-# separate runs found (32 rows lost 1-2 captions per style).
-STACK_BAND = 128
-
-
-class TextDetector:
-    """Counts the letters/digits Tesseract reads with confidence >= min_confidence.
-
-    Tesseract is made for dark text on a light page; given a plain video frame it misses
-    most overlaid text. So it reads two binarised views and keeps the larger count:
-    bright pixels drawn black on white (white/yellow captions, subtitles) and dark
-    pixels drawn black on white (dark text on light boxes, title cards). On our test
-    frames (17 photos at 320x240) this found 11-17/17 of each kind of caption against
-    0-9/17 with the plain grey frame, and read no character on any clean photo."""
-
-    def __init__(self, min_confidence: float = 60, lang: str = "eng",
-                 tesseract_cmd: Optional[str] = None, bright_threshold: int = 200,
-                 dark_threshold: int = 60):
-        self.min_confidence = min_confidence
-        self.lang = lang
-        self.tesseract_cmd = tesseract_cmd
-        self.bright_threshold = bright_threshold   # grey above: may be light text
-        self.dark_threshold = dark_threshold       # grey below: may be dark text
-        self._checked = False
-
-    def __getstate__(self):
-        state = dict(self.__dict__)
-        state["_checked"] = False                  # look for the binary again on the worker
-        return state
-
-    def _check_binary(self) -> None:
-        import pytesseract
-        cmd = self.tesseract_cmd or "tesseract"
-        if shutil.which(cmd) is None:
-            raise TesseractNotFoundError(
-                f"the Tesseract OCR binary `{cmd}` was not found; install it (Debian: "
-                f"`apt-get install tesseract-ocr`, or `make setup`) or turn the text filter "
-                f"off with quality.ocr.enabled=false")
-        # Tesseract's OpenMP threads oversubscribe small workers (Beam already runs one
-        # DoFn per core); one thread per call measured ~30% faster on 2 cores.
-        os.environ.setdefault("OMP_THREAD_LIMIT", "1")
-        if self.tesseract_cmd:
-            # pytesseract only takes the binary as a module-level setting.
-            pytesseract.pytesseract.tesseract_cmd = self.tesseract_cmd
-        self._checked = True
-
-    def views(self, frame: np.ndarray) -> List[np.ndarray]:
-        """The images Tesseract reads: light, then dark pixels as black on white."""
-        from PIL import Image
-        grey = np.asarray(Image.fromarray(np.asarray(frame)).convert("L"))
-        bright = np.where(grey > self.bright_threshold, 0, 255).astype(np.uint8)
-        dark = np.where(grey < self.dark_threshold, 0, 255).astype(np.uint8)
-        return [bright, dark]
-
-    def _read_words(self, image: np.ndarray) -> dict:
-        import pytesseract
-        from PIL import Image
-        return pytesseract.image_to_data(Image.fromarray(image), lang=self.lang,
-                                         output_type=pytesseract.Output.DICT)
-
-    def _count(self, data: dict, keep=lambda top: True) -> int:
-        return sum(sum(ch.isalnum() for ch in word)
-                   for word, conf, top in zip(data["text"], data["conf"], data["top"])
-                   if float(conf) >= self.min_confidence and keep(top))
-
-    def text_chars(self, frame: np.ndarray) -> int:
-        """The larger of the two views' counts, from ONE Tesseract run.
-
-        Each run is a process start plus a model load (~100 ms), so the two views are
-        stacked on one page with a white band between them and each word is assigned
-        to a view by its position."""
-        if not self._checked:
-            self._check_binary()
-        bright, dark = self.views(frame)
-        height = bright.shape[0]
-        band = np.full((STACK_BAND, bright.shape[1]), 255, np.uint8)
-        data = self._read_words(np.vstack([bright, band, dark]))
-        return max(self._count(data, lambda top: top < height),
-                   self._count(data, lambda top: top >= height + STACK_BAND // 2))
-
 
 # --- the gate ----------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class QualityVerdict:
-    ok: bool
-    reason: Optional[str]              # reasons.BLURRY / reasons.TEXT, None when ok
-    brisque: Optional[float] = None    # normalised (BRISQUE/100); None = not evaluated
-    text_chars: Optional[int] = None   # None = OCR not run (disabled, or already blurry)
-
-
-class QualityGate:
-    """Per-frame verdict for the greedy miner: BRISQUE first (cheaper), OCR only if sharp.
-
-    `evaluations` counts how often each filter ran, so a benchmark can report filter
-    calls per selected frame."""
-
-    def __init__(self, brisque: Optional[BrisqueScorer], max_brisque: float,
-                 text: Optional[TextDetector], max_text_chars: int):
-        self.brisque = brisque
-        self.max_brisque = max_brisque     # normalised, e.g. 0.65
-        self.text = text
-        self.max_text_chars = max_text_chars
-        self.evaluations = {"brisque": 0, "text": 0}
-
-    def check(self, frame: np.ndarray) -> QualityVerdict:
-        return self.judge(lambda: float(self.brisque.score_normalised([frame])[0]),
-                          lambda: self.text.text_chars(frame))
-
-    def judge(self, brisque_score: Callable[[], float],
-              text_chars: Callable[[], int]) -> QualityVerdict:
-        """The verdict from values supplied on demand: BRISQUE first, OCR only if sharp.
-
-        Only the filters that are on are asked, so a caller can serve the values from a
-        cache and compute (decode, score) just the ones it lacks."""
-        score = None
-        if self.brisque is not None:
-            self.evaluations["brisque"] += 1
-            score = brisque_score()
-            if score > self.max_brisque:   # paper: "larger than 0.65" is removed
-                return QualityVerdict(False, reasons.BLURRY, brisque=score)
-        chars = None
-        if self.text is not None:
-            self.evaluations["text"] += 1
-            chars = text_chars()
-            if chars > self.max_text_chars:
-                return QualityVerdict(False, reasons.TEXT, brisque=score, text_chars=chars)
-        return QualityVerdict(True, None, brisque=score, text_chars=chars)
 
 
 # --- identities: what a cached score depends on -----------------------------------------
 
 # Bump when the feature or OCR code changes what a frame scores.
 BRISQUE_CODE_VERSION = "brisque/v1"
-OCR_CODE_VERSION = "ocr-stacked-views/v1"
 
 
 def brisque_identity(model_dir: Optional[str] = None, features: str = "package") -> dict:
@@ -529,41 +391,3 @@ def brisque_identity(model_dir: Optional[str] = None, features: str = "package")
             "normalize_sha256": file_sha256(str(folder / NORMALIZE_FILE))}
 
 
-def ocr_identity(min_confidence: float = 60, lang: str = "eng",
-                 tesseract_cmd: Optional[str] = None) -> dict:
-    """Tesseract's version and language data checksums, plus what we count and how."""
-    cmd = tesseract_cmd or "tesseract"
-    if shutil.which(cmd) is None:
-        TextDetector(min_confidence, lang, tesseract_cmd)._check_binary()  # raises clearly
-    version = subprocess.run([cmd, "--version"], capture_output=True, text=True,
-                             timeout=30).stdout.splitlines()[:1]
-    listing = subprocess.run([cmd, "--list-langs"], capture_output=True, text=True,
-                             timeout=30).stdout
-    found = re.search(r'"([^"]+)"', listing)
-    data = {}
-    for name in lang.split("+"):
-        path = pathlib.Path(found.group(1) if found else ".") / f"{name}.traineddata"
-        data[name] = file_sha256(str(path)) if path.is_file() else None
-    detector = TextDetector(min_confidence, lang)
-    return {"code": OCR_CODE_VERSION, "tesseract": version[0] if version else None,
-            "traineddata_sha256": data, "min_confidence": min_confidence,
-            "bright_threshold": detector.bright_threshold,
-            "dark_threshold": detector.dark_threshold, "stack_band": STACK_BAND}
-
-
-def build_quality_gate(brisque_enabled: bool = True, max_brisque: float = 0.65,
-                       brisque_model_dir: Optional[str] = None, ocr_enabled: bool = True,
-                       max_text_chars: int = 10, min_confidence: float = 60,
-                       lang: str = "eng", device: Optional[str] = None,
-                       brisque_features: str = "package") -> Optional[QualityGate]:
-    """The gate from config values (quality.*); None when both filters are off.
-
-    Called on the worker; the BRISQUE model is still loaded lazily on the first frame."""
-    if not brisque_enabled and not ocr_enabled:
-        return None
-    return QualityGate(
-        brisque=(BrisqueScorer(brisque_model_dir, device=device, features=brisque_features)
-                 if brisque_enabled else None),
-        max_brisque=max_brisque,
-        text=TextDetector(min_confidence, lang) if ocr_enabled else None,
-        max_text_chars=max_text_chars)

@@ -1,16 +1,15 @@
-"""Arrow schemas of the release tables, and the mapping from records to rows.
+"""Arrow schemas of ImageCoDe's release tables, and the mapping from records to rows.
 
-One row per FrameSet in `parquet/` (and one tf.train.Example with the same fields in
-`tfrecord/`), one row per Reject in `rejects/`. `staged_images` is a working path and
-never reaches the release; `image_paths` are relative to the version folder.
+One row per FrameSet in `parquet/video_sets/` (and one tf.train.Example with the same
+fields in `tfrecord/`), per static set and per kept description. `staged_images` is a
+working path and never reaches the release; `image_paths` are relative to the version
+folder.
 """
 from __future__ import annotations
 
-import dataclasses
-
 import pyarrow as pa
 
-from schemas.records import FrameSet, Reject
+from pipelines.imagecode.records import FrameSet
 
 FRAMESET_SCHEMA = pa.schema([
     pa.field("set_name", pa.string(), nullable=False),
@@ -27,11 +26,6 @@ FRAMESET_SCHEMA = pa.schema([
     pa.field("distance_mean", pa.float64(), nullable=False),
     pa.field("distance_max", pa.float64(), nullable=False),
 ])
-
-_REJECT_TYPES = {"line": pa.int64()}  # every other field is a string
-REJECT_SCHEMA = pa.schema(
-    [pa.field(f.name, _REJECT_TYPES.get(f.name, pa.string()), nullable=False)
-     for f in dataclasses.fields(Reject)])
 
 
 def frameset_to_row(fs: FrameSet) -> dict:
@@ -59,14 +53,6 @@ def frameset_to_row(fs: FrameSet) -> dict:
     }
 
 
-def reject_to_row(reject: Reject) -> dict:
-    """A Reject as a row of REJECT_SCHEMA."""
-    return {f.name: int(getattr(reject, f.name)) if f.name in _REJECT_TYPES
-            else str(getattr(reject, f.name)) for f in dataclasses.fields(Reject)}
-
-
-# --- ImageCoDe static sets and descriptions (issue 3) -----------------------------------
-
 STATIC_SET_SCHEMA = pa.schema([
     pa.field("set_name", pa.string(), nullable=False),
     pa.field("source", pa.string(), nullable=False),
@@ -78,6 +64,7 @@ STATIC_SET_SCHEMA = pa.schema([
     pa.field("distances", pa.list_(pa.float64()), nullable=False),     # to the query
     pa.field("distance_mean", pa.float64(), nullable=False),           # all pairs in the set
 ])
+
 
 DESCRIPTION_SCHEMA = pa.schema([
     pa.field("description_id", pa.string(), nullable=False),

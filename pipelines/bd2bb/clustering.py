@@ -1,10 +1,8 @@
 """Topic clusters of the actions (§3.2 "Topic", A.3) and the manual review step.
 
 k-means runs for every k of a range; k is chosen by the elbow method (§3.2 fn. 5) and
-the silhouette is reported beside each k. Elbow rule: on the inertia curve scaled to
-[0, 1] on both axes, the k farthest below the straight line (chord) from the first to
-the last k - the point where adding clusters stops paying off (the "kneedle" reading of
-the elbow). The paper's k is 60; `fixed_k` forces a k and still reports the curve.
+the silhouette is reported beside each k (transforms/vectors/kmeans.py). The paper's k
+is 60; `fixed_k` forces a k and still reports the curve.
 
 k-means is one global step: it needs every point at once. It runs on the gathered
 embedding matrix (one row per unique action: ~10k x 384 float32 = 15 MB for BD2BB),
@@ -38,26 +36,13 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from pipelines.bd2bb.schema import normalise_text
 from transforms.core.sampling import priority
+from transforms.text.tokens import normalise_text
+from transforms.vectors.kmeans import elbow, kmeans_curve
 
 DECISIONS = ("clustering", "label", "drop", "move", "remove")
 REVIEW_HEADER = ["cluster", "cluster_size", "action_key", "action", "suggested_label", "clustering"]
 DECISIONS_HEADER = ["decision", "cluster", "action", "to_cluster", "label"]
-
-
-def elbow(ks: Sequence[int], inertias: Sequence[float]) -> int:
-    """The k of maximum distance below the chord of the normalised inertia curve."""
-    ks, inertias = np.asarray(ks, float), np.asarray(inertias, float)
-    if len(ks) == 0:
-        raise ValueError("elbow: no k was run")
-    if len(ks) < 3:  # no bend to find on one or two points
-        return int(ks[-1])
-    x = (ks - ks[0]) / (ks[-1] - ks[0])
-    span = inertias[0] - inertias[-1]
-    y = (inertias - inertias[-1]) / span if span > 0 else np.zeros_like(inertias)
-    chord = 1.0 - x                     # the line from (0, 1) to (1, 0)
-    return int(ks[int(np.argmax(chord - y))])
 
 
 @dataclass
@@ -78,29 +63,6 @@ def clustering_fingerprint(assignments: Dict[str, int]) -> str:
     clusters by number, and this says which numbering they meant."""
     text = "\n".join(f"{key}\t{int(cluster)}" for key, cluster in sorted(assignments.items()))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
-
-
-def kmeans_curve(matrix: np.ndarray, ks: Sequence[int], seed: int, n_init: int,
-                 silhouette_sample: int) -> Tuple[List[dict], Dict[int, np.ndarray]]:
-    from sklearn.cluster import KMeans
-    from sklearn.metrics import silhouette_score
-    curve, labels = [], {}
-    for k in ks:
-        if not 2 <= k < len(matrix):
-            continue
-        km = KMeans(n_clusters=k, n_init=n_init, random_state=seed).fit(matrix)
-        labels[k] = km.labels_
-        sample = min(silhouette_sample, len(matrix))
-        sil = silhouette_score(matrix, km.labels_, metric="cosine", sample_size=sample,
-                               random_state=seed) if len(set(km.labels_)) > 1 else float("nan")
-        # Multi-threaded sums differ in their last bits from run to run; the curve is
-        # reported to 9 significant digits so the same input gives the same release.
-        curve.append({"k": int(k), "inertia": _figure(km.inertia_), "silhouette": _figure(sil)})
-    return curve, labels
-
-
-def _figure(x) -> float:
-    return float(f"{float(x):.9g}")
 
 
 def cluster_actions(items: Sequence[Tuple[str, np.ndarray]], ks: Sequence[int], seed: int,

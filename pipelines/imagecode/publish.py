@@ -1,0 +1,103 @@
+"""ImageCoDe's release files beyond the generic writers: the video_sets table, the
+frames of each set moved into the public layout (`compat/image-sets/<set>/img<n>.jpg`)
+and the description rows.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.metrics import Metrics
+
+from pipelines.imagecode.names import compat_image_path
+from pipelines.imagecode.records import FrameSet
+from pipelines.imagecode.tables import FRAMESET_SCHEMA, description_to_row, frameset_to_row
+from transforms.io.files import make_dirs
+from transforms.io.release import WriteTable
+
+VIDEO_SETS = "video_sets"  # table of FrameSets: parquet/video_sets/video_sets-00000-of-00004.parquet
+
+
+class WriteFrameSets(WriteTable):
+    """FrameSets (video sets) -> the `video_sets` table."""
+
+    def __init__(self, staging_dir: str, num_shards: int = 0):
+        super().__init__(staging_dir, VIDEO_SETS, FRAMESET_SCHEMA, frameset_to_row, num_shards)
+
+
+class _PublishImages(beam.DoFn):
+    """Move each staged JPEG of a set to its public path; emit the set without them."""
+
+    def __init__(self, staging_dir: str):
+        self.staging_dir = staging_dir
+        self.published = Metrics.counter("release", "images_published")
+
+    def _inside_staging(self, path: str) -> str:
+        # Moving deletes the source: only ever move files this run wrote into staging.
+        root = self.staging_dir.rstrip("/") + "/"
+        if FileSystems.get_scheme(path) is None:
+            root = os.path.abspath(root) + os.sep
+            # A relative path is relative to staging, unless it already spells staging
+            # out (a relative release root gives relative staged paths).
+            if not os.path.isabs(path) and not os.path.abspath(path).startswith(root):
+                path = os.path.join(root, path)
+            path = os.path.abspath(path)
+        if not path.startswith(root):
+            raise ValueError(f"staged image outside the staging folder: {path}")
+        return path
+
+    def process(self, fs: FrameSet):
+        n = len(fs.frame_indices)
+        if len(fs.staged_images) != n or len(fs.image_paths) != n:
+            raise ValueError(f"{fs.set_name}: {len(fs.staged_images)} staged images, "
+                             f"{len(fs.image_paths)} image paths, {n} frames")
+        if len(set(fs.frame_indices)) != n:  # two frames would land on one file
+            raise ValueError(f"{fs.set_name}: repeated frame indices {fs.frame_indices}")
+        set_dir_made = False
+        for src, frame, rel in zip(fs.staged_images, fs.frame_indices, fs.image_paths):
+            expected = compat_image_path(fs.set_name, frame)
+            if rel != expected:  # the row must point where the image really is
+                raise ValueError(f"{fs.set_name}: image path {rel!r}, expected {expected!r}")
+            src = self._inside_staging(src)
+            dst = FileSystems.join(self.staging_dir, *expected.split("/"))
+            if not set_dir_made:
+                make_dirs(FileSystems.split(dst)[0])
+                set_dir_made = True
+            if FileSystems.exists(src):
+                FileSystems.rename([src], [dst])
+                self.published.inc()
+            elif not FileSystems.exists(dst):
+                raise FileNotFoundError(f"{fs.set_name}: staged image missing: {src}")
+            # else: moved by an earlier attempt of this bundle (retries must not fail)
+        yield dataclasses.replace(fs, staged_images=[])
+
+
+class PublishCompatImages(beam.PTransform):
+    """FrameSets -> the same sets, their images moved to `compat/image-sets/<set>/img<n>.jpg`.
+
+    `staged_images[i]` is the JPEG of `frame_indices[i]`, written by an earlier stage
+    somewhere inside the staging folder (absolute, or relative to it); a staged file
+    must belong to one set only, since it is moved, not copied.
+    """
+
+    def __init__(self, staging_dir: str):
+        super().__init__()
+        self.staging_dir = staging_dir
+
+    def expand(self, framesets):
+        return framesets | "Publish" >> beam.ParDo(_PublishImages(self.staging_dir))
+
+
+class DescriptionRows(beam.DoFn):
+    """KeptDescription -> a DESCRIPTION_SCHEMA row, with its spaCy token count (the
+    rule-based tokenizer of the §4.2 statistics, loaded once per worker)."""
+
+    def setup(self):
+        from transforms.text.stats import tokenizer_nlp
+        self._nlp = tokenizer_nlp()
+
+    def process(self, kept):
+        from transforms.text.stats import words
+        yield description_to_row(kept, len(words(self._nlp(kept.text))))

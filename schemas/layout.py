@@ -1,0 +1,21 @@
+"""The folders and files of a release version (every benchmark):
+
+    <out>/<benchmark>/<version>/
+      parquet/<table>/   tfrecord/<table>/   compat/   rejects/   stats/
+      MANIFEST.json   DATACARD.md   RELEASE_NOTES.md
+    _work/ is scratch inside the staging folder, never released.
+"""
+from __future__ import annotations
+
+from apache_beam.io.filesystems import FileSystems
+
+MANIFEST = "MANIFEST.json"
+PARQUET_DIR, TFRECORD_DIR, REJECTS_DIR, COMPAT_DIR = "parquet", "tfrecord", "rejects", "compat"
+WORK_DIR = "_work"  # scratch inside staging (e.g. JPEGs before publishing); never released
+# "_" prefix: pyarrow/Spark skip it, so `pq.read_table("rejects/")` reads only the rows
+REJECT_COUNTS = "rejects/_counts.json"
+
+
+def work_dir(staging: str) -> str:
+    """Scratch space inside staging for files that are moved into place by the pipeline."""
+    return FileSystems.join(staging, WORK_DIR)
