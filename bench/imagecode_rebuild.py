@@ -49,11 +49,11 @@ def build_in_child(manifest: str, out: str, version: str, overrides) -> dict:
 
 
 def child(manifest: str, out: str, version: str, *overrides: str) -> None:
-    from pipelines.imagecode import \
-        pipeline as imagecode  # imported here so import time is not measured
+    from pipelines import registry, runner  # imported here so import time is not measured
+    benchmark = registry.load("imagecode")
     sets = [arg for override in overrides for arg in ("--set", override)]
     start = time.perf_counter()
-    release = imagecode.run(["--config", CONFIG, "--set", f"inputs.videos={manifest}",
+    release = runner.build(benchmark, ["--config", CONFIG, "--set", f"inputs.videos={manifest}",
                              "--output", out, "--version", version, *sets])
     seconds = time.perf_counter() - start
     manifest_json = json.load(open(os.path.join(release, "MANIFEST.json")))

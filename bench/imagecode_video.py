@@ -112,11 +112,11 @@ def scenario(work: str, name: str, n_shots: int, frames_per_shot: int, mixed: bo
 
 
 def child(manifest: str, out: str, *overrides: str) -> None:
-    from pipelines.imagecode import \
-        pipeline as imagecode  # imported here so import time is not measured
+    from pipelines import registry, runner  # imported here so import time is not measured
+    benchmark = registry.load("imagecode")
     sets = [arg for override in overrides for arg in ("--set", override)]
     start = time.perf_counter()
-    release = imagecode.run(["--config", CONFIG, "--set", f"inputs.videos={manifest}",
+    release = runner.build(benchmark, ["--config", CONFIG, "--set", f"inputs.videos={manifest}",
                              "--output", out, "--version", "1.0.0", *sets])
     seconds = time.perf_counter() - start
     stages = json.load(open(os.path.join(release, "MANIFEST.json")))["stages"]

@@ -1,6 +1,7 @@
-"""The command line every pipeline shares: config, overrides, output, version.
+"""The command line every build shares: config, overrides, output, version, and how a
+command ends (one line and exit 2 for what a user can fix).
 
-Arguments we do not know are handed to Beam as pipeline options (--runner,
+Arguments a build does not know are handed to Beam as pipeline options (--runner,
 --direct_running_mode, --project, --setup_file, ...).
 """
 from __future__ import annotations
@@ -11,7 +12,7 @@ import logging
 import os
 import re
 import sys
-from typing import Callable, List, Optional, Tuple
+from typing import Callable, List, Optional
 
 from apache_beam.io.filesystems import FileSystems
 
@@ -20,16 +21,16 @@ from transforms.core.errors import UserError
 VERSION_PATTERN = re.compile(r"^\d+\.\d+\.\d+([-+][0-9A-Za-z.-]+)?$")
 
 
-def parse_args(argv: Optional[List[str]], description: str) -> Tuple[argparse.Namespace, List[str]]:
-    parser = argparse.ArgumentParser(description=description,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--config", required=True, help="YAML config (pipelines/<benchmark>/configs/)")
+def add_build_arguments(parser: argparse.ArgumentParser, configs=()) -> None:
+    """--config, --set, --output, --version: what every build takes."""
+    named = f" or a name: {', '.join(configs)}" if configs else ""
+    parser.add_argument("--config", required=True,
+                        help=f"YAML config: a path{named} (pipelines/<benchmark>/configs/)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="override a config value, e.g. mining.distance_threshold=0.3 (repeatable)")
     parser.add_argument("--output", required=True, type=absolute_path,
                         help="release root: writes <output>/<benchmark>/<version>/")
     parser.add_argument("--version", required=True, type=_version, help="release version, x.y.z")
-    return parser.parse_known_args(argv)
 
 
 def absolute_path(text: str) -> str:
@@ -48,8 +49,8 @@ def _version(text: str) -> str:
     return text
 
 
-def run_main(run: Callable[[Optional[List[str]]], str], argv: Optional[List[str]] = None) -> int:
-    """A pipeline's `main`: log progress, run, and turn the errors a user can fix (bad
+def run_main(run: Callable[[Optional[List[str]]], object], argv: Optional[List[str]] = None) -> int:
+    """A command's `main`: log progress, run, and turn the errors a user can fix (bad
     config, missing input, a release that cannot be written) into one line and exit 2."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("faiss.loader").setLevel(logging.WARNING)  # it logs each CPU build it tries

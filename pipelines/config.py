@@ -15,13 +15,9 @@ from typing import Any, Dict, Iterable, Type, TypeVar
 
 import yaml
 
-from transforms.core.errors import UserError
+from transforms.core.errors import ConfigError
 
 T = TypeVar("T")
-
-
-class ConfigError(UserError, ValueError):
-    """A config file or override that does not match the benchmark's schema."""
 
 
 def load_config(path: str, overrides: Iterable[str], schema: Type[T]) -> T:

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, List, Literal, Optional
 
-from pipelines.config import ConfigError
+from transforms.core.errors import ConfigError
 
 
 @dataclass

@@ -9,7 +9,7 @@
            -> release: parquet/tfrecord samples, compat/ (public CSVs + JSON), review
               sheet, rejects, data card (Table 1 per split, cluster sizes, elbow plot)
 
-Run:  python -m pipelines.bd2bb.pipeline --config pipelines/bd2bb/configs/paper.yaml \
+Run:  python -m pipelines bd2bb build --config paper \
           --set inputs.tuples=tuples.jsonl --set inputs.captions=captions_train2014.json \
           --set inputs.parses=actions.conllu --output out --version 1.0.0 [Beam options]
 """
@@ -17,15 +17,12 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
-from typing import List, Optional
+from typing import Optional
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
-from apache_beam.options.pipeline_options import PipelineOptions
 
-from pipelines import cli
-from pipelines.bd2bb import action_parses, datacard
+from pipelines.bd2bb import action_parses
 from pipelines.bd2bb.action_parses import ParseActions
 from pipelines.bd2bb.clustering import Review, parse_review
 from pipelines.bd2bb.config import BD2BBConfig
@@ -38,12 +35,9 @@ from pipelines.bd2bb.topic_clusters import ApplyClusters, ClusterActions
 from pipelines.bd2bb.tuple_filters import (ActionNounFilter, GroundingFilter, IntentionLength,
                                            LanguageFilter, NounLexiconFn, TextLength,
                                            language_identifier)
-from pipelines.config import ConfigError, load_config
-from pipelines.preflight import check_not_empty, check_outputs
-from pipelines.release import build as release
-from pipelines.runners import runner_for
+from pipelines.preflight import check_not_empty
 from transforms.cache.store import relative_cache_path
-from transforms.core.errors import InputError, PreflightError
+from transforms.core.errors import ConfigError, InputError, PreflightError
 from transforms.core.stage import MAIN, REJECTS
 from transforms.io.release import WriteRejects, WriteReport, WriteTable
 from transforms.text import sentence_embed
@@ -54,7 +48,6 @@ from transforms.text.tokens import normalise_text
 
 BENCHMARK = "bd2bb"
 SAMPLES = "samples"
-SAMPLE_TUPLES = "samples/bd2bb/tuples.jsonl"   # the sample config's input (pipelines/bd2bb/sample.py)
 log = logging.getLogger("pipelines.bd2bb.pipeline")
 
 
@@ -221,7 +214,7 @@ def load_review(path: Optional[str]) -> Review:
             raise ConfigError(f"clusters.review: {e}") from None
 
 
-def _review_error(error: Exception) -> Optional[str]:
+def review_error(error: Exception) -> Optional[str]:
     """The "clusters.review: ..." line of a failed run (pipelines.bd2bb.clustering.check_review),
     whatever the runner wrapped it in."""
     for line in str(error).splitlines():
@@ -229,51 +222,3 @@ def _review_error(error: Exception) -> Optional[str]:
         if at >= 0:
             return line[at:].strip()
     return None
-
-
-def ensure_sample(cfg: BD2BBConfig) -> None:
-    """The embedded sample is generated on first use (samples/ is not versioned), and
-    again when the generator's DONE_MARKER says the sample changed."""
-    if cfg.inputs.tuples == SAMPLE_TUPLES:
-        from pipelines.bd2bb.sample import make_bd2bb_sample
-        make_bd2bb_sample(os.path.dirname(SAMPLE_TUPLES))
-
-
-def run(argv: Optional[List[str]] = None) -> str:
-    """Build one release; returns its folder."""
-    args, beam_args = cli.parse_args(argv, description=__doc__)
-    cfg = load_config(args.config, args.set, BD2BBConfig)
-    ensure_sample(cfg)
-    models = preflight(cfg)
-    review = load_review(cfg.clusters.review)
-    options = PipelineOptions(beam_args)
-    cache_root = (cfg.cache.dir or FileSystems.join(args.output, ".cache")) if cfg.cache.enabled else None
-    check_outputs(args.output, cache_root)
-
-    def execute(staging_dir: str):
-        pipeline = beam.Pipeline(runner=runner_for(options), options=options)
-        build_pipeline(pipeline, cfg, staging_dir, models, review, cache_root)
-        try:
-            result = pipeline.run()
-            result.wait_until_finish()
-        except Exception as e:  # the review check runs inside the pipeline (it needs the clusters)
-            line = _review_error(e)
-            if line:
-                raise ConfigError(line) from None
-            raise
-        return result
-
-    return release.build_release(
-        benchmark=BENCHMARK, out=args.output, version=args.version, config=cfg, execute=execute,
-        models=models, inputs={"tuples": cfg.inputs.tuples, "captions": cfg.inputs.captions,
-                               "parses": cfg.inputs.parses, "review": cfg.clusters.review},
-        links=STAGE_LINKS, tables={SAMPLES: ("splits", "sample.out")},
-        describe=lambda facts: datacard.describe(cfg, facts, cache_root), cache_root=cache_root)
-
-
-def main(argv: Optional[List[str]] = None) -> int:
-    return cli.run_main(run, argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,7 +1,7 @@
 """What would this threshold give? Sets per source for candidate thresholds, from cached
 results only: nothing is decoded, embedded or scored, and no release is written.
 
-    python -m pipelines.release.build calibrate --release releases/imagecode/1.0.0 \
+    python -m pipelines imagecode calibrate --release releases/imagecode/1.0.0 \
         --param mining.distance_threshold --values 0.25,0.3,0.35,0.4 [--set KEY=VALUE] [--json]
 
 The release's MANIFEST.json gives the resolved config and the cache it used; `--set`
@@ -24,13 +24,14 @@ from typing import List, Optional
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from pipelines.config import ConfigError, apply_override, from_dict
+from pipelines.config import apply_override, from_dict
 from pipelines.imagecode.config import ImageCodeConfig
 from pipelines.imagecode.mining import sets_from_known_scores
 from pipelines.imagecode.params import shot_params, video_cache_spec
 from pipelines.imagecode.video_plans import UNCACHED, LookUpCachedPlans
 from pipelines.release.diff import load_manifest
 from pipelines.runners import runner_for
+from transforms.core.errors import ConfigError
 from transforms.core.stage import MAIN
 from transforms.video.manifest import ReadVideoManifest
 
@@ -132,7 +133,7 @@ def render(param: str, current, result: dict) -> str:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pipelines.release.build calibrate",
+    parser = argparse.ArgumentParser(prog="python -m pipelines imagecode calibrate",
                                      description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--release", required=True, help="a version folder built with the cache")

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, Literal, Optional
 
-from pipelines.config import ConfigError
+from transforms.core.errors import ConfigError
 from transforms.image.decode import DEFAULT_MAX_PIXELS, pillow_pixel_ceiling
 
 

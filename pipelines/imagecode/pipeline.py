@@ -6,29 +6,23 @@
          -> release: tables, compat/ (public image sets + annotation files), rejects,
             statistics and plots (§4), manifest, data card
 
-Run:  python -m pipelines.imagecode.pipeline --config pipelines/imagecode/configs/paper.yaml \
+Run:  python -m pipelines imagecode build --config paper \
           --set inputs.videos=videos.jsonl --output out --version 1.0.0 [Beam options]
 """
 from __future__ import annotations
 
 import logging
-import sys
-from typing import List, Optional
+from typing import Optional
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
-from apache_beam.options.pipeline_options import PipelineOptions
 
-from pipelines import cli, preflight
-from pipelines.config import load_config
-from pipelines.imagecode import datacard
-from pipelines.imagecode import preflight as imagecode_preflight
 from pipelines.imagecode.agreement import ComputeAgreement, WorkerPools
 from pipelines.imagecode.config import ImageCodeConfig
 from pipelines.imagecode.leakage import CheckLeakage
 from pipelines.imagecode.mining import BRISQUE_SCORES, NEW_SCORES, MineFrameSets
-from pipelines.imagecode.params import (encoder_spec, filter_identities, quality_gate_factory,
-                                        shot_params, video_cache_spec)
+from pipelines.imagecode.params import (encoder_spec, quality_gate_factory, shot_params,
+                                        video_cache_spec)
 from pipelines.imagecode.public_annotations import WritePublicAnnotations
 from pipelines.imagecode.publish import (VIDEO_SETS, DescriptionRows, PublishCompatImages,
                                          WriteFrameSets)
@@ -44,7 +38,6 @@ from pipelines.imagecode.video_plans import WRITTEN as VIDEO_CACHE_WRITTEN
 from pipelines.imagecode.video_plans import PlanVideos, StoreNewScores
 from pipelines.release import build as release
 from pipelines.release.manifest import read_stats
-from pipelines.runners import runner_for
 from schemas.layout import work_dir
 from transforms.cache.store import relative_cache_path
 from transforms.core.histograms import HistogramFn
@@ -219,38 +212,3 @@ def released_tables(cfg: ImageCodeConfig) -> dict:
     if cfg.crowd.retrievals:
         tables[DESCRIPTIONS] = ("retrieve", "description.out")
     return tables
-
-
-def run(argv: Optional[List[str]] = None) -> str:
-    """Build one release; returns its folder."""
-    args, beam_args = cli.parse_args(argv, description=__doc__)
-    cfg = load_config(args.config, args.set, ImageCodeConfig)
-    imagecode_preflight.check_imagecode(cfg)
-    spec = encoder_spec(cfg)
-    options = PipelineOptions(beam_args)
-
-    cache_root = (cfg.cache.dir or FileSystems.join(args.output, ".cache")) if cfg.cache.enabled else None
-    preflight.check_outputs(args.output, cache_root)
-
-    def execute(staging_dir: str):
-        pipeline = beam.Pipeline(runner=runner_for(options), options=options)
-        build_pipeline(pipeline, cfg, staging_dir, cache_root)
-        result = pipeline.run()
-        result.wait_until_finish()
-        check_split_conflicts(cfg, staging_dir)
-        return result
-
-    return release.build_release(
-        benchmark=BENCHMARK, out=args.output, version=args.version, config=cfg,
-        execute=execute, models={"image_encoder": encoder_identity(spec), **filter_identities(cfg)},
-        inputs={"videos": cfg.inputs.videos}, links=STAGE_LINKS,
-        tables=released_tables(cfg),
-        describe=lambda facts: datacard.describe(cfg, facts, cache_root), cache_root=cache_root)
-
-
-def main(argv: Optional[List[str]] = None) -> int:
-    return cli.run_main(run, argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

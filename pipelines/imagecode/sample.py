@@ -79,10 +79,11 @@ def make_crowd_answers(out: Path) -> None:
     The set names come from a build of the sample without crowd inputs (a temporary
     release), read back from the describer tasks it exports: the same sets the real
     build will mine, since both runs share config, inputs and seed."""
-    from pipelines.imagecode import pipeline as imagecode
+    from pipelines import runner
+    from pipelines.imagecode.benchmark import BENCHMARK
     from pipelines.imagecode.crowd_sample import write_sample_crowd_outputs
     with tempfile.TemporaryDirectory() as tmp:
-        release = imagecode.run([
+        release = runner.build(BENCHMARK, generate_sample=False, argv=[
             "--config", SAMPLE_CONFIG, "--output", tmp, "--version", "0.0.0",
             "--set", f"inputs.videos={out / MANIFEST}",
             "--set", f"static.images={out / IMAGES_MANIFEST}",

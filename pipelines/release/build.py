@@ -10,15 +10,13 @@ from __future__ import annotations
 import contextlib
 import datetime
 import hashlib
-import json
 import logging
 import os
 import signal
 import subprocess
-import sys
 import threading
 import uuid
-from typing import Callable, Dict, Iterable, Optional, Tuple
+from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
 from apache_beam.io.filesystems import FileSystems
 
@@ -43,7 +41,8 @@ def build_release(*, benchmark: str, out: str, version: str, config,
                   execute: Callable[[str], object], models: Dict[str, dict],
                   inputs: Dict[str, Optional[str]], links: Iterable[tuple] = (),
                   tables: Dict[str, Tuple[str, str]], describe: Callable[[dict], dict],
-                  cache_root: Optional[str] = None) -> str:
+                  cache_root: Optional[str] = None,
+                  check_counts: Callable[[dict], List[str]] = lambda stages: []) -> str:
     """Run `execute(staging_dir)` and publish what it wrote as `<out>/<benchmark>/<version>`.
 
     `tables` maps each table written under parquet/ to the (stage, counter) whose value
@@ -72,7 +71,8 @@ def build_release(*, benchmark: str, out: str, version: str, config,
             log.info("building %s %s in %s", benchmark, version, staging)
             counts = _fill(staging, benchmark=benchmark, version=version, config=config,
                            result=execute(staging), models=models, inputs=inputs,
-                           links=links, tables=tables, describe=describe)
+                           links=links, tables=tables, describe=describe,
+                           check_counts=check_counts)
             final = release_manifest.final_dir_of(staging)
     except FileExistsError as e:  # the version exists, or appeared while we wrote
         raise ReleaseError(str(e)) from None
@@ -103,14 +103,14 @@ def _sigterm_as_exit():
 
 
 def _fill(staging: str, *, benchmark, version, config, result, models, inputs, links,
-          tables, describe) -> dict:
+          tables, describe, check_counts) -> dict:
     """Everything after the pipeline run: checks, data card, manifest. Returns counts."""
     stages = read_stage_counts(result)
     counts = release_manifest.release_counts(staging, tuple(tables))
     release_manifest.write_reject_counts(staging, counts)
     release_manifest.remove_work_dir(staging)
     problems = (reconcile(stages) + check_links(stages, links)
-                + _written_vs_counted(stages, counts, tables))
+                + _written_vs_counted(stages, counts, tables) + check_counts(stages))
     if problems:
         raise ReleaseError("counts do not reconcile: " + "; ".join(problems))
     card = describe({"version": version, "counts": counts, "stages": stages,
@@ -204,35 +204,6 @@ def describe_input(path: Optional[str]) -> Optional[dict]:
     return {"path": path, "bytes": size, "sha256": digest.hexdigest()}
 
 
-def main(argv=None) -> int:
-    """`python -m pipelines.release.build diff A B`: what changed between two releases;
-    `python -m pipelines.release.build calibrate ...`: see pipelines/imagecode/calibrate.py."""
-    import argparse
-    argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:1] == ["calibrate"]:
-        from pipelines.imagecode import \
-            calibrate  # it imports the pipelines, which import this module
-        return calibrate.main(argv[1:])
-    parser = argparse.ArgumentParser(prog="python -m pipelines.release.build",
-                                     description="Inspect releases.")
-    commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("calibrate", help="sets per source for candidate thresholds, from the "
-                                          "cache only (see its --help)")
-    diff = commands.add_parser("diff", help="config and rows changed between two releases")
-    diff.add_argument("old", help="version folder, e.g. releases/imagecode/1.0.0")
-    diff.add_argument("new", help="version folder, e.g. releases/imagecode/1.1.0")
-    diff.add_argument("--json", action="store_true", help="print JSON instead of Markdown")
-    diff.add_argument("--examples", type=int, default=10, help="keys listed per change kind")
-    args = parser.parse_args(argv)
-    try:
-        result = release_diff.diff_releases(args.old, args.new)
-    except (FileNotFoundError, ValueError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    print(json.dumps(result, indent=1) if args.json else release_diff.render(result, args.examples))
-    return 0
-
-
 def print_summary(final: str, counts: dict) -> None:
     rejects = counts["rejects"]
     shown = final
@@ -247,6 +218,3 @@ def print_summary(final: str, counts: dict) -> None:
                  f"{reason}={n}" for reason, n in sorted(rejects["by_reason"].items()))]
     print("\n".join(lines), flush=True)
 
-
-if __name__ == "__main__":
-    sys.exit(main())

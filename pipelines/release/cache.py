@@ -1,4 +1,4 @@
-"""Cache housekeeping: `python -m pipelines.release.cache prune --cache ROOT --releases OUT [--dry-run]`.
+"""Cache housekeeping: `python -m pipelines cache prune --cache ROOT --releases OUT [--dry-run]`.
 
 The manifest contract: a release that used cache entries lists the shards it read or
 wrote under a top-level key of its MANIFEST.json,
@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 from typing import List, Optional, Set, Tuple
 
 from apache_beam.io.filesystem import CompressionTypes
@@ -97,7 +96,7 @@ def _size(path: str) -> int:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pipelines.release.cache", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m pipelines cache", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
     p = commands.add_parser("prune", help="delete cache shards no release manifest names")
@@ -113,6 +112,3 @@ def main(argv: Optional[List[str]] = None) -> int:
     print(f"{verb} {len(removed)} shard(s) or temp folder(s), {freed} bytes")
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,15 +1,17 @@
 """What changed between two releases of one benchmark: config, and the rows of every
 table (added, removed, moved between splits, changed in content), with counts per split.
 
-    python -m pipelines.release.build diff releases/imagecode/1.0.0 releases/imagecode/1.1.0
+    python -m pipelines imagecode diff releases/imagecode/1.0.0 releases/imagecode/1.1.0
 
 Every build also writes this comparison against the previous version as RELEASE_NOTES.md.
 """
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import re
+import sys
 from collections import Counter
 from typing import Dict, List, Optional, Tuple
 
@@ -162,3 +164,22 @@ def previous_version(benchmark_dir: str, version: str) -> Optional[str]:
             if key is not None and this is not None and key < this:
                 candidates.append((key, FileSystems.split(match.path)[0]))
     return max(candidates)[1] if candidates else None
+
+
+def main(argv: Optional[List[str]] = None, prog: str = "python -m pipelines BENCHMARK diff") -> int:
+    """`diff OLD NEW [--json]`: the config and rows changed between two releases."""
+    parser = argparse.ArgumentParser(prog=prog, description="What changed between two releases: "
+                                     "config, and per table the rows added, removed, moved "
+                                     "between splits or changed.")
+    parser.add_argument("old", help="version folder, e.g. releases/imagecode/1.0.0")
+    parser.add_argument("new", help="version folder, e.g. releases/imagecode/1.1.0")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of Markdown")
+    parser.add_argument("--examples", type=int, default=10, help="keys listed per change kind")
+    args = parser.parse_args(argv)
+    try:
+        result = diff_releases(args.old, args.new)
+    except (FileNotFoundError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(json.dumps(result, indent=1) if args.json else render(result, args.examples))
+    return 0

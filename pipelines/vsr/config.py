@@ -5,9 +5,9 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Dict, List, Literal
 
-from pipelines.config import ConfigError
 from pipelines.vsr.schema import RELATIONS
 from schemas.coco import ID_BY_NAME
+from transforms.core.errors import ConfigError
 
 VoteRule = Literal["count", "drop"]
 

@@ -9,7 +9,7 @@
       -> release: tables, compat/ (public layout), tasks/, rejects, agreement, relation and
          concept counts, leakage check, manifest, data card
 
-Run:  python -m pipelines.vsr.pipeline --config pipelines/vsr/configs/paper.yaml \
+Run:  python -m pipelines vsr build --config paper \
           --set 'inputs.annotations=[all_vsr_raw_data.jsonl]' --output out --version 1.0.0
 """
 from __future__ import annotations
@@ -17,19 +17,11 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-import sys
-from typing import List, Optional
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
-from apache_beam.options.pipeline_options import PipelineOptions
 
-from pipelines import cli
-from pipelines.config import load_config
-from pipelines.preflight import check_not_empty, check_outputs
-from pipelines.release import build as release
-from pipelines.runners import runner_for
-from pipelines.vsr import datacard
+from pipelines.preflight import check_not_empty
 from pipelines.vsr.annotations import (JoinExtraLabels, JoinVotes, MergeExamples, ReadCaptions,
                                        ReadPublicAnnotations)
 from pipelines.vsr.config import VsrConfig
@@ -244,41 +236,3 @@ def preflight(cfg: VsrConfig) -> VsrConfig:
     the config with each input list replaced by the concrete files."""
     files = expand_inputs(cfg)
     return dataclasses.replace(cfg, inputs=dataclasses.replace(cfg.inputs, **files))
-
-
-def run(argv: Optional[List[str]] = None) -> str:
-    """Build one release; returns its folder."""
-    args, beam_args = cli.parse_args(argv, description=__doc__)
-    cfg = load_config(args.config, args.set, VsrConfig)
-    concrete = preflight(cfg)    # the readers and the manifest see files, never patterns
-    check_outputs(args.output, None)
-    options = PipelineOptions(beam_args)
-
-    def execute(staging_dir: str):
-        pipeline = beam.Pipeline(runner=runner_for(options), options=options)
-        build_pipeline(pipeline, concrete, staging_dir)
-        result = pipeline.run()
-        result.wait_until_finish()
-        return result
-
-    def describe(facts: dict) -> dict:
-        problems = check_source_sum(facts["stages"], concrete)
-        if problems:
-            raise release.ReleaseError("counts do not reconcile: " + "; ".join(problems))
-        return datacard.describe(concrete, facts)
-
-    inputs = {f"{key}[{i}]": path for key in INPUT_KEYS
-              for i, path in enumerate(getattr(concrete.inputs, key))}
-    # the manifest's config is the one given (patterns as written); `inputs` lists the files
-    return release.build_release(
-        benchmark=BENCHMARK, out=args.output, version=args.version, config=cfg, execute=execute,
-        models={}, inputs=inputs, links=stage_links(concrete), tables=released_tables(concrete),
-        describe=describe)
-
-
-def main(argv: Optional[List[str]] = None) -> int:
-    return cli.run_main(run, argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

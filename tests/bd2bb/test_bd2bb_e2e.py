@@ -9,15 +9,14 @@ import os
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines.bd2bb import compat
-from pipelines.bd2bb import pipeline as bd2bb
-from pipelines.bd2bb import reasons
+from pipelines import runner
+from pipelines.bd2bb import compat, reasons
 from pipelines.bd2bb.argument_codes import nouns_of, verbs_of
 from pipelines.bd2bb.sample import TOPICS, make_bd2bb_sample
 from pipelines.bd2bb.schema import SAMPLE_SCHEMA, Codes, coco_image_id
-from pipelines.config import ConfigError
 from pipelines.release.manifest import verify_manifest
 from schemas.tfexample import iter_tfrecord_file, parse_example_bytes, tf_feature_spec
+from transforms.core.errors import ConfigError
 from transforms.text.tokens import normalise_text
 
 CONFIG = "pipelines/bd2bb/configs/sample.yaml"
@@ -41,7 +40,7 @@ def out(tmp_path_factory):
 
 
 def build(sample, out, version, *extra):
-    return bd2bb.run(["--config", CONFIG, "--output", out, "--version", version,
+    return runner.build("bd2bb", ["--config", CONFIG, "--output", out, "--version", version,
                       "--set", f"inputs.tuples={sample}/tuples.jsonl",
                       "--set", f"inputs.captions={sample}/captions.json",
                       "--set", f"inputs.parses={sample}/actions.conllu", *extra])

@@ -16,9 +16,8 @@ from pipelines.bd2bb.inputs import ReadTuples
 from pipelines.bd2bb.schema import BD2BBTuple
 from pipelines.bd2bb.tuple_filters import (DEFAULT_LANGUAGES, LanguageFilter, TextLength,
                                            english_words, language_identifier, language_verdict)
-from pipelines.config import ConfigError
 from tests.beam_testing import local_test_pipeline
-from transforms.core.errors import InputError
+from transforms.core.errors import ConfigError, InputError
 from transforms.core.stage import MAIN, REJECTS, read_stage_counts, reconcile
 from transforms.text.parsers import conllu_file_problem, to_conllu
 from transforms.text.tokens import Token

@@ -7,7 +7,7 @@ import os
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines.imagecode import pipeline as imagecode
+from pipelines import runner
 from pipelines.imagecode import reasons
 from pipelines.imagecode.names import parse_video_set_name
 from pipelines.imagecode.sample import make_imagecode_sample
@@ -27,7 +27,7 @@ def sample(tmp_path_factory):
 
 def build(sample, out, version="1.0.0", *extra):
     folder = os.path.dirname(sample)
-    return imagecode.run([
+    return runner.build("imagecode", [
         "--config", SAMPLE_CONFIG, "--output", str(out), "--version", version,
         "--set", f"inputs.videos={sample}",
         "--set", f"static.images={folder}/images.jsonl",

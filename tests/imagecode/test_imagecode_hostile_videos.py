@@ -8,7 +8,7 @@ import shutil
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines.imagecode import pipeline as imagecode
+from pipelines import runner
 from pipelines.imagecode import reasons
 from pipelines.imagecode.names import parse_video_set_name
 from pipelines.release.build import ReleaseError
@@ -48,7 +48,7 @@ def inputs(tmp_path_factory):
 
 
 def build(inputs, out, *extra):
-    return imagecode.run([
+    return runner.build("imagecode", [
         "--config", SAMPLE_CONFIG, "--output", str(out), "--version", "1.0.0",
         "--set", f"inputs.videos={inputs / 'videos.jsonl'}", "--set", "static.images=null",
         "--set", "crowd.descriptions=null", "--set", "crowd.retrievals=null",

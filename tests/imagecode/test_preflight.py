@@ -2,6 +2,7 @@ import json
 
 import pytest
 
+from pipelines import runner
 from pipelines.config import load_config
 from pipelines.imagecode.config import ImageCodeConfig
 from pipelines.imagecode.preflight import check_imagecode
@@ -63,10 +64,9 @@ def test_a_describer_csv_without_the_worker_column_stops_the_build(manifest, tmp
 
 
 def test_the_command_line_says_so_in_one_line_and_exits_2_before_any_work(manifest, tmp_path, capsys):
-    from pipelines.imagecode import pipeline as imagecode
     answers = write(tmp_path / "d.csv", b"set_name,target_index,text\nopen-images-1,2,A dog.\n")
     out = tmp_path / "out"
-    code = imagecode.main(["--config", SAMPLE_CONFIG, "--output", str(out), "--version", "1.0.0",
+    code = runner.build_main("imagecode", ["--config", SAMPLE_CONFIG, "--output", str(out), "--version", "1.0.0",
                            "--set", f"inputs.videos={manifest}", "--set", "static.images=null",
                            "--set", f"crowd.descriptions={answers}", "--set", "crowd.retrievals=null"])
     err = capsys.readouterr().err.strip().splitlines()

@@ -1,7 +1,8 @@
 import pytest
 
-from pipelines.config import ConfigError, config_hash, load_config, to_dict
+from pipelines.config import config_hash, load_config, to_dict
 from pipelines.imagecode.config import ImageCodeConfig
+from transforms.core.errors import ConfigError
 
 CONFIG = "pipelines/imagecode/configs/paper.yaml"
 SAMPLE_CONFIG = "pipelines/imagecode/configs/sample.yaml"

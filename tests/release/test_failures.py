@@ -10,13 +10,12 @@ import time
 
 import pytest
 
-from pipelines.bd2bb import pipeline as bd2bb
-from pipelines.cli import parse_args
-from pipelines.imagecode import pipeline as imagecode
+from pipelines import runner
+from pipelines.registry import load
 from pipelines.release import build as release
 from pipelines.release import cache as cache_cli
 from pipelines.release import runs
-from pipelines.vsr import pipeline as vsr
+from pipelines.runner import parse_build_args
 from pipelines.vsr.sample import make_vsr_sample
 from tests.paths import ROOT as REPO_ROOT
 
@@ -45,15 +44,15 @@ def hidden(folder):
 
 def test_a_relative_output_becomes_absolute(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    args, _ = parse_args(["--config", "c.yaml", "--output", "releases", "--version", "1.0.0"], "")
+    args, _ = parse_build_args(load("vsr"), ["--config", "c.yaml", "--output", "releases", "--version", "1.0.0"])
     assert args.output == os.path.join(str(tmp_path), "releases")
-    args, _ = parse_args(["--config", "c.yaml", "--output", "gs://b/r", "--version", "1.0.0"], "")
+    args, _ = parse_build_args(load("vsr"), ["--config", "c.yaml", "--output", "gs://b/r", "--version", "1.0.0"])
     assert args.output == "gs://b/r"
 
 
 def test_a_build_into_a_relative_output_publishes(vsr_sample, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    final = vsr.run(vsr_args(vsr_sample, "releases"))
+    final = runner.build("vsr", vsr_args(vsr_sample, "releases"))
     assert final == os.path.join(str(tmp_path), "releases", "vsr", "1.0.0")
     assert "release: releases/vsr/1.0.0" in capsys.readouterr().out
     assert hidden(os.path.join(str(tmp_path), "releases", "vsr")) == []
@@ -64,7 +63,7 @@ def test_a_build_into_a_relative_output_publishes(vsr_sample, tmp_path, monkeypa
 def test_an_empty_video_manifest_stops_before_any_work(tmp_path, capsys):
     manifest = tmp_path / "videos.jsonl"
     manifest.write_text("\n  \n")
-    code = imagecode.main(["--config", "pipelines/imagecode/configs/sample.yaml",
+    code = runner.build_main("imagecode", ["--config", "pipelines/imagecode/configs/sample.yaml",
                            "--set", f"inputs.videos={manifest}", "--set", "static.images=null",
                            "--set", "crowd.descriptions=null", "--set", "crowd.retrievals=null",
                            "--output", str(tmp_path / "out"), "--version", "1.0.0"])
@@ -78,10 +77,10 @@ def test_empty_vsr_and_bd2bb_inputs_stop_before_any_work(vsr_sample, tmp_path, c
     empty.write_text("")
     args = vsr_args(vsr_sample, tmp_path / "out")
     args[args.index(f"inputs.annotations=[{vsr_sample}/public_layout.jsonl]")] = f"inputs.annotations=[{empty}]"
-    assert vsr.main(args) == 2
+    assert runner.build_main("vsr", args) == 2
     assert capsys.readouterr().err == f"error: inputs.annotations: {empty} is empty: nothing to build\n"
 
-    code = bd2bb.main(["--config", "pipelines/bd2bb/configs/sample.yaml", "--set", f"inputs.tuples={empty}",
+    code = runner.build_main("bd2bb", ["--config", "pipelines/bd2bb/configs/sample.yaml", "--set", f"inputs.tuples={empty}",
                        "--output", str(tmp_path / "out"), "--version", "1.0.0"])
     assert code == 2
     assert capsys.readouterr().err == f"error: inputs.tuples: {empty} is empty: nothing to build\n"
@@ -93,7 +92,7 @@ def test_empty_vsr_and_bd2bb_inputs_stop_before_any_work(vsr_sample, tmp_path, c
 def test_an_unwritable_output_is_one_line_before_any_work(vsr_sample, tmp_path, capsys):
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
-    assert vsr.main(vsr_args(vsr_sample, blocker / "releases")) == 2
+    assert runner.build_main("vsr", vsr_args(vsr_sample, blocker / "releases")) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"error: --output: cannot write to {blocker / 'releases'}: ")
     assert err.count("\n") == 1
@@ -102,7 +101,7 @@ def test_an_unwritable_output_is_one_line_before_any_work(vsr_sample, tmp_path, 
 def test_an_unwritable_cache_is_one_line_before_any_work(tmp_path, capsys):
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
-    code = bd2bb.main(["--config", "pipelines/bd2bb/configs/sample.yaml",
+    code = runner.build_main("bd2bb", ["--config", "pipelines/bd2bb/configs/sample.yaml",
                        "--set", f"cache.dir={blocker}/cache",
                        "--output", str(tmp_path / "out"), "--version", "1.0.0"])
     err = capsys.readouterr().err
@@ -117,7 +116,7 @@ def test_a_read_only_output_folder_is_one_line(vsr_sample, tmp_path, capsys):
     out.mkdir()
     out.chmod(0o500)
     try:
-        assert vsr.main(vsr_args(vsr_sample, out)) == 2
+        assert runner.build_main("vsr", vsr_args(vsr_sample, out)) == 2
         assert capsys.readouterr().err.startswith(f"error: --output: cannot write to {out}: ")
     finally:
         out.chmod(0o700)
@@ -241,7 +240,7 @@ def test_cache_prune_frees_temp_folders_of_dead_builds(tmp_path, capsys):
 
 def _start_build(vsr_sample, out):
     env = dict(os.environ, PYTHONPATH=ROOT)
-    proc = subprocess.Popen([sys.executable, "-m", "pipelines.vsr.pipeline", *vsr_args(vsr_sample, out)],
+    proc = subprocess.Popen([sys.executable, "-m", "pipelines", "vsr", "build", *vsr_args(vsr_sample, out)],
                             cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     bench_dir = os.path.join(str(out), "vsr")
     deadline = time.monotonic() + 60
@@ -258,7 +257,7 @@ def test_kill_9_leaves_garbage_that_the_next_build_removes(vsr_sample, tmp_path)
     proc.wait()
     left = hidden(bench_dir)
     assert any(n.endswith(".lock") for n in left) and len(left) == 2
-    vsr.run(vsr_args(vsr_sample, tmp_path / "out", version="1.0.1"))
+    runner.build("vsr", vsr_args(vsr_sample, tmp_path / "out", version="1.0.1"))
     assert hidden(bench_dir) == [] and os.listdir(bench_dir) == ["1.0.1"]
 
 
@@ -280,7 +279,7 @@ def test_a_really_full_disk(vsr_sample, tmp_path, capsys):
         pytest.skip("this machine does not allow mounting a tmpfs")
     try:
         for _ in range(2):
-            assert vsr.main(vsr_args(vsr_sample, disk)) == 2
+            assert runner.build_main("vsr", vsr_args(vsr_sample, disk)) == 2
             err = capsys.readouterr().err
             assert err.startswith("error: no space left on device"), err
             assert hidden(disk / "vsr") == []

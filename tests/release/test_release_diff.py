@@ -4,7 +4,7 @@ import os
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipelines.release import build as release_cli
+from pipelines.__main__ import main as pipelines_main
 from pipelines.release.diff import (compare_tables, config_changes, diff_releases, previous_version,
                                     render)
 
@@ -66,9 +66,9 @@ def test_render_and_cli(tmp_path, capsys):
     assert "`mining.distance_threshold`: 0.35 -> 0.3" in text
     assert "## video_sets\n\n1 added, 0 removed, 0 moved" in text
     assert "## descriptions\n\n0 added, 1 removed" in text
-    assert release_cli.main(["diff", a, b]) == 0
+    assert pipelines_main(["imagecode", "diff", a, b]) == 0
     assert "changes since 1.0.0" in capsys.readouterr().out
-    assert release_cli.main(["diff", a, str(tmp_path / "nowhere")]) == 2
+    assert pipelines_main(["imagecode", "diff", a, str(tmp_path / "nowhere")]) == 2
 
 
 def test_previous_version_is_the_highest_complete_one_below(tmp_path):

@@ -12,13 +12,14 @@ import pytest
 from apache_beam.testing.util import assert_that, equal_to
 from PIL import Image, ImageFile
 
-from pipelines.config import ConfigError, load_config
+from pipelines.config import load_config
 from pipelines.imagecode.config import ImageCodeConfig
 from pipelines.imagecode.records import StaticSet
 from pipelines.imagecode.static_publish import PublishStaticSets
 from schemas import reasons
 from schemas.records import ImageEmbedding, ImageRef
 from tests.beam_testing import local_test_pipeline
+from transforms.core.errors import ConfigError
 from transforms.core.stage import MAIN, REJECTS, read_stage_counts, reconcile
 from transforms.image import decode as image_decode
 from transforms.image.collection import HashAndDedupe, check_pixel_limit

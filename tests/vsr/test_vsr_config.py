@@ -1,8 +1,9 @@
 """The VSR configs load, carry the paper's values, and fail early on bad values."""
 import pytest
 
-from pipelines.config import ConfigError, load_config
+from pipelines.config import load_config
 from pipelines.vsr.config import VsrConfig
+from transforms.core.errors import ConfigError
 
 PAPER = "pipelines/vsr/configs/paper.yaml"
 

@@ -9,8 +9,8 @@ import os
 import pyarrow.parquet as pq
 import pytest
 
+from pipelines import runner
 from pipelines.release.manifest import verify_manifest
-from pipelines.vsr import pipeline as vsr
 from pipelines.vsr import reasons
 from pipelines.vsr.annotations import parse_public_line
 from pipelines.vsr.captions import CaptionParser
@@ -32,7 +32,7 @@ def build(sample, out, *extra):
              "annotations": [f"{sample}/public_layout.jsonl"], "captions": [f"{sample}/captions.jsonl"],
              "votes": [f"{sample}/votes.jsonl"], "extra_labels": [f"{sample}/extra_labels.jsonl"]}
     sets = [a for key, paths in files.items() for a in ("--set", f"inputs.{key}=[{','.join(paths)}]")]
-    return vsr.run(["--config", SAMPLE_CONFIG, "--output", str(out), "--version", "1.0.0", *sets,
+    return runner.build("vsr", ["--config", SAMPLE_CONFIG, "--output", str(out), "--version", "1.0.0", *sets,
                     *extra])
 
 

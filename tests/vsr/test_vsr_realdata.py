@@ -7,8 +7,8 @@ import os
 import pyarrow.parquet as pq
 import pytest
 
+from pipelines import runner
 from pipelines.release.manifest import verify_manifest
-from pipelines.vsr import pipeline as vsr
 from pipelines.vsr.annotations import parse_public_line
 from pipelines.vsr.captions import CaptionParser
 from pipelines.vsr.schema import RELATIONS
@@ -69,7 +69,7 @@ def test_dropping_rule_breaking_votes_changes_the_kept_set():
 @pytest.fixture(scope="module")
 def release(tmp_path_factory):
     _lines(RAW)
-    return vsr.run(["--config", "pipelines/vsr/configs/paper.yaml", "--set", f"inputs.annotations=[{RAW}]",
+    return runner.build("vsr", ["--config", "pipelines/vsr/configs/paper.yaml", "--set", f"inputs.annotations=[{RAW}]",
                     "--output", str(tmp_path_factory.mktemp("out")), "--version", "1.0.0"])
 
 
@@ -118,7 +118,7 @@ def test_compat_round_trip(release):
     """The compat file, ingested again as annotations (a second version beside the first),
     rebuilds the same release files, and the release notes see no row change."""
     compat = os.path.join(release, "compat")
-    again = vsr.run(["--config", "pipelines/vsr/configs/paper.yaml",
+    again = runner.build("vsr", ["--config", "pipelines/vsr/configs/paper.yaml",
                      "--set", f"inputs.annotations=[{compat}/all_vsr_validated_data.jsonl]",
                      "--output", os.path.dirname(os.path.dirname(release)), "--version", "1.0.1"])
     notes = open(os.path.join(again, "RELEASE_NOTES.md")).read()

@@ -17,3 +17,7 @@ class InputError(UserError, ValueError):
 
 class PreflightError(UserError, RuntimeError):
     """The run cannot start; the message says what to change."""
+
+
+class ConfigError(UserError, ValueError):
+    """A config file or override that does not match the benchmark's schema."""

@@ -1,0 +1,66 @@
+"""The command line: `python -m pipelines <benchmark> <command> ...`.
+
+    python -m pipelines --help                         the benchmarks and commands
+    python -m pipelines imagecode build --config sample --output releases --version 1.0.0
+    python -m pipelines imagecode diff releases/imagecode/1.0.0 releases/imagecode/1.1.0
+    python -m pipelines imagecode calibrate ...        a benchmark's own commands
+    python -m pipelines cache prune --cache C --releases R
+"""
+from __future__ import annotations
+
+import sys
+from typing import List, Optional
+
+from pipelines import registry
+
+COMMON = {"build": "build a release (--config NAME|PATH --output DIR --version X.Y.Z [--set K=V] [Beam options])",
+          "diff": "what changed between two releases (config, rows added/removed/moved/changed)"}
+
+
+def usage() -> str:
+    lines = ["usage: python -m pipelines <benchmark> <command> [arguments]",
+             "       python -m pipelines cache prune --cache DIR --releases DIR", "",
+             "benchmarks:"]
+    width = max(map(len, registry.names()))
+    lines += [f"  {name:<{width}}  {title}" for name, (_, title) in registry.BENCHMARKS.items()]
+    lines += ["", "commands of every benchmark:"]
+    lines += [f"  {verb:<9} {text}" for verb, text in COMMON.items()]
+    lines += ["", "`python -m pipelines <benchmark> --help` lists a benchmark's own commands."]
+    return "\n".join(lines)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(usage())
+        return 0 if argv else 2
+    name, rest = argv[0], argv[1:]
+    if name == "cache":
+        from pipelines.release import cache
+        return cache.main(rest)
+    if name not in registry.BENCHMARKS:
+        print(f"error: unknown benchmark {name!r}\n\n{usage()}", file=sys.stderr)
+        return 2
+    benchmark = registry.load(name)
+    commands = benchmark.commands()
+    if not rest or rest[0] in ("-h", "--help"):
+        print(f"usage: python -m pipelines {name} <command> [arguments]\n\n{benchmark.title}\n\n"
+              "commands:\n" + "\n".join(f"  {verb:<9} {text}" for verb, text in
+                                       {**COMMON, **{v: h for v, (h, _) in commands.items()}}.items()))
+        return 0 if rest else 2
+    verb, args = rest[0], rest[1:]
+    if verb == "build":
+        from pipelines import runner
+        return runner.build_main(benchmark, args)
+    if verb == "diff":
+        from pipelines.release import diff
+        return diff.main(args, prog=f"python -m pipelines {name} diff")
+    if verb in commands:
+        return commands[verb][1](args)
+    print(f"error: {name} has no command {verb!r}; try: python -m pipelines {name} --help",
+          file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,52 @@
+"""BD2BB (Pezzelle et al. 2020) as the runner sees it (pipelines/benchmark.py)."""
+from __future__ import annotations
+
+import os
+
+from pipelines.bd2bb import datacard, pipeline, reasons
+from pipelines.bd2bb.config import BD2BBConfig
+from pipelines.benchmark import Benchmark, Plan
+from transforms.core.errors import ConfigError
+
+SAMPLE_DIR = "samples/bd2bb"   # where the sample config reads (configs/sample.yaml)
+
+
+class BD2BB(Benchmark):
+    name = "bd2bb"
+    title = "BD2BB (Pezzelle et al. 2020)"
+    config_type = BD2BBConfig
+    package_dir = os.path.dirname(os.path.abspath(__file__))
+    vocabulary = reasons.VOCABULARY
+
+    def ensure_sample(self, config: BD2BBConfig) -> None:
+        if os.path.normpath(config.inputs.tuples or "").startswith(SAMPLE_DIR + os.sep):
+            from pipelines.bd2bb.sample import make_bd2bb_sample
+            make_bd2bb_sample(SAMPLE_DIR)
+
+    def prepare(self, config: BD2BBConfig, cache_root) -> Plan:
+        models = pipeline.preflight(config)
+        inputs = {"tuples": config.inputs.tuples, "captions": config.inputs.captions,
+                  "parses": config.inputs.parses, "review": config.clusters.review}
+        return Plan(config, models=models, inputs=inputs, cache_root=cache_root,
+                    rules=pipeline.load_review(config.clusters.review))
+
+    def build(self, p, plan: Plan, staging_dir: str) -> None:
+        pipeline.build_pipeline(p, plan.config, staging_dir, plan.models, plan.rules,
+                                plan.cache_root)
+
+    def tables(self, plan: Plan):
+        return {pipeline.SAMPLES: ("splits", "sample.out")}
+
+    def links(self, plan: Plan):
+        return pipeline.STAGE_LINKS
+
+    def user_error(self, error: Exception):
+        # the review check runs inside the pipeline (it needs the clusters)
+        line = pipeline.review_error(error)
+        return ConfigError(line) if line else None
+
+    def describe(self, plan: Plan, facts: dict) -> dict:
+        return datacard.describe(plan.config, facts, plan.cache_root)
+
+
+BENCHMARK = BD2BB()

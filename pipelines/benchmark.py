@@ -1,0 +1,118 @@
+"""What a benchmark is, to the one runner (pipelines/runner.py) that builds them all.
+
+A benchmark package (`pipelines/<name>/`) declares one `Benchmark` object in its
+`benchmark.py` and registers its name in pipelines/registry.py. The runner does what every
+build shares - config and overrides, the embedded sample, output checks, staging, the
+Beam run, reconciliation, the release and its errors - and asks the benchmark only for
+what is its own:
+
+    prepare(config, cache_root) -> Plan   preflight: inputs exist and hold something,
+                                          models are where the config says; rules and model
+                                          specs are built here once, never per stage
+    build(pipeline, plan, staging)        wire the stages (reads like the paper)
+    tables(plan), links(plan)             what the release must hold, and which counters
+                                          must agree (checked before a release is written)
+    describe(plan, facts)                 the data card's summary, thresholds, sections
+
+TFDS is the model: a builder per dataset with named configs (`configs/<name>.yaml`, a
+"paper" and a "sample" one at least), release notes and checksums kept with the release.
+"""
+from __future__ import annotations
+
+import abc
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+import apache_beam as beam
+
+
+@dataclass
+class Plan:
+    """What preflight resolved for one build, handed whole to build and describe.
+
+    `config` may differ from the one loaded (e.g. glob patterns expanded to files);
+    `models` are the identities (weights checksums) the manifest records; `inputs` the
+    files whose checksums the manifest records; `rules` the benchmark's own objects built
+    once from the config (encoder and filter specs, a review sheet, ...)."""
+    config: Any
+    models: Dict[str, dict] = field(default_factory=dict)
+    inputs: Dict[str, Optional[str]] = field(default_factory=dict)
+    cache_root: Optional[str] = None
+    rules: Any = None
+
+
+Tables = Dict[str, Tuple[str, str]]   # table -> (stage, counter) its row count must equal
+Links = Sequence[Tuple[str, str, str, str]]   # (stage, counter) passed on == (stage, counter) taken in
+
+
+class Benchmark(abc.ABC):
+    """One benchmark's collection stages, as the runner sees them."""
+
+    name: str              # the CLI name and, by default, the release folder
+    title: str             # "ImageCoDe (Krojer et al. 2022)"
+    config_type: type      # the dataclass its YAML is checked against
+    package_dir: str       # the benchmark's folder (its configs/ live there)
+    vocabulary: Tuple[str, ...] = ()   # every reject reason its releases can hold
+
+    # --- configs -----------------------------------------------------------------------
+
+    def config_names(self) -> List[str]:
+        """The named configs shipped in `configs/` (at least "paper" and "sample")."""
+        folder = os.path.join(self.package_dir, "configs")
+        return sorted(n[:-5] for n in os.listdir(folder) if n.endswith(".yaml"))
+
+    def config_path(self, name_or_path: str) -> str:
+        """A named config's YAML, or the path itself when it is not a name."""
+        if name_or_path in self.config_names():
+            return os.path.join(self.package_dir, "configs", f"{name_or_path}.yaml")
+        return name_or_path
+
+    def release_name(self, config) -> str:
+        """The folder under the release root (one benchmark may publish several, as FG
+        does for its two configurations)."""
+        return self.name
+
+    def ensure_sample(self, config) -> None:
+        """Generate the embedded sample when `config` reads it and it is not there yet."""
+
+    # --- a build ------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def prepare(self, config, cache_root: Optional[str]) -> Plan:
+        """Checks before any work (raise transforms.core.errors.PreflightError naming the
+        config key) and everything resolved once for the build."""
+
+    @abc.abstractmethod
+    def build(self, pipeline: beam.Pipeline, plan: Plan, staging_dir: str) -> None:
+        """Wire the stages into `pipeline`, writing under `staging_dir`."""
+
+    @abc.abstractmethod
+    def tables(self, plan: Plan) -> Tables:
+        """Tables this build writes under parquet/, each with the counter it must equal."""
+
+    def links(self, plan: Plan) -> Links:
+        return ()
+
+    def check_counts(self, plan: Plan, stages: dict) -> List[str]:
+        """Problems beyond per-stage reconciliation and links (e.g. a sum over sources)."""
+        return []
+
+    def after_run(self, plan: Plan, staging_dir: str) -> None:
+        """Checks on what the run wrote, before the release is counted (may raise a
+        UserError, e.g. a policy that fails the build)."""
+
+    def user_error(self, error: Exception) -> Optional[Exception]:
+        """The user-fixable error a failed run stands for, if any (an error raised inside
+        a stage reaches the driver wrapped in the runner's own)."""
+        return None
+
+    @abc.abstractmethod
+    def describe(self, plan: Plan, facts: dict) -> dict:
+        """The data card's summary, thresholds and sections (pipelines/release/datacard.py)."""
+
+    # --- commands beyond build and diff ------------------------------------------------
+
+    def commands(self) -> Dict[str, Tuple[str, Callable[[List[str]], int]]]:
+        """{verb: (one-line help, main(argv) -> exit code)}, e.g. ImageCoDe's calibrate."""
+        return {}

@@ -1,0 +1,54 @@
+"""ImageCoDe (Krojer et al. 2022) as the runner sees it (pipelines/benchmark.py)."""
+from __future__ import annotations
+
+import os
+
+from pipelines.benchmark import Benchmark, Plan
+from pipelines.imagecode import datacard, pipeline, preflight, reasons
+from pipelines.imagecode.config import ImageCodeConfig
+from pipelines.imagecode.params import encoder_spec, filter_identities
+from transforms.image.embed import encoder_identity
+
+SAMPLE_DIR = "samples/imagecode"   # where the sample config reads (configs/sample.yaml)
+
+
+class ImageCoDe(Benchmark):
+    name = "imagecode"
+    title = "ImageCoDe (Krojer et al. 2022)"
+    config_type = ImageCodeConfig
+    package_dir = os.path.dirname(os.path.abspath(__file__))
+    vocabulary = reasons.VOCABULARY
+
+    def ensure_sample(self, config: ImageCodeConfig) -> None:
+        if os.path.normpath(config.inputs.videos or "").startswith(SAMPLE_DIR + os.sep):
+            from pipelines.imagecode.sample import make_imagecode_sample
+            make_imagecode_sample(SAMPLE_DIR)
+
+    def prepare(self, config: ImageCodeConfig, cache_root) -> Plan:
+        preflight.check_imagecode(config)
+        models = {"image_encoder": encoder_identity(encoder_spec(config)), **filter_identities(config)}
+        return Plan(config, models=models, inputs={"videos": config.inputs.videos},
+                    cache_root=cache_root)
+
+    def build(self, p, plan: Plan, staging_dir: str) -> None:
+        pipeline.build_pipeline(p, plan.config, staging_dir, plan.cache_root)
+
+    def tables(self, plan: Plan):
+        return pipeline.released_tables(plan.config)
+
+    def links(self, plan: Plan):
+        return pipeline.STAGE_LINKS
+
+    def after_run(self, plan: Plan, staging_dir: str) -> None:
+        pipeline.check_split_conflicts(plan.config, staging_dir)
+
+    def describe(self, plan: Plan, facts: dict) -> dict:
+        return datacard.describe(plan.config, facts, plan.cache_root)
+
+    def commands(self):
+        from pipelines.imagecode import calibrate
+        return {"calibrate": ("sets per source for candidate thresholds, from the cache only",
+                              calibrate.main)}
+
+
+BENCHMARK = ImageCoDe()

@@ -1,0 +1,84 @@
+"""The one runner: builds a release of any registered benchmark.
+
+    config + overrides -> the embedded sample (if the config reads it) -> preflight
+    (benchmark.prepare) -> output and cache writable -> Beam run into a staging folder
+    -> counters reconciled, tables counted -> data card, manifest, release notes -> rename
+
+Everything a build shares lives here and in pipelines/release/; what differs lives in
+the benchmark's package (pipelines/benchmark.py says what a benchmark provides).
+"""
+from __future__ import annotations
+
+import argparse
+from typing import List, Optional, Union
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from pipelines import cli, preflight, registry
+from pipelines.benchmark import Benchmark
+from pipelines.config import load_config
+from pipelines.release import build as release
+from pipelines.runners import runner_for
+
+
+def parse_build_args(benchmark: Benchmark, argv: Optional[List[str]]):
+    """(known args, Beam pipeline options): arguments we do not know go to Beam."""
+    parser = argparse.ArgumentParser(
+        prog=f"python -m pipelines {benchmark.name} build",
+        description=f"Build a release of {benchmark.title}. Arguments not listed here are "
+                    "Beam pipeline options (--runner, --direct_running_mode, ...).")
+    cli.add_build_arguments(parser, configs=benchmark.config_names())
+    return parser.parse_known_args(argv)
+
+
+def cache_root_of(config, output: str) -> Optional[str]:
+    """`cache.dir`, else `<output>/.cache`; None when the config has no cache or it is off."""
+    cache = getattr(config, "cache", None)
+    if cache is None or not cache.enabled:
+        return None
+    return cache.dir or FileSystems.join(output, ".cache")
+
+
+def build(benchmark: Union[str, Benchmark], argv: Optional[List[str]] = None,
+          generate_sample: bool = True) -> str:
+    """Build one release; returns its folder. User-fixable problems raise UserError.
+    `generate_sample=False` is for the sample generator itself, which builds from the
+    sample's first files to learn what the crowd will be shown."""
+    if isinstance(benchmark, str):
+        benchmark = registry.load(benchmark)
+    args, beam_args = parse_build_args(benchmark, argv)
+    config = load_config(benchmark.config_path(args.config), args.set, benchmark.config_type)
+    if generate_sample:
+        benchmark.ensure_sample(config)
+    cache_root = cache_root_of(config, args.output)
+    plan = benchmark.prepare(config, cache_root)
+    preflight.check_outputs(args.output, cache_root)
+    options = PipelineOptions(beam_args)
+
+    def execute(staging_dir: str):
+        pipeline = beam.Pipeline(runner=runner_for(options), options=options)
+        benchmark.build(pipeline, plan, staging_dir)
+        try:
+            result = pipeline.run()
+            result.wait_until_finish()
+        except Exception as error:
+            user_error = benchmark.user_error(error)
+            if user_error is not None:
+                raise user_error from None
+            raise
+        benchmark.after_run(plan, staging_dir)
+        return result
+
+    return release.build_release(
+        benchmark=benchmark.release_name(plan.config), out=args.output, version=args.version,
+        config=config, execute=execute, models=plan.models, inputs=plan.inputs,
+        links=benchmark.links(plan), tables=benchmark.tables(plan),
+        describe=lambda facts: benchmark.describe(plan, facts), cache_root=cache_root,
+        check_counts=lambda stages: benchmark.check_counts(plan, stages))
+
+
+def build_main(benchmark: Union[str, Benchmark], argv: Optional[List[str]] = None) -> int:
+    """`build` as a command: progress logged, one line and exit 2 for a user error."""
+    return cli.run_main(lambda args: build(benchmark, args), argv)

@@ -1,0 +1,50 @@
+"""VSR (Liu et al. 2023) as the runner sees it (pipelines/benchmark.py)."""
+from __future__ import annotations
+
+import os
+
+from pipelines.benchmark import Benchmark, Plan
+from pipelines.vsr import datacard, pipeline, reasons
+from pipelines.vsr.config import VsrConfig
+
+SAMPLE_DIR = "samples/vsr"   # where the sample config reads (configs/sample.yaml)
+
+
+class Vsr(Benchmark):
+    name = "vsr"
+    title = "VSR (Liu et al. 2023)"
+    config_type = VsrConfig
+    package_dir = os.path.dirname(os.path.abspath(__file__))
+    vocabulary = reasons.VOCABULARY
+
+    def ensure_sample(self, config: VsrConfig) -> None:
+        inputs = [p for key in pipeline.INPUT_KEYS for p in getattr(config.inputs, key)]
+        if any(os.path.normpath(p).startswith(SAMPLE_DIR + os.sep) for p in inputs):
+            from pipelines.vsr.sample import make_vsr_sample
+            make_vsr_sample(SAMPLE_DIR)
+
+    def prepare(self, config: VsrConfig, cache_root) -> Plan:
+        # the readers and the manifest see files, never patterns; the manifest's config
+        # is the one given (patterns as written)
+        concrete = pipeline.preflight(config)
+        inputs = {f"{key}[{i}]": path for key in pipeline.INPUT_KEYS
+                  for i, path in enumerate(getattr(concrete.inputs, key))}
+        return Plan(concrete, inputs=inputs, cache_root=cache_root)
+
+    def build(self, p, plan: Plan, staging_dir: str) -> None:
+        pipeline.build_pipeline(p, plan.config, staging_dir)
+
+    def tables(self, plan: Plan):
+        return pipeline.released_tables(plan.config)
+
+    def links(self, plan: Plan):
+        return pipeline.stage_links(plan.config)
+
+    def check_counts(self, plan: Plan, stages: dict):
+        return pipeline.check_source_sum(stages, plan.config)
+
+    def describe(self, plan: Plan, facts: dict) -> dict:
+        return datacard.describe(plan.config, facts)
+
+
+BENCHMARK = Vsr()
