@@ -9,7 +9,8 @@ Python entry points) for the three embedded samples and for VSR from the public 
 file, into OUT_DIR, then records per release:
   - every Parquet table (parquet/<table>/ and rejects/) as row-sorted canonical JSON:
     row count and sha256 (row order and sharding carry no meaning);
-  - every file under compat/, crowd/, tasks/, review/ and stats/: sha256 of its bytes.
+  - every file under compat/, crowd/, tasks/, review/ and stats/: sha256 of its bytes;
+  - every stage counter of the manifest (what came in, went out, was rejected, by stage).
 The manifest, data card, release notes and plots hold times and paths, and
 stats/cache_files.json names cache shards by run id, so they are left out; their counts are inside the tables. `compare` prints every difference and exits 1
 when there is one.
@@ -58,7 +59,12 @@ def table_digest(folder: str) -> dict:
 
 
 def release_digest(release: str) -> dict:
-    out = {"tables": {}, "files": {}}
+    out = {"tables": {}, "files": {}, "counters": {}}
+    with open(os.path.join(release, "MANIFEST.json")) as f:
+        manifest = json.load(f)
+    for stage, counters in manifest["stages"].items():   # every stage counter, by name
+        for name, value in counters.items():
+            out["counters"][f"{stage}/{name}"] = value
     parquet = os.path.join(release, "parquet")
     for table in sorted(os.listdir(parquet)) if os.path.isdir(parquet) else []:
         out["tables"][table] = table_digest(os.path.join(parquet, table))
@@ -91,12 +97,12 @@ def compare(before: str, after: str) -> int:
     a, b = json.load(open(before)), json.load(open(after))
     problems = []
     for label in sorted(a.keys() | b.keys()):
-        for kind in ("tables", "files"):
+        for kind in ("tables", "files", "counters"):
             x, y = a.get(label, {}).get(kind, {}), b.get(label, {}).get(kind, {})
             for name in sorted(x.keys() | y.keys()):
                 if x.get(name) != y.get(name):
                     problems.append(f"{label} {kind[:-1]} {name}: {x.get(name)} -> {y.get(name)}")
-    print("\n".join(problems) if problems else "identical: every table, compat file and reject")
+    print("\n".join(problems) if problems else "identical: every table, compat file, reject and counter")
     return 1 if problems else 0
 
 

@@ -1,15 +1,26 @@
-"""The stage contract: every stage counts what comes in, what goes out and what it
-rejects (by reason), and sends rejects to a tagged output that ends in rejects/.
+"""The stage contract, written once: every stage counts what comes in, what goes out and
+what it rejects (by reason), and sends rejects to a tagged output that ends in rejects/.
 
-Usage inside a DoFn::
+A stage's DoFn subclasses `StageFn`, names its stage and level once, and yields what
+passes and what it rejects; the base counts and tags (datatrove's filter base is the
+model)::
 
-    counts = StageCounts("shots")
-    counts.seen()                       # one item in
-    yield counts.passed(shot)           # one item out
-    yield counts.rejected(Reject(...))  # one item rejected, tagged REJECTS
+    class ParseLine(StageFn):
+        stage, level = "manifest", "line"
 
-A stage PTransform returns ``ParDo(...).with_outputs(REJECTS, main=MAIN)``, so callers
-read ``result[MAIN]`` and ``result[REJECTS]``.
+        def judge(self, line):
+            if bad:
+                yield self.reject(reasons.BAD_JSON, item_id, detail="...")
+                return
+            yield record                                  # counted line.out
+
+    parsed = lines | "Parse" >> stage_pardo(ParseLine())  # {MAIN: ..., REJECTS: ...}
+
+A stage that counts several levels (video, shot, frame) uses `self.counts` for the
+others. `KeepFirst` is the one dedupe: of the items that share a key, the first by a
+stable order passes and the others are rejects. Counters are read back into the manifest
+(`read_stage_counts`) and must reconcile per stage and level (`reconcile`) and across
+stages (`check_links`).
 """
 from __future__ import annotations
 
@@ -62,6 +73,104 @@ class StageCounts:
     def count_rejected(self, level: str, reason: str, n: int = 1) -> None:
         """Count rejects that are reported in bulk rather than one element each."""
         self._counter(f"{level}.rejected.{reason}").inc(n)
+
+
+class StageFn(beam.DoFn):
+    """A stage's DoFn. Subclasses set `stage` and `level` and implement `judge`.
+
+    `judge(element, *side_inputs)` yields passed items, `self.reject(...)` rejects, and
+    (for stages with more outputs) beam.pvalue.TaggedOutput values, which pass through
+    uncounted. The base counts `<level>.in` once per element and `<level>.out` per passed
+    item; `counts_in` / `counts_out` = False leave that to another step of the same chain
+    (a step that only annotates, or the last of several steps over the same items)."""
+
+    stage: str = ""
+    level: str = "item"
+    counts_in: bool = True
+    counts_out: bool = True
+
+    @property
+    def counts(self) -> StageCounts:
+        counts = self.__dict__.get("_stage_counts")
+        if counts is None:  # made on the worker: counters are not pickled with the DoFn
+            counts = self.__dict__["_stage_counts"] = StageCounts(self.stage)
+        return counts
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state.pop("_stage_counts", None)
+        return state
+
+    def reject(self, reason: str, item_id: str, level: str = "", **fields) -> Reject:
+        """A Reject of this stage (at `level`, default the stage's level)."""
+        return Reject(stage=self.stage, level=level or self.level, reason=reason,
+                      item_id=str(item_id)[:200], **fields)
+
+    def process(self, element, *args, **kwargs):
+        if self.counts_in:
+            self.counts.seen(level=self.level)
+        for result in self.judge(element, *args, **kwargs):
+            if isinstance(result, Reject):
+                yield self.counts.rejected(result)
+            elif isinstance(result, beam.pvalue.TaggedOutput):
+                yield result
+            else:
+                if self.counts_out:
+                    self.counts.count_out(level=self.level)
+                yield result
+
+    def judge(self, element, *args, **kwargs):
+        raise NotImplementedError
+
+
+def stage_pardo(fn: beam.DoFn, *args, outputs=(), **kwargs):
+    """`ParDo(fn)` with its REJECTS output tagged (and any `outputs` named): the result
+    is read as result[MAIN], result[REJECTS], result[<output>]."""
+    return beam.ParDo(fn, *args, **kwargs).with_outputs(REJECTS, *outputs, main=MAIN)
+
+
+class _KeepFirstFn(StageFn):
+    def __init__(self, stage, level, order, why, counted_in, counts_out):
+        self.stage, self.level = stage, level
+        self.counts_in, self.counts_out = not counted_in, counts_out
+        self._order, self._why = order, why
+
+    def process(self, keyed):
+        _, items = keyed
+        items = sorted(items, key=self._order)
+        if self.counts_in:
+            self.counts.seen(len(items), level=self.level)
+        first = items[0]
+        if self.counts_out:
+            self.counts.count_out(level=self.level)
+        yield first
+        for later in items[1:]:
+            yield self.counts.rejected(self.reject(**self._why(later, first)))
+
+
+class KeepFirst(beam.PTransform):
+    """items -> {MAIN: the first item per key, REJECTS: the others}: the one dedupe.
+
+    `key(item)` groups; `order(item)` is a stable order (a path, a file and line number,
+    an id: never arrival order), so every runner keeps the same item; `why(later, first)`
+    returns the fields of a later item's Reject: {"reason", "item_id", "detail", ...}
+    (its stage and level are this stage's). Items
+    already counted in at `level` by an earlier step of the stage (`counted_in=True`)
+    are counted out or rejected here only; `counts_out=False` leaves counting the kept
+    ones out to a later step."""
+
+    def __init__(self, stage: str, level: str, key, order, why, counted_in: bool = True,
+                 counts_out: bool = True):
+        super().__init__()
+        self._fn = _KeepFirstFn(stage, level, order, why, counted_in, counts_out)
+        self._key = key
+
+    def expand(self, items):
+        key = self._key
+        return (items
+                | "Key" >> beam.Map(lambda item: (key(item), item))
+                | "Group" >> beam.GroupByKey()
+                | "Keep first" >> stage_pardo(self._fn))
 
 
 # --- reading the counters back (driver side) ------------------------------------------

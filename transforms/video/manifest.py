@@ -30,9 +30,8 @@ from apache_beam.io.filesystems import FileSystems
 from schemas import reasons
 from schemas.names import safe_name
 from schemas.records import SPLITS, VideoRef
-from schemas.rejects import Reject
 from transforms.core.hashing import content_sha256
-from transforms.core.stage import MAIN, REJECTS, StageCounts
+from transforms.core.stage import MAIN, REJECTS, KeepFirst, StageFn, stage_pardo
 from transforms.io.lines import ReadNumberedLines, SourceLine, parse_json_object
 
 STAGE = "manifest"
@@ -51,23 +50,15 @@ class ReadVideoManifest(beam.PTransform):
 
     def expand(self, pbegin):
         lines = pbegin | "Read lines" >> ReadNumberedLines(self._path)
-        parsed = lines | "Parse lines" >> beam.ParDo(_ParseLine()).with_outputs(REJECTS, main=MAIN)
-        hashed = parsed[MAIN] | "Hash videos" >> beam.ParDo(_HashVideo()).with_outputs(
-            REJECTS, main=MAIN)
-        by_content = (
-            hashed[MAIN]
-            | "Key by content" >> beam.Map(lambda listed: (listed.video.content_sha256, listed))
-            | "Group by content" >> beam.GroupByKey()
-            | "One line per content" >> beam.ParDo(_OnePerContent()).with_outputs(
-                REJECTS, main=MAIN))
-        by_name = (
-            by_content[MAIN]
-            | "Key by set-name prefix" >> beam.Map(
-                lambda listed: ((safe_name(listed.video.source), safe_name(listed.video.video_id)),
-                                listed))
-            | "Group by set-name prefix" >> beam.GroupByKey()
-            | "One line per name" >> beam.ParDo(_OnePerName()).with_outputs(REJECTS, main=MAIN))
-        videos = by_name[MAIN] | "Count kept lines" >> beam.ParDo(_CountOut())
+        parsed = lines | "Parse lines" >> stage_pardo(_ParseLine())
+        hashed = parsed[MAIN] | "Hash videos" >> stage_pardo(_HashVideo())
+        by_content = hashed[MAIN] | "One line per content" >> KeepFirst(
+            STAGE, "line", key=lambda listed: listed.video.content_sha256,
+            order=lambda listed: listed.order, why=_same_content, counts_out=False)
+        by_name = by_content[MAIN] | "One line per name" >> KeepFirst(
+            STAGE, "line", order=lambda listed: listed.order, why=_same_name,
+            key=lambda listed: (safe_name(listed.video.source), safe_name(listed.video.video_id)))
+        videos = by_name[MAIN] | "Videos" >> beam.Map(lambda listed: listed.video)
         rejects = ((parsed[REJECTS], hashed[REJECTS], by_content[REJECTS], by_name[REJECTS])
                    | "Manifest rejects" >> beam.Flatten())
         return {MAIN: videos, REJECTS: rejects}
@@ -128,96 +119,61 @@ def _base_dir(manifest: str) -> str:
     return os.path.dirname(manifest)
 
 
-def _line_reject(line: SourceLine, reason: str, detail: str) -> Reject:
-    return Reject(stage=STAGE, level="line", reason=reason,
-                  item_id=line.text.strip()[:200] or line.where, detail=detail,
-                  file=line.path, line=line.number)
-
-
-def _video_reject(listed: Listed, reason: str, detail: str) -> Reject:
+def _video_reject(listed: Listed, reason: str, detail: str) -> dict:
+    """The fields of a Reject of the line that lists this video."""
     video = listed.video
-    return Reject(stage=STAGE, level="line", reason=reason, item_id=video.path,
-                  source=video.source, video_id=video.video_id, split=video.split,
-                  detail=detail, file=listed.file, line=listed.line)
+    return dict(reason=reason, item_id=video.path, source=video.source,
+                video_id=video.video_id, split=video.split, detail=detail,
+                file=listed.file, line=listed.line)
 
 
-class _ParseLine(beam.DoFn):
-    def setup(self):
-        self._counts = StageCounts(STAGE)
+class _ParseLine(StageFn):
+    stage, level = STAGE, "line"
+    counts_out = False  # out once the line survived every check (the last KeepFirst)
 
-    def process(self, line: SourceLine):
-        self._counts.seen(level="line")
+    def judge(self, line: SourceLine):
         parsed = parse_manifest_line(line, _base_dir(line.path))
         if isinstance(parsed, VideoRef):
-            yield Listed(parsed, line.path, line.number)  # counted out once it survives
+            yield Listed(parsed, line.path, line.number)
             return
         reason, detail = parsed
-        yield self._counts.rejected(_line_reject(line, reason, detail))
+        yield self.reject(reason, line.text.strip() or line.where, detail=detail,
+                          file=line.path, line=line.number)
 
 
-class _HashVideo(beam.DoFn):
+class _HashVideo(StageFn):
     """The video's content sha256: what leakage is judged on, and what keys its cached
     shot lists (a benchmark's cache reuses it instead of hashing again)."""
+    stage, level = STAGE, "line"
+    counts_in = counts_out = False
 
-    def setup(self):
-        self._counts = StageCounts(STAGE)
-
-    def process(self, listed: Listed):
+    def judge(self, listed: Listed):
         try:
             sha = content_sha256(listed.video.path)
         except OSError as e:  # permissions, a file removed since the line was parsed
-            yield self._counts.rejected(_video_reject(
+            yield self.reject(**_video_reject(
                 listed, reasons.UNREADABLE_VIDEO,
                 f"cannot read {listed.video.path}: {e.strerror or type(e).__name__}"))
             return
         yield listed._replace(video=dataclasses.replace(listed.video, content_sha256=sha))
 
 
-class _OnePerContent(beam.DoFn):
+def _same_content(other: Listed, kept: Listed) -> dict:
     """Lines whose videos have the same bytes: the first is kept. A later one in another
     split would put the same frames in two splits (same_content_other_split); in the same
     split it would publish them twice (duplicate_video_content)."""
-
-    def setup(self):
-        self._counts = StageCounts(STAGE)
-
-    def process(self, keyed):
-        sha, lines = keyed
-        kept, *others = sorted(lines, key=lambda listed: listed.order)
-        yield kept
-        for other in others:
-            same = (f"same content (sha256 {sha[:16]}) as {kept.where} "
-                    f"({kept.video.key}, {kept.video.split})")
-            if other.video.split != kept.video.split:
-                yield self._counts.rejected(_video_reject(
-                    other, reasons.SAME_CONTENT_OTHER_SPLIT,
-                    f"{same}: one video in two splits would leak"))
-            else:
-                yield self._counts.rejected(_video_reject(
-                    other, reasons.DUPLICATE_VIDEO_CONTENT, same))
+    same = (f"same content (sha256 {kept.video.content_sha256[:16]}) as {kept.where} "
+            f"({kept.video.key}, {kept.video.split})")
+    if other.video.split != kept.video.split:
+        return _video_reject(other, reasons.SAME_CONTENT_OTHER_SPLIT,
+                             f"{same}: one video in two splits would leak")
+    return _video_reject(other, reasons.DUPLICATE_VIDEO_CONTENT, same)
 
 
-class _OnePerName(beam.DoFn):
+def _same_name(other: Listed, kept: Listed) -> dict:
     """Lines whose (source, video_id) give the same set names: the first is kept."""
-
-    def setup(self):
-        self._counts = StageCounts(STAGE)
-
-    def process(self, keyed):
-        _, lines = keyed
-        kept, *others = sorted(lines, key=lambda listed: listed.order)
-        yield kept
-        for other in others:
-            if (other.video.source, other.video.video_id) == (kept.video.source, kept.video.video_id):
-                detail = f"same source and video_id as {kept.where}"
-            else:  # a hash collision in safe_name, or an id spelling another's safe form
-                detail = f"its set names would be those of {kept.where} ({kept.video.key})"
-            yield self._counts.rejected(_video_reject(other, reasons.DUPLICATE_VIDEO, detail))
-
-
-class _CountOut(beam.DoFn):
-    def setup(self):
-        self._counts = StageCounts(STAGE)
-
-    def process(self, listed: Listed):
-        yield self._counts.passed(listed.video, level="line")
+    if (other.video.source, other.video.video_id) == (kept.video.source, kept.video.video_id):
+        detail = f"same source and video_id as {kept.where}"
+    else:  # a hash collision in safe_name, or an id spelling another's safe form
+        detail = f"its set names would be those of {kept.where} ({kept.video.key})"
+    return _video_reject(other, reasons.DUPLICATE_VIDEO, detail)
