@@ -7,7 +7,7 @@ from pipelines.benchmark import Benchmark, Plan
 from pipelines.imagecode import datacard, pipeline, preflight, reasons
 from pipelines.imagecode.config import ImageCodeConfig
 from pipelines.imagecode.params import encoder_spec, filter_identities
-from transforms.image.embed import encoder_identity
+from transforms.image.encoders import encoder_identity
 
 SAMPLE_DIR = "samples/imagecode"   # where the sample config reads (configs/sample.yaml)
 

@@ -10,7 +10,7 @@ from pipelines.imagecode.quality_gate import build_quality_gate
 from pipelines.imagecode.video_plans import VideoCacheSpec
 from transforms.cache.store import fingerprint
 from transforms.image.brisque import brisque_identity
-from transforms.image.embed import EncoderSpec, encoder_identity
+from transforms.image.encoders import EncoderSpec, encoder_identity
 from transforms.image.ocr import ocr_identity
 
 

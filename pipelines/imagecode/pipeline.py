@@ -43,8 +43,9 @@ from transforms.cache.store import relative_cache_path
 from transforms.core.histograms import HistogramFn
 from transforms.core.stage import MAIN, REJECTS
 from transforms.image.collection import HashAndDedupe, ReadImageCollection
-from transforms.image.embed import EmbedImages, encoder_identity
+from transforms.image.embed import EmbedImages
 from transforms.image.embed_cache import WRITTEN, EmbedImagesCached
+from transforms.image.encoders import encoder_identity
 from transforms.io.release import WriteRejects, WriteReport, WriteTable
 from transforms.text.stats import LanguageStatsPerSplit
 from transforms.video.manifest import ReadVideoManifest

@@ -26,7 +26,8 @@ from tests.paths import REALDATA
 from transforms.core.sampling import priority
 from transforms.core.stage import MAIN, REJECTS, read_stage_counts, reconcile
 from transforms.image.collection import HashAndDedupe, ReadImageCollection
-from transforms.image.embed import EmbedImages, EncoderSpec, build_encoder
+from transforms.image.embed import EmbedImages
+from transforms.image.encoders import EncoderSpec, build_encoder
 
 THUMB = EncoderSpec(kind="thumbnail", model_name="thumbnail-16", pretrained=None)
 RATIOS = {"train": 0.78, "valid": 0.11, "test": 0.11}

@@ -16,9 +16,10 @@ from skimage import data
 
 from schemas.records import ShotFrames, VideoRef
 from tests.beam_testing import local_test_pipeline
-from transforms.image import embed
-from transforms.image.embed import (EmbedShots, EncoderError, EncoderSpec, build_encoder,
-                                    encoder_identity)
+from transforms.image import embed, encoders
+from transforms.image.embed import EmbedShots
+from transforms.image.encoders import EncoderSpec, build_encoder, encoder_identity
+from transforms.image.weights import EncoderError
 
 TINY = "tiny-test-vit"
 # A ViT small enough to build and run in well under a second on a CPU.
@@ -155,7 +156,7 @@ def test_batched_preprocessing_matches_open_clip_pil_transform(tiny_model, photo
 
 def test_paper_model_settings_without_weights():
     # ViT-B-16 + "openai" = OpenAI's CLIP ViT-B/16 (§5.3): QuickGELU and OpenAI preprocessing.
-    settings = embed._open_clip_settings(EncoderSpec())
+    settings = encoders._open_clip_settings(EncoderSpec())
     assert settings["quick_gelu"] is True and settings["embed_dim"] == 512
     assert settings["preprocess"]["size"] == 224
     assert settings["preprocess"]["interpolation"] == "bicubic"

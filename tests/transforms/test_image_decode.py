@@ -25,7 +25,8 @@ from transforms.image import decode as image_decode
 from transforms.image.collection import HashAndDedupe, check_pixel_limit
 from transforms.image.decode import (BACKGROUND, ImageProblem, decode_rgb, pillow_pixel_ceiling,
                                      read_header)
-from transforms.image.embed import EmbedImages, EncoderSpec
+from transforms.image.embed import EmbedImages
+from transforms.image.encoders import EncoderSpec
 
 THUMB = EncoderSpec(kind="thumbnail", model_name="thumbnail-16", pretrained=None, batch_size=4)
 

@@ -18,7 +18,8 @@ from tests.beam_testing import local_test_pipeline
 from transforms.core.hashing import content_sha256
 from transforms.core.stage import MAIN, REJECTS, read_stage_counts, reconcile
 from transforms.image.collection import HashAndDedupe, ReadImageCollection, parse_image_line
-from transforms.image.embed import EmbedImages, EncoderSpec, build_encoder
+from transforms.image.embed import EmbedImages
+from transforms.image.encoders import EncoderSpec, build_encoder
 
 THUMB = EncoderSpec(kind="thumbnail", model_name="thumbnail-16", pretrained=None, batch_size=3)
 PHOTOS = ["astronaut", "chelsea", "coffee", "rocket"]

@@ -29,6 +29,7 @@ it depends on the bytes only, never on the run (Pillow's "cannot identify image 
 """
 from __future__ import annotations
 
+import hashlib
 import io
 import re
 from dataclasses import dataclass
@@ -140,3 +141,33 @@ def to_rgb(image: Image.Image) -> Image.Image:
 
 def _grey(values: np.ndarray) -> Image.Image:
     return Image.fromarray(values.astype(np.uint8)).convert("RGB")
+
+
+class Unreadable:
+    """What the image handler returns for a file it cannot use: a reject reason
+    (unreadable_image, too_many_pixels) and a detail naming the file."""
+
+    def __init__(self, reason: str, detail: str):
+        self.reason = reason
+        self.detail = detail
+
+
+def read_image(path: str, expected_sha256: str = "", max_pixels: int = DEFAULT_MAX_PIXELS):
+    """(RGB uint8 HxWx3 array, sha256 of the bytes) of an image file on any Beam filesystem,
+    decoded by transforms.image.decode (16-bit scaled, transparency composited, pixel
+    limit checked from the header). Raises ImageProblem.
+
+    The bytes are hashed as read, so the embedding always belongs to the content hashed;
+    with `expected_sha256`, bytes that changed since hashing are refused before decoding
+    (their header was never checked against the pixel limit)."""
+    from apache_beam.io.filesystem import CompressionTypes
+    from apache_beam.io.filesystems import FileSystems
+    try:
+        with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+            data = f.read()
+    except Exception as e:  # noqa: BLE001 - missing, permission, I/O error
+        raise ImageProblem(reasons.UNREADABLE_IMAGE, f"{path}: {describe_error(e)}") from None
+    sha = hashlib.sha256(data).hexdigest()
+    if expected_sha256 and expected_sha256 != sha:
+        raise ImageProblem(reasons.UNREADABLE_IMAGE, f"{path}: content changed since it was hashed")
+    return decode_rgb(data, path, max_pixels), sha
