@@ -6,7 +6,7 @@ CONFIG    ?=
 ARGS      ?=
 BENCHMARKS := imagecode vsr bd2bb
 
-.PHONY: setup $(addprefix build-,$(BENCHMARKS)) test bench clean-sample cache-prune
+.PHONY: setup $(addprefix build-,$(BENCHMARKS)) test check-dataflow check-portable bench clean-sample cache-prune
 
 setup:
 	@bash scripts/setup.sh
@@ -46,6 +46,15 @@ $(addprefix build-,$(BENCHMARKS)): build-%: setup
 test: setup
 	.venv/bin/lint-imports --config .importlinter
 	$(PY) -m pytest -q tests
+
+# Scale-out checks (docs/scale-out.md), run by CI after the tests: every sample translated
+# for Dataflow Runner v2 offline, and built through Beam's portable runner with workers in
+# other processes, its release compared with the in-process one.
+check-dataflow: setup
+	$(PY) -m pipelines check dataflow
+
+check-portable: setup
+	$(PY) -m pipelines check portable
 
 bench: setup
 	$(PY) -m bench.imagecode_video

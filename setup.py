@@ -22,4 +22,6 @@ setup(
     package_data={"pipelines": ["*/configs/*.yaml", "*/README.md"]},
     python_requires=">=3.10",
     install_requires=requirements(),
+    # The machine that submits to Dataflow needs Beam's GCP extra (docs/scale-out.md).
+    extras_require={"dataflow": ["apache-beam[gcp]==2.77.*"]},
 )

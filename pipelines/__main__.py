@@ -5,6 +5,7 @@
     python -m pipelines imagecode diff releases/imagecode/1.0.0 releases/imagecode/1.1.0
     python -m pipelines imagecode calibrate ...        a benchmark's own commands
     python -m pipelines cache prune --cache C --releases R
+    python -m pipelines check dataflow|portable [benchmark ...]   scale-out checks
 """
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ COMMON = {"build": "build a release (--config NAME|PATH --output DIR --version X
 
 def usage() -> str:
     lines = ["usage: python -m pipelines <benchmark> <command> [arguments]",
-             "       python -m pipelines cache prune --cache DIR --releases DIR", "",
+             "       python -m pipelines cache prune --cache DIR --releases DIR",
+             "       python -m pipelines check dataflow|portable [benchmark ...]", "",
              "benchmarks:"]
     width = max(map(len, registry.names()))
     lines += [f"  {name:<{width}}  {title}" for name, (_, title) in registry.BENCHMARKS.items()]
@@ -38,6 +40,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     if name == "cache":
         from pipelines.release import cache
         return cache.main(rest)
+    if name == "check":
+        from pipelines import scaleout
+        return scaleout.main(rest)
     if name not in registry.BENCHMARKS:
         print(f"error: unknown benchmark {name!r}\n\n{usage()}", file=sys.stderr)
         return 2

@@ -42,6 +42,12 @@ class Plan:
     rules: Any = None
 
 
+def inside(path: str, folder: str) -> bool:
+    """Whether a config's path (absolute once loaded: pipelines/config.py InputPath)
+    lies in `folder` (relative to the working directory, as the sample configs are)."""
+    return os.path.abspath(path or "").startswith(os.path.abspath(folder) + os.sep)
+
+
 Tables = Dict[str, Tuple[str, str]]   # table -> (stage, counter) its row count must equal
 Links = Sequence[Tuple[str, str, str, str]]   # (stage, counter) passed on == (stage, counter) taken in
 
@@ -72,6 +78,11 @@ class Benchmark(abc.ABC):
         """The folder under the release root (one benchmark may publish several, as FG
         does for its two configurations)."""
         return self.name
+
+    def sample_configs(self) -> List[str]:
+        """The shipped configs that build the embedded sample (the conformance test and
+        the scale-out checks build each); one benchmark may ship one per configuration."""
+        return ["sample"]
 
     def ensure_sample(self, config) -> None:
         """Generate the embedded sample when `config` reads it and it is not there yet."""

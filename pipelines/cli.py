@@ -9,14 +9,13 @@ from __future__ import annotations
 import argparse
 import errno
 import logging
-import os
 import re
 import sys
 from typing import Callable, List, Optional
 
-from apache_beam.io.filesystems import FileSystems
 
 from transforms.core.errors import UserError
+from transforms.io.files import absolute_path
 
 VERSION_PATTERN = re.compile(r"^\d+\.\d+\.\d+([-+][0-9A-Za-z.-]+)?$")
 
@@ -31,16 +30,6 @@ def add_build_arguments(parser: argparse.ArgumentParser, configs=()) -> None:
     parser.add_argument("--output", required=True, type=absolute_path,
                         help="release root: writes <output>/<benchmark>/<version>/")
     parser.add_argument("--version", required=True, type=_version, help="release version, x.y.z")
-
-
-def absolute_path(text: str) -> str:
-    """A local path made absolute against the working directory the command ran in;
-    a URL (gs://...) as given. Every path the pipeline derives (staging, cache, scratch)
-    is then absolute too, so no stage joins a relative path onto another one, and a
-    worker with another working directory finds the same folder."""
-    if FileSystems.get_scheme(text):
-        return text
-    return os.path.abspath(os.path.expanduser(text))
 
 
 def _version(text: str) -> str:

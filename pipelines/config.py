@@ -11,13 +11,20 @@ import dataclasses
 import hashlib
 import json
 import typing
-from typing import Any, Dict, Iterable, Type, TypeVar
+from typing import Any, Dict, Iterable, NewType, Type, TypeVar
 
 import yaml
 
 from transforms.core.errors import ConfigError
+from transforms.io.files import absolute_path
 
 T = TypeVar("T")
+
+# A file, folder or glob a build reads (or a cache folder it writes). A relative local
+# path is made absolute when the config is loaded: the workers of a distributed run are
+# other processes in another working directory, and Beam hands them the path as written.
+# Paths with a scheme (gs://, s3://) and "" (unset) are kept as they are.
+InputPath = NewType("InputPath", str)
 
 
 def load_config(path: str, overrides: Iterable[str], schema: Type[T]) -> T:
@@ -120,10 +127,10 @@ def _coerce(hint, value, key: str):
         if not isinstance(value, bool):
             raise ConfigError(f"{key}: expected true or false, got {value!r}")
         return value
-    if hint is str:
+    if hint is str or hint is InputPath:
         if not isinstance(value, str):
             raise ConfigError(f"{key}: expected a string, got {value!r}")
-        return value
+        return absolute_path(value) if hint is InputPath else value
     raise ConfigError(f"{key}: unsupported type {_type_name(hint)}")
 
 

@@ -19,16 +19,17 @@ LOCAL_RUNNER_NAMES = (None, "", "DirectRunner", "FnApiRunner", "local")
 def runner_for(options: PipelineOptions):
     """The runner object (or name) to give `beam.Pipeline` for these options."""
     name: Optional[str] = options.view_as(StandardOptions).runner
+    _keep_loopback_off_proxies()
     if name in LOCAL_RUNNER_NAMES:
         from apache_beam.runners.portability.fn_api_runner import FnApiRunner
-        _keep_loopback_off_proxies()
         return FnApiRunner()
     return name
 
 
 def _keep_loopback_off_proxies() -> None:
-    """The multi-process mode talks gRPC over localhost; with http(s)_proxy set and no
-    no_proxy entry for it, gRPC sends that traffic to the proxy and the run hangs."""
+    """The multi-process mode and the portable runner's local job service and workers
+    talk gRPC over localhost; with http(s)_proxy set and no no_proxy entry for it, gRPC
+    sends that traffic to the proxy and the run hangs."""
     for var in ("no_proxy", "NO_PROXY"):
         entries = [e for e in os.environ.get(var, "").split(",") if e]
         missing = [h for h in ("localhost", "127.0.0.1") if h not in entries]

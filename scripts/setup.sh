@@ -30,7 +30,7 @@ if [ ! -f "$stamp" ]; then
   "$VENV/bin/pip" install -q --upgrade pip
   "$VENV/bin/pip" install -q -r requirements-dev.txt
   # Only for the SVR model files it ships (BRISQUE); its own code and its compiled
-  # libsvm dependency are not used, see transforms/image/quality.py.
+  # libsvm dependency are not used, see transforms/image/brisque.py.
   "$VENV/bin/pip" install -q --no-deps brisque==0.2.0
   "$VENV/bin/pip" install -q --no-deps -e .
   rm -f "$VENV"/.installed-*

@@ -5,7 +5,7 @@ import os
 
 from pipelines.bd2bb import datacard, pipeline, reasons
 from pipelines.bd2bb.config import BD2BBConfig
-from pipelines.benchmark import Benchmark, Plan
+from pipelines.benchmark import Benchmark, Plan, inside
 from transforms.core.errors import ConfigError
 
 SAMPLE_DIR = "samples/bd2bb"   # where the sample config reads (configs/sample.yaml)
@@ -19,7 +19,7 @@ class BD2BB(Benchmark):
     vocabulary = reasons.VOCABULARY
 
     def ensure_sample(self, config: BD2BBConfig) -> None:
-        if os.path.normpath(config.inputs.tuples or "").startswith(SAMPLE_DIR + os.sep):
+        if inside(config.inputs.tuples, SAMPLE_DIR):
             from pipelines.bd2bb.sample import make_bd2bb_sample
             make_bd2bb_sample(SAMPLE_DIR)
 

@@ -4,14 +4,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, List, Literal, Optional
 
+from pipelines.config import InputPath
 from transforms.core.errors import ConfigError
 
 
 @dataclass
 class InputsConfig:
-    tuples: Optional[str] = None          # JSON Lines {"image", "intention", "action", "annotator"}
-    captions: Optional[str] = None        # COCO captions JSON (captions_train2014.json)
-    parses: Optional[str] = None          # CoNLL-U parses of the actions (parser.backend: conllu)
+    tuples: Optional[InputPath] = None          # JSON Lines {"image", "intention", "action", "annotator"}
+    captions: Optional[InputPath] = None        # COCO captions JSON (captions_train2014.json)
+    parses: Optional[InputPath] = None          # CoNLL-U parses of the actions (parser.backend: conllu)
 
 
 @dataclass
@@ -19,7 +20,7 @@ class FiltersConfig:
     max_intention_chars: int = 500        # longer intentions are too_long (the public maximum is 107)
     max_action_chars: int = 500           # longer actions are too_long (the public maximum is 105)
     min_english_share: float = 0.5        # share of English words in intention and in action
-    wordlist: Optional[str] = None        # extra English word list; null = bundled vocabulary
+    wordlist: Optional[InputPath] = None        # extra English word list; null = bundled vocabulary
     # The language identifier (py3langid) chooses among these; "en" must be one of them.
     languages: List[str] = field(default_factory=lambda: ["en", "es", "de", "fr", "it", "pt", "nl", "la"])
     min_english_probability: float = 0.05  # below: not_english; 0 = identifier off
@@ -35,7 +36,7 @@ class ParserConfig:
 
 @dataclass
 class EmbedConfig:
-    model: Optional[str] = None           # sentence-transformers folder; null = bundled MiniLM
+    model: Optional[InputPath] = None           # sentence-transformers folder; null = bundled MiniLM
     batch_size: int = 64
     device: Literal["auto", "cpu", "cuda"] = "auto"
 
@@ -48,7 +49,7 @@ class ClustersConfig:
     k_step: int = 5
     n_init: int = 3
     silhouette_sample: int = 5000
-    review: Optional[str] = None          # decisions CSV (decision,cluster,action,to_cluster,label)
+    review: Optional[InputPath] = None          # decisions CSV (decision,cluster,action,to_cluster,label)
     review_per_cluster: int = 20
 
 
@@ -64,7 +65,7 @@ class SplitsConfig:
 
 @dataclass
 class CacheConfig:
-    dir: Optional[str] = None             # null = <output>/.cache
+    dir: Optional[InputPath] = None             # null = <output>/.cache
     enabled: bool = True
 
 

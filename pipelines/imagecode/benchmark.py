@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 
-from pipelines.benchmark import Benchmark, Plan
+from pipelines.benchmark import Benchmark, Plan, inside
 from pipelines.imagecode import datacard, pipeline, preflight, reasons
 from pipelines.imagecode.config import ImageCodeConfig
 from pipelines.imagecode.params import encoder_spec, filter_identities
@@ -20,7 +20,7 @@ class ImageCoDe(Benchmark):
     vocabulary = reasons.VOCABULARY
 
     def ensure_sample(self, config: ImageCodeConfig) -> None:
-        if os.path.normpath(config.inputs.videos or "").startswith(SAMPLE_DIR + os.sep):
+        if inside(config.inputs.videos, SAMPLE_DIR):
             from pipelines.imagecode.sample import make_imagecode_sample
             make_imagecode_sample(SAMPLE_DIR)
 

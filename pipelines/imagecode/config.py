@@ -4,13 +4,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, Literal, Optional
 
+from pipelines.config import InputPath
 from transforms.core.errors import ConfigError
 from transforms.image.decode import DEFAULT_MAX_PIXELS, pillow_pixel_ceiling
 
 
 @dataclass
 class InputsConfig:
-    videos: Optional[str] = None          # JSON Lines video manifest
+    videos: Optional[InputPath] = None          # JSON Lines video manifest
 
 
 @dataclass
@@ -33,7 +34,7 @@ class EmbedConfig:
     kind: Literal["open_clip", "thumbnail"] = "open_clip"
     model_name: str = "ViT-B-16"
     pretrained: str = "openai"
-    checkpoint: Optional[str] = None      # local weights file; nothing is downloaded
+    checkpoint: Optional[InputPath] = None      # local weights file; nothing is downloaded
     batch_size: int = 64
     device: Literal["auto", "cpu", "cuda"] = "auto"
     thumbnail_size: int = 16
@@ -43,7 +44,7 @@ class EmbedConfig:
 class BrisqueConfig:
     enabled: bool = True
     max_score: float = 0.65               # on the BRISQUE/100 scale
-    model_dir: Optional[str] = None       # folder with svm.txt + normalize.pickle
+    model_dir: Optional[InputPath] = None       # folder with svm.txt + normalize.pickle
     features: Literal["package", "piq"] = "package"   # who computes the 36 features
 
 
@@ -77,7 +78,7 @@ class SamplingConfig:
 
 @dataclass
 class StaticConfig:
-    images: Optional[str] = None          # folder or JSON Lines {"path", "image_id"}; null = none
+    images: Optional[InputPath] = None          # folder or JSON Lines {"path", "image_id"}; null = none
     source: str = "open-images"
     sets: Optional[int] = None            # sets to sample; null = one per image
     neighbours: int = 9
@@ -90,8 +91,8 @@ class StaticConfig:
 @dataclass
 class CrowdConfig:
     targets_per_set: int = 3
-    descriptions: Optional[str] = None    # describer output (CSV or JSON Lines)
-    retrievals: Optional[str] = None      # retriever output (CSV or JSON Lines)
+    descriptions: Optional[InputPath] = None    # describer output (CSV or JSON Lines)
+    retrievals: Optional[InputPath] = None      # retriever output (CSV or JSON Lines)
 
 
 @dataclass
@@ -101,7 +102,7 @@ class StatsConfig:
 
 @dataclass
 class CacheConfig:
-    dir: Optional[str] = None             # null = <output>/.cache; any Beam filesystem
+    dir: Optional[InputPath] = None             # null = <output>/.cache; any Beam filesystem
     enabled: bool = True
 
 

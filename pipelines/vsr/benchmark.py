@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 
-from pipelines.benchmark import Benchmark, Plan
+from pipelines.benchmark import Benchmark, Plan, inside
 from pipelines.vsr import datacard, pipeline, reasons
 from pipelines.vsr.config import VsrConfig
 
@@ -19,7 +19,7 @@ class Vsr(Benchmark):
 
     def ensure_sample(self, config: VsrConfig) -> None:
         inputs = [p for key in pipeline.INPUT_KEYS for p in getattr(config.inputs, key)]
-        if any(os.path.normpath(p).startswith(SAMPLE_DIR + os.sep) for p in inputs):
+        if any(inside(p, SAMPLE_DIR) for p in inputs):
             from pipelines.vsr.sample import make_vsr_sample
             make_vsr_sample(SAMPLE_DIR)
 

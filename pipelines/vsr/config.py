@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Dict, List, Literal
 
+from pipelines.config import InputPath
 from pipelines.vsr.schema import RELATIONS
 from schemas.coco import ID_BY_NAME
 from transforms.core.errors import ConfigError
@@ -14,11 +15,11 @@ VoteRule = Literal["count", "drop"]
 
 @dataclass
 class InputsConfig:
-    coco: List[str] = field(default_factory=list)          # COCO instances_*.json (§3.1)
-    annotations: List[str] = field(default_factory=list)   # public raw layout (JSON Lines)
-    captions: List[str] = field(default_factory=list)      # writer output for this build's pairs
-    votes: List[str] = field(default_factory=list)         # validator votes
-    extra_labels: List[str] = field(default_factory=list)  # §3.5 extra labels (Fleiss' kappa)
+    coco: List[InputPath] = field(default_factory=list)          # COCO instances_*.json (§3.1)
+    annotations: List[InputPath] = field(default_factory=list)   # public raw layout (JSON Lines)
+    captions: List[InputPath] = field(default_factory=list)      # writer output for this build's pairs
+    votes: List[InputPath] = field(default_factory=list)         # validator votes
+    extra_labels: List[InputPath] = field(default_factory=list)  # §3.5 extra labels (Fleiss' kappa)
 
 
 @dataclass

@@ -1,7 +1,10 @@
+import os
+
 import pytest
 
 from pipelines.config import config_hash, load_config, to_dict
 from pipelines.imagecode.config import ImageCodeConfig
+from tests.paths import ROOT
 from transforms.core.errors import ConfigError
 
 CONFIG = "pipelines/imagecode/configs/paper.yaml"
@@ -57,3 +60,17 @@ def test_hash_is_stable_and_follows_values():
 def test_missing_file_is_a_config_error(tmp_path):
     with pytest.raises(ConfigError, match="not found"):
         load_config(str(tmp_path / "nope.yaml"), [], ImageCodeConfig)
+
+
+def test_input_paths_are_made_absolute_for_workers_in_another_directory(tmp_path, monkeypatch):
+    # A distributed run's workers do not share the driver's working directory.
+    from pipelines.vsr.config import VsrConfig
+    monkeypatch.chdir(tmp_path)
+    cfg = load_config(os.path.join(ROOT, "pipelines/vsr/configs/sample.yaml"),
+                      ["inputs.votes=[gs://bucket/votes.jsonl, /abs/votes.jsonl]"], VsrConfig)
+    assert cfg.inputs.coco[0] == str(tmp_path / "samples/vsr/instances_train2017.json")
+    assert cfg.inputs.votes == ["gs://bucket/votes.jsonl", "/abs/votes.jsonl"]
+    cfg = load_config(os.path.join(ROOT, SAMPLE_CONFIG), [], ImageCodeConfig)
+    assert cfg.inputs.videos == str(tmp_path / "samples/imagecode/videos.jsonl")
+    assert cfg.embed.checkpoint is None     # unset stays unset
+    assert cfg.stats.parser is None or not os.path.isabs(cfg.stats.parser)  # a name, not a path

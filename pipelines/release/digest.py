@@ -1,0 +1,76 @@
+"""What a release holds, as content digests that ignore row order and sharding.
+
+Two builds published the same thing when every table (and rejects/) has the same rows,
+every compat/crowd/tasks/review/stats file the same bytes and every stage counter the
+same value. Row order and the split of a table into shards carry no meaning, so a table
+is digested as its rows in canonical JSON, sorted. Used to show that a code change or
+another runner changed no output (scripts/release_snapshot.py, the portable-runner
+check in pipelines/scaleout/portable.py).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+
+import pyarrow.parquet as pq
+
+FILE_FOLDERS = ("compat", "crowd", "tasks", "review", "stats")
+# stats/cache_files.json names this build's cache shards by run id: it differs per run.
+SKIPPED_FILES = ("stats/cache_files.json",)
+
+
+def _canonical(value):
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, dict):
+        return {k: _canonical(v) for k, v in sorted(value.items())}
+    if isinstance(value, (list, tuple)):
+        return [_canonical(v) for v in value]
+    if isinstance(value, bytes):
+        return value.hex()
+    return value
+
+
+def table_digest(folder: str) -> dict:
+    """{"rows": n, "sha256": digest of the rows as sorted canonical JSON lines}."""
+    rows = []
+    for name in sorted(os.listdir(folder)):
+        if name.endswith(".parquet"):
+            rows += pq.read_table(os.path.join(folder, name)).to_pylist()
+    lines = sorted(json.dumps(_canonical(r), sort_keys=True, ensure_ascii=False) for r in rows)
+    return {"rows": len(lines), "sha256": hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()}
+
+
+def release_digest(release: str) -> dict:
+    """{"tables": {table: digest}, "files": {path: sha256}, "counters": {stage/name: n}}."""
+    out = {"tables": {}, "files": {}, "counters": {}}
+    with open(os.path.join(release, "MANIFEST.json")) as f:
+        manifest = json.load(f)
+    for stage, counters in manifest["stages"].items():
+        for name, value in counters.items():
+            out["counters"][f"{stage}/{name}"] = value
+    parquet = os.path.join(release, "parquet")
+    for table in sorted(os.listdir(parquet)) if os.path.isdir(parquet) else []:
+        out["tables"][table] = table_digest(os.path.join(parquet, table))
+    out["tables"]["rejects"] = table_digest(os.path.join(release, "rejects"))
+    for folder in FILE_FOLDERS:
+        for dirpath, _, files in os.walk(os.path.join(release, folder)):
+            for name in files:
+                path = os.path.join(dirpath, name)
+                if os.path.relpath(path, release) in SKIPPED_FILES:
+                    continue
+                with open(path, "rb") as f:
+                    out["files"][os.path.relpath(path, release)] = hashlib.sha256(f.read()).hexdigest()
+    return dict(sorted(out.items()))
+
+
+def differences(a: dict, b: dict, label: str = "") -> list:
+    """Lines naming every table, file or counter that differs between two digests."""
+    problems = []
+    for kind in ("tables", "files", "counters"):
+        x, y = a.get(kind, {}), b.get(kind, {})
+        for name in sorted(x.keys() | y.keys()):
+            if x.get(name) != y.get(name):
+                problems.append(f"{label}{kind[:-1]} {name}: {x.get(name)} -> {y.get(name)}".strip())
+    return problems
