@@ -33,7 +33,7 @@ BUILDS = {
     "vsr": ["make", "build-vsr"],
     "bd2bb": ["make", "build-bd2bb"],
     "vsr-realdata": ["make", "build-vsr",
-                     f"ANNOTATIONS={os.path.join(ROOT, '..', 'shared', 'realdata', 'vsr', 'all_vsr_raw_data.jsonl')}"],
+                     f"ANNOTATIONS={os.path.normpath(os.path.join(ROOT, '..', 'shared', 'realdata', 'vsr', 'all_vsr_raw_data.jsonl'))}"],
 }
 
 
@@ -44,7 +44,8 @@ def build(out_dir: str, snapshot: str) -> None:
         subprocess.run([*command, f"OUT={target}", "VERSION=1.0.0"], cwd=ROOT, check=True,
                        stdout=subprocess.DEVNULL)
         benchmark = label.split("-")[0]
-        digests[label] = release_digest(os.path.join(target, benchmark, "1.0.0"))
+        # config paths are absolute once loaded: compare them relative to the checkout
+        digests[label] = release_digest(os.path.join(target, benchmark, "1.0.0"), root=ROOT)
         print(f"{label}: " + ", ".join(f"{t} {d['rows']}" for t, d in digests[label]["tables"].items()))
     with open(snapshot, "w") as f:
         json.dump(digests, f, indent=1, sort_keys=True)

@@ -20,29 +20,34 @@ FILE_FOLDERS = ("compat", "crowd", "tasks", "review", "stats")
 SKIPPED_FILES = ("stats/cache_files.json",)
 
 
-def _canonical(value):
+def _canonical(value, root: str):
     if isinstance(value, float):
         return repr(value)
+    if isinstance(value, str) and root and value.startswith(root):
+        return value[len(root):]
     if isinstance(value, dict):
-        return {k: _canonical(v) for k, v in sorted(value.items())}
+        return {k: _canonical(v, root) for k, v in sorted(value.items())}
     if isinstance(value, (list, tuple)):
-        return [_canonical(v) for v in value]
+        return [_canonical(v, root) for v in value]
     if isinstance(value, bytes):
         return value.hex()
     return value
 
 
-def table_digest(folder: str) -> dict:
-    """{"rows": n, "sha256": digest of the rows as sorted canonical JSON lines}."""
+def table_digest(folder: str, root: str = "") -> dict:
+    """{"rows": n, "sha256": digest of the rows as sorted canonical JSON lines}. With
+    `root`, input paths under it (a reject's `file`) are digested relative to it, so
+    builds from two checkouts compare equal."""
+    root = root.rstrip("/") + "/" if root else ""
     rows = []
     for name in sorted(os.listdir(folder)):
         if name.endswith(".parquet"):
             rows += pq.read_table(os.path.join(folder, name)).to_pylist()
-    lines = sorted(json.dumps(_canonical(r), sort_keys=True, ensure_ascii=False) for r in rows)
+    lines = sorted(json.dumps(_canonical(r, root), sort_keys=True, ensure_ascii=False) for r in rows)
     return {"rows": len(lines), "sha256": hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()}
 
 
-def release_digest(release: str) -> dict:
+def release_digest(release: str, root: str = "") -> dict:
     """{"tables": {table: digest}, "files": {path: sha256}, "counters": {stage/name: n}}."""
     out = {"tables": {}, "files": {}, "counters": {}}
     with open(os.path.join(release, "MANIFEST.json")) as f:
@@ -52,8 +57,8 @@ def release_digest(release: str) -> dict:
             out["counters"][f"{stage}/{name}"] = value
     parquet = os.path.join(release, "parquet")
     for table in sorted(os.listdir(parquet)) if os.path.isdir(parquet) else []:
-        out["tables"][table] = table_digest(os.path.join(parquet, table))
-    out["tables"]["rejects"] = table_digest(os.path.join(release, "rejects"))
+        out["tables"][table] = table_digest(os.path.join(parquet, table), root)
+    out["tables"]["rejects"] = table_digest(os.path.join(release, "rejects"), root)
     for folder in FILE_FOLDERS:
         for dirpath, _, files in os.walk(os.path.join(release, folder)):
             for name in files:
