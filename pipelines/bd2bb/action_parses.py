@@ -31,16 +31,15 @@ import apache_beam as beam
 from pipelines.bd2bb import reasons
 from pipelines.bd2bb.argument_codes import extract_codes
 from pipelines.bd2bb.schema import Datapoint
-from schemas.rejects import Reject
-from transforms.cache.store import (HITS, MISSES, LookupCache, WriteCache, cache_key, decode_json,
-                                    encode_json)
-from transforms.core.stage import MAIN, REJECTS, StageCounts
+from transforms.cache.read_through import WRITTEN, ReadThrough
+from transforms.cache.store import cache_key, decode_json, encode_json
+from transforms.core.stage import MAIN, REJECTS, StageCounts, StageFn, stage_pardo
 from transforms.io.lines import read_numbered_lines
 from transforms.text.parsers import ModelParser, conllu_index
 from transforms.text.tokens import Token, text_key
 
+STAGE = "parse"
 CACHE_STAGE = "action_parse"
-WRITTEN = "written"
 
 
 @dataclass(frozen=True)
@@ -51,14 +50,15 @@ class BadSentence:
     problem: str      # "expected 10 tab-separated columns, got 5"
 
 
-class _ReadConllu(beam.DoFn):
+class _ReadConllu(StageFn):
     """A CoNLL-U path -> (text key, tokens) per sentence, (text key, BadSentence) per
     malformed one, and a sentence-level reject for each malformed one."""
+    stage, level = STAGE, "sentence"
+    # The element is a file, not a sentence; a BadSentence goes on to the join, but its
+    # reject is what counts it.
+    counts_in = counts_out = False
 
-    def __init__(self):
-        self.counts = StageCounts("parse")
-
-    def process(self, path: str):
+    def judge(self, path: str):
         lines = ((line.number, line.text, line.error) for line in read_numbered_lines(path))
         for text, sentence in conllu_index(lines):
             self.counts.seen(level="sentence")
@@ -69,11 +69,9 @@ class _ReadConllu(beam.DoFn):
             where = f"{path}:{sentence.problem_line}"
             if text:
                 yield text_key(text), BadSentence(where, problem)
-            yield self.counts.rejected(Reject(
-                stage="parse", level="sentence",
-                reason=reasons.BAD_ENCODING if sentence.undecodable else reasons.BAD_PARSE,
-                item_id=text[:200] or f"sentence at {path}:{sentence.first_line}",
-                detail=problem, file=path, line=sentence.problem_line))
+            yield self.reject(reasons.BAD_ENCODING if sentence.undecodable else reasons.BAD_PARSE,
+                              text or f"sentence at {path}:{sentence.first_line}",
+                              detail=problem, file=path, line=sentence.problem_line)
 
 
 def _pick_parse(kv):
@@ -94,7 +92,7 @@ class _ParseWithModel(beam.DoFn):
 
     def setup(self):
         self.parser = ModelParser(self.backend, self.model)  # once per worker
-        self.counts = StageCounts("parse")
+        self.counts = StageCounts(STAGE)
 
     def process(self, item):
         key, text = item
@@ -115,36 +113,34 @@ def _root_of(tokens) -> str:
     return roots[0] if roots else "none"
 
 
-class _Attach(beam.DoFn):
-    def __init__(self):
-        self.counts = StageCounts("parse")
+class _Attach(StageFn):
+    """(action key, {tuples, parses}) -> a Datapoint per tuple, or its reject."""
+    stage, level = STAGE, "tuple"
+    counts_in = False  # the element is an action's group: its tuples are counted in below
 
-    def process(self, joined):
+    def judge(self, joined):
         _, groups = joined
         parses = list(groups["parses"])
         for t in groups["tuples"]:
             self.counts.seen(level="tuple")
             if not parses:
-                yield self.counts.rejected(Reject(stage="parse", level="tuple", reason=reasons.NO_PARSE,
-                                                  item_id=t.tuple_id, source=t.image,
-                                                  detail=f"no parse of {t.action[:200]!r}"))
+                yield self.reject(reasons.NO_PARSE, t.tuple_id, source=t.image,
+                                  detail=f"no parse of {t.action[:200]!r}")
                 continue
             if isinstance(parses[0], BadSentence):
                 bad = parses[0]
-                yield self.counts.rejected(Reject(
-                    stage="parse", level="tuple", reason=reasons.BAD_PARSE, item_id=t.tuple_id,
-                    source=t.image, detail=f"the parse of {t.action[:200]!r} is malformed: "
-                                           f"{bad.where}: {bad.problem}"))
+                yield self.reject(reasons.BAD_PARSE, t.tuple_id, source=t.image,
+                                  detail=f"the parse of {t.action[:200]!r} is malformed: "
+                                         f"{bad.where}: {bad.problem}")
                 continue
             tokens = parses[0]
             codes = extract_codes(tokens)
             if not codes.code1:   # empty codes would let every decoy exclusion pass (§4)
-                yield self.counts.rejected(Reject(
-                    stage="parse", level="tuple", reason=reasons.NO_MAIN_VERB, item_id=t.tuple_id,
-                    source=t.image, detail=f"no main verb in the parse of {t.action[:200]!r} "
-                                           f"(root {_root_of(tokens)})"))
+                yield self.reject(reasons.NO_MAIN_VERB, t.tuple_id, source=t.image,
+                                  detail=f"no main verb in the parse of {t.action[:200]!r} "
+                                         f"(root {_root_of(tokens)})")
                 continue
-            yield self.counts.passed(Datapoint(tuple=t, parse=tokens, codes=codes), level="tuple")
+            yield Datapoint(tuple=t, parse=tokens, codes=codes)
 
 
 class ParseActions(beam.PTransform):
@@ -166,7 +162,7 @@ class ParseActions(beam.PTransform):
         written = None
         if self.backend == "conllu":
             read = (tuples.pipeline | "CoNLL-U path" >> beam.Create([self.conllu_path])
-                    | "Read CoNLL-U" >> beam.ParDo(_ReadConllu()).with_outputs(REJECTS, main=MAIN))
+                    | "Read CoNLL-U" >> stage_pardo(_ReadConllu()))
             parses = (read[MAIN] | "Group parses" >> beam.GroupByKey()
                       | "One parse per text" >> beam.Map(_pick_parse))
             sentence_rejects = read[REJECTS]
@@ -177,7 +173,7 @@ class ParseActions(beam.PTransform):
                       | "One spelling" >> beam.MapTuple(lambda k, texts: (k, min(texts))))
             parses, written = self._model_parses(unique)
         joined = ({"tuples": keyed, "parses": parses} | "Join parses" >> beam.CoGroupByKey()
-                  | "Attach" >> beam.ParDo(_Attach()).with_outputs(REJECTS, main=MAIN))
+                  | "Attach" >> stage_pardo(_Attach()))
         if written is None:
             written = tuples.pipeline | "No cache files" >> beam.Create([])
         rejects = joined[REJECTS]
@@ -186,21 +182,15 @@ class ParseActions(beam.PTransform):
         return {MAIN: joined[MAIN], REJECTS: rejects, WRITTEN: written}
 
     def _model_parses(self, unique):
-        parse = _ParseWithModel(self.backend, self.model)
+        parse = beam.ParDo(_ParseWithModel(self.backend, self.model))
         if not self.cache_root:
-            return unique | "Parse" >> beam.ParDo(parse), None
+            return unique | "Parse" >> parse, None
         fingerprint = self.fingerprint
-
-        def key(action_key):
-            return cache_key(CACHE_STAGE, action_key, fingerprint, {})
-
-        looked = (unique | "Cache key" >> beam.Map(lambda kv: (key(kv[0]), kv))
-                  | "Look up" >> LookupCache(self.cache_root, CACHE_STAGE))
-        cached = looked[HITS] | "From cache" >> beam.MapTuple(
-            lambda _, kv, value: (kv[0], _tokens_from_json(decode_json(value))))
-        computed = (looked[MISSES] | "Misses" >> beam.MapTuple(lambda _, kv: kv)
-                    | "Parse misses" >> beam.ParDo(parse))
-        written = (computed | "Cache entry" >> beam.MapTuple(
-            lambda k, tokens: (key(k), encode_json(_tokens_to_json(tokens))))
-            | "Write back" >> WriteCache(self.cache_root, CACHE_STAGE, self.run_id))
-        return (cached, computed) | "All parses" >> beam.Flatten(), written
+        parsed = unique | "Parse (cached)" >> ReadThrough(
+            self.cache_root, CACHE_STAGE, self.run_id,
+            # (action key, text) and (action key, tokens) both lead with the action key
+            key=lambda pair: cache_key(CACHE_STAGE, pair[0], fingerprint, {}),
+            compute=parse,
+            encode=lambda pair: encode_json(_tokens_to_json(pair[1])),
+            decode=lambda pair, value: (pair[0], _tokens_from_json(decode_json(value))))
+        return parsed[MAIN], parsed[WRITTEN]

@@ -22,7 +22,6 @@ from typing import Optional
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-from pipelines.bd2bb import action_parses
 from pipelines.bd2bb.action_parses import ParseActions
 from pipelines.bd2bb.clustering import Review, parse_review
 from pipelines.bd2bb.config import BD2BBConfig
@@ -36,11 +35,11 @@ from pipelines.bd2bb.tuple_filters import (ActionNounFilter, GroundingFilter, In
                                            LanguageFilter, NounLexiconFn, TextLength,
                                            language_identifier)
 from pipelines.preflight import check_not_empty
+from transforms.cache.read_through import WRITTEN
 from transforms.cache.store import relative_cache_path
 from transforms.core.errors import ConfigError, InputError, PreflightError
 from transforms.core.stage import MAIN, REJECTS
 from transforms.io.release import WriteRejects, WriteReport, WriteTable
-from transforms.text import sentence_embed
 from transforms.text.parsers import ParserError, conllu_file_problem, parser_identity
 from transforms.text.sentence_embed import (EmbedActions, EmbedActionsCached, EmbedError,
                                             SentenceEncoderSpec, encoder_identity)
@@ -96,7 +95,7 @@ def _filters(p, cfg: BD2BBConfig, models: dict, cache_root, run_id):
                 | "Grounding" >> GroundingFilter(lexicon))
     rejects = [tuples[REJECTS], short_enough[REJECTS], english[REJECTS], long_enough[REJECTS], parsed[REJECTS],
                with_nouns[REJECTS], grounded[REJECTS]]
-    return grounded[MAIN], rejects, [parsed[action_parses.WRITTEN]]
+    return grounded[MAIN], rejects, [parsed[WRITTEN]]
 
 
 def _topics(datapoints, cfg: BD2BBConfig, staging_dir, models, review, cache_root, run_id):
@@ -109,8 +108,8 @@ def _topics(datapoints, cfg: BD2BBConfig, staging_dir, models, review, cache_roo
     if cache_root:
         embedded = actions | "Embed actions (cached)" >> EmbedActionsCached(
             spec, models["sentence_encoder"]["fingerprint"], cache_root, run_id)
-        vectors = embedded["out"]
-        written.append(embedded[sentence_embed.WRITTEN])
+        vectors = embedded[MAIN]
+        written.append(embedded[WRITTEN])
     else:
         vectors = actions | "Embed actions" >> EmbedActions(spec)
     items = ({"text": actions, "vector": vectors} | "Join vectors" >> beam.CoGroupByKey()

@@ -34,17 +34,17 @@ from pipelines.imagecode.set_stats import WithinSetDistanceStats
 from pipelines.imagecode.static_publish import PublishStaticSets
 from pipelines.imagecode.static_sets import BuildStaticSets
 from pipelines.imagecode.tables import DESCRIPTION_SCHEMA, STATIC_SET_SCHEMA
-from pipelines.imagecode.video_plans import WRITTEN as VIDEO_CACHE_WRITTEN
 from pipelines.imagecode.video_plans import PlanVideos, StoreNewScores
 from pipelines.release import build as release
 from pipelines.release.manifest import read_stats
 from schemas.layout import work_dir
+from transforms.cache.read_through import WRITTEN
 from transforms.cache.store import relative_cache_path
 from transforms.core.histograms import HistogramFn
 from transforms.core.stage import MAIN, REJECTS
 from transforms.image.collection import HashAndDedupe, ReadImageCollection
 from transforms.image.embed import EmbedImages
-from transforms.image.embed_cache import WRITTEN, EmbedImagesCached
+from transforms.image.embed_cache import EmbedImagesCached
 from transforms.image.encoders import encoder_identity
 from transforms.io.release import WriteRejects, WriteReport, WriteTable
 from transforms.text.stats import LanguageStatsPerSplit
@@ -106,7 +106,7 @@ def _video_sets(p, cfg: ImageCodeConfig, staging_dir: str, cache_root: Optional[
         score_all_frames=cfg.quality.score_all_frames)
     cache_files = []
     if cache:
-        cache_files = [plans[VIDEO_CACHE_WRITTEN],
+        cache_files = [plans[WRITTEN],
                        mined[NEW_SCORES] | "Store new scores" >> StoreNewScores(cache)]
     _ = (mined[BRISQUE_SCORES]
          | "BRISQUE distribution" >> beam.CombineGlobally(HistogramFn(*BRISQUE_BINS))

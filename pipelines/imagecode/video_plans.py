@@ -28,10 +28,11 @@ import numpy as np
 from pipelines.imagecode.mining import SCORE_FILTERS
 from pipelines.imagecode.records import VideoPlan
 from schemas.records import ShotFrames, VideoRef
+from transforms.cache.read_through import WRITTEN
 from transforms.cache.store import (HITS, LookupCache, WriteCache, cache_key, decode_array,
                                     decode_json, encode_array, encode_json, merge_json_dicts)
 from transforms.core.hashing import content_sha256
-from transforms.core.stage import MAIN, REJECTS, StageCounts
+from transforms.core.stage import MAIN, REJECTS, StageCounts, StageFn, stage_pardo
 from transforms.image.embed import STAGE as EMBED_STAGE
 from transforms.image.embed import EmbedShots
 from transforms.video.shots import DEFAULT_TRUNCATION_TOLERANCE, SHOT_LISTS
@@ -39,7 +40,6 @@ from transforms.video.shots import STAGE as SHOTS_STAGE
 from transforms.video.shots import SplitIntoShots, replay_shots
 
 SHOT_LIST, FRAME_EMBEDDING = "shot_list", "frame_embedding"
-WRITTEN = "written"  # output tag: cache shard files this run wrote
 UNCACHED = "uncached"  # output tag: videos without cached shots and embeddings
 # Bump when shot detection changes its output. v2: a shot list carries its decode facts
 # (frames decoded and promised), judged again on replay; v1 lists never are, since
@@ -94,8 +94,8 @@ class PlanVideos(beam.PTransform):
         looked = videos | "Look up" >> _LookUpVideos(self._cache.root, self._keys())
         warm_or_cold = looked | "Warm or cold" >> beam.Partition(
             lambda v, _: 0 if _is_warm(v) else 1, 2)
-        warm = warm_or_cold[0] | "Replay cached shots" >> beam.ParDo(
-            _ReplayPlan(self._min_frames, self._tolerance)).with_outputs(REJECTS, main=MAIN)
+        warm = warm_or_cold[0] | "Replay cached shots" >> stage_pardo(
+            _ReplayPlan(self._min_frames, self._tolerance))
         cold_plans, cold_rejects, written = self._cold(warm_or_cold[1], store=True)
         plans = (warm[MAIN], cold_plans) | "All plans" >> beam.Flatten()
         rejects = (warm[REJECTS], cold_rejects) | "All shot rejects" >> beam.Flatten()
@@ -117,8 +117,7 @@ class PlanVideos(beam.PTransform):
         listed = shots[SHOT_LISTS] | "Key shot lists" >> beam.MapTuple(lambda v, l: (v.key, l))
         plans = ({"looked": refs, "shots": embedded, "listing": listed}
                  | "Group shots per video" >> beam.CoGroupByKey()
-                 | "Plan" >> beam.ParDo(_ColdPlan(store)).with_outputs(SHOT_LIST, FRAME_EMBEDDING,
-                                                                     main=MAIN))
+                 | "Plan" >> stage_pardo(_ColdPlan(store), outputs=(SHOT_LIST, FRAME_EMBEDDING)))
         written = []
         if store:
             cache = self._cache
@@ -163,8 +162,8 @@ class LookUpCachedPlans(beam.PTransform):
     def expand(self, videos):
         looked = videos | "Look up" >> _LookUpVideos(self._root, self._keys)
         parts = looked | "Cached or not" >> beam.Partition(lambda v, _: 0 if _is_warm(v) else 1, 2)
-        plans = parts[0] | "Replay cached shots" >> beam.ParDo(
-            _ReplayPlan(self._min_frames, self._tolerance)).with_outputs(REJECTS, main=MAIN)
+        plans = parts[0] | "Replay cached shots" >> stage_pardo(
+            _ReplayPlan(self._min_frames, self._tolerance))
         return {MAIN: plans[MAIN], UNCACHED: parts[1] | "Uncached videos" >> beam.Map(lambda v: v.video)}
 
 
@@ -233,19 +232,22 @@ def _plan(looked: _Looked, shots: List[ShotFrames]) -> VideoPlan:
                                  if name in looked.keys})
 
 
-class _ReplayPlan(beam.DoFn):
-    """A video whose shot list and embeddings are cached: no decode, no model."""
+class _ReplayPlan(StageFn):
+    """A video whose shot list and embeddings are cached: no decode, no model. Counts as
+    the shots stage would have (replay_shots counts its videos and shots, already tagged
+    rejects included) and notes the embed stage's frames."""
+    stage, level = SHOTS_STAGE, "video"
+    counts_in = counts_out = False  # replay_shots counts; a plan is no shots-stage item
 
     def __init__(self, min_frames: int, tolerance: float):
         self._min_frames, self._tolerance = min_frames, tolerance
 
     def setup(self):
-        self._shots = StageCounts(SHOTS_STAGE)
         self._embed = StageCounts(EMBED_STAGE)
 
-    def process(self, looked: _Looked):
+    def judge(self, looked: _Looked):
         shots, video_rejected = [], False
-        for out in replay_shots(self._shots, looked.video, looked.shot_list, self._min_frames,
+        for out in replay_shots(self.counts, looked.video, looked.shot_list, self._min_frames,
                                 self._tolerance):
             if isinstance(out, beam.pvalue.TaggedOutput):
                 video_rejected |= out.value.level == "video"
@@ -264,19 +266,19 @@ class _ReplayPlan(beam.DoFn):
         yield _plan(looked, [replace(s, embeddings=e) for s, e in zip(shots, parts)])
 
 
-class _ColdPlan(beam.DoFn):
+class _ColdPlan(StageFn):
     """A decoded video's embedded shots -> its plan (and, with `store`, what to cache).
 
     Only a video with a shot list (decoded whole, SplitIntoShots) gets a plan: the shots
-    of one rejected after they went out (truncated, broken half-way) stop here."""
+    of one rejected after they went out (truncated, broken half-way) stop here. Notes the
+    embed stage's frame.in/out (EmbedShots counts shots, not frames)."""
+    stage, level = EMBED_STAGE, "frame"
+    counts_in = counts_out = False  # a video's frames are counted in bulk below
 
     def __init__(self, store: bool):
         self._store = store
 
-    def setup(self):
-        self._embed = StageCounts(EMBED_STAGE)
-
-    def process(self, grouped):
+    def judge(self, grouped):
         _, parts = grouped
         (looked,) = parts["looked"]
         listing = next(iter(parts["listing"]), None)
@@ -284,8 +286,8 @@ class _ColdPlan(beam.DoFn):
             return
         shots = sorted(parts["shots"], key=lambda s: s.shot_index)
         frames = sum(len(s.frame_indices) for s in shots)
-        self._embed.note("frame.in", frames)
-        self._embed.note("frame.out", frames)
+        self.counts.seen(frames, level="frame")
+        self.counts.count_out(frames, level="frame")
         if self._store:  # only videos decoded whole are stored
             if looked.shot_list is None:
                 yield beam.pvalue.TaggedOutput(SHOT_LIST, (looked.keys[SHOT_LIST], encode_json(listing)))

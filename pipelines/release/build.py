@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime
-import hashlib
 import logging
 import os
 import signal
@@ -26,6 +25,7 @@ from pipelines.release import manifest as release_manifest
 from pipelines.release import runs
 from pipelines.release.datacard import write_datacard
 from transforms.core.errors import UserError
+from transforms.core.hashing import content_sha256_and_size
 from transforms.core.stage import check_links, read_stage_counts, reconcile
 
 log = logging.getLogger("pipelines.release.build")
@@ -195,13 +195,8 @@ def describe_input(path: Optional[str]) -> Optional[dict]:
     """Path, size and sha256 of an input file (the manifest, not the videos it lists)."""
     if not path:
         return None
-    digest = hashlib.sha256()
-    size = 0
-    with FileSystems.open(path, compression_type="uncompressed") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-            size += len(block)
-    return {"path": path, "bytes": size, "sha256": digest.hexdigest()}
+    sha256, size = content_sha256_and_size(path)
+    return {"path": path, "bytes": size, "sha256": sha256}
 
 
 def print_summary(final: str, counts: dict) -> None:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import hashlib
 import json
 import os
 import shutil
@@ -30,6 +29,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from schemas.layout import MANIFEST, PARQUET_DIR, REJECT_COUNTS, REJECTS_DIR, WORK_DIR, work_dir
 from schemas.names import safe_name
+from transforms.core.hashing import content_sha256
 from transforms.io.files import make_dirs
 
 # --- folders -------------------------------------------------------------------------
@@ -123,12 +123,7 @@ def file_checksums(directory: str) -> Dict[str, str]:
     """{path relative to `directory` (with '/'): sha256 hex} for every file below it."""
     sums = {}
     for rel in sorted(_list_files(directory)):
-        digest = hashlib.sha256()
-        with FileSystems.open(FileSystems.join(directory, rel),
-                              compression_type="uncompressed") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                digest.update(block)
-        sums[rel] = digest.hexdigest()
+        sums[rel] = content_sha256(FileSystems.join(directory, rel))
     return sums
 
 

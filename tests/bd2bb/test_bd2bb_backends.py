@@ -6,9 +6,11 @@ import spacy
 from apache_beam.testing.util import assert_that, equal_to
 from spacy.language import Language
 
+from pipelines import runner
 from pipelines.bd2bb.action_parses import ParseActions
 from pipelines.bd2bb.schema import BD2BBTuple
 from tests.beam_testing import local_test_pipeline
+from transforms.core.errors import UserError
 from transforms.core.stage import MAIN, REJECTS
 from transforms.text.parsers import ModelParser, ParserError, parser_identity
 from transforms.text.sentence_embed import EmbedError, SentenceEncoderSpec, encoder_identity
@@ -100,3 +102,17 @@ def test_stanza_documents_convert_to_the_same_tokens():
     two = Document([[{"id": 1, "text": "go", "lemma": "go", "upos": "VERB", "head": 0, "deprel": "root"}],
                     [{"id": 1, "text": "now", "lemma": "now", "upos": "ADV", "head": 0, "deprel": "root"}]])
     assert [(t.id, t.head) for t in tokens_from_stanza(two)] == [(1, 0), (2, 0)]   # ids continue
+
+
+@pytest.mark.parametrize("override,key", [
+    (["parser.backend=spacy", "parser.model=/nonexistent/parser"], "parser.model"),
+    (["embed.model=/nonexistent/encoder"], "embed.model"),
+])
+def test_a_missing_model_is_one_line_naming_the_config_key(tmp_path, capsys, override, key):
+    assert issubclass(ParserError, UserError) and issubclass(EmbedError, UserError)
+    sets = [arg for value in override for arg in ("--set", value)]
+    code = runner.build_main("bd2bb", ["--config", "sample", "--output", str(tmp_path / "out"),
+                                       "--version", "1.0.0", *sets])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith(f"error: {key}") and "/nonexistent/" in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1

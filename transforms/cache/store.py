@@ -11,6 +11,10 @@ on any Beam filesystem as Parquet shards written by Beam:
     computed = looked[MISSES] | compute   -> (key, encode_array(vector))
     files = computed | WriteCache(root, "embed", run_id)   # names for the manifest
 
+A stage whose results are cached one entry per item wires these through ReadThrough
+(transforms/cache/read_through.py); ImageCoDe's video plans join several entries per
+video (pipelines/imagecode/video_plans.py) and use them directly.
+
 Writes are atomic per shard: Beam's file sink writes into a hidden
 `<root>/<stage>/beam-temp-<run id>-<uuid>/` folder and renames each finished shard into
 place (one rename locally, one object copy on gs://), so a killed run never leaves a

@@ -1,4 +1,4 @@
-"""Image embeddings through the shared cache (transforms/cache/store.py).
+"""Image embeddings through the shared cache (transforms/cache/read_through.py).
 
 An image whose (content sha256, encoder fingerprint) is cached is not decoded nor
 embedded again: a rebuild on the same collection with a new threshold or sample size
@@ -9,14 +9,12 @@ from __future__ import annotations
 import apache_beam as beam
 
 from schemas.records import ImageEmbedding
-from transforms.cache.store import (HITS, MISSES, LookupCache, WriteCache, cache_key, decode_array,
-                                    encode_array)
-from transforms.core.stage import MAIN, REJECTS
+from transforms.cache.read_through import ReadThrough
+from transforms.cache.store import cache_key, decode_array, encode_array
 from transforms.image.decode import DEFAULT_MAX_PIXELS
 from transforms.image.embed import EmbedImages
 
 CACHE_STAGE = "image_embedding"
-WRITTEN = "written"  # output tag: the cache shard files this run wrote
 
 
 class EmbedImagesCached(beam.PTransform):
@@ -35,21 +33,11 @@ class EmbedImagesCached(beam.PTransform):
 
     def expand(self, images):
         fingerprint = self._fingerprint
-
-        def key(content_sha256: str) -> str:
-            return cache_key(CACHE_STAGE, content_sha256, fingerprint, {})
-
-        looked_up = (images
-                     | "Cache key" >> beam.Map(lambda ref: (key(ref.content_sha256), ref))
-                     | "Look up" >> LookupCache(self._root, CACHE_STAGE))
-        cached = looked_up[HITS] | "From cache" >> beam.MapTuple(
-            lambda _, ref, value: ImageEmbedding(ref.image_id, ref.path, ref.content_sha256,
-                                                 decode_array(value)))
-        computed = (looked_up[MISSES] | "Misses" >> beam.MapTuple(lambda _, ref: ref)
-                    | "Embed misses" >> EmbedImages(self._spec, self._max_pixels))
-        written = (computed[MAIN]
-                   | "Cache entry" >> beam.Map(
-                       lambda e: (key(e.content_sha256), encode_array(e.embedding)))
-                   | "Write back" >> WriteCache(self._root, CACHE_STAGE, self._run_id))
-        embeddings = (cached, computed[MAIN]) | "All embeddings" >> beam.Flatten()
-        return {MAIN: embeddings, REJECTS: computed[REJECTS], WRITTEN: written}
+        return images | "Read through" >> ReadThrough(
+            self._root, CACHE_STAGE, self._run_id,
+            # an ImageRef and its ImageEmbedding both carry the image's content sha256
+            key=lambda image: cache_key(CACHE_STAGE, image.content_sha256, fingerprint, {}),
+            compute=EmbedImages(self._spec, self._max_pixels),
+            encode=lambda embedding: encode_array(embedding.embedding),
+            decode=lambda ref, value: ImageEmbedding(ref.image_id, ref.path, ref.content_sha256,
+                                                     decode_array(value)))

