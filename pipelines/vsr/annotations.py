@@ -39,6 +39,8 @@ from schemas.coco import is_file_name, is_link
 from transforms.core.stage import MAIN, REJECTS, KeepFirst, StageFn, stage_pardo
 from transforms.io.lines import ReadNumberedLines, SourceLine, parse_json_object
 
+ANNOTATIONS, CAPTIONS = "annotations", "captions"   # the stages of the two example sources
+
 
 def parse_record(line: Union[SourceLine, str], required_fields):
     """A VSR JSON Lines line as a dict (required fields non-empty strings, every number
@@ -135,7 +137,7 @@ class ReadPublicAnnotations(beam.PTransform):
         # (SourceLine, Example, true votes, false votes); a line is counted out once it
         # passed the last check
         unique = parsed[MAIN] | "One line per example" >> KeepFirst(
-            "annotations", "line", key=lambda t: t[1].example_id,
+            ANNOTATIONS, "line", key=lambda t: t[1].example_id,
             order=lambda t: _line_order(t[0]), why=_same_example,
             counts_out=self._coco_images is None)
         rejects = [parsed[REJECTS], unique[REJECTS]]
@@ -152,7 +154,7 @@ class ReadPublicAnnotations(beam.PTransform):
 
 
 class _ParsePublic(StageFn):
-    stage, level = "annotations", "line"
+    stage, level = ANNOTATIONS, "line"
     counts_out = False   # out once it is known to be the only line of its example
 
     def __init__(self, relations: frozenset, aliases: Dict[str, str]):
@@ -179,7 +181,7 @@ def _same_example(later, first) -> dict:
 
 
 class _KnownImage(StageFn):
-    stage, level = "annotations", "line"
+    stage, level = ANNOTATIONS, "line"
     counts_in = False   # counted in when parsed
 
     def judge(self, joined):
@@ -218,7 +220,7 @@ class ReadCaptions(beam.PTransform):
 
 
 class _ParseCaptionLine(StageFn):
-    stage, level = "captions", "line"
+    stage, level = CAPTIONS, "line"
     counts_out = False   # counted out once joined to its pair
 
     def judge(self, line: SourceLine):
@@ -236,7 +238,7 @@ class _ParseCaptionLine(StageFn):
 class _PairExamples(StageFn):
     """Counts three levels: the answer lines (in when parsed), the pairs and the two
     examples each captioned pair gives."""
-    stage, level = "captions", "line"
+    stage, level = CAPTIONS, "line"
     counts_in = counts_out = False
 
     def __init__(self, relations: frozenset):
