@@ -36,6 +36,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from transforms.core.errors import ConfigError
 from transforms.core.sampling import priority
 from transforms.text.tokens import normalise_text
 from transforms.vectors.kmeans import elbow, kmeans_curve
@@ -43,6 +44,25 @@ from transforms.vectors.kmeans import elbow, kmeans_curve
 DECISIONS = ("clustering", "label", "drop", "move", "remove")
 REVIEW_HEADER = ["cluster", "cluster_size", "action_key", "action", "suggested_label", "clustering"]
 DECISIONS_HEADER = ["decision", "cluster", "action", "to_cluster", "label"]
+
+
+@dataclass(frozen=True)
+class ClusteringParams:
+    """How the actions are clustered and the review sheet drawn (config `clusters.*` and
+    `seed`), built once from the config and handed whole to the clustering step."""
+    ks: Tuple[int, ...]                  # the k range the elbow is taken over
+    seed: int
+    fixed_k: Optional[int] = None        # force this k (the curve is still reported)
+    n_init: int = 3                      # k-means restarts per k
+    silhouette_sample: int = 5000        # points the silhouette is computed on
+    review_per_cluster: int = 20         # actions per cluster on the review sheet
+
+    @classmethod
+    def from_config(cls, cfg) -> "ClusteringParams":
+        """From a BD2BBConfig (validated: its k range and counts are sound)."""
+        c = cfg.clusters
+        return cls(tuple(cfg.k_values()), cfg.seed, c.k, c.n_init, c.silhouette_sample,
+                   c.review_per_cluster)
 
 
 @dataclass
@@ -175,29 +195,30 @@ def parse_review(text: str) -> Review:
 def check_review(review: Review, result: ClusterResult, key: str = "clusters.review",
                  actions: Optional[Iterable[str]] = None) -> None:
     """The decisions fit this clustering (and, given the clustered `actions`, move or
-    remove only actions it has), or a ValueError naming the config key."""
+    remove only actions it has), or a ConfigError naming the config key (it runs inside
+    the pipeline, where the clusters are known; the runner reports it as one line)."""
     if review.empty():
         return
     if not review.clustering:
-        raise ValueError(
+        raise ConfigError(
             f"{key}: the decisions have no `clustering,,,,<fingerprint>` row; copy it from "
             "review/decisions_template.csv of the build whose review/cluster_review.csv you reviewed "
             f"(this build's clustering is {result.fingerprint})")
     if review.clustering != result.fingerprint:
-        raise ValueError(
+        raise ConfigError(
             f"{key}: the decisions were written for clustering {review.clustering}, but this build's "
             f"clustering is {result.fingerprint} (review/cluster_review.csv): inputs, embed.model, "
             "clusters.k*/n_init or seed changed, so cluster numbers may name other topics; review "
             "this build's sheet, or rebuild with the settings the decisions were made for")
     unknown = sorted(c for c in review.clusters_named() if c not in result.sizes)
     if unknown:
-        raise ValueError(f"{key}: the decisions name clusters {unknown} that clustering "
+        raise ConfigError(f"{key}: the decisions name clusters {unknown} that clustering "
                          f"{result.fingerprint} does not have (clusters: {sorted(result.sizes)})")
     if actions is not None:
         known = {normalise_text(a) for a in actions}
         missing = sorted(a for a in set(review.moves) | set(review.removed) if a not in known)
         if missing:
-            raise ValueError(f"{key}: the decisions move or remove actions that no tuple of "
+            raise ConfigError(f"{key}: the decisions move or remove actions that no tuple of "
                              f"this build has: {missing[:5]}" + (" ..." if len(missing) > 5 else ""))
 
 

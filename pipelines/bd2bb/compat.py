@@ -14,6 +14,7 @@ import io
 from typing import Dict, Iterable, List
 
 from pipelines.bd2bb.schema import CANDIDATES, LANGUAGE, TARGET, VISION, Sample
+from transforms.core.errors import InputError
 
 HEADER = (["id", "sent1", "sent2"] + [f"ending{k}" for k in range(CANDIDATES)]
           + [f"end{k}type" for k in range(CANDIDATES)] + ["label"])
@@ -39,16 +40,19 @@ def csv_text(rows: Iterable[Dict[str, object]]) -> str:
     return out.getvalue()
 
 
-def read_rows(text: str) -> List[Dict[str, str]]:
+def read_rows(text: str, name: str = "text") -> List[Dict[str, str]]:
+    """The rows of a public-layout CSV; an InputError naming `name` when its header is
+    not the public one."""
     reader = csv.DictReader(io.StringIO(text))
     if reader.fieldnames != HEADER:
-        raise ValueError(f"not a BD2BB CSV: header {reader.fieldnames}")
+        raise InputError(f"{name}: not a BD2BB CSV: header {reader.fieldnames}, "
+                         f"expected {','.join(HEADER)}")
     return list(reader)
 
 
 def read_file(path: str) -> List[Dict[str, str]]:
     with open(path, encoding="utf-8", newline="") as f:
-        return read_rows(f.read())
+        return read_rows(f.read(), path)
 
 
 def problems(row: Dict[str, str]) -> List[str]:

@@ -31,9 +31,8 @@ import numpy as np
 from pipelines.bd2bb import reasons
 from pipelines.bd2bb.argument_codes import nouns_of, verbs_of
 from pipelines.bd2bb.schema import CANDIDATES, LANGUAGE, TARGET, VISION, Codes, Sample
-from schemas.rejects import Reject
 from transforms.core.sampling import priority
-from transforms.core.stage import MAIN, REJECTS, StageCounts
+from transforms.core.stage import StageFn, stage_pardo
 
 CHUNK = 64           # targets per matrix product (memory: CHUNK x pool_size x dim floats)
 _MASK64 = np.uint64(0xFFFFFFFFFFFFFFFF)
@@ -176,12 +175,15 @@ def position_uniformity(labels: Sequence[int]) -> dict:
 # --- Beam ----------------------------------------------------------------------------------
 
 
-class _DecoysForCluster(beam.DoFn):
+class _DecoysForCluster(StageFn):
+    """One cluster's targets; counts each target in."""
+    stage, level = "decoys", "sample"
+    counts_in = False
+
     def __init__(self, seed: int, pool_size: int):
         self.seed, self.pool_size = seed, pool_size
-        self.counts = StageCounts("decoys")
 
-    def process(self, kv, pool: DecoyPool):
+    def judge(self, kv, pool: DecoyPool):
         cluster, datapoints = kv
         datapoints = sorted(datapoints, key=lambda d: d.tuple.tuple_id)
         rows = np.array([pool.row_of[d.tuple.action_key] for d in datapoints], np.int64)
@@ -190,18 +192,16 @@ class _DecoysForCluster(beam.DoFn):
         for d, l_rows, v_rows in zip(datapoints, lan, vis):
             self.counts.seen(level="sample")
             if (l_rows < 0).any() or (v_rows < 0).any():
-                yield self.counts.rejected(Reject(
-                    stage="decoys", level="sample", reason=reasons.NO_DECOYS, item_id=d.tuple.tuple_id,
-                    source=d.tuple.image,
+                yield self.reject(
+                    reasons.NO_DECOYS, d.tuple.tuple_id, source=d.tuple.image,
                     detail=f"{int((l_rows >= 0).sum())}/2 language, {int((v_rows >= 0).sum())}/2 vision "
-                           f"decoys for {d.tuple.action[:200]!r}"))
+                           f"decoys for {d.tuple.action[:200]!r}")
                 continue
             # One spelling per action key in all five endings (the pool's normalise_text
             # form, lower case like the public CSVs): a typed target must not stand out.
             endings, types, label = shuffle(self.seed, d.tuple.tuple_id, pool.texts[pool.row_of[d.tuple.action_key]],
                                             [pool.texts[r] for r in l_rows], [pool.texts[r] for r in v_rows])
-            yield self.counts.passed(Sample(d.tuple.tuple_id, d, tuple(endings), tuple(types), label),
-                                     level="sample")
+            yield Sample(d.tuple.tuple_id, d, tuple(endings), tuple(types), label)
 
 
 class SelectDecoys(beam.PTransform):
@@ -219,6 +219,5 @@ class SelectDecoys(beam.PTransform):
         return (inputs["datapoints"]
                 | "Key by cluster" >> beam.Map(lambda d: (d.cluster, d))
                 | "Group clusters" >> beam.GroupByKey()
-                | "Select" >> beam.ParDo(_DecoysForCluster(self.seed, self.pool_size),
-                                         beam.pvalue.AsSingleton(inputs["pool"])
-                                         ).with_outputs(REJECTS, main=MAIN))
+                | "Select" >> stage_pardo(_DecoysForCluster(self.seed, self.pool_size),
+                                          beam.pvalue.AsSingleton(inputs["pool"])))

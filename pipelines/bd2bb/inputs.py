@@ -25,9 +25,8 @@ from apache_beam.io.filesystems import FileSystems
 
 from pipelines.bd2bb import reasons
 from pipelines.bd2bb.schema import BD2BBTuple, coco_image_id
-from schemas.rejects import Reject
 from transforms.core.errors import InputError
-from transforms.core.stage import MAIN, REJECTS, StageCounts
+from transforms.core.stage import MAIN, REJECTS, KeepFirst, StageFn, stage_pardo
 from transforms.io.lines import ReadNumberedLines, SourceLine
 from transforms.text.tokens import normalise_text
 from transforms.video.manifest import parse_record
@@ -78,58 +77,34 @@ def _order(t: BD2BBTuple) -> tuple:
     return (t.tuple_id, t.image, t.intention, t.action, t.annotator)
 
 
-class _ParseLine(beam.DoFn):
-    def __init__(self):
-        self.counts = StageCounts("read")
+class _ParseLine(StageFn):
+    stage, level = "read", "line"
 
-    def process(self, line: SourceLine):
-        self.counts.seen(level="line")
+    def judge(self, line: SourceLine):
         parsed = parse_tuple_line(line)
         if isinstance(parsed, BD2BBTuple):
-            yield self.counts.passed(parsed, level="line")
+            yield parsed
             return
-        yield self.counts.rejected(Reject(stage="read", level="line", reason=parsed[0],
-                                          item_id=line.text.strip()[:200] or line.where,
-                                          detail=parsed[1], file=line.path, line=line.number))
+        reason, detail = parsed
+        yield self.reject(reason, line.text.strip()[:200] or line.where, detail=detail,
+                          file=line.path, line=line.number)
 
 
-class _KeepOneContent(beam.DoFn):
-    """Tuples sharing a content key: keep the smallest by (id, content). Counts dedupe's
-    tuple.in and the content duplicates; tuple.out is counted by _KeepOneId."""
-
-    def __init__(self):
-        self.counts = StageCounts("dedupe")
-
-    def process(self, kv):
-        _, group = kv
-        group = sorted(group, key=_order)
-        self.counts.seen(len(group), level="tuple")
-        yield group[0]
-        for t in group[1:]:
-            yield self.counts.rejected(Reject(
-                stage="dedupe", level="tuple", reason=reasons.DUPLICATE_TUPLE, item_id=t.tuple_id,
-                source=t.image, detail=f"same image, intention and action as {group[0].tuple_id}: "
-                                       f"{t.action[:200]}"))
+def _same_content(t: BD2BBTuple, kept: BD2BBTuple) -> dict:
+    return dict(reason=reasons.DUPLICATE_TUPLE, item_id=t.tuple_id, source=t.image,
+                detail=f"same image, intention and action as {kept.tuple_id}: {t.action[:200]}")
 
 
-class _KeepOneId(beam.DoFn):
-    """Content-unique tuples sharing an input id: keep the smallest by content."""
-
-    def __init__(self):
-        self.counts = StageCounts("dedupe")
-
-    def process(self, kv):
-        _, group = kv
-        group = sorted(group, key=_order)
-        yield self.counts.passed(group[0], level="tuple")
-        for t in group[1:]:
-            yield self.counts.rejected(Reject(
-                stage="dedupe", level="tuple", reason=reasons.DUPLICATE_TUPLE, item_id=t.tuple_id,
-                source=t.image, detail=f"id {t.tuple_id} already names another tuple: {t.action[:200]}"))
+def _same_id(t: BD2BBTuple, kept: BD2BBTuple) -> dict:
+    return dict(reason=reasons.DUPLICATE_TUPLE, item_id=t.tuple_id, source=t.image,
+                detail=f"id {t.tuple_id} already names another tuple: {t.action[:200]}")
 
 
 class ReadTuples(beam.PTransform):
-    """tuples.jsonl (a path or glob) -> BD2BBTuple (main), line and duplicate rejects."""
+    """tuples.jsonl (a path or glob) -> BD2BBTuple (main), line and duplicate rejects.
+
+    Dedupe (stage dedupe, level tuple): of the tuples sharing a content key, then of the
+    content-unique ones sharing an input id, the smallest by (id, content) is kept."""
 
     def __init__(self, path: str):
         super().__init__()
@@ -137,13 +112,12 @@ class ReadTuples(beam.PTransform):
 
     def expand(self, pbegin):
         parsed = (pbegin | "Read lines" >> ReadNumberedLines(self.path)
-                  | "Parse" >> beam.ParDo(_ParseLine()).with_outputs(REJECTS, main=MAIN))
-        by_content = (parsed[MAIN] | "Key by content" >> beam.Map(lambda t: (content_key(t), t))
-                      | "Group contents" >> beam.GroupByKey()
-                      | "Keep one content" >> beam.ParDo(_KeepOneContent()).with_outputs(REJECTS, main=MAIN))
-        unique = (by_content[MAIN] | "Key by id" >> beam.Map(lambda t: (t.tuple_id, t))
-                  | "Group ids" >> beam.GroupByKey()
-                  | "Keep one" >> beam.ParDo(_KeepOneId()).with_outputs(REJECTS, main=MAIN))
+                  | "Parse" >> stage_pardo(_ParseLine()))
+        by_content = parsed[MAIN] | "Keep one content" >> KeepFirst(
+            "dedupe", "tuple", key=content_key, order=_order, why=_same_content,
+            counted_in=False, counts_out=False)
+        unique = by_content[MAIN] | "Keep one" >> KeepFirst(
+            "dedupe", "tuple", key=lambda t: t.tuple_id, order=_order, why=_same_id)
         rejects = ((parsed[REJECTS], by_content[REJECTS], unique[REJECTS])
                    | "Input rejects" >> beam.Flatten())
         return {MAIN: unique[MAIN], REJECTS: rejects}

@@ -23,7 +23,7 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from pipelines.bd2bb.action_parses import ParseActions
-from pipelines.bd2bb.clustering import Review, parse_review
+from pipelines.bd2bb.clustering import ClusteringParams, Review, parse_review
 from pipelines.bd2bb.config import BD2BBConfig
 from pipelines.bd2bb.decoys import SelectDecoys, build_pool, position_uniformity
 from pipelines.bd2bb.inputs import ReadCaptions, ReadTuples, load_captions
@@ -114,9 +114,7 @@ def _topics(datapoints, cfg: BD2BBConfig, staging_dir, models, review, cache_roo
         vectors = actions | "Embed actions" >> EmbedActions(spec)
     items = ({"text": actions, "vector": vectors} | "Join vectors" >> beam.CoGroupByKey()
              | "Key, text, vector" >> beam.MapTuple(lambda k, g: (k, list(g["text"])[0], list(g["vector"])[0])))
-    c = cfg.clusters
-    clustered = items | "Topic clusters" >> ClusterActions(
-        cfg.k_values(), cfg.seed, c.k, c.n_init, c.silhouette_sample, c.review_per_cluster)
+    clustered = items | "Topic clusters" >> ClusterActions(ClusteringParams.from_config(cfg))
     _ = clustered | "Review sheet" >> WriteReviewSheet(staging_dir)
     _ = (clustered | "Cluster report" >> beam.Map(cluster_report)
          | "Write cluster report" >> WriteReport(staging_dir, "clusters"))

@@ -19,7 +19,7 @@ import apache_beam as beam
 
 from pipelines.bd2bb.schema import Sample, coco_image_id
 from transforms.core.splits import ExactRatioSplit, split_ranked
-from transforms.core.stage import StageCounts
+from transforms.core.stage import MAIN, StageFn, stage_pardo
 from transforms.text.tokens import normalise_text
 
 KEY_PREFIX = "split/"
@@ -43,24 +43,25 @@ def is_hard(sample: Sample, train: frozenset, test_split: str = "test") -> bool:
     return sample.split == test_split and not any(item in train for item in seen_in_train(sample))
 
 
-class _Assign(beam.DoFn):
-    def __init__(self):
-        self.counts = StageCounts("splits")
+class _Assign(StageFn):
+    stage, level = "splits", "sample"
 
-    def process(self, named):
+    def judge(self, named):
         split, sample = named
-        self.counts.seen(level="sample")
         self.counts.note(f"sample.{split}")
-        yield self.counts.passed(dataclasses.replace(sample, split=split), level="sample")
+        yield dataclasses.replace(sample, split=split)
 
 
-class _FlagHard(beam.DoFn):
+class _FlagHard(StageFn):
+    """Only notes `sample.hard_test`: the samples were counted by _Assign."""
+    stage, level = "splits", "sample"
+    counts_in = counts_out = False
+
     def __init__(self, test_split: str):
         self.test_split = test_split
-        self.counts = StageCounts("splits")
         self._train = None
 
-    def process(self, sample: Sample, train: Iterable):
+    def judge(self, sample: Sample, train: Iterable):
         if self._train is None:
             self._train = frozenset(tuple(x) for x in train)
         hard = is_hard(sample, self._train, self.test_split)
@@ -84,9 +85,10 @@ class AssignSplits(beam.PTransform):
     def expand(self, samples):
         split = (samples | "Split key" >> beam.Map(lambda s: (KEY_PREFIX + s.sample_id, s))
                  | "Exact ratios" >> ExactRatioSplit(self.seed, list(self.ratios), list(self.ratios.values()))
-                 | "Assign" >> beam.ParDo(_Assign()))
+                 | "Assign" >> stage_pardo(_Assign()))[MAIN]
         train_split = self.train_split
         train = (split | "Train samples" >> beam.Filter(lambda s: s.split == train_split)
                  | "Seen in train" >> beam.FlatMap(seen_in_train)
                  | "Unique seen" >> beam.Distinct())
-        return split | "Hard test" >> beam.ParDo(_FlagHard(self.test_split), beam.pvalue.AsList(train))
+        flagged = split | "Hard test" >> stage_pardo(_FlagHard(self.test_split), beam.pvalue.AsList(train))
+        return flagged[MAIN]

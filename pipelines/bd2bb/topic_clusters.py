@@ -14,18 +14,19 @@ import dataclasses
 import apache_beam as beam
 
 from pipelines.bd2bb import reasons
-from pipelines.bd2bb.clustering import (ClusterResult, Review, check_review, cluster_actions,
-                                        review_rows)
+from pipelines.bd2bb.clustering import (ClusteringParams, ClusterResult, Review, check_review,
+                                        cluster_actions, review_rows)
 from pipelines.bd2bb.schema import Datapoint
-from schemas.rejects import Reject
-from transforms.core.stage import MAIN, REJECTS, StageCounts
+from transforms.core.stage import StageFn, stage_pardo
 from transforms.text.tokens import normalise_text
 
 
-def _cluster(items, ks, seed, fixed_k, n_init, silhouette_sample, per_cluster):
-    result = cluster_actions([(k, v) for k, _, v in items], ks, seed, fixed_k, n_init, silhouette_sample)
+def _cluster(items, params: ClusteringParams):
+    result = cluster_actions([(k, v) for k, _, v in items], params.ks, params.seed, params.fixed_k,
+                             params.n_init, params.silhouette_sample)
     texts = {k: t for k, t, _ in items}
-    return {"result": result, "sheet": review_rows(texts, result, per_cluster, seed),
+    return {"result": result,
+            "sheet": review_rows(texts, result, params.review_per_cluster, params.seed),
             "actions": sorted(texts.values())}
 
 
@@ -33,37 +34,34 @@ class ClusterActions(beam.PTransform):
     """(action key, text, vector) -> one dict {"result": ClusterResult, "sheet": rows,
     "actions": the clustered texts}."""
 
-    def __init__(self, ks, seed: int, fixed_k=None, n_init: int = 3, silhouette_sample: int = 5000,
-                 per_cluster: int = 20):
+    def __init__(self, params: ClusteringParams):
         super().__init__()
-        self.args = (list(ks), seed, fixed_k, n_init, silhouette_sample, per_cluster)
+        self.params = params
 
     def expand(self, items):
         return (items | "Gather" >> beam.combiners.ToList()
-                | "k-means" >> beam.Map(lambda xs, args=self.args: _cluster(xs, *args)))
+                | "k-means" >> beam.Map(_cluster, self.params))
 
 
-class _Apply(beam.DoFn):
+class _Apply(StageFn):
+    stage, level = "clusters", "tuple"
+
     def __init__(self, review: Review):
         self.review = review
-        self.counts = StageCounts("clusters")
 
-    def process(self, d: Datapoint, clustered):
+    def judge(self, d: Datapoint, clustered):
         result: ClusterResult = clustered["result"]
-        self.counts.seen(level="tuple")
         key = d.tuple.action_key
         if key not in result.assignments:
             raise KeyError(f"action {d.tuple.action!r} was not clustered")
         verdict, cluster = self.review.decide(d.tuple.action, result.assignments[key])
         if verdict == "keep":
             label = self.review.labels.get(cluster, "")
-            yield self.counts.passed(dataclasses.replace(d, cluster=cluster, cluster_label=label),
-                                     level="tuple")
+            yield dataclasses.replace(d, cluster=cluster, cluster_label=label)
         else:
             reason = reasons.CLUSTER_DROPPED if verdict == "cluster_dropped" else reasons.ACTION_DROPPED
-            yield self.counts.rejected(Reject(stage="clusters", level="tuple", reason=reason,
-                                              item_id=d.tuple.tuple_id, source=d.tuple.image,
-                                              detail=f"cluster {cluster}: {normalise_text(d.tuple.action)[:200]}"))
+            yield self.reject(reason, d.tuple.tuple_id, source=d.tuple.image,
+                              detail=f"cluster {cluster}: {normalise_text(d.tuple.action)[:200]}")
 
 
 class ApplyClusters(beam.PTransform):
@@ -76,8 +74,7 @@ class ApplyClusters(beam.PTransform):
     def expand(self, datapoints):
         review = self.review
         checked = self.clustered | "Check review" >> beam.Map(_checked, review)
-        return datapoints | beam.ParDo(_Apply(self.review), beam.pvalue.AsSingleton(checked)
-                                       ).with_outputs(REJECTS, main=MAIN)
+        return datapoints | stage_pardo(_Apply(self.review), beam.pvalue.AsSingleton(checked))
 
 
 def _checked(clustered, review: Review):

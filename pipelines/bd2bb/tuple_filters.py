@@ -52,8 +52,7 @@ import apache_beam as beam
 from pipelines.bd2bb import reasons
 from pipelines.bd2bb.argument_codes import has_noun_or_pronoun
 from pipelines.bd2bb.schema import BD2BBTuple, Datapoint
-from schemas.rejects import Reject
-from transforms.core.stage import MAIN, REJECTS, StageCounts
+from transforms.core.stage import StageFn, stage_pardo
 from transforms.text.tokens import Token
 
 LEVEL = "tuple"
@@ -76,18 +75,15 @@ def length_verdict(t: BD2BBTuple, max_chars: Dict[str, int]) -> Optional[Tuple[s
     return None
 
 
-class _TextLength(beam.DoFn):
+class _TextLength(StageFn):
+    stage, level = "text_length", LEVEL
+
     def __init__(self, max_chars: Dict[str, int]):
         self.max_chars = max_chars
-        self.counts = StageCounts("text_length")
 
-    def process(self, t: BD2BBTuple):
-        self.counts.seen(level=LEVEL)
+    def judge(self, t: BD2BBTuple):
         verdict = length_verdict(t, self.max_chars)
-        if verdict:
-            yield self.counts.rejected(_reject("text_length", t, *verdict))
-        else:
-            yield self.counts.passed(t, level=LEVEL)
+        yield self.reject(**_rejected(t, *verdict)) if verdict else t
 
 
 class TextLength(beam.PTransform):
@@ -98,7 +94,7 @@ class TextLength(beam.PTransform):
         self.max_chars = {"intention": max_intention_chars, "action": max_action_chars}
 
     def expand(self, tuples):
-        return tuples | beam.ParDo(_TextLength(self.max_chars)).with_outputs(REJECTS, main=MAIN)
+        return tuples | stage_pardo(_TextLength(self.max_chars))
 
 
 # --- language ------------------------------------------------------------------------------
@@ -180,28 +176,26 @@ def language_verdict(text: str, vocabulary: frozenset, min_english_share: float,
     return None
 
 
-class _Language(beam.DoFn):
+class _Language(StageFn):
+    stage, level = "language", LEVEL
+
     def __init__(self, min_english_share: float, wordlist: Optional[str],
                  languages: Sequence[str], min_english_probability: float):
         self.min_share, self.wordlist = min_english_share, wordlist
         self.languages, self.min_probability = tuple(languages), min_english_probability
-        self.counts = StageCounts("language")
 
     def setup(self):
         self.vocabulary = english_words(self.wordlist)
         self.identifier = language_identifier(self.languages) if self.min_probability > 0 else None
 
-    def process(self, t: BD2BBTuple):
-        self.counts.seen(level=LEVEL)
-        yield self._judge(t)
-
-    def _judge(self, t: BD2BBTuple):
+    def judge(self, t: BD2BBTuple):
         for name in TEXT_FIELDS:
             verdict = language_verdict(getattr(t, name), self.vocabulary, self.min_share,
                                        self.identifier, self.min_probability)
             if verdict:
-                return self.counts.rejected(_reject("language", t, verdict[0], f"{name}: {verdict[1]}"))
-        return self.counts.passed(t, level=LEVEL)
+                yield self.reject(**_rejected(t, verdict[0], f"{name}: {verdict[1]}"))
+                return
+        yield t
 
 
 class LanguageFilter(beam.PTransform):
@@ -216,8 +210,8 @@ class LanguageFilter(beam.PTransform):
         self.languages, self.min_probability = tuple(languages), min_english_probability
 
     def expand(self, tuples):
-        return tuples | beam.ParDo(_Language(self.min_share, self.wordlist, self.languages,
-                                             self.min_probability)).with_outputs(REJECTS, main=MAIN)
+        return tuples | stage_pardo(_Language(self.min_share, self.wordlist, self.languages,
+                                              self.min_probability))
 
 
 # --- intention length --------------------------------------------------------------------
@@ -227,23 +221,22 @@ def intention_tokens(nlp, intention: str, count_opener: bool) -> int:
     return sum(1 for t in nlp(text) if not t.is_space)
 
 
-class _IntentionLength(beam.DoFn):
+class _IntentionLength(StageFn):
+    stage, level = "intention_length", LEVEL
+
     def __init__(self, min_tokens: int, count_opener: bool):
         self.min_tokens, self.count_opener = min_tokens, count_opener
-        self.counts = StageCounts("intention_length")
 
     def setup(self):
         from transforms.text.stats import tokenizer_nlp
         self.nlp = tokenizer_nlp()
 
-    def process(self, t: BD2BBTuple):
-        self.counts.seen(level=LEVEL)
+    def judge(self, t: BD2BBTuple):
         n = intention_tokens(self.nlp, t.intention, self.count_opener)
         if n < self.min_tokens:
-            yield self.counts.rejected(_reject("intention_length", t, reasons.SHORT_INTENTION,
-                                               f"{n} tokens < {self.min_tokens}"))
+            yield self.reject(**_rejected(t, reasons.SHORT_INTENTION, f"{n} tokens < {self.min_tokens}"))
         else:
-            yield self.counts.passed(t, level=LEVEL)
+            yield t
 
 
 class IntentionLength(beam.PTransform):
@@ -252,30 +245,27 @@ class IntentionLength(beam.PTransform):
         self.min_tokens, self.count_opener = min_tokens, count_opener
 
     def expand(self, tuples):
-        return tuples | beam.ParDo(_IntentionLength(self.min_tokens, self.count_opener)
-                                   ).with_outputs(REJECTS, main=MAIN)
+        return tuples | stage_pardo(_IntentionLength(self.min_tokens, self.count_opener))
 
 
 # --- action nouns --------------------------------------------------------------------------
 
-class _ActionNouns(beam.DoFn):
-    def __init__(self):
-        self.counts = StageCounts("action_nouns")
+class _ActionNouns(StageFn):
+    stage, level = "action_nouns", LEVEL
 
-    def process(self, d: Datapoint):
-        self.counts.seen(level=LEVEL)
+    def judge(self, d: Datapoint):
         if has_noun_or_pronoun(d.parse):
-            yield self.counts.passed(d, level=LEVEL)
+            yield d
         else:
-            yield self.counts.rejected(_reject("action_nouns", d.tuple, reasons.NO_NOUN_OR_PRONOUN,
-                                               " ".join(f"{t.form}/{t.upos}" for t in d.parse)))
+            yield self.reject(**_rejected(d.tuple, reasons.NO_NOUN_OR_PRONOUN,
+                                          " ".join(f"{t.form}/{t.upos}" for t in d.parse)))
 
 
 class ActionNounFilter(beam.PTransform):
     """Datapoint (parsed) -> those whose action holds a NOUN, PROPN or PRON."""
 
     def expand(self, datapoints):
-        return datapoints | beam.ParDo(_ActionNouns()).with_outputs(REJECTS, main=MAIN)
+        return datapoints | stage_pardo(_ActionNouns())
 
 
 # --- grounding (intention vs. captions) ----------------------------------------------------
@@ -322,32 +312,33 @@ def frequent_caption_nouns(nlp, captions: Iterable[str], lexicon: Dict[str, str]
     return {noun for noun, n in counts.items() if n > 1}
 
 
-class _Grounding(beam.DoFn):
-    def __init__(self):
-        self.counts = StageCounts("grounding")
+class _Grounding(StageFn):
+    """One image's datapoints and captions; counts each datapoint in."""
+    stage, level = "grounding", LEVEL
+    counts_in = False
 
     def setup(self):
         from transforms.text.stats import tokenizer_nlp
         self.nlp = tokenizer_nlp()
 
-    def process(self, joined, lexicon):
+    def judge(self, joined, lexicon):
         _, groups = joined
         datapoints = list(groups["datapoints"])   # empty for an image nobody annotated
         captions = list(groups["captions"]) if datapoints else []
         frequent = frequent_caption_nouns(self.nlp, captions, lexicon) if captions else set()
         for d in datapoints:
             self.counts.seen(level=LEVEL)
-            yield self._judge(d, captions, frequent, lexicon)
+            yield self._judge_one(d, captions, frequent, lexicon)
 
-    def _judge(self, d: Datapoint, captions, frequent, lexicon):
+    def _judge_one(self, d: Datapoint, captions, frequent, lexicon):
         if not captions:
-            return self.counts.rejected(_reject("grounding", d.tuple, reasons.NO_CAPTIONS,
-                                                f"no captions for image {d.tuple.image}"))
+            return self.reject(**_rejected(d.tuple, reasons.NO_CAPTIONS,
+                                           f"no captions for image {d.tuple.image}"))
         named = sorted(set(noun_lemmas(self.nlp, d.tuple.intention, lexicon)) & frequent)
         if named:
-            return self.counts.rejected(_reject("grounding", d.tuple, reasons.MENTIONS_IMAGE_ENTITY,
-                                                "intention names " + ", ".join(named)))
-        return self.counts.passed(d, level=LEVEL)
+            return self.reject(**_rejected(d.tuple, reasons.MENTIONS_IMAGE_ENTITY,
+                                           "intention names " + ", ".join(named)))
+        return d
 
 
 class GroundingFilter(beam.PTransform):
@@ -361,10 +352,9 @@ class GroundingFilter(beam.PTransform):
 
     def expand(self, keyed):
         return (keyed | "Join captions" >> beam.CoGroupByKey()
-                | "Check" >> beam.ParDo(_Grounding(), beam.pvalue.AsSingleton(self.lexicon)
-                                        ).with_outputs(REJECTS, main=MAIN))
+                | "Check" >> stage_pardo(_Grounding(), beam.pvalue.AsSingleton(self.lexicon)))
 
 
-def _reject(stage: str, t: BD2BBTuple, reason: str, detail: str) -> Reject:
-    return Reject(stage=stage, level=LEVEL, reason=reason, item_id=t.tuple_id,
-                  source=t.image, detail=detail[:500])
+def _rejected(t: BD2BBTuple, reason: str, detail: str) -> dict:
+    """The fields of a tuple's Reject (its stage and level are the filter's)."""
+    return dict(reason=reason, item_id=t.tuple_id, source=t.image, detail=detail[:500])

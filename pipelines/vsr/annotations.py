@@ -36,9 +36,10 @@ from pipelines.vsr.captions import CaptionParser, render_caption
 from pipelines.vsr.schema import (PUBLIC_FIELDS, Example, ImagePair, coco_source, example_id,
                                   parse_vote_list)
 from schemas.coco import is_file_name, is_link
-from schemas.rejects import Reject
-from transforms.core.stage import MAIN, REJECTS, StageCounts
+from transforms.core.stage import MAIN, REJECTS, KeepFirst, StageFn, stage_pardo
 from transforms.io.lines import ReadNumberedLines, SourceLine, parse_json_object
+
+ANNOTATIONS, CAPTIONS = "annotations", "captions"   # the stages of the two example sources
 
 
 def parse_record(line: Union[SourceLine, str], required_fields):
@@ -47,11 +48,10 @@ def parse_record(line: Union[SourceLine, str], required_fields):
     return parse_json_object(line, required_fields, finite_numbers=True)
 
 
-def _line_reject(stage: str, line: SourceLine, reason: str, detail: str, **fields) -> Reject:
-    """A line-level reject: the line's text (or its place, when it has none) as item id."""
-    return Reject(stage=stage, level="line", reason=reason,
-                  item_id=line.text.strip()[:200] or line.where, detail=detail,
-                  file=line.path, line=line.number, **fields)
+def _at(line: SourceLine) -> dict:
+    """A line-level reject's place: the line's text (or its place, when it has none) as
+    item id, its file and line number."""
+    return dict(item_id=line.text.strip()[:200] or line.where, file=line.path, line=line.number)
 
 
 def _line_order(line: SourceLine):
@@ -133,64 +133,58 @@ class ReadPublicAnnotations(beam.PTransform):
 
     def expand(self, pbegin):
         lines = pbegin | "Read lines" >> ReadNumberedLines(self._patterns)
-        parsed = lines | "Parse" >> beam.ParDo(
-            _ParsePublic(self._relations, self._aliases)).with_outputs(REJECTS, main=MAIN)
-        unique = (parsed[MAIN] | "Key by example" >> beam.Map(lambda t: (t[1].example_id, t))
-                  | "Group duplicates" >> beam.GroupByKey()
-                  | "Keep first" >> beam.ParDo(_KeepFirstExample()).with_outputs(REJECTS, main=MAIN))
+        parsed = lines | "Parse" >> stage_pardo(_ParsePublic(self._relations, self._aliases))
+        # (SourceLine, Example, true votes, false votes); a line is counted out once it
+        # passed the last check
+        unique = parsed[MAIN] | "One line per example" >> KeepFirst(
+            ANNOTATIONS, "line", key=lambda t: t[1].example_id,
+            order=lambda t: _line_order(t[0]), why=_same_example,
+            counts_out=self._coco_images is None)
         rejects = [parsed[REJECTS], unique[REJECTS]]
-        kept = unique[MAIN]     # (SourceLine, Example, true votes, false votes)
+        kept = unique[MAIN]
         if self._coco_images is not None:
             known = {"lines": kept | "Key by image" >> beam.Map(lambda t: (t[1].image, t)),
                      "coco": self._coco_images | "Image names" >> beam.Map(lambda name: (name, True))}
             checked = (known | "Join COCO images" >> beam.CoGroupByKey()
-                       | "Known images" >> beam.ParDo(_KnownImage()).with_outputs(REJECTS, main=MAIN))
+                       | "Known images" >> stage_pardo(_KnownImage()))
             kept = checked[MAIN]
             rejects.append(checked[REJECTS])
         examples = kept | "Drop line" >> beam.Map(lambda t: t[1:])
         return {MAIN: examples, REJECTS: rejects | "Annotation rejects" >> beam.Flatten()}
 
 
-class _ParsePublic(beam.DoFn):
+class _ParsePublic(StageFn):
+    stage, level = ANNOTATIONS, "line"
+    counts_out = False   # out once it is known to be the only line of its example
+
     def __init__(self, relations: frozenset, aliases: Dict[str, str]):
         self._relations = relations
         self._aliases = aliases
-        self._counts = StageCounts("annotations")
 
     def setup(self):
         self._parser = CaptionParser(self._relations, aliases=self._aliases)
 
-    def process(self, line: SourceLine):
-        self._counts.seen(level="line")
+    def judge(self, line: SourceLine):
         parsed = parse_public_line(line, self._parser, self._relations)
         if isinstance(parsed[0], Example):
-            yield self._counts.passed((line, *parsed), level="line")
+            yield (line, *parsed)
             return
         reason, detail = parsed
-        yield self._counts.rejected(_line_reject("annotations", line, reason, detail))
+        yield self.reject(reason, detail=detail, **_at(line))
 
 
-class _KeepFirstExample(beam.DoFn):
-    def __init__(self):
-        self._counts = StageCounts("annotations")
-
-    def process(self, keyed):
-        _, items = keyed
-        first, *duplicates = sorted(items, key=lambda t: _line_order(t[0]))
-        yield first
-        for line, example, _, _ in duplicates:
-            self._counts.count_out(-1, level="line")  # it passed parsing; it leaves as a duplicate
-            yield self._counts.rejected(_line_reject(
-                "annotations", line, reasons.DUPLICATE_EXAMPLE,
-                f"same image and caption as example {example.example_id} ({first[0].where})",
-                source=example.source))
+def _same_example(later, first) -> dict:
+    """A second line with the same image and caption: duplicate_example."""
+    line, example = later[0], later[1]
+    return dict(reason=reasons.DUPLICATE_EXAMPLE, source=example.source, **_at(line),
+                detail=f"same image and caption as example {example.example_id} ({first[0].where})")
 
 
-class _KnownImage(beam.DoFn):
-    def __init__(self):
-        self._counts = StageCounts("annotations")
+class _KnownImage(StageFn):
+    stage, level = ANNOTATIONS, "line"
+    counts_in = False   # counted in when parsed
 
-    def process(self, joined):
+    def judge(self, joined):
         image, groups = joined
         known = bool(list(groups["coco"]))
         for item in groups["lines"]:
@@ -198,11 +192,9 @@ class _KnownImage(beam.DoFn):
                 yield item
                 continue
             line, example = item[0], item[1]
-            self._counts.count_out(-1, level="line")
-            yield self._counts.rejected(Reject(
-                stage="annotations", level="line", reason=reasons.UNKNOWN_IMAGE,
-                item_id=example.example_id, source=example.source,
-                detail=f"image {image} is not in the COCO input", file=line.path, line=line.number))
+            yield self.reject(reasons.UNKNOWN_IMAGE, example.example_id, source=example.source,
+                              detail=f"image {image} is not in the COCO input",
+                              file=line.path, line=line.number)
 
 
 class ReadCaptions(beam.PTransform):
@@ -218,40 +210,44 @@ class ReadCaptions(beam.PTransform):
 
     def expand(self, pbegin):
         lines = pbegin | "Read lines" >> ReadNumberedLines(self._patterns)
-        parsed = lines | "Parse" >> beam.ParDo(_ParseCaptionLine()).with_outputs(REJECTS, main=MAIN)
+        parsed = lines | "Parse" >> stage_pardo(_ParseCaptionLine())
         joined = ({"answers": parsed[MAIN], "pairs": self._pairs | "Key pairs" >> beam.Map(
             lambda p: (p.pair_id, p))}
             | "Join pairs" >> beam.CoGroupByKey()
-            | "Examples" >> beam.ParDo(_PairExamples(self._relations)).with_outputs(REJECTS, main=MAIN))
+            | "Examples" >> stage_pardo(_PairExamples(self._relations)))
         return {MAIN: joined[MAIN],
                 REJECTS: (parsed[REJECTS], joined[REJECTS]) | "Caption rejects" >> beam.Flatten()}
 
 
-class _ParseCaptionLine(beam.DoFn):
-    def __init__(self):
-        self._counts = StageCounts("captions")
+class _ParseCaptionLine(StageFn):
+    stage, level = CAPTIONS, "line"
+    counts_out = False   # counted out once joined to its pair
 
-    def process(self, line: SourceLine):
-        self._counts.seen(level="line")
+    def judge(self, line: SourceLine):
         record = parse_record(line, ("pair_id", "relation", "true_image"))
         if not isinstance(record, tuple) and not _is_id(record.get("annotator_id")):
             record = (reasons.MISSING_FIELD if "annotator_id" not in record else reasons.BAD_FIELD,
                       "annotator_id must be an id")
         if isinstance(record, tuple):
-            yield self._counts.rejected(_line_reject("captions", line, *record))
+            reason, detail = record
+            yield self.reject(reason, detail=detail, **_at(line))
             return
-        yield (record["pair_id"], (line, record))  # counted out once joined
+        yield (record["pair_id"], (line, record))
 
 
-class _PairExamples(beam.DoFn):
+class _PairExamples(StageFn):
+    """Counts three levels: the answer lines (in when parsed), the pairs and the two
+    examples each captioned pair gives."""
+    stage, level = CAPTIONS, "line"
+    counts_in = counts_out = False
+
     def __init__(self, relations: frozenset):
         self._relations = relations
-        self._counts = StageCounts("captions")
 
     def _reject(self, line: SourceLine, reason: str, detail: str):
-        return self._counts.rejected(_line_reject("captions", line, reason, detail))
+        return self.reject(reason, detail=detail, **_at(line))
 
-    def process(self, joined):
+    def judge(self, joined):
         pid, groups = joined
         pairs = list(groups["pairs"])
         answers = sorted(groups["answers"], key=lambda a: _line_order(a[0]))
@@ -260,7 +256,7 @@ class _PairExamples(beam.DoFn):
                 yield self._reject(line, reasons.UNKNOWN_PAIR, f"no sampled pair {pid}")
             return
         pair: ImagePair = pairs[0]     # pair ids are unique: one draw, one id
-        self._counts.seen(level="pair")
+        self.counts.seen(level="pair")
         yield from self._examples(pid, pair, answers)
 
     def _examples(self, pid: str, pair: ImagePair, answers):
@@ -277,11 +273,11 @@ class _PairExamples(beam.DoFn):
                 yield self._reject(line, reasons.DUPLICATE_CAPTION, f"pair {pid} already captioned")
             else:
                 taken = True
-                self._counts.count_out(level="line")
+                self.counts.count_out(level="line")
                 caption = render_caption(pair.subj, record["relation"], pair.obj)
                 for image in pair.images:
-                    self._counts.count_out(level="example")
-                    self._counts.seen(level="example")
+                    self.counts.count_out(level="example")
+                    self.counts.seen(level="example")
                     yield (Example(
                         example_id=example_id(image.file_name, caption), image=image.file_name,
                         image_link=image.coco_url, caption=caption,
@@ -290,13 +286,12 @@ class _PairExamples(beam.DoFn):
                         annotator_id=str(record["annotator_id"]), source=image.source,
                         pair_id=pair.pair_id), (), ())
         if taken:
-            self._counts.count_out(level="pair")
+            self.counts.count_out(level="pair")
         else:
-            yield self._counts.rejected(Reject(
-                stage="captions", level="pair", reason=reasons.UNCAPTIONED_PAIR, item_id=pid,
-                source=pair.images[0].source,
+            yield self.reject(
+                reasons.UNCAPTIONED_PAIR, pid, level="pair", source=pair.images[0].source,
                 detail=(f"{len(answers)} answer(s), none accepted" if answers else "no writer answer")
-                + f": {pair.subj} / {pair.obj} on {names[0]}, {names[1]}"))
+                + f": {pair.subj} / {pair.obj} on {names[0]}, {names[1]}")
 
 
 def _merge_order(tagged) -> str:
@@ -322,37 +317,37 @@ class MergeExamples(beam.PTransform):
         self._stage = stage
 
     def expand(self, sources):
-        stage = self._stage
         tagged = [pcoll | f"Tag {name}" >> beam.Map(lambda t, name=name: (name, t))
                   for name, pcoll in sorted(sources.items())]
-        merged = (tagged | "Flatten sources" >> beam.Flatten()
-                  | "Key by example id" >> beam.Map(lambda nt: (nt[1][0].example_id, nt))
-                  | "Group example ids" >> beam.GroupByKey()
-                  | "One per example id" >> beam.ParDo(_OnePerExample(stage)).with_outputs(
-                      REJECTS, main=MAIN))
-        return {MAIN: merged[MAIN], REJECTS: merged[REJECTS]}
+        counted = (tagged | "Flatten sources" >> beam.Flatten()
+                   | "Count sources" >> beam.ParDo(_FromSource(self._stage)))
+        merged = counted | "One per example id" >> KeepFirst(
+            self._stage, "example", key=lambda nt: nt[1][0].example_id, order=_merge_order,
+            why=_same_example_id)
+        return {MAIN: merged[MAIN] | "Drop source" >> beam.Map(lambda nt: nt[1]),
+                REJECTS: merged[REJECTS]}
 
 
-class _OnePerExample(beam.DoFn):
+class _FromSource(StageFn):
+    """Counts each example in, in total and per source (`example.in_from_<source>`)."""
+    level = "example"
+    counts_out = False   # out once it is the only one of its id
+
     def __init__(self, stage: str):
-        self._stage = stage
-        self._counts = StageCounts(stage)
+        self.stage = stage
 
-    def process(self, keyed):
-        eid, items = keyed
-        items = sorted(items, key=_merge_order)
-        for origin, _ in items:
-            self._counts.seen(level="example")
-            self._counts.note(f"example.in_from_{origin}")
-        (kept_from, kept), *others = items
-        yield self._counts.passed(kept, level="example")
-        for origin, (example, _, _) in others:
-            yield self._counts.rejected(Reject(
-                stage=self._stage, level="example", reason=reasons.DUPLICATE_EXAMPLE,
-                item_id=eid, source=example.source,
+    def judge(self, tagged):
+        self.counts.note(f"example.in_from_{tagged[0]}")
+        yield tagged
+
+
+def _same_example_id(later, first) -> dict:
+    origin, (example, _, _) = later
+    kept_from, (kept, _, _) = first
+    return dict(reason=reasons.DUPLICATE_EXAMPLE, item_id=example.example_id, source=example.source,
                 detail=f"from {origin} (writer {example.annotator_id}, label {example.label}): "
                        f"{example.caption!r} on {example.image} is already an example from "
-                       f"{kept_from} (writer {kept[0].annotator_id}, label {kept[0].label})"))
+                       f"{kept_from} (writer {kept.annotator_id}, label {kept.label})")
 
 
 class JoinVotes(beam.PTransform):
@@ -368,25 +363,24 @@ class JoinVotes(beam.PTransform):
 
     def expand(self, examples):
         lines = examples.pipeline | "Read votes" >> ReadNumberedLines(self._patterns)
-        parsed = lines | "Parse votes" >> beam.ParDo(
-            _ParseLabelLine("votes", "validator_id")).with_outputs(REJECTS, main=MAIN)
+        parsed = lines | "Parse votes" >> stage_pardo(_ParseLabelLine("votes", "validator_id"))
         joined = ({"examples": examples | "Key examples" >> beam.Map(lambda t: (t[0].example_id, t)),
                    "votes": parsed[MAIN]}
                   | "Join votes" >> beam.CoGroupByKey()
-                  | "Add votes" >> beam.ParDo(_AddVotes()).with_outputs(REJECTS, main=MAIN))
+                  | "Add votes" >> stage_pardo(_AddVotes()))
         return {MAIN: joined[MAIN],
                 REJECTS: (parsed[REJECTS], joined[REJECTS]) | "Vote rejects" >> beam.Flatten()}
 
 
-class _ParseLabelLine(beam.DoFn):
+class _ParseLabelLine(StageFn):
     """{"example_id", <who>, "label"} -> (example_id, (who, label, SourceLine)); or a reject."""
+    level = "line"
+    counts_out = False   # counted out once joined to its example
 
     def __init__(self, stage: str, who: str):
-        self._stage, self._who = stage, who
-        self._counts = StageCounts(stage)
+        self.stage, self._who = stage, who
 
-    def process(self, line: SourceLine):
-        self._counts.seen(level="line")
+    def judge(self, line: SourceLine):
         record = parse_record(line, ("example_id",))
         if not isinstance(record, tuple):
             if self._who not in record or "label" not in record:
@@ -394,28 +388,28 @@ class _ParseLabelLine(beam.DoFn):
             elif not _is_id(record[self._who]) or _label(record["label"]) is None:
                 record = reasons.BAD_FIELD, f"{self._who} must be an id and label 0 or 1"
         if isinstance(record, tuple):
-            yield self._counts.rejected(_line_reject(self._stage, line, *record))
+            reason, detail = record
+            yield self.reject(reason, detail=detail, **_at(line))
             return
         yield record["example_id"], (str(record[self._who]), _label(record["label"]), line)
 
 
-class _AddVotes(beam.DoFn):
-    def __init__(self):
-        self._counts = StageCounts("votes")
+class _AddVotes(StageFn):
+    stage, level = "votes", "line"
+    counts_in = counts_out = False   # per example, not per vote line: counted below
 
-    def process(self, joined):
+    def judge(self, joined):
         eid, groups = joined
         examples = list(groups["examples"])
         votes = sorted(groups["votes"], key=lambda v: _line_order(v[2]))
         if not examples:
             for _, _, line in votes:
-                yield self._counts.rejected(_line_reject("votes", line, reasons.UNKNOWN_EXAMPLE,
-                                                         f"no example {eid}"))
+                yield self.reject(reasons.UNKNOWN_EXAMPLE, detail=f"no example {eid}", **_at(line))
             return
         if len(examples) > 1:   # MergeExamples runs first; never keep one by arrival order
             raise ValueError(f"example id {eid} reached JoinVotes {len(examples)} times: "
                              "de-duplicate the examples first (MergeExamples)")
-        self._counts.count_out(len(votes), level="line")
+        self.counts.count_out(len(votes), level="line")
         example, listed_true, listed_false = examples[0]
         yield (example, listed_true + tuple(w for w, label, _ in votes if label == 1),
                listed_false + tuple(w for w, label, _ in votes if label == 0))
@@ -431,29 +425,27 @@ class JoinExtraLabels(beam.PTransform):
 
     def expand(self, gold):
         lines = gold.pipeline | "Read extra labels" >> ReadNumberedLines(self._patterns)
-        parsed = lines | "Parse extra labels" >> beam.ParDo(
-            _ParseLabelLine("extra_labels", "annotator_id")).with_outputs(REJECTS, main=MAIN)
+        parsed = lines | "Parse extra labels" >> stage_pardo(
+            _ParseLabelLine("extra_labels", "annotator_id"))
         joined = ({"gold": gold, "extra": parsed[MAIN]} | "Join extra labels" >> beam.CoGroupByKey()
-                  | "Gold and extra" >> beam.ParDo(_GoldAndExtra()).with_outputs(REJECTS, main=MAIN))
+                  | "Gold and extra" >> stage_pardo(_GoldAndExtra()))
         return {MAIN: joined[MAIN],
                 REJECTS: (parsed[REJECTS], joined[REJECTS]) | "Extra rejects" >> beam.Flatten()}
 
 
-class _GoldAndExtra(beam.DoFn):
-    def __init__(self):
-        self._counts = StageCounts("extra_labels")
+class _GoldAndExtra(StageFn):
+    stage, level = "extra_labels", "line"
+    counts_in = counts_out = False   # per example, not per label line: counted below
 
-    def process(self, joined):
+    def judge(self, joined):
         eid, groups = joined
         gold, extra = list(groups["gold"]), list(groups["extra"])
         if not extra:
             return
         if not gold:
             for _, _, line in sorted(extra, key=lambda v: _line_order(v[2])):
-                yield self._counts.rejected(_line_reject(
-                    "extra_labels", line, reasons.UNKNOWN_EXAMPLE,
-                    f"{eid} is not in the validated dataset"))
+                yield self.reject(reasons.UNKNOWN_EXAMPLE,
+                                  detail=f"{eid} is not in the validated dataset", **_at(line))
             return
-        self._counts.count_out(len(extra), level="line")
+        self.counts.count_out(len(extra), level="line")
         yield gold[0], [label for _, label, _ in extra]
-

@@ -6,6 +6,7 @@ import os
 from pipelines.benchmark import Benchmark, Plan, inside
 from pipelines.vsr import datacard, pipeline, reasons
 from pipelines.vsr.config import VsrConfig
+from pipelines.vsr.validation import AgreementRule
 
 SAMPLE_DIR = "samples/vsr"   # where the sample config reads (configs/sample.yaml)
 
@@ -29,10 +30,11 @@ class Vsr(Benchmark):
         concrete = pipeline.preflight(config)
         inputs = {f"{key}[{i}]": path for key in pipeline.INPUT_KEYS
                   for i, path in enumerate(getattr(concrete.inputs, key))}
-        return Plan(concrete, inputs=inputs, cache_root=cache_root)
+        return Plan(concrete, inputs=inputs, cache_root=cache_root,
+                    rules=AgreementRule.from_config(concrete.validation))
 
     def build(self, p, plan: Plan, staging_dir: str) -> None:
-        pipeline.build_pipeline(p, plan.config, staging_dir)
+        pipeline.build_pipeline(p, plan.config, staging_dir, plan.rules)
 
     def tables(self, plan: Plan):
         return pipeline.released_tables(plan.config)

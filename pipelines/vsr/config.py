@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from fractions import Fraction
 from typing import Dict, List, Literal
 
 from pipelines.config import InputPath
 from pipelines.vsr.schema import RELATIONS
+from pipelines.vsr.validation import AgreementRule
 from schemas.coco import ID_BY_NAME
 from transforms.core.errors import ConfigError
 
@@ -85,13 +85,7 @@ class VsrConfig:
                 raise ConfigError(f"{name}: must be at least 1, got {value}")
         if self.sampling.min_area < 0:
             raise ConfigError("sampling.min_area: must not be negative")
-        try:
-            share = Fraction(self.validation.min_agreement)
-        except (ValueError, ZeroDivisionError):
-            raise ConfigError(f"validation.min_agreement: not a fraction: "
-                              f"{self.validation.min_agreement!r}") from None
-        if not 0 < share <= 1:
-            raise ConfigError("validation.min_agreement: must be in (0, 1]")
+        AgreementRule.from_config(self.validation)   # a ConfigError naming a bad share
         for scheme in ("random", "zeroshot"):
             ratios = getattr(self.splits, scheme)
             if not ratios or any(v <= 0 for v in ratios.values()) or abs(sum(ratios.values()) - 1) > 1e-9:

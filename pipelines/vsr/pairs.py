@@ -27,10 +27,9 @@ import apache_beam as beam
 from pipelines.vsr import reasons
 from pipelines.vsr.schema import ImagePair, pair_id
 from schemas.coco import NAME_BY_ID
-from schemas.rejects import Reject
 from transforms.coco.instances import IMAGE
 from transforms.core.sampling import priority
-from transforms.core.stage import MAIN, REJECTS, StageCounts
+from transforms.core.stage import MAIN, REJECTS, StageFn, stage_pardo
 
 log = logging.getLogger("pipelines.vsr.pairs")
 
@@ -86,57 +85,56 @@ class EligibleConcepts(beam.PTransform):
         if rest:
             groups["broken"] = rest[0] | "Key broken" >> beam.Map(lambda b: (b[0], b[1]))
         joined = groups | "Per image" >> beam.CoGroupByKey()
-        return joined | "Filter concepts" >> beam.ParDo(
-            _Eligible(self._min_area, self._max_instances)).with_outputs(REJECTS, main=MAIN)
+        return joined | "Filter concepts" >> stage_pardo(
+            _Eligible(self._min_area, self._max_instances))
 
 
-class _Eligible(beam.DoFn):
+class _Eligible(StageFn):
+    """One image id's group; counts three levels (annotation, image, image_concept)."""
+    stage, level = "pair_sampling", IMAGE
+    counts_in = counts_out = False
+
     def __init__(self, min_area: float, max_instances: int):
         self._min_area = min_area
         self._max_instances = max_instances
-        self._counts = StageCounts("pair_sampling")
 
-    def process(self, joined):
+    def judge(self, joined):
         image_id, groups = joined
         images = list(groups["image"])
         annotations = list(groups["annotations"])
         broken = list(groups.get("broken", ()))
-        self._counts.seen(len(annotations), level="annotation")
+        self.counts.seen(len(annotations), level="annotation")
         if not images:
             for a in annotations:
-                yield self._counts.rejected(Reject(
-                    stage="pair_sampling", level="annotation", reason=reasons.UNKNOWN_IMAGE,
-                    item_id=f"{image_id}/{a[1]}", detail=f"annotation of image id {image_id}, "
-                                                         "which no images entry lists"))
+                yield self.reject(reasons.UNKNOWN_IMAGE, f"{image_id}/{a[1]}", level="annotation",
+                                  detail=f"annotation of image id {image_id}, "
+                                         "which no images entry lists")
             return
         image = images[0]      # ReadCoco keeps one image per id
-        self._counts.seen(level=IMAGE)
+        self.counts.seen(level=IMAGE)
         known = []
         for a in annotations:
             if a[1] not in NAME_BY_ID:
-                yield self._counts.rejected(Reject(
-                    stage="pair_sampling", level="annotation", reason=reasons.UNKNOWN_CATEGORY,
-                    item_id=f"{image_id}/{a[1]}", source=image.source,
-                    detail=f"category id {a[1]} is not a COCO 2017 category"))
+                yield self.reject(reasons.UNKNOWN_CATEGORY, f"{image_id}/{a[1]}", level="annotation",
+                                  source=image.source,
+                                  detail=f"category id {a[1]} is not a COCO 2017 category")
                 continue
-            self._counts.count_out(level="annotation")
+            self.counts.count_out(level="annotation")
             known.append(a)
         eligible, verdicts = concept_verdicts(known, self._min_area, self._max_instances, broken)
-        self._counts.seen(len(eligible) + len(verdicts), level="image_concept")
-        self._counts.count_out(len(eligible), level="image_concept")
+        self.counts.seen(len(eligible) + len(verdicts), level="image_concept")
+        self.counts.count_out(len(eligible), level="image_concept")
         for name, (reason, detail) in sorted(verdicts.items()):
-            yield self._counts.rejected(Reject(
-                stage="pair_sampling", level="image_concept", reason=reason,
-                item_id=f"{image.file_name}/{name}", source=image.source, detail=detail))
+            yield self.reject(reason, f"{image.file_name}/{name}", level="image_concept",
+                              source=image.source, detail=detail)
         if len(eligible) >= 2:
-            self._counts.count_out(level=IMAGE)
+            self.counts.count_out(level=IMAGE)
             yield image, eligible
             return
-        yield self._counts.rejected(Reject(
-            stage="pair_sampling", level=IMAGE, reason=reasons.FEW_CONCEPTS,
-            item_id=image.file_name, source=image.source,
+        yield self.reject(
+            reasons.FEW_CONCEPTS, image.file_name, source=image.source,
             detail=f"{len(eligible)} eligible concept(s) ({', '.join(sorted(eligible)) or 'none'}) "
-                   f"of {len(eligible) + len(verdicts)}: an image needs two to join a pool"))
+                   f"of {len(eligible) + len(verdicts)}: an image needs two to join a pool")
 
 
 def draw_plan(pool_sizes: Dict[str, int], seed: int, pairs: int, max_draws: int):
@@ -199,20 +197,23 @@ class SamplePairs(beam.PTransform):
         sizes = (pools | "Pool keys" >> beam.Keys() | "Pool sizes" >> beam.combiners.Count.PerElement()
                  | "Sizes dict" >> beam.combiners.ToDict())
         planned = (eligible.pipeline | "Draw" >> beam.Create([None])
-                   | "Plan draws" >> beam.ParDo(
+                   | "Plan draws" >> stage_pardo(
                        _Plan(seed, self._pairs, self._max_draws),
-                       sizes=beam.pvalue.AsSingleton(sizes)).with_outputs(REJECTS, FIGURES, main=MAIN))
+                       sizes=beam.pvalue.AsSingleton(sizes), outputs=(FIGURES,)))
         pairs = ({"pool": pools, "draws": planned[MAIN]} | "Join draws" >> beam.CoGroupByKey()
                  | "Choose images" >> beam.FlatMap(lambda kv: choose_images(kv[0], kv[1], seed)))
         return {MAIN: pairs, REJECTS: planned[REJECTS], FIGURES: planned[FIGURES]}
 
 
-class _Plan(beam.DoFn):
+class _Plan(StageFn):
+    """Runs once over the pool sizes; counts the draws (in: every draw tried)."""
+    stage, level = "pair_sampling", "draw"
+    counts_in = counts_out = False
+
     def __init__(self, seed: int, pairs: int, max_draws: int):
         self._seed, self._pairs, self._max_draws = seed, pairs, max_draws
-        self._counts = StageCounts("pair_sampling")
 
-    def process(self, _, sizes):
+    def judge(self, _, sizes):
         plan, exhausted = draw_plan(sizes, self._seed, self._pairs, self._max_draws)
         figures = plan_figures(sizes, plan, exhausted, self._pairs, self._max_draws)
         if figures["shortfall"]:
@@ -220,13 +221,12 @@ class _Plan(beam.DoFn):
                         figures["pairs_sampled"], figures["pairs_requested"], figures["stopped"],
                         figures["pools"], figures["pool_capacity"])
         yield beam.pvalue.TaggedOutput(FIGURES, figures)
-        self._counts.seen(len(plan) + len(exhausted), level="draw")
-        self._counts.count_out(len(plan), level="draw")
+        self.counts.seen(len(plan) + len(exhausted), level="draw")
+        self.counts.count_out(len(plan), level="draw")
         for draw, key in exhausted:
-            yield self._counts.rejected(Reject(
-                stage="pair_sampling", level="draw", reason=reasons.POOL_EXHAUSTED,
-                item_id=f"draw{draw}", detail=f"{key}: every image pair of its pool "
-                                              f"({sizes[key]} images) was drawn before"))
+            yield self.reject(reasons.POOL_EXHAUSTED, f"draw{draw}",
+                              detail=f"{key}: every image pair of its pool "
+                                     f"({sizes[key]} images) was drawn before")
         for key, draw, repeat, subj_first in plan:
             yield key, (draw, repeat, subj_first)
 

@@ -31,8 +31,8 @@ from pipelines.vsr.release import (CAPTION_RELATIONS, CAPTION_TASKS, CheckVsrLea
                                    relation_and_concept_counts, validation_task)
 from pipelines.vsr.schema import EXAMPLE_SCHEMA, PAIR_SCHEMA, example_to_row, pair_to_row
 from pipelines.vsr.splits import SplitVsr
-from pipelines.vsr.validation import (AgreementFn, ApplyVoteRules, ExtraLabelAgreementFn, KeepRule,
-                                      sum_counters)
+from pipelines.vsr.validation import (AgreementFn, AgreementRule, ApplyVoteRules,
+                                      ExtraLabelAgreementFn, KeepRule, sum_counters)
 from transforms.coco.instances import ReadCoco
 from transforms.core.errors import PreflightError
 from transforms.core.stage import MAIN, REJECTS
@@ -43,8 +43,10 @@ EXAMPLES, PAIRS = "examples", "image_pairs"
 log = logging.getLogger("pipelines.vsr.pipeline")
 
 
-def build_pipeline(p: beam.Pipeline, cfg: VsrConfig, staging_dir: str) -> None:
-    """Wire the stages; reads like §3.1-§3.4. Writes into `staging_dir`."""
+def build_pipeline(p: beam.Pipeline, cfg: VsrConfig, staging_dir: str,
+                   agreement: AgreementRule) -> None:
+    """Wire the stages; reads like §3.1-§3.4. Writes into `staging_dir`. `agreement` is
+    the vote and keep rule, built once from `cfg.validation` (Plan.rules)."""
     rejects = []
     pairs = coco_images = None
     if cfg.inputs.coco:
@@ -53,7 +55,7 @@ def build_pipeline(p: beam.Pipeline, cfg: VsrConfig, staging_dir: str) -> None:
     listed, caption_rejects = _examples(p, cfg, staging_dir, pairs, coco_images)
     rejects += caption_rejects
     if listed is not None:
-        rejects += _validation_and_splits(p, cfg, staging_dir, listed)
+        rejects += _validation_and_splits(p, cfg, staging_dir, listed, agreement)
     _ = (rejects | "All rejects" >> beam.Flatten() | "Write rejects" >> WriteRejects(staging_dir))
 
 
@@ -107,12 +109,11 @@ def _examples(p, cfg: VsrConfig, staging_dir: str, pairs, coco_images):
     return listed, rejects
 
 
-def _validation_and_splits(p, cfg: VsrConfig, staging_dir: str, listed) -> list:
+def _validation_and_splits(p, cfg: VsrConfig, staging_dir: str, listed,
+                           agreement: AgreementRule) -> list:
     """§3.2 / §4.1 vote rules and keep rule, §3.4 splits, the release's tables and files."""
-    v = cfg.validation
-    voted = listed | "Vote rules" >> ApplyVoteRules(v.writer_votes, v.duplicate_votes,
-                                                    v.conflicting_votes)
-    kept = voted[MAIN] | "Keep rule" >> KeepRule(v.min_agreeing, v.min_agreement)
+    voted = listed | "Vote rules" >> ApplyVoteRules(agreement)
+    kept = voted[MAIN] | "Keep rule" >> KeepRule(agreement)
     split = kept[MAIN] | "Splits" >> SplitVsr(cfg.seed, cfg.splits.random, cfg.splits.zeroshot)
     examples = split[MAIN]
     extra = cfg.captions.extra_relations
@@ -121,8 +122,7 @@ def _validation_and_splits(p, cfg: VsrConfig, staging_dir: str, listed) -> list:
     _ = examples | "Compat" >> WriteCompat(staging_dir, cfg.release.stringify_votes)
 
     anomalies = voted["anomalies"] | "Vote anomalies" >> beam.CombineGlobally(sum_counters)
-    figures = voted[MAIN] | "Agreement" >> beam.CombineGlobally(AgreementFn(v.min_agreeing,
-                                                                          v.min_agreement))
+    figures = voted[MAIN] | "Agreement" >> beam.CombineGlobally(AgreementFn(agreement))
     rejects = [voted[REJECTS], kept[REJECTS], split[REJECTS]]
     extra_figures = None
     if cfg.inputs.extra_labels:
@@ -133,8 +133,7 @@ def _validation_and_splits(p, cfg: VsrConfig, staging_dir: str, listed) -> list:
     _ = (figures | "Agreement report" >> beam.Map(
             _agreement_report, anomalies=beam.pvalue.AsSingleton(anomalies),
             extra=beam.pvalue.AsSingleton(extra_figures) if extra_figures is not None else None,
-            rules={"writer_votes": v.writer_votes, "duplicate_votes": v.duplicate_votes,
-                   "conflicting_votes": v.conflicting_votes})
+            rules=agreement.vote_rules)
          | "Write agreement" >> WriteReport(staging_dir, "agreement"))
     relations, concepts = relation_and_concept_counts(examples, extra)
     _ = ((relations, concepts) | "Count reports" >> beam.Flatten()

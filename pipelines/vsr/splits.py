@@ -14,9 +14,8 @@ import apache_beam as beam
 
 from pipelines.vsr import reasons
 from pipelines.vsr.schema import SplitExample, VotedExample
-from schemas.rejects import Reject
 from transforms.core.splits import ExactRatioSplit, GroupZeroShotSplit
-from transforms.core.stage import MAIN, REJECTS, StageCounts
+from transforms.core.stage import MAIN, REJECTS, StageFn, stage_pardo
 
 
 def _concepts(voted: VotedExample):
@@ -39,27 +38,24 @@ class SplitVsr(beam.PTransform):
                     | "Zero-shot split" >> GroupZeroShotSplit(
                         self._seed, list(self._zeroshot), list(self._zeroshot.values()),
                         groups_of=lambda vp: _concepts(vp[0])))
-        split = zeroshot["items"] | "Count zero-shot" >> beam.ParDo(_ZeroShot()).with_outputs(
-            REJECTS, main=MAIN)
+        split = zeroshot["items"] | "Count zero-shot" >> stage_pardo(_ZeroShot())
         concepts = zeroshot["groups"] | "Concept names" >> beam.MapTuple(
             lambda group, part: (group[len("zeroshot/"):], part))
         return {MAIN: split[MAIN], REJECTS: split[REJECTS], "concepts": concepts}
 
 
-class _ZeroShot(beam.DoFn):
-    def __init__(self):
-        self._counts = StageCounts("zeroshot_split")
+class _ZeroShot(StageFn):
+    stage, level = "zeroshot_split", "example"
+    counts_out = False   # every example goes on (its random split stays); out: in zero-shot
 
-    def process(self, assigned):
+    def judge(self, assigned):
         zs_part, (voted, random_part) = assigned
-        self._counts.seen(level="example")
         if zs_part:
-            self._counts.count_out(level="example")
+            self.counts.count_out(level="example")
         else:
             e = voted.example
-            yield self._counts.rejected(Reject(
-                stage="zeroshot_split", level="example", reason=reasons.CONCEPTS_ACROSS_SPLITS,
-                item_id=e.example_id, source=e.source, split=random_part,
-                detail=f"{e.subj} and {e.obj} are in different zero-shot parts; "
-                       "the example stays in the random split"))
+            yield self.reject(reasons.CONCEPTS_ACROSS_SPLITS, e.example_id, source=e.source,
+                              split=random_part,
+                              detail=f"{e.subj} and {e.obj} are in different zero-shot parts; "
+                                     "the example stays in the random split")
         yield SplitExample(voted, random_part, zs_part)

@@ -22,6 +22,7 @@ gives the figures). Counted or not, every such vote is reported in stats/agreeme
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
@@ -30,18 +31,48 @@ import numpy as np
 
 from pipelines.vsr import reasons
 from pipelines.vsr.schema import VotedExample
-from schemas.rejects import Reject
-from transforms.core.stage import MAIN, REJECTS, StageCounts
+from transforms.core.errors import ConfigError
+from transforms.core.stage import StageFn, stage_pardo
 
 COUNT, DROP = "count", "drop"
 
 
-def parse_fraction(text: str) -> Fraction:
-    """"2/3" -> Fraction(2, 3); the threshold stays exact (0.6667 would drop 2 of 3)."""
-    value = Fraction(text)
-    if not 0 < value <= 1:
-        raise ValueError(f"an agreement share must be in (0, 1], got {text!r}")
-    return value
+@dataclass(frozen=True)
+class AgreementRule:
+    """The keep rule and the vote rules, built once from the config (`from_config`) and
+    handed whole to the stages that apply them. `min_agreement` is an exact fraction:
+    the threshold stays exact (0.6667 would drop 2 of 3)."""
+    min_agreeing: int = 2                      # §3.2
+    min_agreement: Fraction = Fraction(2, 3)   # §4.1
+    writer_votes: str = COUNT
+    duplicate_votes: str = COUNT
+    conflicting_votes: str = COUNT
+
+    @classmethod
+    def from_config(cls, validation) -> "AgreementRule":
+        """From the config's `validation` section; a bad share is a ConfigError naming
+        validation.min_agreement."""
+        text = validation.min_agreement
+        try:
+            share = Fraction(text)
+        except (TypeError, ValueError, ZeroDivisionError):
+            raise ConfigError(f"validation.min_agreement: not a fraction: {text!r}") from None
+        if not 0 < share <= 1:
+            raise ConfigError(f"validation.min_agreement: must be in (0, 1], got {text!r}")
+        return cls(validation.min_agreeing, share, validation.writer_votes,
+                   validation.duplicate_votes, validation.conflicting_votes)
+
+    @property
+    def vote_rules(self) -> Dict[str, str]:
+        """What each kind of odd vote is: counted or dropped (stats/agreement.json)."""
+        return {"writer_votes": self.writer_votes, "duplicate_votes": self.duplicate_votes,
+                "conflicting_votes": self.conflicting_votes}
+
+    def keeps(self, agreeing: int, validators: int) -> bool:
+        return keeps(agreeing, validators, self.min_agreeing, self.min_agreement)
+
+    def apply_vote_rules(self, writer: str, vote_true: Sequence[str], vote_false: Sequence[str]):
+        return apply_vote_rules(writer, vote_true, vote_false, **self.vote_rules)
 
 
 def apply_vote_rules(writer: str, vote_true: Sequence[str], vote_false: Sequence[str],
@@ -116,33 +147,33 @@ class ApplyVoteRules(beam.PTransform):
     """(Example, listed true votes, listed false votes) -> VotedExample, plus vote-level
     rejects for dropped votes and (tag "anomalies") one Counter per example."""
 
-    def __init__(self, writer_votes: str, duplicate_votes: str, conflicting_votes: str):
+    def __init__(self, rule: AgreementRule):
         super().__init__()
-        self._rules = dict(writer_votes=writer_votes, duplicate_votes=duplicate_votes,
-                           conflicting_votes=conflicting_votes)
+        self._rule = rule
 
     def expand(self, listed):
-        return listed | beam.ParDo(_VoteRules(self._rules)).with_outputs(
-            REJECTS, "anomalies", main=MAIN)
+        return listed | stage_pardo(_VoteRules(self._rule), outputs=("anomalies",))
 
 
-class _VoteRules(beam.DoFn):
-    def __init__(self, rules: dict):
-        self._rules = rules
-        self._counts = StageCounts("vote_rules")
+class _VoteRules(StageFn):
+    """One example's vote lists; counts its votes (level vote), not the example."""
+    stage, level = "vote_rules", "vote"
+    counts_in = counts_out = False
 
-    def process(self, listed):
+    def __init__(self, rule: AgreementRule):
+        self._rule = rule
+
+    def judge(self, listed):
         example, vote_true, vote_false = listed
-        self._counts.seen(len(vote_true) + len(vote_false), level="vote")
-        true, false, dropped, anomalies = apply_vote_rules(
-            example.annotator_id, vote_true, vote_false, **self._rules)
-        self._counts.count_out(len(true) + len(false), level="vote")
+        self.counts.seen(len(vote_true) + len(vote_false), level="vote")
+        true, false, dropped, anomalies = self._rule.apply_vote_rules(
+            example.annotator_id, vote_true, vote_false)
+        self.counts.count_out(len(true) + len(false), level="vote")
         for validator, side, reason in dropped:
-            yield self._counts.rejected(Reject(
-                stage="vote_rules", level="vote", reason=reason,
-                item_id=f"{example.example_id}/{side}/{validator}", source=example.source,
-                detail=f"validator {validator} voted {side} on {example.caption!r} "
-                       f"({example.image}); writer {example.annotator_id}"))
+            yield self.reject(reason, f"{example.example_id}/{side}/{validator}",
+                              source=example.source,
+                              detail=f"validator {validator} voted {side} on {example.caption!r} "
+                                     f"({example.image}); writer {example.annotator_id}")
         yield beam.pvalue.TaggedOutput("anomalies", anomalies)
         yield VotedExample(example, true, false)
 
@@ -151,33 +182,29 @@ class KeepRule(beam.PTransform):
     """VotedExample -> the kept ones (main) and example-level rejects (low_agreement,
     no_votes)."""
 
-    def __init__(self, min_agreeing: int, min_agreement: str):
+    def __init__(self, rule: AgreementRule):
         super().__init__()
-        self._min_agreeing = min_agreeing
-        self._min_agreement = min_agreement
+        self._rule = rule
 
     def expand(self, voted):
-        return voted | beam.ParDo(_Keep(self._min_agreeing, self._min_agreement)).with_outputs(
-            REJECTS, main=MAIN)
+        return voted | stage_pardo(_Keep(self._rule))
 
 
-class _Keep(beam.DoFn):
-    def __init__(self, min_agreeing: int, min_agreement: str):
-        self._min_agreeing = min_agreeing
-        self._min_agreement = parse_fraction(min_agreement)
-        self._counts = StageCounts("validation")
+class _Keep(StageFn):
+    stage, level = "validation", "example"
 
-    def process(self, voted: VotedExample):
-        self._counts.seen(level="example")
-        if keeps(voted.agreeing, voted.validators, self._min_agreeing, self._min_agreement):
-            yield self._counts.passed(voted, level="example")
+    def __init__(self, rule: AgreementRule):
+        self._rule = rule
+
+    def judge(self, voted: VotedExample):
+        if self._rule.keeps(voted.agreeing, voted.validators):
+            yield voted
             return
         e = voted.example
         reason = reasons.NO_VOTES if voted.validators == 0 else reasons.LOW_AGREEMENT
-        yield self._counts.rejected(Reject(
-            stage="validation", level="example", reason=reason, item_id=e.example_id,
-            source=e.source, detail=f"{voted.agreeing} of {voted.validators} validators agree "
-                                    f"with label {e.label}: {e.caption!r} on {e.image}"))
+        yield self.reject(reason, e.example_id, source=e.source,
+                          detail=f"{voted.agreeing} of {voted.validators} validators agree "
+                                 f"with label {e.label}: {e.caption!r} on {e.image}")
 
 
 class AgreementFn(beam.CombineFn):
@@ -186,9 +213,8 @@ class AgreementFn(beam.CombineFn):
     Accumulator: examples, all agree, kept, validation labels, and per relation
     [examples, sum of disagreement probabilities]: bounded by the relation list."""
 
-    def __init__(self, min_agreeing: int, min_agreement: str):
-        self._min_agreeing = min_agreeing
-        self._min_agreement = min_agreement
+    def __init__(self, rule: AgreementRule):
+        self._rule = rule
 
     def create_accumulator(self):
         return {"examples": 0, "all_agree": 0, "kept": 0, "labels": 0, "relations": {}}
@@ -198,8 +224,7 @@ class AgreementFn(beam.CombineFn):
         acc["examples"] += 1
         acc["labels"] += voted.validators
         acc["all_agree"] += int(voted.validators > 0 and voted.agreeing == voted.validators)
-        acc["kept"] += int(keeps(voted.agreeing, voted.validators, self._min_agreeing,
-                                 parse_fraction(self._min_agreement)))
+        acc["kept"] += int(self._rule.keeps(voted.agreeing, voted.validators))
         p = disagreement_probability(e.label, voted.vote_true, voted.vote_false)
         if not np.isnan(p):
             rel = acc["relations"].setdefault(e.relation, [0, 0.0])

@@ -12,12 +12,13 @@ from pipelines.release.manifest import verify_manifest
 from pipelines.vsr.annotations import parse_public_line
 from pipelines.vsr.captions import CaptionParser
 from pipelines.vsr.schema import RELATIONS
-from pipelines.vsr.validation import apply_vote_rules, keeps, parse_fraction
+from pipelines.vsr.validation import AgreementRule, apply_vote_rules
 from tests.paths import REALDATA as ALL_REALDATA
 
 REALDATA = ALL_REALDATA / "vsr"
 RAW, VALIDATED = REALDATA / "all_vsr_raw_data.jsonl", REALDATA / "all_vsr_validated_data.jsonl"
 RELATIONS_USED = frozenset(RELATIONS) | {"congruent"}
+PAPER_RULE = AgreementRule()   # at least 2 and at least 2/3 of the validators agree
 
 
 def _lines(path):
@@ -45,7 +46,7 @@ def test_keep_rule_on_the_raw_file_gives_the_validated_file():
         example, vote_true, vote_false = parsed
         true, false, _, _ = apply_vote_rules(example.annotator_id, vote_true, vote_false)
         agreeing = len(true if example.label == 1 else false)
-        if keeps(agreeing, len(true) + len(false), 2, parse_fraction("2/3")):
+        if PAPER_RULE.keeps(agreeing, len(true) + len(false)):
             kept.append(json.loads(line))
     assert unparsed == [], "every public caption names COCO categories and a listed relation"
     public = [json.loads(line) for line in _lines(VALIDATED)]
@@ -62,7 +63,7 @@ def test_dropping_rule_breaking_votes_changes_the_kept_set():
         true, false, _, _ = apply_vote_rules(example.annotator_id, vote_true, vote_false,
                                              writer_votes="drop")
         agreeing = len(true if example.label == 1 else false)
-        kept += keeps(agreeing, len(true) + len(false), 2, parse_fraction("2/3"))
+        kept += PAPER_RULE.keeps(agreeing, len(true) + len(false))
     assert kept == 10742          # 230 fewer than the public 10,972 (pipelines/vsr/README.md)
 
 

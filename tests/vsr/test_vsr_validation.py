@@ -3,22 +3,41 @@ from fractions import Fraction
 
 import pytest
 
-from pipelines.vsr.validation import (ExtraLabelAgreementFn, apply_vote_rules,
+from pipelines.vsr.config import ValidationConfig
+from pipelines.vsr.validation import (AgreementRule, ExtraLabelAgreementFn, apply_vote_rules,
                                       disagreement_probability, extra_label_agreement, fleiss_kappa,
-                                      keeps, parse_fraction)
+                                      keeps)
+from transforms.core.errors import ConfigError, UserError
 
 
 def test_keep_rule_is_at_least_two_and_two_thirds():
-    two_thirds = parse_fraction("2/3")
+    two_thirds = AgreementRule.from_config(ValidationConfig()).min_agreement
     assert keeps(2, 3, 2, two_thirds) and keeps(3, 3, 2, two_thirds)
     assert not keeps(1, 3, 2, two_thirds)
     assert not keeps(2, 4, 2, two_thirds)          # 2 agree but only half
     assert keeps(4, 6, 2, two_thirds)              # exactly 2/3, compared exactly
     assert not keeps(1, 1, 2, two_thirds)          # 100% but a single validator
     assert not keeps(0, 0, 2, two_thirds)
-    assert parse_fraction("2/3") == Fraction(2, 3)
-    with pytest.raises(ValueError):
-        parse_fraction("3/2")
+    assert two_thirds == Fraction(2, 3)
+
+
+def test_agreement_rule_is_built_once_from_the_config():
+    rule = AgreementRule.from_config(ValidationConfig(min_agreeing=3, min_agreement="3/4",
+                                                      writer_votes="drop"))
+    assert (rule.min_agreeing, rule.min_agreement) == (3, Fraction(3, 4))
+    assert rule.vote_rules == {"writer_votes": "drop", "duplicate_votes": "count",
+                               "conflicting_votes": "count"}
+    assert rule.keeps(3, 4) and not rule.keeps(2, 2) and not rule.keeps(3, 5)
+    assert rule.apply_vote_rules("w", ["w", "a"], ["b"])[0] == ("a",)   # the writer's vote dropped
+
+
+@pytest.mark.parametrize("share, problem", [("3/2", "(0, 1]"), ("0", "(0, 1]"), ("2/x", "not a fraction"),
+                                            ("1/0", "not a fraction"), (None, "not a fraction")])
+def test_a_bad_agreement_share_is_a_config_error_naming_the_key(share, problem):
+    with pytest.raises(ConfigError) as raised:
+        AgreementRule.from_config(ValidationConfig(min_agreement=share))
+    assert isinstance(raised.value, UserError)
+    assert str(raised.value).startswith("validation.min_agreement: ") and problem in str(raised.value)
 
 
 def test_votes_are_counted_as_listed_by_default():

@@ -24,11 +24,11 @@ from apache_beam.io.filesystems import FileSystems
 
 from schemas import reasons
 from schemas.coco import CocoImage, is_file_name, is_link
-from schemas.rejects import Reject
-from transforms.core.stage import MAIN, REJECTS, StageCounts
+from transforms.core.stage import MAIN, REJECTS, KeepFirst, StageFn, stage_pardo
 
 CHUNK = 1 << 20
 MAX_ELEMENT = 64 << 20   # characters; no COCO entry comes near it
+STAGE = "coco"
 IMAGE, ANNOTATION, BROKEN = "image", "annotation", "broken"
 log = logging.getLogger("transforms.coco.instances")
 
@@ -226,21 +226,23 @@ class ReadCoco(beam.PTransform):
     def expand(self, pbegin):
         read = (pbegin | "Files" >> beam.Create(self._paths)
                 | "Spread files" >> beam.Reshuffle()
-                | "Stream entries" >> beam.ParDo(_StreamCoco()).with_outputs(
-                    REJECTS, ANNOTATION, BROKEN, main=IMAGE))
-        unique = (read[IMAGE] | "Key images" >> beam.Map(lambda i: (i.image_id, i))
-                  | "Group image ids" >> beam.GroupByKey()
-                  | "One per id" >> beam.ParDo(_OneImagePerId()).with_outputs(REJECTS, main=MAIN))
+                | "Stream entries" >> stage_pardo(_StreamCoco(), outputs=(ANNOTATION, BROKEN)))
+        # the same image id in two files (train and val both list it): the first by
+        # (source, file name) is kept, the others are duplicate_coco_image
+        unique = read[MAIN] | "One per id" >> KeepFirst(
+            STAGE, IMAGE, key=lambda image: image.image_id,
+            order=lambda image: (image.source, image.file_name), why=_same_id)
         return {"images": unique[MAIN], "annotations": read[ANNOTATION], "broken": read[BROKEN],
                 REJECTS: (read[REJECTS], unique[REJECTS]) | "COCO rejects" >> beam.Flatten()}
 
 
-class _StreamCoco(beam.DoFn):
-    def __init__(self):
-        self._counts = StageCounts("coco")
+class _StreamCoco(StageFn):
+    """One file: counted at level file, its entries at level image or annotation (in,
+    rejected; annotations out here, images out once unique by id)."""
+    stage, level = STAGE, "file"
+    counts_out = False
 
-    def process(self, path: str):
-        self._counts.seen(level="file")
+    def judge(self, path: str):
         try:
             for _ in iter_coco_file(path):   # validate first: a broken file emits nothing
                 pass
@@ -251,40 +253,25 @@ class _StreamCoco(beam.DoFn):
             # file: name the byte instead of a position that would mislead.
             detail = (f"not UTF-8: byte 0x{e.object[e.start]:02x} cannot be decoded"
                       if isinstance(e, UnicodeDecodeError) else str(e)[:300])
-            yield self._counts.rejected(Reject(stage="coco", level="file",
-                                               reason=reasons.MALFORMED_COCO, item_id=path,
-                                               file=path, detail=detail))
+            yield self.reject(reasons.MALFORMED_COCO, path, file=path, detail=detail)
             return
-        self._counts.count_out(level="file")
+        self.counts.count_out(level="file")
         for n, (kind, entry) in enumerate(iter_coco_file(path)):
-            self._counts.seen(level=kind)
+            self.counts.seen(level=kind)
             record = _image(entry, path) if kind == IMAGE else _annotation(entry)
             if isinstance(record, str):
-                yield self._counts.rejected(Reject(
-                    stage="coco", level=kind, reason=reasons.BAD_COCO_RECORD,
-                    item_id=f"{path}#{kind}{n}", detail=f"{record}: {json.dumps(entry)[:200]}"))
+                yield self.reject(reasons.BAD_COCO_RECORD, f"{path}#{kind}{n}", level=kind,
+                                  detail=f"{record}: {json.dumps(entry)[:200]}")
                 broken = _broken_concept(entry) if kind == ANNOTATION else None
                 if broken is not None:    # a marker, not a record: counted above as rejected
                     yield beam.pvalue.TaggedOutput(BROKEN, broken)
             elif kind == IMAGE:
-                yield self._counts.passed(record, level=kind)
+                yield record
             else:
-                yield beam.pvalue.TaggedOutput(ANNOTATION, self._counts.passed(record, level=kind))
+                self.counts.count_out(level=kind)
+                yield beam.pvalue.TaggedOutput(ANNOTATION, record)
 
 
-class _OneImagePerId(beam.DoFn):
-    def __init__(self):
-        self._counts = StageCounts("coco")
-
-    def process(self, keyed):
-        _, images = keyed
-        first, *others = sorted(images, key=lambda i: (i.source, i.file_name))
-        yield first
-        for image in others:
-            self._counts.count_out(-1, level=IMAGE)
-            yield self._counts.rejected(Reject(
-                stage="coco", level=IMAGE, reason=reasons.DUPLICATE_COCO_IMAGE,
-                item_id=str(image.image_id), source=image.source,
-                detail=f"{image.file_name}: id already used by {first.file_name} ({first.source})"))
-
-
+def _same_id(image: CocoImage, kept: CocoImage) -> dict:
+    return dict(reason=reasons.DUPLICATE_COCO_IMAGE, item_id=str(image.image_id), source=image.source,
+                detail=f"{image.file_name}: id already used by {kept.file_name} ({kept.source})")
