@@ -40,9 +40,9 @@ from transforms.cache.store import relative_cache_path
 from transforms.core.errors import ConfigError, InputError, PreflightError
 from transforms.core.stage import MAIN, REJECTS
 from transforms.io.release import WriteRejects, WriteReport, WriteTable
-from transforms.text.parsers import ParserError, conllu_file_problem, parser_identity
-from transforms.text.sentence_embed import (EmbedActions, EmbedActionsCached, EmbedError,
-                                            SentenceEncoderSpec, encoder_identity)
+from transforms.text.parsers import conllu_file_problem, parser_identity
+from transforms.text.sentence_embed import (EmbedActions, EmbedActionsCached, SentenceEncoderSpec,
+                                            encoder_identity)
 from transforms.text.tokens import normalise_text
 
 BENCHMARK = "bd2bb"
@@ -194,11 +194,9 @@ def preflight(cfg: BD2BBConfig) -> dict:
         language_identifier(tuple(cfg.filters.languages))
     except ValueError as e:   # py3langid: "Unknown language code(s): {'xx'}"
         raise ConfigError(f"filters.languages: {e}") from None
-    try:
-        return {"sentence_encoder": encoder_identity(encoder_spec(cfg)),
-                "parser": parser_identity(cfg.parser.backend, cfg.parser.model)}
-    except (EmbedError, ParserError) as e:
-        raise PreflightError(str(e)) from None
+    # EmbedError and ParserError are UserErrors naming their config key
+    return {"sentence_encoder": encoder_identity(encoder_spec(cfg)),
+            "parser": parser_identity(cfg.parser.backend, cfg.parser.model)}
 
 
 def load_review(path: Optional[str]) -> Review:
