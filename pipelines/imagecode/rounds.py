@@ -14,9 +14,10 @@ description, retrieval); each level reconciles: in = out + rejected.
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import json
-from typing import Dict, Tuple
+from typing import Any, Dict, NamedTuple, Tuple
 
 import apache_beam as beam
 from apache_beam.io import fileio
@@ -29,9 +30,8 @@ from pipelines.imagecode.rounds_schema import (DESCRIBE_TASK_COLUMNS, DESCRIPTIO
                                                Description, JudgedDescription, KeptDescription,
                                                Retrieval, RetrieveTask, canonical_order,
                                                description_id)
-from schemas.rejects import Reject
 from transforms.core.sampling import priority
-from transforms.core.stage import MAIN, REJECTS, StageCounts
+from transforms.core.stage import MAIN, REJECTS, KeepFirst, StageFn, stage_pardo
 from transforms.crowd.answer_files import AnswerRow, file_format, parse_file
 
 JUDGED = "judged"   # ApplyKeepRule's third output: every judged description (for agreement)
@@ -63,30 +63,31 @@ class MakeDescribeTasks(beam.PTransform):
         self._seed, self._k = seed, targets_per_set
 
     def expand(self, sets):
-        return sets | beam.ParDo(_DescribeTasksFn(self._seed, self._k)).with_outputs(REJECTS, main=MAIN)
+        return sets | stage_pardo(_DescribeTasksFn(self._seed, self._k))
 
 
-class _DescribeTasksFn(beam.DoFn):
+class _DescribeTasksFn(StageFn):
+    """A set in; out once, as its targets' tasks (counted as task.created)."""
+    stage, level = "describe", "set"
+    counts_out = False  # one set gives several tasks: counted out once, below
+
     def __init__(self, seed, k):
         self._seed, self._k = seed, k
-        self._counts = StageCounts("describe")
 
-    def process(self, s: AnnotationSet):
-        self._counts.seen(level="set")
-        reject = dict(stage="describe", level="set", item_id=s.set_name, source=s.source, split=s.split)
+    def judge(self, s: AnnotationSet):
+        reject = dict(item_id=s.set_name, source=s.source, split=s.split)
         if len(s.image_paths) != SET_SIZE:
-            yield self._counts.rejected(Reject(reason=reasons.WRONG_SET_SIZE,
-                                               detail=f"{len(s.image_paths)} images", **reject))
+            yield self.reject(reasons.WRONG_SET_SIZE, detail=f"{len(s.image_paths)} images", **reject)
             return
         try:  # indices only mean something over the canonical order
             paths = canonical_order(s.image_paths)
         except ValueError as e:
-            yield self._counts.rejected(Reject(reason=reasons.BAD_FIELD, detail=str(e), **reject))
+            yield self.reject(reasons.BAD_FIELD, detail=str(e), **reject)
             return
-        self._counts.count_out(level="set")
+        self.counts.count_out(level="set")
         for target in choose_targets(self._seed, s.set_name, len(paths), self._k):
             task_id = f"{s.set_name}#{target}"
-            self._counts.note("task.created")
+            self.counts.note("task.created")
             yield DescribeTask(task_id, s.set_name, target,
                                shown_order(self._seed, task_id, s.is_video, len(paths)),
                                s.split, s.is_video, paths)
@@ -188,17 +189,30 @@ def _text(row: dict, column: str) -> str:
     return value.strip() if isinstance(value, str) else ("" if value is None else str(value).strip())
 
 
-class _ValidateRowFn(beam.DoFn):
+class _CheckedRow(NamedTuple):
+    """A valid row's record, the key that makes two rows duplicates, and where it is."""
+    key: Any
+    row_id: Tuple[str, int]   # (file name, line)
+    path: str
+    record: Any
+
+    @property
+    def order(self):
+        """Of duplicate rows, the earliest (file, line) is kept."""
+        return self.row_id, self.path
+
+
+class _ValidateRowFn(StageFn):
     """Counts each row in and turns it into a record, or a Reject (level "line") that
     names the row's file and line."""
+    level = "line"
+    counts_out = False  # out once it is no duplicate (the KeepFirst after it)
 
     def __init__(self, stage: str, columns, build):
-        self._stage, self._columns, self._build = stage, columns, build
-        self._counts = StageCounts(stage)
+        self.stage, self._columns, self._build = stage, columns, build
 
-    def process(self, parsed: AnswerRow, sets: Dict[str, tuple]):
+    def judge(self, parsed: AnswerRow, sets: Dict[str, tuple]):
         row, error = parsed.fields, parsed.error
-        self._counts.seen(level="line")
         known = sets.get(_text(row, "set_name")) if row is not None else None
         if error is None:
             missing = [c for c in self._columns if not _text(row, c)]
@@ -210,12 +224,11 @@ class _ValidateRowFn(beam.DoFn):
                 keyed, error = self._build(row, known)
         if error is not None:
             split, source = (known[0], known[2]) if known else ("", "")
-            yield self._counts.rejected(Reject(
-                self._stage, "line", error[0], "%s:%d" % parsed.row_id, source=source, split=split,
-                detail=error[1], file=parsed.path, line=parsed.line))
+            yield self.reject(error[0], "%s:%d" % parsed.row_id, source=source, split=split,
+                              detail=error[1], file=parsed.path, line=parsed.line)
             return
         key, record = keyed
-        yield key, (parsed.row_id, parsed.path, record)
+        yield _CheckedRow(key, parsed.row_id, parsed.path, record)
 
 
 def _build_description(row: dict, known: tuple):
@@ -241,22 +254,10 @@ def _build_retrieval(row: dict, known: tuple):
     return ((r.description_id, r.worker), r), None
 
 
-class _FirstOfDuplicatesFn(beam.DoFn):
-    """Keeps the earliest row (file, line) of a key; later ones are duplicates."""
-
-    def __init__(self, stage: str, reason: str):
-        self._stage, self._reason = stage, reason
-        self._counts = StageCounts(stage)
-
-    def process(self, keyed):
-        _, rows = keyed
-        rows = sorted(rows, key=lambda r: r[:2])
-        first_id, _, record = rows[0]
-        yield self._counts.passed(record, level="line")
-        for row_id, path, dup in rows[1:]:
-            yield self._counts.rejected(Reject(
-                self._stage, "line", self._reason, "%s:%d" % row_id, split=dup.split,
-                detail="same as %s:%d" % first_id, file=path, line=row_id[1]))
+def _duplicate(reason: str, dup: _CheckedRow, first: _CheckedRow) -> dict:
+    """The Reject fields of a later row with the key of an earlier one."""
+    return dict(reason=reason, item_id="%s:%d" % dup.row_id, split=dup.record.split,
+                detail="same as %s:%d" % first.row_id, file=dup.path, line=dup.row_id[1])
 
 
 def _set_info(sets):
@@ -274,13 +275,14 @@ class _ReadCrowdRows(beam.PTransform):
 
     def expand(self, p):
         checked = (p | "Read" >> _ReadRows(self._path, self._columns)
-                   | "Validate" >> beam.ParDo(_ValidateRowFn(self._stage, self._columns, self._build),
-                                              _set_info(self._sets)).with_outputs(REJECTS, main=MAIN))
-        unique = (checked[MAIN] | "By key" >> beam.GroupByKey()
-                  | "Drop duplicates" >> beam.ParDo(_FirstOfDuplicatesFn(self._stage, self._dup))
-                  .with_outputs(REJECTS, main=MAIN))
+                   | "Validate" >> stage_pardo(_ValidateRowFn(self._stage, self._columns, self._build),
+                                               _set_info(self._sets)))
+        unique = checked[MAIN] | "Drop duplicates" >> KeepFirst(
+            self._stage, "line", key=lambda row: row.key, order=lambda row: row.order,
+            why=functools.partial(_duplicate, self._dup))
+        records = unique[MAIN] | "Records" >> beam.Map(lambda row: row.record)
         rejects = (checked[REJECTS], unique[REJECTS]) | "All rejects" >> beam.Flatten()
-        return {MAIN: unique[MAIN], REJECTS: rejects}
+        return {MAIN: records, REJECTS: rejects}
 
 
 class ReadDescriptions(_ReadCrowdRows):
@@ -316,30 +318,34 @@ class MakeRetrieveTasks(beam.PTransform):
         self._seed, self._sets, self._retrievers = seed, known_sets, dict(retrievers)
 
     def expand(self, descriptions):
-        seed, retrievers = self._seed, self._retrievers
-        counts = StageCounts("retrieve")
-
-        def tasks(kv):
-            _, grouped = kv
-            sets, described = grouped["sets"], grouped["descriptions"]
-            for d in described:
-                counts.seen(level="task")
-                if not sets:
-                    yield counts.rejected(Reject("retrieve", "task", reasons.UNKNOWN_SET,
-                                                 d.description_id, split=d.split))
-                    continue
-                s = sets[0]
-                task_id = f"retrieve#{d.description_id}"
-                yield counts.passed(RetrieveTask(
-                    task_id, d.description_id, s.set_name, s.split, s.is_video,
-                    retrievers.get(s.split, 1), d.text,
-                    shown_order(seed, task_id, s.is_video, len(s.image_paths)), s.image_paths),
-                    level="task")
-
         return ({"sets": self._sets | "Set by name" >> beam.Map(lambda s: (s.set_name, s)),
                  "descriptions": descriptions | "By set" >> beam.Map(lambda d: (d.set_name, d))}
                 | beam.CoGroupByKey()
-                | beam.FlatMap(tasks).with_outputs(REJECTS, main=MAIN))
+                | stage_pardo(_RetrieveTasksFn(self._seed, self._retrievers)))
+
+
+class _RetrieveTasksFn(StageFn):
+    """A set's descriptions in (level "task", one each), a task per description out."""
+    stage, level = "retrieve", "task"
+    counts_in = False  # the element is a set's group: each description is counted in
+
+    def __init__(self, seed: int, retrievers: Dict[str, int]):
+        self._seed, self._retrievers = seed, retrievers
+
+    def judge(self, kv):
+        _, grouped = kv
+        sets, described = grouped["sets"], grouped["descriptions"]
+        for d in described:
+            self.counts.seen(level="task")
+            if not sets:
+                yield self.reject(reasons.UNKNOWN_SET, d.description_id, split=d.split)
+                continue
+            s = sets[0]
+            task_id = f"retrieve#{d.description_id}"
+            yield RetrieveTask(
+                task_id, d.description_id, s.set_name, s.split, s.is_video,
+                self._retrievers.get(s.split, 1), d.text,
+                shown_order(self._seed, task_id, s.is_video, len(s.image_paths)), s.image_paths)
 
 
 # --- keep rule --------------------------------------------------------------------------
@@ -375,42 +381,48 @@ class ApplyKeepRule(beam.PTransform):
         self._min_correct = dict(min_correct)
 
     def expand(self, inputs):
-        counts = StageCounts("retrieve")
-
-        def with_set(kv):
-            _, grouped = kv
-            sets = grouped["sets"]
-            for d in grouped["descriptions"]:
-                if sets:
-                    yield d.description_id, (d, sets[0])
-                else:  # ingestion already checks this; kept so nothing can vanish here
-                    counts.seen(level="description")
-                    yield counts.rejected(Reject("retrieve", "description", reasons.UNKNOWN_SET,
-                                                 d.description_id, split=d.split))
-
         joined = ({"sets": inputs["sets"] | "Set by name" >> beam.Map(lambda s: (s.set_name, s)),
                    "descriptions": inputs["descriptions"] | "By set" >> beam.Map(lambda d: (d.set_name, d))}
                   | "Join sets" >> beam.CoGroupByKey()
-                  | "With set" >> beam.FlatMap(with_set).with_outputs(REJECTS, main=MAIN))
+                  | "With set" >> stage_pardo(_WithSetFn()))
         decided = ({"described": joined[MAIN],
                     "retrievals": inputs["retrievals"] | "By description" >> beam.Map(
                         lambda r: (r.description_id, r))}
                    | "Join retrievals" >> beam.CoGroupByKey()
-                   | "Decide" >> beam.ParDo(_DecideFn(self._min_correct)).with_outputs(
-                       REJECTS, JUDGED, main=MAIN))
+                   | "Decide" >> stage_pardo(_DecideFn(self._min_correct), outputs=(JUDGED,)))
         rejects = (joined[REJECTS], decided[REJECTS]) | "All rejects" >> beam.Flatten()
         return {MAIN: decided[MAIN], REJECTS: rejects, JUDGED: decided[JUDGED]}
 
 
-class _DecideFn(beam.DoFn):
+class _WithSetFn(StageFn):
+    """A set's descriptions, each keyed by its id with its set; one of no known set is
+    counted in and rejected here (the rest are counted in by _DecideFn)."""
+    stage, level = "retrieve", "description"
+    counts_in = counts_out = False
+
+    def judge(self, kv):
+        _, grouped = kv
+        sets = grouped["sets"]
+        for d in grouped["descriptions"]:
+            if sets:
+                yield d.description_id, (d, sets[0])
+            else:  # ingestion already checks this; kept so nothing can vanish here
+                self.counts.seen(level="description")
+                yield self.reject(reasons.UNKNOWN_SET, d.description_id, split=d.split)
+
+
+class _DecideFn(StageFn):
+    """A description's retrievals (level "retrieval") decide it (level "description")."""
+    stage, level = "retrieve", "description"
+    counts_in = False  # a description is counted in once its retrievals are sorted out
+
     def __init__(self, min_correct):
         self._min_correct = min_correct
-        self._counts = StageCounts("retrieve")
 
-    def process(self, kv):
+    def judge(self, kv):
         desc_id, grouped = kv
         described, retrievals = grouped["described"], sorted(grouped["retrievals"], key=lambda r: r.worker)
-        self._counts.seen(len(retrievals), level="retrieval")
+        self.counts.seen(len(retrievals), level="retrieval")
         if not described:
             for r in retrievals:
                 yield self._reject_retrieval(r, reasons.UNKNOWN_DESCRIPTION, "")
@@ -423,23 +435,24 @@ class _DecideFn(beam.DoFn):
             elif r.worker == d.worker:
                 yield self._reject_retrieval(r, reasons.SELF_RETRIEVAL, "")
             else:
-                used.append(self._counts.passed(r, level="retrieval"))
+                self.counts.count_out(level="retrieval")
+                used.append(r)
         correct = sum(r.guessed_index == d.target_index for r in used)
-        self._counts.seen(level="description")
+        self.counts.seen(level="description")
         reason = keep_decision(s.split, correct, len(used), self._min_correct)
         if used:
             yield beam.pvalue.TaggedOutput(JUDGED, JudgedDescription(
                 desc_id, s.split, s.is_video, d.target_index,
                 tuple((r.worker, r.guessed_index) for r in used), kept=reason is None))
         if reason is not None:
-            yield self._counts.rejected(Reject(
-                "retrieve", "description", reason, desc_id, source=s.source, split=s.split,
-                detail=f"{correct} of {len(used)} retrievers found target {d.target_index}"))
+            yield self.reject(
+                reason, desc_id, source=s.source, split=s.split,
+                detail=f"{correct} of {len(used)} retrievers found target {d.target_index}")
             return
-        yield self._counts.passed(KeptDescription(
+        yield KeptDescription(
             desc_id, d.set_name, d.target_index, d.text, s.split, s.source, s.is_video,
-            s.image_paths, len(used), correct, d.worker), level="description")
+            s.image_paths, len(used), correct, d.worker)
 
     def _reject_retrieval(self, r: Retrieval, reason: str, detail: str):
-        return self._counts.rejected(Reject("retrieve", "retrieval", reason,
-                                            f"{r.description_id}@{r.worker}", split=r.split, detail=detail))
+        return self.reject(reason, f"{r.description_id}@{r.worker}", level="retrieval",
+                           split=r.split, detail=detail)

@@ -74,7 +74,6 @@ class ShotEncoderHandler(_EncoderHandler):
         sizes = [len(shot.frames) for shot in batch]
         # All frames of the batch's shots in one stream: sub-batches fill across shots.
         embeddings = model.encode([frame for shot in batch for frame in shot.frames])
-        model.counts.note("frame.embedded", len(embeddings))
         parts = np.split(embeddings, np.cumsum(sizes)[:-1])
         return [PredictionResult(shot, part) for shot, part in zip(batch, parts)]
 
@@ -89,10 +88,12 @@ class ShotEncoderHandler(_EncoderHandler):
 
 
 class _AttachEmbeddings(StageFn):
-    """Every shot RunInference was given comes back with its embeddings (shot.in, shot.out)."""
+    """Every shot RunInference was given comes back with its embeddings (shot.in, shot.out,
+    frame.embedded)."""
     stage, level = STAGE, "shot"
 
     def judge(self, result: PredictionResult):
+        self.counts.note("frame.embedded", len(result.inference))
         # A copy with embeddings set: Beam elements must not be mutated in place.
         yield dataclasses.replace(result.example, embeddings=result.inference)
 
