@@ -6,7 +6,8 @@
     {descriptions, retrievals, sets} -> ApplyKeepRule -> KeptDescription | Reject (+ judged)
 
 Formats, ids and the meaning of every index: pipelines/imagecode/rounds_schema.py. Reading answer files
-(whole-file checks, bad rows, runaway quotes): transforms/crowd/answer_files.py. Every random
+(whole-file checks, bad rows, runaway quotes): transforms/crowd/answer_files.py; counting
+rows, per-row rejects and dropping duplicate rows: transforms/crowd/answer_rows.py. Every random
 choice is a hash of (seed, key) (transforms.core.sampling.priority), never arrival order.
 Counters: stage "describe" (levels set, line) and stage "retrieve" (levels line, task,
 description, retrieval); each level reconciles: in = out + rejected.
@@ -17,10 +18,9 @@ import csv
 import functools
 import io
 import json
-from typing import Any, Dict, NamedTuple, Tuple
+from typing import Dict, Tuple
 
 import apache_beam as beam
-from apache_beam.io import fileio
 
 from pipelines.imagecode import reasons
 from pipelines.imagecode.rounds_schema import (DESCRIBE_TASK_COLUMNS, DESCRIPTION_COLUMNS,
@@ -31,8 +31,9 @@ from pipelines.imagecode.rounds_schema import (DESCRIBE_TASK_COLUMNS, DESCRIPTIO
                                                Retrieval, RetrieveTask, canonical_order,
                                                description_id)
 from transforms.core.sampling import priority
-from transforms.core.stage import MAIN, REJECTS, KeepFirst, StageFn, stage_pardo
-from transforms.crowd.answer_files import AnswerRow, file_format, parse_file
+from transforms.core.stage import MAIN, REJECTS, StageFn, stage_pardo
+from transforms.crowd.answer_files import file_format
+from transforms.crowd.answer_rows import ReadAnswerRows, RowProblem, cell_text
 
 JUDGED = "judged"   # ApplyKeepRule's third output: every judged description (for agreement)
 
@@ -153,25 +154,6 @@ class WriteTasks(beam.PTransform):
 
 # --- ingestion --------------------------------------------------------------------------
 
-class _ReadRows(beam.PTransform):
-    """A file pattern -> AnswerRow per row (transforms.crowd.answer_files), one file per worker."""
-
-    def __init__(self, path: str, required_columns):
-        super().__init__()
-        self._path, self._fmt = path, file_format(path)
-        self._required = tuple(required_columns)
-
-    def expand(self, p):
-        fmt, required = self._fmt, self._required
-
-        def rows(readable):
-            with readable.open() as raw:   # bytes: parse_file decodes each line strictly
-                yield from parse_file(readable.metadata.path, raw, fmt, required)
-
-        return (p | fileio.MatchFiles(self._path) | fileio.ReadMatches()
-                | "Parse" >> beam.FlatMap(rows))
-
-
 def _index(row: dict, column: str, n_images: int):
     """(index, None) or (None, (reason, detail)) for an index column of a row."""
     value = row[column]
@@ -184,64 +166,38 @@ def _index(row: dict, column: str, n_images: int):
     return value, None
 
 
-def _text(row: dict, column: str) -> str:
-    value = row.get(column)
-    return value.strip() if isinstance(value, str) else ("" if value is None else str(value).strip())
+def _in_known_set(build, row: dict, sets: Dict[str, tuple]):
+    """A row's (key, record), or a RowProblem: its set must be in the rounds, then `build`
+    reads it against that set."""
+    known = sets.get(cell_text(row, "set_name"))
+    if known is None:
+        return RowProblem(reasons.UNKNOWN_SET, cell_text(row, "set_name"))
+    keyed, error = build(row, known)
+    return RowProblem(*error) if error is not None else keyed
 
 
-class _CheckedRow(NamedTuple):
-    """A valid row's record, the key that makes two rows duplicates, and where it is."""
-    key: Any
-    row_id: Tuple[str, int]   # (file name, line)
-    path: str
-    record: Any
-
-    @property
-    def order(self):
-        """Of duplicate rows, the earliest (file, line) is kept."""
-        return self.row_id, self.path
+def _set_fields(row, sets: Dict[str, tuple]) -> dict:
+    """A bad row's Reject names the split and source of its set (none when unknown)."""
+    known = sets.get(cell_text(row, "set_name")) if row is not None else None
+    return {"split": known[0], "source": known[2]} if known else {}
 
 
-class _ValidateRowFn(StageFn):
-    """Counts each row in and turns it into a record, or a Reject (level "line") that
-    names the row's file and line."""
-    level = "line"
-    counts_out = False  # out once it is no duplicate (the KeepFirst after it)
-
-    def __init__(self, stage: str, columns, build):
-        self.stage, self._columns, self._build = stage, columns, build
-
-    def judge(self, parsed: AnswerRow, sets: Dict[str, tuple]):
-        row, error = parsed.fields, parsed.error
-        known = sets.get(_text(row, "set_name")) if row is not None else None
-        if error is None:
-            missing = [c for c in self._columns if not _text(row, c)]
-            if missing:
-                error = (reasons.MISSING_FIELD, ",".join(missing))
-            elif known is None:
-                error = (reasons.UNKNOWN_SET, _text(row, "set_name"))
-            else:
-                keyed, error = self._build(row, known)
-        if error is not None:
-            split, source = (known[0], known[2]) if known else ("", "")
-            yield self.reject(error[0], "%s:%d" % parsed.row_id, source=source, split=split,
-                              detail=error[1], file=parsed.path, line=parsed.line)
-            return
-        key, record = keyed
-        yield _CheckedRow(key, parsed.row_id, parsed.path, record)
+def _split_of(record) -> dict:
+    """A duplicate row's Reject names its record's split."""
+    return {"split": record.split}
 
 
 def _build_description(row: dict, known: tuple):
     split, n_images, _ = known
     target, error = _index(row, "target_index", n_images)
-    worker = _text(row, "worker")
+    worker = cell_text(row, "worker")
     if error is None and "#" in worker:
         error = (reasons.BAD_FIELD, f"worker {worker!r} contains '#'")
     if error is not None:
         return None, error
-    set_name = _text(row, "set_name")
+    set_name = cell_text(row, "set_name")
     d = Description(description_id(set_name, target, worker), set_name, target,
-                    _text(row, "text"), worker, split)
+                    cell_text(row, "text"), worker, split)
     return (d.description_id, d), None  # keyed by what makes a duplicate
 
 
@@ -250,14 +206,9 @@ def _build_retrieval(row: dict, known: tuple):
     guess, error = _index(row, "guessed_index", n_images)
     if error is not None:
         return None, error
-    r = Retrieval(_text(row, "set_name"), _text(row, "description_id"), _text(row, "worker"), guess, split)
+    r = Retrieval(cell_text(row, "set_name"), cell_text(row, "description_id"),
+                  cell_text(row, "worker"), guess, split)
     return ((r.description_id, r.worker), r), None
-
-
-def _duplicate(reason: str, dup: _CheckedRow, first: _CheckedRow) -> dict:
-    """The Reject fields of a later row with the key of an earlier one."""
-    return dict(reason=reason, item_id="%s:%d" % dup.row_id, split=dup.record.split,
-                detail="same as %s:%d" % first.row_id, file=dup.path, line=dup.row_id[1])
 
 
 def _set_info(sets):
@@ -267,22 +218,19 @@ def _set_info(sets):
 
 
 class _ReadCrowdRows(beam.PTransform):
+    """An answer file of one round, read against the sets in the rounds."""
+
     def __init__(self, path, known_sets, stage, columns, build, duplicate_reason):
         super().__init__()
         file_format(path)  # an unknown extension fails now, not on a worker
-        self._path, self._sets, self._stage = path, known_sets, stage
-        self._columns, self._build, self._dup = columns, build, duplicate_reason
+        self._rows = dict(path=path, stage=stage, columns=columns,
+                          check=functools.partial(_in_known_set, build),
+                          duplicate_reason=duplicate_reason, problem_fields=_set_fields,
+                          duplicate_fields=_split_of)
+        self._sets = known_sets
 
     def expand(self, p):
-        checked = (p | "Read" >> _ReadRows(self._path, self._columns)
-                   | "Validate" >> stage_pardo(_ValidateRowFn(self._stage, self._columns, self._build),
-                                               _set_info(self._sets)))
-        unique = checked[MAIN] | "Drop duplicates" >> KeepFirst(
-            self._stage, "line", key=lambda row: row.key, order=lambda row: row.order,
-            why=functools.partial(_duplicate, self._dup))
-        records = unique[MAIN] | "Records" >> beam.Map(lambda row: row.record)
-        rejects = (checked[REJECTS], unique[REJECTS]) | "All rejects" >> beam.Flatten()
-        return {MAIN: records, REJECTS: rejects}
+        return p | "Rows" >> ReadAnswerRows(**self._rows, context=_set_info(self._sets))
 
 
 class ReadDescriptions(_ReadCrowdRows):
