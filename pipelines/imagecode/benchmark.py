@@ -6,8 +6,7 @@ import os
 from pipelines.benchmark import Benchmark, Plan, inside
 from pipelines.imagecode import datacard, pipeline, preflight, reasons
 from pipelines.imagecode.config import ImageCodeConfig
-from pipelines.imagecode.params import encoder_spec, filter_identities
-from transforms.image.encoders import encoder_identity
+from pipelines.imagecode.params import build_rules
 
 SAMPLE_DIR = "samples/imagecode"   # where the sample config reads (configs/sample.yaml)
 
@@ -26,12 +25,12 @@ class ImageCoDe(Benchmark):
 
     def prepare(self, config: ImageCodeConfig, cache_root) -> Plan:
         preflight.check_imagecode(config)
-        models = {"image_encoder": encoder_identity(encoder_spec(config)), **filter_identities(config)}
-        return Plan(config, models=models, inputs={"videos": config.inputs.videos},
-                    cache_root=cache_root)
+        rules = build_rules(config)  # the encoder and quality gate, with their identities: once
+        return Plan(config, models=rules.models, inputs={"videos": config.inputs.videos},
+                    cache_root=cache_root, rules=rules)
 
     def build(self, p, plan: Plan, staging_dir: str) -> None:
-        pipeline.build_pipeline(p, plan.config, staging_dir, plan.cache_root)
+        pipeline.build_pipeline(p, plan.config, plan.rules, staging_dir, plan.cache_root)
 
     def tables(self, plan: Plan):
         return pipeline.released_tables(plan.config)
@@ -43,7 +42,7 @@ class ImageCoDe(Benchmark):
         pipeline.check_split_conflicts(plan.config, staging_dir)
 
     def describe(self, plan: Plan, facts: dict) -> dict:
-        return datacard.describe(plan.config, facts, plan.cache_root)
+        return datacard.describe(plan.config, plan.rules, facts, plan.cache_root)
 
     def commands(self):
         from pipelines.imagecode import calibrate

@@ -27,11 +27,11 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from pipelines.config import apply_override, from_dict
 from pipelines.imagecode.config import ImageCodeConfig
 from pipelines.imagecode.mining import sets_from_known_scores
-from pipelines.imagecode.params import shot_params, video_cache_spec
+from pipelines.imagecode.params import build_rules, shot_params
 from pipelines.imagecode.video_plans import UNCACHED, LookUpCachedPlans
 from pipelines.release.diff import load_manifest
 from pipelines.runners import runner_for
-from transforms.core.errors import ConfigError
+from transforms.core.errors import UserError
 from transforms.core.stage import MAIN
 from transforms.video.manifest import ReadVideoManifest
 
@@ -77,7 +77,7 @@ def candidate_runs(cfg: ImageCodeConfig, param: str, values: List[float]) -> Lis
 def calibrate(cfg: ImageCodeConfig, cache_root: str, runs: List[dict],
               beam_args: Optional[List[str]] = None) -> dict:
     """{"rows": [{value, source, sets, unscored, videos}], "uncached": [video keys]}."""
-    cache = video_cache_spec(cfg, cache_root, run_id="calibrate")  # it only reads
+    cache = build_rules(cfg).video_cache_spec(cache_root, run_id="calibrate")  # it only reads
     set_size = cfg.mining.set_size
     with tempfile.TemporaryDirectory() as tmp:
         result_path = os.path.join(tmp, "calibration.json")
@@ -146,7 +146,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         cfg, cache_root = load_release_config(args.release, args.set)
         values = [float(v) if "." in v else int(v) for v in args.values.split(",") if v.strip()]
         result = calibrate(cfg, cache_root, candidate_runs(cfg, args.param, values), beam_args)
-    except (FileNotFoundError, ValueError, ConfigError) as e:
+    except (FileNotFoundError, ValueError, UserError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     current = {"mining.distance_threshold": cfg.mining.distance_threshold,

@@ -54,6 +54,7 @@ class OcrConfig:
     max_text_chars: int = 10
     min_confidence: int = 60
     lang: str = "eng"
+    tesseract_cmd: Optional[str] = None   # the Tesseract binary; null = `tesseract` on PATH
 
 
 @dataclass

@@ -13,6 +13,8 @@ from collections import defaultdict
 from apache_beam.io.filesystems import FileSystems
 
 from pipelines.imagecode.config import ImageCodeConfig
+from pipelines.imagecode.params import ImageCodeRules
+from pipelines.imagecode.quality_gate import QualityRule
 from pipelines.release import plots
 from pipelines.release.cache import cache_report
 from pipelines.release.datacard import markdown_table
@@ -22,12 +24,13 @@ PAPER = "Krojer et al. 2022, ImageCoDe"
 PAPER_RATIO = 1.13  # §4.3: video frames are more similar than static pictures by this factor
 
 
-def describe(cfg: ImageCodeConfig, facts: dict, cache_root=None) -> dict:
+def describe(cfg: ImageCodeConfig, rules: ImageCodeRules, facts: dict, cache_root=None) -> dict:
+    """The card's sections; the encoder and the quality gate are the build's own `rules`."""
     staging = facts["staging"]
     tables = facts["counts"]["tables"]
     stats = {name: read_stats(staging, name) for name in
              ("agreement", "worker_pools", "language", "set_distances", "leakage", "brisque")}
-    sections = [_plots(cfg, staging, tables, stats["brisque"])]
+    sections = [_plots(cfg, rules.quality, staging, tables, stats["brisque"])]
     if stats["language"] is not None:
         sections.append(_language_section(stats["language"], cfg))
     if stats["agreement"] is not None:
@@ -53,7 +56,7 @@ def describe(cfg: ImageCodeConfig, facts: dict, cache_root=None) -> dict:
     cache_section, cache_files, use = _cache(facts["stages"], staging, cache_root)
     if cache_section:
         sections.append(cache_section)
-    return {"summary": _summary(cfg, facts), "thresholds": _thresholds(cfg),
+    return {"summary": _summary(cfg, rules), "thresholds": _thresholds(cfg, rules.quality),
             "sections": sections, "manifest": {name: value for name, value in stats.items()
                                                if value is not None},
             "manifest_top": {"cache_root": cache_root, "cache_files": cache_files, "cache": use}
@@ -93,8 +96,8 @@ def _cache(stages: dict, staging: str, cache_root):
     return section, files, use
 
 
-def _summary(cfg: ImageCodeConfig, facts: dict) -> str:
-    encoder = facts["models"]["image_encoder"]
+def _summary(cfg: ImageCodeConfig, rules: ImageCodeRules) -> str:
+    encoder = rules.encoder_identity
     text = (
         f"Sets of {cfg.mining.set_size} similar images as in {PAPER} §3.1. Video sets: a frame "
         "joins the open set of its shot when its Euclidean distance to every frame already in "
@@ -104,25 +107,24 @@ def _summary(cfg: ImageCodeConfig, facts: dict) -> str:
         f"its {cfg.static.neighbours} nearest neighbours (exact search). Descriptions (§3.2) are "
         "kept when retrievers found the target (§3.3: the one retriever in train, 2 of 3 in "
         f"valid and test).\n\nImages were embedded with **{_encoder_name(encoder)}**.")
-    if cfg.embed.kind == "thumbnail":
+    if rules.encoder.kind == "thumbnail":
         text += ("\n\n**This release used the offline stand-in encoder (a 16x16 thumbnail), not "
                  "CLIP.** It exists to exercise the pipeline without weights; do not use it as an "
                  "ImageCoDe release.")
     return text
 
 
-def _thresholds(cfg: ImageCodeConfig) -> dict:
-    brisque, ocr = cfg.quality.brisque, cfg.quality.ocr
+def _thresholds(cfg: ImageCodeConfig, quality: QualityRule) -> dict:
     return {
         "mining.distance_threshold": {"value": cfg.mining.distance_threshold,
                                       "source": "§3.1 fn. 4 (0.35)"},
         "mining.set_size": {"value": cfg.mining.set_size, "source": "§3.1 (10)"},
         "quality.brisque.max_score": {
-            "value": f"{brisque.max_score} (BRISQUE/100)" if brisque.enabled else "off",
+            "value": f"{quality.max_brisque} (BRISQUE/100)" if quality.brisque_enabled else "off",
             "source": "§3.1 (0.65)"},
         "quality.ocr.max_text_chars": {
-            "value": ocr.max_text_chars if ocr.enabled else "off",
-            "source": f"ours (§3.1 names Tesseract, no amount); min confidence {ocr.min_confidence}"},
+            "value": quality.max_text_chars if quality.ocr_enabled else "off",
+            "source": f"ours (§3.1 names Tesseract, no amount); min confidence {quality.min_confidence}"},
         "shots.backend": {"value": cfg.shots.backend,
                           "source": "issue default; the paper used ffmpeg's scene detection"},
         "decode.stride": {"value": cfg.decode.stride, "source": "§3.1 (every frame)"},
@@ -139,7 +141,7 @@ def _thresholds(cfg: ImageCodeConfig) -> dict:
     }
 
 
-def _plots(cfg: ImageCodeConfig, staging: str, tables: dict, brisque) -> dict:
+def _plots(cfg: ImageCodeConfig, quality: QualityRule, staging: str, tables: dict, brisque) -> dict:
     folder = FileSystems.join(staging, "plots")
     by_source = defaultdict(list)
     for table in ("video_sets", "static_sets"):
@@ -151,7 +153,7 @@ def _plots(cfg: ImageCodeConfig, staging: str, tables: dict, brisque) -> dict:
     files = [plots.distance_histogram(dict(by_source), cfg.mining.distance_threshold,
                                       FileSystems.join(folder, "distances.png"))]
     if brisque:
-        files.append(plots.brisque_histogram(brisque[0], cfg.quality.brisque.max_score,
+        files.append(plots.brisque_histogram(brisque[0], quality.max_brisque,
                                              FileSystems.join(folder, "brisque.png")))
     if "descriptions" in tables:
         rows = read_parquet_columns(FileSystems.join(staging, "parquet", "descriptions"),

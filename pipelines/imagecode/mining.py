@@ -27,7 +27,7 @@ from pipelines.imagecode.names import compat_image_path, image_file_name, video_
 from pipelines.imagecode.records import FrameSet, VideoPlan
 from schemas.records import ShotFrames
 from schemas.rejects import Reject
-from transforms.core.stage import MAIN, REJECTS, StageCounts
+from transforms.core.stage import StageFn, stage_pardo
 from transforms.video.decode import ForwardFrameReader
 
 log = logging.getLogger(__name__)
@@ -141,11 +141,14 @@ class MineFrameSets(beam.PTransform):
                                 max_side, score_all_frames)
 
     def expand(self, plans):
-        return plans | beam.ParDo(self._dofn).with_outputs(REJECTS, BRISQUE_SCORES, NEW_SCORES,
-                                                           main=MAIN)
+        return plans | stage_pardo(self._dofn, outputs=(BRISQUE_SCORES, NEW_SCORES))
 
 
-class _MineVideo(beam.DoFn):
+class _MineVideo(StageFn):
+    """A video's plan in; its sets out (level "set"), rejected frames (level "frame")."""
+    stage, level = "mining", "set"
+    counts_in = False  # a plan is no set: sets are born here and counted in as they form
+
     def __init__(self, threshold, set_size, gate_factory, staging_dir, jpeg_quality, max_side,
                  score_all_frames):
         self._score_all_frames = score_all_frames
@@ -155,12 +158,11 @@ class _MineVideo(beam.DoFn):
         self._staging_dir = staging_dir
         self._jpeg_quality = jpeg_quality
         self._max_side = max_side
-        self._counts = StageCounts("mining")
 
     def setup(self):
         self._gate = self._gate_factory()
 
-    def process(self, plan: VideoPlan):
+    def judge(self, plan: VideoPlan):
         reader = ForwardFrameReader(plan.video.path, self._max_side)
         known = {name: plan.known_scores.get(name, {}) for name in SCORE_FILTERS}
         new: Dict[str, Dict[int, float]] = {name: {} for name in SCORE_FILTERS}
@@ -169,7 +171,7 @@ class _MineVideo(beam.DoFn):
                 yield from self._mine_shot(shot, _ShotPixels(shot, reader), known, new)
         finally:
             reader.close()
-            self._counts.note("frame.decoded", reader.frames_decoded)
+            self.counts.note("frame.decoded", reader.frames_decoded)
         for name in SCORE_FILTERS:
             if new[name] and plan.score_keys.get(name):
                 yield beam.pvalue.TaggedOutput(NEW_SCORES, (name, plan.score_keys[name], new[name]))
@@ -184,10 +186,10 @@ class _MineVideo(beam.DoFn):
             if number in resolved[name]:
                 return resolved[name][number]
             if number in known[name]:
-                self._counts.note(f"frame.{name}_cached")
+                self.counts.note(f"frame.{name}_cached")
                 value = known[name][number]
             else:
-                self._counts.note(f"frame.{name}_evaluations")
+                self.counts.note(f"frame.{name}_evaluations")
                 value = new[name][number] = compute(pixels[position])
             resolved[name][number] = value
             return value
@@ -210,26 +212,23 @@ class _MineVideo(beam.DoFn):
                 lambda: score("ocr", position, gate.text.text_chars))
             return None if verdict.ok else verdict.reason
 
-        self._counts.seen(len(shot.frame_indices), level="frame")
-        self._counts.seen(level="shot")
+        self.counts.seen(len(shot.frame_indices), level="frame")
+        self.counts.seen(level="shot")
         result = mine_sets(shot.embeddings, self._threshold, self._set_size, accept)
         for position in sorted(verdicts):
             if verdicts[position].brisque is not None:
                 yield beam.pvalue.TaggedOutput(BRISQUE_SCORES, verdicts[position].brisque)
 
         for set_index, positions in enumerate(result.sets):
-            self._counts.seen(level="set")  # sets are born here: every one goes on
-            self._counts.count_out(len(positions), level="frame")
-            yield self._counts.passed(
-                self._frame_set(shot, set_index, positions, verdicts, pixels), level="set")
+            self.counts.seen(level="set")  # sets are born here: every one goes on
+            self.counts.count_out(len(positions), level="frame")
+            yield self._frame_set(shot, set_index, positions, verdicts, pixels)
         for position, reason in sorted(result.rejected.items()):
-            yield self._counts.rejected(
-                self._frame_reject(shot, position, reason, _scores(verdicts.get(position))))
+            yield self._frame_reject(shot, position, reason, _scores(verdicts.get(position)))
         for position in result.unfinished:
-            yield self._counts.rejected(
-                self._frame_reject(shot, position, reasons.UNFINISHED_SET,
-                                   f"shot ended with {len(result.unfinished)}/{self._set_size} frames"))
-        self._counts.count_out(level="shot")
+            yield self._frame_reject(shot, position, reasons.UNFINISHED_SET,
+                                     f"shot ended with {len(result.unfinished)}/{self._set_size} frames")
+        self.counts.count_out(level="shot")
         log.info("mining: %s -> %d sets from %d frames", shot.key, len(result.sets),
                  len(shot.frame_indices))
 
@@ -255,10 +254,9 @@ class _MineVideo(beam.DoFn):
     def _frame_reject(self, shot: ShotFrames, position: int, reason: str,
                       detail: str = "") -> Reject:
         video = shot.video
-        return Reject(stage="mining", level="frame", reason=reason,
-                      item_id=f"{shot.key}/frame{shot.frame_indices[position]}",
-                      source=video.source, video_id=video.video_id, split=video.split,
-                      detail=detail)
+        return self.reject(reason, f"{shot.key}/frame{shot.frame_indices[position]}",
+                           level="frame", source=video.source, video_id=video.video_id,
+                           split=video.split, detail=detail)
 
 
 class _ShotPixels:

@@ -1,17 +1,55 @@
 """What each ImageCoDe stage is given, from the config: the one place that maps config
 keys to transform parameters (the build and `calibrate` must agree on them, since they
-also make the cache keys)."""
+also make the cache keys).
+
+`build_rules` builds the rules a build is made of once (in the benchmark's `prepare`):
+the encoder spec and its identity, the quality gate and its filters' identities. The
+stages, the cache keys and the data card take them whole; nothing rebuilds them from
+the config (the OCR identity starts a Tesseract process, the open_clip one hashes the
+weights)."""
 from __future__ import annotations
 
-import functools
+from dataclasses import dataclass
+from typing import Any, Dict
 
 from pipelines.imagecode.config import ImageCodeConfig
-from pipelines.imagecode.quality_gate import build_quality_gate
+from pipelines.imagecode.quality_gate import QualityRule
 from pipelines.imagecode.video_plans import VideoCacheSpec
-from transforms.cache.store import fingerprint
-from transforms.image.brisque import brisque_identity
 from transforms.image.encoders import EncoderSpec, encoder_identity
-from transforms.image.ocr import ocr_identity
+
+
+@dataclass(frozen=True)
+class ImageCodeRules:
+    """The encoder and the quality gate of one build, with the identities the manifest
+    records and the cache keys carry."""
+    encoder: EncoderSpec
+    encoder_identity: Dict[str, Any]
+    quality: QualityRule
+    filter_identities: Dict[str, dict]   # "brisque"/"ocr": only the filters that are on
+
+    @property
+    def models(self) -> Dict[str, dict]:
+        """What the manifest records about the models (Plan.models)."""
+        return {"image_encoder": self.encoder_identity, **self.filter_identities}
+
+    @property
+    def encoder_fingerprint(self) -> str:
+        return self.encoder_identity["fingerprint"]
+
+    def video_cache_spec(self, root: str, run_id: str) -> VideoCacheSpec:
+        """Where the video stage's cache is and the model fingerprints its keys carry."""
+        return VideoCacheSpec(
+            root=root, run_id=run_id, encoder_fingerprint=self.encoder_fingerprint,
+            filter_fingerprints={name: identity["fingerprint"]
+                                 for name, identity in self.filter_identities.items()})
+
+
+def build_rules(cfg: ImageCodeConfig) -> ImageCodeRules:
+    """The rules from the config, each built once."""
+    encoder = encoder_spec(cfg)
+    quality = quality_rule(cfg)
+    return ImageCodeRules(encoder=encoder, encoder_identity=encoder_identity(encoder),
+                          quality=quality, filter_identities=quality.identities())
 
 
 def encoder_spec(cfg: ImageCodeConfig) -> EncoderSpec:
@@ -21,15 +59,14 @@ def encoder_spec(cfg: ImageCodeConfig) -> EncoderSpec:
                        thumbnail_size=e.thumbnail_size)
 
 
-def quality_gate_factory(cfg: ImageCodeConfig):
-    """A picklable zero-argument factory; the gate (and its models) is built on the worker."""
+def quality_rule(cfg: ImageCodeConfig) -> QualityRule:
     q = cfg.quality
-    return functools.partial(
-        build_quality_gate,
+    return QualityRule(
         brisque_enabled=q.brisque.enabled, max_brisque=q.brisque.max_score,
         brisque_model_dir=q.brisque.model_dir, brisque_features=q.brisque.features,
         ocr_enabled=q.ocr.enabled, max_text_chars=q.ocr.max_text_chars,
-        min_confidence=q.ocr.min_confidence, lang=q.ocr.lang)
+        min_confidence=q.ocr.min_confidence, lang=q.ocr.lang,
+        tesseract_cmd=q.ocr.tesseract_cmd)
 
 
 def shot_params(cfg: ImageCodeConfig) -> dict:
@@ -40,22 +77,3 @@ def shot_params(cfg: ImageCodeConfig) -> dict:
                            else cfg.shots.ffmpeg_threshold),
                 min_scene_len=cfg.shots.min_scene_len, stride=cfg.decode.stride,
                 max_side=cfg.decode.max_side or None)
-
-
-def filter_identities(cfg: ImageCodeConfig) -> dict:
-    """Identities of the quality filters that are on (manifest; cache key fingerprints)."""
-    q, out = cfg.quality, {}
-    if q.brisque.enabled:
-        out["brisque"] = brisque_identity(q.brisque.model_dir, q.brisque.features)
-    if q.ocr.enabled:
-        out["ocr"] = ocr_identity(q.ocr.min_confidence, q.ocr.lang)
-    return {name: dict(identity, fingerprint=fingerprint(identity)) for name, identity in out.items()}
-
-
-def video_cache_spec(cfg: ImageCodeConfig, root: str, run_id: str) -> VideoCacheSpec:
-    """Where the video stage's cache is and the model fingerprints its keys carry."""
-    return VideoCacheSpec(
-        root=root, run_id=run_id,
-        encoder_fingerprint=encoder_identity(encoder_spec(cfg))["fingerprint"],
-        filter_fingerprints={name: identity["fingerprint"]
-                             for name, identity in filter_identities(cfg).items()})

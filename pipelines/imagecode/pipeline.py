@@ -21,8 +21,7 @@ from pipelines.imagecode.agreement import ComputeAgreement, WorkerPools
 from pipelines.imagecode.config import ImageCodeConfig
 from pipelines.imagecode.leakage import CheckLeakage
 from pipelines.imagecode.mining import BRISQUE_SCORES, NEW_SCORES, MineFrameSets
-from pipelines.imagecode.params import (encoder_spec, quality_gate_factory, shot_params,
-                                        video_cache_spec)
+from pipelines.imagecode.params import ImageCodeRules, shot_params
 from pipelines.imagecode.public_annotations import WritePublicAnnotations
 from pipelines.imagecode.publish import (VIDEO_SETS, DescriptionRows, PublishCompatImages,
                                          WriteFrameSets)
@@ -45,7 +44,6 @@ from transforms.core.stage import MAIN, REJECTS
 from transforms.image.collection import HashAndDedupe, ReadImageCollection
 from transforms.image.embed import EmbedImages
 from transforms.image.embed_cache import EmbedImagesCached
-from transforms.image.encoders import encoder_identity
 from transforms.io.release import WriteRejects, WriteReport, WriteTable
 from transforms.text.stats import LanguageStatsPerSplit
 from transforms.video.manifest import ReadVideoManifest
@@ -57,14 +55,16 @@ DESCRIPTIONS = "descriptions"
 log = logging.getLogger("pipelines.imagecode.pipeline")
 
 
-def build_pipeline(p: beam.Pipeline, cfg: ImageCodeConfig, staging_dir: str,
-                   cache_root: Optional[str] = None) -> None:
-    """Wire the stages; reads like §3.1-§3.3. Writes into `staging_dir`; reuses and adds
-    cached results under `cache_root` (None: no cache)."""
+def build_pipeline(p: beam.Pipeline, cfg: ImageCodeConfig, rules: ImageCodeRules,
+                   staging_dir: str, cache_root: Optional[str] = None) -> None:
+    """Wire the stages; reads like §3.1-§3.3. The encoder and quality gate are `rules`
+    (built once, params.build_rules). Writes into `staging_dir`; reuses and adds cached
+    results under `cache_root` (None: no cache)."""
     run_id = f"{BENCHMARK}-{FileSystems.split(staging_dir.rstrip('/'))[1].rsplit('-', 1)[-1]}"
-    videos, video_sets, rejects, cache_files = _video_sets(p, cfg, staging_dir, cache_root, run_id)
-    static_rows, static_rejects, static_files = _static_sets(p, cfg, staging_dir, cache_root,
-                                                             run_id)
+    videos, video_sets, rejects, cache_files = _video_sets(p, cfg, rules, staging_dir, cache_root,
+                                                           run_id)
+    static_rows, static_rejects, static_files = _static_sets(p, cfg, rules, staging_dir,
+                                                             cache_root, run_id)
     rejects += static_rejects
     if cache_root:
         _ = ((cache_files + static_files) | "Cache files written" >> beam.Flatten()
@@ -91,17 +91,17 @@ def build_pipeline(p: beam.Pipeline, cfg: ImageCodeConfig, staging_dir: str,
     _ = (rejects | "All rejects" >> beam.Flatten() | "Write rejects" >> WriteRejects(staging_dir))
 
 
-def _video_sets(p, cfg: ImageCodeConfig, staging_dir: str, cache_root: Optional[str], run_id: str):
+def _video_sets(p, cfg: ImageCodeConfig, rules: ImageCodeRules, staging_dir: str,
+                cache_root: Optional[str], run_id: str):
     """§3.1 Video Frames: shots, CLIP embeddings, greedy sets with lazy quality filters."""
     videos = p | "Read manifest" >> ReadVideoManifest(cfg.inputs.videos)
-    spec = encoder_spec(cfg)
-    cache = video_cache_spec(cfg, cache_root, run_id) if cache_root else None
+    cache = rules.video_cache_spec(cache_root, run_id) if cache_root else None
     plans = videos[MAIN] | "Shots and embeddings" >> PlanVideos(
-        shot_params(cfg), min_frames=cfg.mining.set_size, encoder_spec=spec, cache=cache,
+        shot_params(cfg), min_frames=cfg.mining.set_size, encoder_spec=rules.encoder, cache=cache,
         truncation_tolerance=cfg.decode.truncation_tolerance)
     mined = plans[MAIN] | "Mine frame sets" >> MineFrameSets(
         threshold=cfg.mining.distance_threshold, set_size=cfg.mining.set_size,
-        gate_factory=quality_gate_factory(cfg), staging_dir=work_dir(staging_dir),
+        gate_factory=rules.quality, staging_dir=work_dir(staging_dir),
         jpeg_quality=cfg.release.jpeg_quality, max_side=cfg.decode.max_side or None,
         score_all_frames=cfg.quality.score_all_frames)
     cache_files = []
@@ -119,20 +119,20 @@ def _video_sets(p, cfg: ImageCodeConfig, staging_dir: str, cache_root: Optional[
             cache_files)
 
 
-def _static_sets(p, cfg: ImageCodeConfig, staging_dir: str, cache_root: Optional[str], run_id: str):
+def _static_sets(p, cfg: ImageCodeConfig, rules: ImageCodeRules, staging_dir: str,
+                 cache_root: Optional[str], run_id: str):
     """§3.1 Static Pictures: every image embedded, sampled queries, their 9 nearest."""
     if not cfg.static.images:
         return p | "No static sets" >> beam.Create([]), [], []
     images = p | "Read images" >> ReadImageCollection(cfg.static.images)
     unique = images[MAIN] | "Drop duplicate images" >> HashAndDedupe(cfg.static.max_pixels)
-    spec = encoder_spec(cfg)
     cache_files = []
     if cache_root:
         embedded = unique[MAIN] | "Embed images (cached)" >> EmbedImagesCached(
-            spec, encoder_identity(spec)["fingerprint"], cache_root, run_id, cfg.static.max_pixels)
+            rules.encoder, rules.encoder_fingerprint, cache_root, run_id, cfg.static.max_pixels)
         cache_files = [embedded[WRITTEN]]
     else:
-        embedded = unique[MAIN] | "Embed images" >> EmbedImages(spec, cfg.static.max_pixels)
+        embedded = unique[MAIN] | "Embed images" >> EmbedImages(rules.encoder, cfg.static.max_pixels)
     sets = embedded[MAIN] | "Nearest neighbours" >> BuildStaticSets(
         seed=cfg.seed, n_sets=cfg.static.sets, k=cfg.static.neighbours,
         num_shards=cfg.static.shards, split_ratios=cfg.static.split_ratios,

@@ -22,7 +22,9 @@ def check_imagecode(cfg: ImageCodeConfig) -> None:
     check_not_empty(videos, "inputs.videos")
     require_program("ffmpeg", "decoding videos")
     if cfg.quality.ocr.enabled:
-        require_program("tesseract", "the OCR filter (quality.ocr.enabled)")
+        require_program(cfg.quality.ocr.tesseract_cmd or "tesseract",
+                        "the OCR filter (quality.ocr.enabled; quality.ocr.tesseract_cmd names "
+                        "the binary)")
     images = cfg.static.images
     if images and "://" not in images:
         if not _exists(images):

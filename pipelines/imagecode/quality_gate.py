@@ -8,13 +8,14 @@ is the rule. BRISQUE runs first (cheaper); OCR only on a sharp frame.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Callable, Dict, Optional
 
 import numpy as np
 
 from pipelines.imagecode import reasons
-from transforms.image.brisque import BrisqueScorer
-from transforms.image.ocr import TextDetector
+from transforms.cache.store import fingerprint
+from transforms.image.brisque import BrisqueScorer, brisque_identity
+from transforms.image.ocr import TextDetector, ocr_identity
 
 
 @dataclass(frozen=True)
@@ -68,7 +69,8 @@ def build_quality_gate(brisque_enabled: bool = True, max_brisque: float = 0.65,
                        brisque_model_dir: Optional[str] = None, ocr_enabled: bool = True,
                        max_text_chars: int = 10, min_confidence: float = 60,
                        lang: str = "eng", device: Optional[str] = None,
-                       brisque_features: str = "package") -> Optional[QualityGate]:
+                       brisque_features: str = "package",
+                       tesseract_cmd: Optional[str] = None) -> Optional[QualityGate]:
     """The gate from config values (quality.*); None when both filters are off.
 
     Called on the worker; the BRISQUE model is still loaded lazily on the first frame."""
@@ -78,5 +80,40 @@ def build_quality_gate(brisque_enabled: bool = True, max_brisque: float = 0.65,
         brisque=(BrisqueScorer(brisque_model_dir, device=device, features=brisque_features)
                  if brisque_enabled else None),
         max_brisque=max_brisque,
-        text=TextDetector(min_confidence, lang) if ocr_enabled else None,
+        text=TextDetector(min_confidence, lang, tesseract_cmd) if ocr_enabled else None,
         max_text_chars=max_text_chars)
+
+
+@dataclass(frozen=True)
+class QualityRule:
+    """The gate's settings (quality.*), built once from the config and handed whole to
+    the miner. Called (on the worker, once per DoFn instance), it builds the gate, so no
+    model is loaded or pickled on the driver."""
+    brisque_enabled: bool = True
+    max_brisque: float = 0.65          # BRISQUE/100 above this: blurry
+    brisque_model_dir: Optional[str] = None
+    brisque_features: str = "package"
+    ocr_enabled: bool = True
+    max_text_chars: int = 10           # more confidently read letters/digits: text
+    min_confidence: float = 60
+    lang: str = "eng"
+    tesseract_cmd: Optional[str] = None
+
+    def __call__(self) -> Optional[QualityGate]:
+        return build_quality_gate(
+            brisque_enabled=self.brisque_enabled, max_brisque=self.max_brisque,
+            brisque_model_dir=self.brisque_model_dir, brisque_features=self.brisque_features,
+            ocr_enabled=self.ocr_enabled, max_text_chars=self.max_text_chars,
+            min_confidence=self.min_confidence, lang=self.lang, tesseract_cmd=self.tesseract_cmd)
+
+    def identities(self) -> Dict[str, dict]:
+        """Identities of the filters that are on, each with its fingerprint (the manifest
+        records them; cached scores are keyed by them). Reading Tesseract's version
+        starts a process: build them once per run."""
+        out = {}
+        if self.brisque_enabled:
+            out["brisque"] = brisque_identity(self.brisque_model_dir, self.brisque_features)
+        if self.ocr_enabled:
+            out["ocr"] = ocr_identity(self.min_confidence, self.lang, self.tesseract_cmd)
+        return {name: dict(identity, fingerprint=fingerprint(identity))
+                for name, identity in out.items()}

@@ -6,7 +6,8 @@
     {descriptions, retrievals, sets} -> ApplyKeepRule -> KeptDescription | Reject (+ judged)
 
 Formats, ids and the meaning of every index: pipelines/imagecode/rounds_schema.py. Reading answer files
-(whole-file checks, bad rows, runaway quotes): transforms/crowd/answer_files.py. Every random
+(whole-file checks, bad rows, runaway quotes): transforms/crowd/answer_files.py; counting
+rows, per-row rejects and dropping duplicate rows: transforms/crowd/answer_rows.py. Every random
 choice is a hash of (seed, key) (transforms.core.sampling.priority), never arrival order.
 Counters: stage "describe" (levels set, line) and stage "retrieve" (levels line, task,
 description, retrieval); each level reconciles: in = out + rejected.
@@ -14,12 +15,12 @@ description, retrieval); each level reconciles: in = out + rejected.
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import json
 from typing import Dict, Tuple
 
 import apache_beam as beam
-from apache_beam.io import fileio
 
 from pipelines.imagecode import reasons
 from pipelines.imagecode.rounds_schema import (DESCRIBE_TASK_COLUMNS, DESCRIPTION_COLUMNS,
@@ -29,10 +30,10 @@ from pipelines.imagecode.rounds_schema import (DESCRIBE_TASK_COLUMNS, DESCRIPTIO
                                                Description, JudgedDescription, KeptDescription,
                                                Retrieval, RetrieveTask, canonical_order,
                                                description_id)
-from schemas.rejects import Reject
 from transforms.core.sampling import priority
-from transforms.core.stage import MAIN, REJECTS, StageCounts
-from transforms.crowd.answer_files import AnswerRow, file_format, parse_file
+from transforms.core.stage import MAIN, REJECTS, StageFn, stage_pardo
+from transforms.crowd.answer_files import file_format
+from transforms.crowd.answer_rows import ReadAnswerRows, RowProblem, cell_text
 
 JUDGED = "judged"   # ApplyKeepRule's third output: every judged description (for agreement)
 
@@ -63,30 +64,31 @@ class MakeDescribeTasks(beam.PTransform):
         self._seed, self._k = seed, targets_per_set
 
     def expand(self, sets):
-        return sets | beam.ParDo(_DescribeTasksFn(self._seed, self._k)).with_outputs(REJECTS, main=MAIN)
+        return sets | stage_pardo(_DescribeTasksFn(self._seed, self._k))
 
 
-class _DescribeTasksFn(beam.DoFn):
+class _DescribeTasksFn(StageFn):
+    """A set in; out once, as its targets' tasks (counted as task.created)."""
+    stage, level = "describe", "set"
+    counts_out = False  # one set gives several tasks: counted out once, below
+
     def __init__(self, seed, k):
         self._seed, self._k = seed, k
-        self._counts = StageCounts("describe")
 
-    def process(self, s: AnnotationSet):
-        self._counts.seen(level="set")
-        reject = dict(stage="describe", level="set", item_id=s.set_name, source=s.source, split=s.split)
+    def judge(self, s: AnnotationSet):
+        reject = dict(item_id=s.set_name, source=s.source, split=s.split)
         if len(s.image_paths) != SET_SIZE:
-            yield self._counts.rejected(Reject(reason=reasons.WRONG_SET_SIZE,
-                                               detail=f"{len(s.image_paths)} images", **reject))
+            yield self.reject(reasons.WRONG_SET_SIZE, detail=f"{len(s.image_paths)} images", **reject)
             return
         try:  # indices only mean something over the canonical order
             paths = canonical_order(s.image_paths)
         except ValueError as e:
-            yield self._counts.rejected(Reject(reason=reasons.BAD_FIELD, detail=str(e), **reject))
+            yield self.reject(reasons.BAD_FIELD, detail=str(e), **reject)
             return
-        self._counts.count_out(level="set")
+        self.counts.count_out(level="set")
         for target in choose_targets(self._seed, s.set_name, len(paths), self._k):
             task_id = f"{s.set_name}#{target}"
-            self._counts.note("task.created")
+            self.counts.note("task.created")
             yield DescribeTask(task_id, s.set_name, target,
                                shown_order(self._seed, task_id, s.is_video, len(paths)),
                                s.split, s.is_video, paths)
@@ -152,25 +154,6 @@ class WriteTasks(beam.PTransform):
 
 # --- ingestion --------------------------------------------------------------------------
 
-class _ReadRows(beam.PTransform):
-    """A file pattern -> AnswerRow per row (transforms.crowd.answer_files), one file per worker."""
-
-    def __init__(self, path: str, required_columns):
-        super().__init__()
-        self._path, self._fmt = path, file_format(path)
-        self._required = tuple(required_columns)
-
-    def expand(self, p):
-        fmt, required = self._fmt, self._required
-
-        def rows(readable):
-            with readable.open() as raw:   # bytes: parse_file decodes each line strictly
-                yield from parse_file(readable.metadata.path, raw, fmt, required)
-
-        return (p | fileio.MatchFiles(self._path) | fileio.ReadMatches()
-                | "Parse" >> beam.FlatMap(rows))
-
-
 def _index(row: dict, column: str, n_images: int):
     """(index, None) or (None, (reason, detail)) for an index column of a row."""
     value = row[column]
@@ -183,52 +166,38 @@ def _index(row: dict, column: str, n_images: int):
     return value, None
 
 
-def _text(row: dict, column: str) -> str:
-    value = row.get(column)
-    return value.strip() if isinstance(value, str) else ("" if value is None else str(value).strip())
+def _in_known_set(build, row: dict, sets: Dict[str, tuple]):
+    """A row's (key, record), or a RowProblem: its set must be in the rounds, then `build`
+    reads it against that set."""
+    known = sets.get(cell_text(row, "set_name"))
+    if known is None:
+        return RowProblem(reasons.UNKNOWN_SET, cell_text(row, "set_name"))
+    keyed, error = build(row, known)
+    return RowProblem(*error) if error is not None else keyed
 
 
-class _ValidateRowFn(beam.DoFn):
-    """Counts each row in and turns it into a record, or a Reject (level "line") that
-    names the row's file and line."""
+def _set_fields(row, sets: Dict[str, tuple]) -> dict:
+    """A bad row's Reject names the split and source of its set (none when unknown)."""
+    known = sets.get(cell_text(row, "set_name")) if row is not None else None
+    return {"split": known[0], "source": known[2]} if known else {}
 
-    def __init__(self, stage: str, columns, build):
-        self._stage, self._columns, self._build = stage, columns, build
-        self._counts = StageCounts(stage)
 
-    def process(self, parsed: AnswerRow, sets: Dict[str, tuple]):
-        row, error = parsed.fields, parsed.error
-        self._counts.seen(level="line")
-        known = sets.get(_text(row, "set_name")) if row is not None else None
-        if error is None:
-            missing = [c for c in self._columns if not _text(row, c)]
-            if missing:
-                error = (reasons.MISSING_FIELD, ",".join(missing))
-            elif known is None:
-                error = (reasons.UNKNOWN_SET, _text(row, "set_name"))
-            else:
-                keyed, error = self._build(row, known)
-        if error is not None:
-            split, source = (known[0], known[2]) if known else ("", "")
-            yield self._counts.rejected(Reject(
-                self._stage, "line", error[0], "%s:%d" % parsed.row_id, source=source, split=split,
-                detail=error[1], file=parsed.path, line=parsed.line))
-            return
-        key, record = keyed
-        yield key, (parsed.row_id, parsed.path, record)
+def _split_of(record) -> dict:
+    """A duplicate row's Reject names its record's split."""
+    return {"split": record.split}
 
 
 def _build_description(row: dict, known: tuple):
     split, n_images, _ = known
     target, error = _index(row, "target_index", n_images)
-    worker = _text(row, "worker")
+    worker = cell_text(row, "worker")
     if error is None and "#" in worker:
         error = (reasons.BAD_FIELD, f"worker {worker!r} contains '#'")
     if error is not None:
         return None, error
-    set_name = _text(row, "set_name")
+    set_name = cell_text(row, "set_name")
     d = Description(description_id(set_name, target, worker), set_name, target,
-                    _text(row, "text"), worker, split)
+                    cell_text(row, "text"), worker, split)
     return (d.description_id, d), None  # keyed by what makes a duplicate
 
 
@@ -237,26 +206,9 @@ def _build_retrieval(row: dict, known: tuple):
     guess, error = _index(row, "guessed_index", n_images)
     if error is not None:
         return None, error
-    r = Retrieval(_text(row, "set_name"), _text(row, "description_id"), _text(row, "worker"), guess, split)
+    r = Retrieval(cell_text(row, "set_name"), cell_text(row, "description_id"),
+                  cell_text(row, "worker"), guess, split)
     return ((r.description_id, r.worker), r), None
-
-
-class _FirstOfDuplicatesFn(beam.DoFn):
-    """Keeps the earliest row (file, line) of a key; later ones are duplicates."""
-
-    def __init__(self, stage: str, reason: str):
-        self._stage, self._reason = stage, reason
-        self._counts = StageCounts(stage)
-
-    def process(self, keyed):
-        _, rows = keyed
-        rows = sorted(rows, key=lambda r: r[:2])
-        first_id, _, record = rows[0]
-        yield self._counts.passed(record, level="line")
-        for row_id, path, dup in rows[1:]:
-            yield self._counts.rejected(Reject(
-                self._stage, "line", self._reason, "%s:%d" % row_id, split=dup.split,
-                detail="same as %s:%d" % first_id, file=path, line=row_id[1]))
 
 
 def _set_info(sets):
@@ -266,21 +218,19 @@ def _set_info(sets):
 
 
 class _ReadCrowdRows(beam.PTransform):
+    """An answer file of one round, read against the sets in the rounds."""
+
     def __init__(self, path, known_sets, stage, columns, build, duplicate_reason):
         super().__init__()
         file_format(path)  # an unknown extension fails now, not on a worker
-        self._path, self._sets, self._stage = path, known_sets, stage
-        self._columns, self._build, self._dup = columns, build, duplicate_reason
+        self._rows = dict(path=path, stage=stage, columns=columns,
+                          check=functools.partial(_in_known_set, build),
+                          duplicate_reason=duplicate_reason, problem_fields=_set_fields,
+                          duplicate_fields=_split_of)
+        self._sets = known_sets
 
     def expand(self, p):
-        checked = (p | "Read" >> _ReadRows(self._path, self._columns)
-                   | "Validate" >> beam.ParDo(_ValidateRowFn(self._stage, self._columns, self._build),
-                                              _set_info(self._sets)).with_outputs(REJECTS, main=MAIN))
-        unique = (checked[MAIN] | "By key" >> beam.GroupByKey()
-                  | "Drop duplicates" >> beam.ParDo(_FirstOfDuplicatesFn(self._stage, self._dup))
-                  .with_outputs(REJECTS, main=MAIN))
-        rejects = (checked[REJECTS], unique[REJECTS]) | "All rejects" >> beam.Flatten()
-        return {MAIN: unique[MAIN], REJECTS: rejects}
+        return p | "Rows" >> ReadAnswerRows(**self._rows, context=_set_info(self._sets))
 
 
 class ReadDescriptions(_ReadCrowdRows):
@@ -316,30 +266,34 @@ class MakeRetrieveTasks(beam.PTransform):
         self._seed, self._sets, self._retrievers = seed, known_sets, dict(retrievers)
 
     def expand(self, descriptions):
-        seed, retrievers = self._seed, self._retrievers
-        counts = StageCounts("retrieve")
-
-        def tasks(kv):
-            _, grouped = kv
-            sets, described = grouped["sets"], grouped["descriptions"]
-            for d in described:
-                counts.seen(level="task")
-                if not sets:
-                    yield counts.rejected(Reject("retrieve", "task", reasons.UNKNOWN_SET,
-                                                 d.description_id, split=d.split))
-                    continue
-                s = sets[0]
-                task_id = f"retrieve#{d.description_id}"
-                yield counts.passed(RetrieveTask(
-                    task_id, d.description_id, s.set_name, s.split, s.is_video,
-                    retrievers.get(s.split, 1), d.text,
-                    shown_order(seed, task_id, s.is_video, len(s.image_paths)), s.image_paths),
-                    level="task")
-
         return ({"sets": self._sets | "Set by name" >> beam.Map(lambda s: (s.set_name, s)),
                  "descriptions": descriptions | "By set" >> beam.Map(lambda d: (d.set_name, d))}
                 | beam.CoGroupByKey()
-                | beam.FlatMap(tasks).with_outputs(REJECTS, main=MAIN))
+                | stage_pardo(_RetrieveTasksFn(self._seed, self._retrievers)))
+
+
+class _RetrieveTasksFn(StageFn):
+    """A set's descriptions in (level "task", one each), a task per description out."""
+    stage, level = "retrieve", "task"
+    counts_in = False  # the element is a set's group: each description is counted in
+
+    def __init__(self, seed: int, retrievers: Dict[str, int]):
+        self._seed, self._retrievers = seed, retrievers
+
+    def judge(self, kv):
+        _, grouped = kv
+        sets, described = grouped["sets"], grouped["descriptions"]
+        for d in described:
+            self.counts.seen(level="task")
+            if not sets:
+                yield self.reject(reasons.UNKNOWN_SET, d.description_id, split=d.split)
+                continue
+            s = sets[0]
+            task_id = f"retrieve#{d.description_id}"
+            yield RetrieveTask(
+                task_id, d.description_id, s.set_name, s.split, s.is_video,
+                self._retrievers.get(s.split, 1), d.text,
+                shown_order(self._seed, task_id, s.is_video, len(s.image_paths)), s.image_paths)
 
 
 # --- keep rule --------------------------------------------------------------------------
@@ -375,42 +329,48 @@ class ApplyKeepRule(beam.PTransform):
         self._min_correct = dict(min_correct)
 
     def expand(self, inputs):
-        counts = StageCounts("retrieve")
-
-        def with_set(kv):
-            _, grouped = kv
-            sets = grouped["sets"]
-            for d in grouped["descriptions"]:
-                if sets:
-                    yield d.description_id, (d, sets[0])
-                else:  # ingestion already checks this; kept so nothing can vanish here
-                    counts.seen(level="description")
-                    yield counts.rejected(Reject("retrieve", "description", reasons.UNKNOWN_SET,
-                                                 d.description_id, split=d.split))
-
         joined = ({"sets": inputs["sets"] | "Set by name" >> beam.Map(lambda s: (s.set_name, s)),
                    "descriptions": inputs["descriptions"] | "By set" >> beam.Map(lambda d: (d.set_name, d))}
                   | "Join sets" >> beam.CoGroupByKey()
-                  | "With set" >> beam.FlatMap(with_set).with_outputs(REJECTS, main=MAIN))
+                  | "With set" >> stage_pardo(_WithSetFn()))
         decided = ({"described": joined[MAIN],
                     "retrievals": inputs["retrievals"] | "By description" >> beam.Map(
                         lambda r: (r.description_id, r))}
                    | "Join retrievals" >> beam.CoGroupByKey()
-                   | "Decide" >> beam.ParDo(_DecideFn(self._min_correct)).with_outputs(
-                       REJECTS, JUDGED, main=MAIN))
+                   | "Decide" >> stage_pardo(_DecideFn(self._min_correct), outputs=(JUDGED,)))
         rejects = (joined[REJECTS], decided[REJECTS]) | "All rejects" >> beam.Flatten()
         return {MAIN: decided[MAIN], REJECTS: rejects, JUDGED: decided[JUDGED]}
 
 
-class _DecideFn(beam.DoFn):
+class _WithSetFn(StageFn):
+    """A set's descriptions, each keyed by its id with its set; one of no known set is
+    counted in and rejected here (the rest are counted in by _DecideFn)."""
+    stage, level = "retrieve", "description"
+    counts_in = counts_out = False
+
+    def judge(self, kv):
+        _, grouped = kv
+        sets = grouped["sets"]
+        for d in grouped["descriptions"]:
+            if sets:
+                yield d.description_id, (d, sets[0])
+            else:  # ingestion already checks this; kept so nothing can vanish here
+                self.counts.seen(level="description")
+                yield self.reject(reasons.UNKNOWN_SET, d.description_id, split=d.split)
+
+
+class _DecideFn(StageFn):
+    """A description's retrievals (level "retrieval") decide it (level "description")."""
+    stage, level = "retrieve", "description"
+    counts_in = False  # a description is counted in once its retrievals are sorted out
+
     def __init__(self, min_correct):
         self._min_correct = min_correct
-        self._counts = StageCounts("retrieve")
 
-    def process(self, kv):
+    def judge(self, kv):
         desc_id, grouped = kv
         described, retrievals = grouped["described"], sorted(grouped["retrievals"], key=lambda r: r.worker)
-        self._counts.seen(len(retrievals), level="retrieval")
+        self.counts.seen(len(retrievals), level="retrieval")
         if not described:
             for r in retrievals:
                 yield self._reject_retrieval(r, reasons.UNKNOWN_DESCRIPTION, "")
@@ -423,23 +383,24 @@ class _DecideFn(beam.DoFn):
             elif r.worker == d.worker:
                 yield self._reject_retrieval(r, reasons.SELF_RETRIEVAL, "")
             else:
-                used.append(self._counts.passed(r, level="retrieval"))
+                self.counts.count_out(level="retrieval")
+                used.append(r)
         correct = sum(r.guessed_index == d.target_index for r in used)
-        self._counts.seen(level="description")
+        self.counts.seen(level="description")
         reason = keep_decision(s.split, correct, len(used), self._min_correct)
         if used:
             yield beam.pvalue.TaggedOutput(JUDGED, JudgedDescription(
                 desc_id, s.split, s.is_video, d.target_index,
                 tuple((r.worker, r.guessed_index) for r in used), kept=reason is None))
         if reason is not None:
-            yield self._counts.rejected(Reject(
-                "retrieve", "description", reason, desc_id, source=s.source, split=s.split,
-                detail=f"{correct} of {len(used)} retrievers found target {d.target_index}"))
+            yield self.reject(
+                reason, desc_id, source=s.source, split=s.split,
+                detail=f"{correct} of {len(used)} retrievers found target {d.target_index}")
             return
-        yield self._counts.passed(KeptDescription(
+        yield KeptDescription(
             desc_id, d.set_name, d.target_index, d.text, s.split, s.source, s.is_video,
-            s.image_paths, len(used), correct, d.worker), level="description")
+            s.image_paths, len(used), correct, d.worker)
 
     def _reject_retrieval(self, r: Retrieval, reason: str, detail: str):
-        return self._counts.rejected(Reject("retrieve", "retrieval", reason,
-                                            f"{r.description_id}@{r.worker}", split=r.split, detail=detail))
+        return self.reject(reason, f"{r.description_id}@{r.worker}", level="retrieval",
+                           split=r.split, detail=detail)

@@ -15,9 +15,8 @@ import apache_beam as beam
 
 from pipelines.imagecode import reasons
 from pipelines.imagecode.records import FrameSet
-from schemas.rejects import Reject
 from transforms.core.sampling import priority
-from transforms.core.stage import MAIN, REJECTS, StageCounts
+from transforms.core.stage import StageFn, stage_pardo
 
 
 class SampleSetsPerSource(beam.PTransform):
@@ -47,33 +46,32 @@ class SampleSetsPerSource(beam.PTransform):
             | "Lowest priorities" >> beam.combiners.Top.PerKey(largest, reverse=True)
             | "Trim to quota" >> beam.FlatMap(
                 lambda kv, q=self._quota: [name for _, name in kv[1][: q(kv[0])]]))
-        return sets | "Keep chosen" >> beam.ParDo(
-            _KeepChosen(self._quota), chosen=beam.pvalue.AsList(chosen)
-        ).with_outputs(REJECTS, main=MAIN)
+        return sets | "Keep chosen" >> stage_pardo(
+            _KeepChosen(self._quota), chosen=beam.pvalue.AsList(chosen))
 
 
-class _KeepChosen(beam.DoFn):
+class _KeepChosen(StageFn):
+    """Sets (level "set") and their frames (level "frame") in; the chosen ones out."""
+    stage, level = "sampling", "set"
+
     def __init__(self, quota):
         self._quota = quota
-        self._counts = StageCounts("sampling")
         self._chosen_names = None
 
-    def process(self, frame_set: FrameSet, chosen):
+    def judge(self, frame_set: FrameSet, chosen):
         if self._chosen_names is None:  # built once per bundle's side input, not per element
             self._chosen_names = frozenset(chosen)
         n_frames = len(frame_set.frame_indices)
-        self._counts.seen(level="set")
-        self._counts.seen(n_frames, level="frame")
+        self.counts.seen(n_frames, level="frame")
         if self._quota(frame_set.source) is None or frame_set.set_name in self._chosen_names:
-            self._counts.count_out(n_frames, level="frame")
-            yield self._counts.passed(frame_set, level="set")
+            self.counts.count_out(n_frames, level="frame")
+            yield frame_set
             return
-        common = dict(stage="sampling", reason=reasons.NOT_SAMPLED, source=frame_set.source,
+        common = dict(reason=reasons.NOT_SAMPLED, source=frame_set.source,
                       video_id=frame_set.video_id, split=frame_set.split)
-        yield self._counts.rejected(Reject(level="set", item_id=frame_set.set_name, **common))
+        yield self.reject(item_id=frame_set.set_name, **common)
         for n in frame_set.frame_indices:
-            yield self._counts.rejected(Reject(
-                level="frame", item_id=f"{frame_set.set_name}/frame{n}", **common))
+            yield self.reject(item_id=f"{frame_set.set_name}/frame{n}", level="frame", **common)
 
     def finish_bundle(self):
         self._chosen_names = None

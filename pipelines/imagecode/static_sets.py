@@ -25,9 +25,8 @@ from pipelines.imagecode import reasons
 from pipelines.imagecode.records import StaticSet
 from schemas.names import MAX_NAME_LENGTH, safe_name
 from schemas.records import SPLITS
-from schemas.rejects import Reject
 from transforms.core.sampling import priority
-from transforms.core.stage import MAIN, REJECTS, StageCounts
+from transforms.core.stage import StageFn, stage_pardo
 from transforms.vectors.knn import ShardedExactKnn
 
 STAGE = "static_sets"
@@ -119,38 +118,42 @@ class BuildStaticSets(beam.PTransform):
                                                          for rank, (_, i, path) in enumerate(entries)}))
         queries = embeddings | "Queries" >> beam.Filter(lambda e, chosen: e.image_id in chosen, sample)
         found = (queries, embeddings) | "Nearest" >> ShardedExactKnn(self.k, self.num_shards, exclude_self=True)
-        return found | "Form sets" >> beam.ParDo(
-            _FormSet(seed, self.k, self.ratios, self.source), sample).with_outputs(REJECTS, main=MAIN)
+        return found | "Form sets" >> stage_pardo(
+            _FormSet(seed, self.k, self.ratios, self.source), sample)
 
 
-class _Prioritise(beam.DoFn):
+class _Prioritise(StageFn):
+    """Every embedded image is a candidate query (a note: no image is dropped here)."""
+    stage, level = STAGE, "image"
+    counts_in = counts_out = False
+
     def __init__(self, seed: int):
         self._seed = seed
-        self._counts = StageCounts(STAGE)
 
-    def process(self, embedding):
-        self._counts.note("image.candidates")
+    def judge(self, embedding):
+        self.counts.note("image.candidates")
         yield priority(self._seed, embedding.image_id), embedding.image_id, embedding.path
 
 
-class _FormSet(beam.DoFn):
+class _FormSet(StageFn):
+    stage, level = STAGE, "set"
+
     def __init__(self, seed: int, k: int, ratios: Dict[str, float], source: str):
         self._seed, self._k, self._ratios, self._source = seed, k, ratios, source
-        self._counts = StageCounts(STAGE)
 
-    def process(self, found, sample):
+    def judge(self, found, sample):
         query_id, neighbours = found
         rank, query_path = sample[query_id]
         name = static_set_name(self._source, rank, query_id)
         split = assign_split(self._seed, name, self._ratios)
-        self._counts.seen(level="set")
         if len(neighbours) < self._k:
-            return [self._counts.rejected(Reject(
-                stage=STAGE, level="set", reason=reasons.TOO_FEW_NEIGHBOURS, item_id=name, split=split,
-                detail=f"{len(neighbours)} other image(s) in the collection, {self._k} needed"))]
-        return [self._counts.passed(StaticSet(
+            yield self.reject(
+                reasons.TOO_FEW_NEIGHBOURS, name, split=split,
+                detail=f"{len(neighbours)} other image(s) in the collection, {self._k} needed")
+            return
+        yield StaticSet(
             set_name=name, query_id=query_id,
             image_ids=[query_id] + [i for _, i, _ in neighbours],
             image_paths=[query_path] + [p for _, _, p in neighbours],
             distances=[0.0] + [float(d) for d, _, _ in neighbours],
-            split=split), level="set")]
+            split=split)

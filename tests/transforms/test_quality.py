@@ -19,7 +19,8 @@ from pipelines.imagecode import reasons
 from pipelines.imagecode.quality_gate import QualityGate, build_quality_gate
 from transforms.image.brisque import (MODEL_DIR_KEY, BrisqueScorer, ModelNotFoundError, _half_size,
                                       default_model_dir, load_svr_model, parse_libsvm_model)
-from transforms.image.ocr import TesseractNotFoundError, TextDetector
+from transforms.core.errors import UserError
+from transforms.image.ocr import TesseractNotFoundError, TextDetector, ocr_identity
 
 PHOTOS = ["astronaut", "chelsea", "coffee", "rocket"]
 FONT = os.path.join(matplotlib.get_data_path(), "fonts", "ttf", "DejaVuSans.ttf")
@@ -189,6 +190,17 @@ def test_missing_tesseract_binary_is_a_clear_error():
     detector = TextDetector(tesseract_cmd="/nonexistent/tesseract")
     with pytest.raises(TesseractNotFoundError, match="tesseract-ocr"):
         detector.text_chars(photo("coffee"))
+
+
+def test_missing_tesseract_is_a_user_error_naming_the_config_key():
+    # a UserError: the command line prints it as one line and exits 2, no traceback
+    with pytest.raises(UserError, match="quality.ocr.tesseract_cmd: .*`/nonexistent/tesseract`"):
+        ocr_identity(tesseract_cmd="/nonexistent/tesseract")
+
+
+def test_missing_brisque_model_is_a_user_error_naming_the_config_key(tmp_path):
+    with pytest.raises(UserError, match=MODEL_DIR_KEY):
+        load_svr_model(str(tmp_path))
 
 
 # --- the gate --------------------------------------------------------------------------

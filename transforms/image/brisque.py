@@ -28,6 +28,7 @@ import skimage.util
 import torch
 import torch.nn.functional as F
 
+from transforms.core.errors import UserError
 from transforms.core.hashing import file_sha256
 
 # Paper threshold 0.65 <=> native BRISQUE 65: normalised = native / NORMALISER.
@@ -40,7 +41,7 @@ SVM_FILE, NORMALIZE_FILE = "svm.txt", "normalize.pickle"
 _CUBIC_HALF_TAPS = (-0.09375, 0.59375, 0.59375, -0.09375)
 
 
-class ModelNotFoundError(FileNotFoundError):
+class ModelNotFoundError(UserError, FileNotFoundError):
     """The BRISQUE SVR model files are missing; the message names the config key."""
 
 

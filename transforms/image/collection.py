@@ -32,9 +32,8 @@ from apache_beam.io.filesystems import FileSystems
 from schemas import reasons
 from schemas.names import safe_name
 from schemas.records import ImageRef
-from schemas.rejects import Reject
 from transforms.core.hashing import content_sha256
-from transforms.core.stage import MAIN, REJECTS, StageCounts
+from transforms.core.stage import MAIN, REJECTS, KeepFirst, StageFn, stage_pardo
 from transforms.image.decode import DEFAULT_MAX_PIXELS, ImageProblem, describe_error, read_header
 from transforms.io.lines import ReadNumberedLines, SourceLine, parse_json_object
 
@@ -64,27 +63,20 @@ class ReadImageCollection(beam.PTransform):
                 else os.path.dirname(os.path.abspath(self._source))
             parsed = (pbegin
                       | "Read lines" >> ReadNumberedLines(self._source)
-                      | "Parse lines" >> beam.ParDo(_ParseLine(base_dir)).with_outputs(REJECTS, main=MAIN))
+                      | "Parse lines" >> stage_pardo(_ParseLine(base_dir)))
         else:
             pattern = FileSystems.join(self._source.rstrip("/"), "**")
             parsed = (pbegin
                       | "Match files" >> fileio.MatchFiles(
                           pattern, empty_match_treatment=fileio.EmptyMatchTreatment.ALLOW)
                       | "Images only" >> beam.Filter(lambda m: m.path.lower().endswith(IMAGE_SUFFIXES))
-                      | "Name files" >> beam.ParDo(_NameFile()).with_outputs(REJECTS, main=MAIN))
+                      | "Name files" >> stage_pardo(_NameFile()))
         # Two files can give one id ("x.jpg", "x.png"; a line repeating an id): one id, one image.
-        unique = (parsed[MAIN]
-                  | "Key by id" >> beam.Map(lambda ref: (ref.image_id, ref))
-                  | "Group ids" >> beam.GroupByKey()
-                  | "Smallest path per id" >> beam.ParDo(_KeepSmallestPath()).with_outputs(REJECTS, main=MAIN))
+        unique = parsed[MAIN] | "Smallest path per id" >> KeepFirst(
+            STAGE, "entry", key=lambda ref: ref.image_id, order=lambda ref: ref.path,
+            why=_same_image_id)
         rejects = (parsed[REJECTS], unique[REJECTS]) | "Entry rejects" >> beam.Flatten()
         return {MAIN: unique[MAIN], REJECTS: rejects}
-
-
-def _entry_reject(reason: str, item_id: str, detail: str, line: Optional[SourceLine] = None) -> Reject:
-    where = {"file": line.path, "line": line.number} if line is not None else {}
-    return Reject(stage=STAGE, level="entry", reason=reason, item_id=item_id[:200], detail=detail,
-                  **where)
 
 
 def _not_a_regular_file(path: str) -> Optional[str]:
@@ -95,37 +87,39 @@ def _not_a_regular_file(path: str) -> Optional[str]:
     return "a folder" if os.path.isdir(path) else "not a regular file (a pipe, socket or device)"
 
 
-class _NameFile(beam.DoFn):
-    def __init__(self):
-        self._counts = StageCounts(STAGE)
+class _NameFile(StageFn):
+    stage, level = STAGE, "entry"
+    counts_out = False  # out once its id is its own (the KeepFirst by id)
 
-    def process(self, metadata):
-        self._counts.seen(level="entry")
+    def judge(self, metadata):
         what = _not_a_regular_file(metadata.path)
         if what:
-            return [self._counts.rejected(_entry_reject(reasons.NOT_A_FILE, metadata.path,
-                                                        f"{metadata.path} is {what}"))]
+            yield self.reject(reasons.NOT_A_FILE, metadata.path, detail=f"{metadata.path} is {what}")
+            return
         stem = posixpath.splitext(posixpath.basename(metadata.path.replace("\\", "/")))[0]
         try:
             image_id = safe_name(stem)
         except ValueError as e:
-            return [self._counts.rejected(_entry_reject(reasons.BAD_FIELD, metadata.path, f"file name: {e}"))]
-        return [self._counts.passed(ImageRef(path=metadata.path, image_id=image_id), level="entry")]
+            yield self.reject(reasons.BAD_FIELD, metadata.path, detail=f"file name: {e}")
+            return
+        yield ImageRef(path=metadata.path, image_id=image_id)
 
 
-class _ParseLine(beam.DoFn):
+class _ParseLine(StageFn):
+    stage, level = STAGE, "entry"   # ReadNumberedLines gives no blank lines
+    counts_out = False  # out once its id is its own (the KeepFirst by id)
+
     def __init__(self, base_dir: str):
         self._base_dir = base_dir
-        self._counts = StageCounts(STAGE)
 
-    def process(self, line: SourceLine):
-        self._counts.seen(level="entry")   # ReadNumberedLines gives no blank lines
+    def judge(self, line: SourceLine):
         parsed = parse_image_line(line, self._base_dir)
         if isinstance(parsed, ImageRef):
-            return [self._counts.passed(parsed, level="entry")]
+            yield parsed
+            return
         reason, detail = parsed
-        return [self._counts.rejected(_entry_reject(reason, line.text.strip() or line.where,
-                                                    detail, line))]
+        yield self.reject(reason, line.text.strip() or line.where, detail=detail,
+                          file=line.path, line=line.number)
 
 
 def parse_image_line(line: Union[SourceLine, str], base_dir: str):
@@ -149,19 +143,9 @@ def parse_image_line(line: Union[SourceLine, str], base_dir: str):
     return ImageRef(path=path, image_id=image_id)
 
 
-class _KeepSmallestPath(beam.DoFn):
-    def __init__(self):
-        self._counts = StageCounts(STAGE)
-
-    def process(self, keyed):
-        image_id, refs = keyed
-        first, *clashes = sorted(refs, key=lambda r: r.path)
-        yield first
-        for ref in clashes:
-            # The entry was counted out when it parsed; it leaves as a clash instead.
-            self._counts.count_out(-1, level="entry")
-            yield self._counts.rejected(_entry_reject(
-                reasons.DUPLICATE_IMAGE_ID, ref.path, f"image id {image_id!r} already names {first.path}"))
+def _same_image_id(ref: ImageRef, kept: ImageRef) -> dict:
+    return dict(reason=reasons.DUPLICATE_IMAGE_ID, item_id=ref.path,
+                detail=f"image id {kept.image_id!r} already names {kept.path}")
 
 
 # ---------------------------------------------------------------------------- hashing
@@ -180,34 +164,33 @@ class HashAndDedupe(beam.PTransform):
         self._max_pixels = max_pixels
 
     def expand(self, refs):
-        hashed = refs | "Hash" >> beam.ParDo(_Hash(self._max_pixels)).with_outputs(REJECTS, main=MAIN)
-        kept = (hashed[MAIN]
-                | "Key by content" >> beam.Map(lambda ref: (ref.content_sha256, ref))
-                | "Group contents" >> beam.GroupByKey()
-                | "Smallest id per content" >> beam.ParDo(_KeepSmallestId()).with_outputs(REJECTS, main=MAIN))
+        hashed = refs | "Hash" >> stage_pardo(_Hash(self._max_pixels))
+        kept = hashed[MAIN] | "Smallest id per content" >> KeepFirst(
+            STAGE, "image", key=lambda ref: ref.content_sha256,
+            order=lambda ref: (ref.image_id, ref.path), why=_same_content)
         rejects = (hashed[REJECTS], kept[REJECTS]) | "Image rejects" >> beam.Flatten()
         return {MAIN: kept[MAIN], REJECTS: rejects}
 
 
-class _Hash(beam.DoFn):
+class _Hash(StageFn):
+    stage, level = STAGE, "image"
+    counts_out = False  # out once its content is its own (the KeepFirst by content)
+
     def __init__(self, max_pixels: int):
         self._max_pixels = max_pixels
-        self._counts = StageCounts(STAGE)
 
-    def process(self, ref: ImageRef):
-        self._counts.seen(level="image")
+    def judge(self, ref: ImageRef):
         try:
             sha = content_sha256(ref.path)
             check_pixel_limit(ref.path, self._max_pixels)
         except ImageProblem as e:
-            return [self._reject(ref, e.reason, e.detail)]
+            yield self.reject(e.reason, ref.image_id, detail=e.detail)
+            return
         except Exception as e:  # noqa: BLE001 - vanished file, permission, I/O error ...
-            return [self._reject(ref, reasons.UNREADABLE_IMAGE, f"{ref.path}: {describe_error(e)}")]
-        return [dataclasses.replace(ref, content_sha256=sha)]
-
-    def _reject(self, ref: ImageRef, reason: str, detail: str) -> Reject:
-        return self._counts.rejected(Reject(stage=STAGE, level="image", reason=reason,
-                                            item_id=ref.image_id, detail=detail))
+            yield self.reject(reasons.UNREADABLE_IMAGE, ref.image_id,
+                              detail=f"{ref.path}: {describe_error(e)}")
+            return
+        yield dataclasses.replace(ref, content_sha256=sha)
 
 
 def check_pixel_limit(path: str, max_pixels: int) -> None:
@@ -222,15 +205,7 @@ def check_pixel_limit(path: str, max_pixels: int) -> None:
                 raise
 
 
-class _KeepSmallestId(beam.DoFn):
-    def __init__(self):
-        self._counts = StageCounts(STAGE)
-
-    def process(self, keyed):
-        sha, refs = keyed
-        first, *duplicates = sorted(refs, key=lambda r: (r.image_id, r.path))
-        yield self._counts.passed(first, level="image")
-        for ref in duplicates:
-            yield self._counts.rejected(Reject(
-                stage=STAGE, level="image", reason=reasons.DUPLICATE_IMAGE, item_id=ref.image_id,
-                detail=f"same bytes (sha256 {sha[:16]}...) as kept image {first.image_id}"))
+def _same_content(ref: ImageRef, kept: ImageRef) -> dict:
+    return dict(reason=reasons.DUPLICATE_IMAGE, item_id=ref.image_id,
+                detail=f"same bytes (sha256 {kept.content_sha256[:16]}...) as kept image "
+                       f"{kept.image_id}")

@@ -18,29 +18,15 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence
 
 import apache_beam as beam
 import numpy as np
-from apache_beam.metrics import Metrics
 from apache_beam.ml.inference.base import ModelHandler, PredictionResult, RunInference
 
 from schemas.records import ImageEmbedding, ImageRef, ShotFrames
-from schemas.rejects import Reject
-from transforms.core.stage import COUNTER_NAMESPACE_PREFIX, MAIN, REJECTS, StageCounts
+from transforms.core.stage import StageCounts, StageFn, stage_pardo
 from transforms.image.decode import DEFAULT_MAX_PIXELS, ImageProblem, Unreadable, read_image
 from transforms.image.encoders import EncoderSpec, build_encoder, encoder_identity
 
 STAGE = "embed"
-NAMESPACE = COUNTER_NAMESPACE_PREFIX + STAGE          # "stage.embed"
 
-
-# ---------------------------------------------------------------------------- identity
-
-
-# ---------------------------------------------------------------------------- encoders
-
-
-# ---------------------------------------------------------------------------- open_clip
-
-
-# ---------------------------------------------------------------------------- Beam
 
 _LOADS_IN_THIS_PROCESS = 0  # encoders built here (tests check "once per worker")
 
@@ -56,6 +42,7 @@ class _LazyEncoder:
     def __init__(self, spec: EncoderSpec):
         self._spec = spec
         self._encoder = None
+        self.counts = StageCounts(STAGE)  # made in load_model, on the worker
 
     def encode(self, frames: Sequence[np.ndarray]) -> np.ndarray:
         global _LOADS_IN_THIS_PROCESS
@@ -64,7 +51,7 @@ class _LazyEncoder:
         if self._encoder is None:
             self._encoder = build_encoder(self._spec)
             _LOADS_IN_THIS_PROCESS += 1
-            Metrics.counter(NAMESPACE, "model.loaded").inc()  # live: we are in process()
+            self.counts.note("model.loaded")  # live: we are in process()
         return self._encoder.encode(frames)
 
 
@@ -87,8 +74,6 @@ class ShotEncoderHandler(_EncoderHandler):
         sizes = [len(shot.frames) for shot in batch]
         # All frames of the batch's shots in one stream: sub-batches fill across shots.
         embeddings = model.encode([frame for shot in batch for frame in shot.frames])
-        Metrics.counter(NAMESPACE, "shot.in").inc(len(batch))
-        Metrics.counter(NAMESPACE, "frame.embedded").inc(len(embeddings))
         parts = np.split(embeddings, np.cumsum(sizes)[:-1])
         return [PredictionResult(shot, part) for shot, part in zip(batch, parts)]
 
@@ -102,10 +87,15 @@ class ShotEncoderHandler(_EncoderHandler):
         return {"min_batch_size": 1, "max_batch_size": self.spec.shots_per_batch}
 
 
-def _attach(result: PredictionResult) -> ShotFrames:
-    Metrics.counter(NAMESPACE, "shot.out").inc()
-    # A copy with embeddings set: Beam elements must not be mutated in place.
-    return dataclasses.replace(result.example, embeddings=result.inference)
+class _AttachEmbeddings(StageFn):
+    """Every shot RunInference was given comes back with its embeddings (shot.in, shot.out,
+    frame.embedded)."""
+    stage, level = STAGE, "shot"
+
+    def judge(self, result: PredictionResult):
+        self.counts.note("frame.embedded", len(result.inference))
+        # A copy with embeddings set: Beam elements must not be mutated in place.
+        yield dataclasses.replace(result.example, embeddings=result.inference)
 
 
 class EmbedShots(beam.PTransform):
@@ -122,7 +112,7 @@ class EmbedShots(beam.PTransform):
     def expand(self, shots):
         return (shots
                 | "Encode frames" >> RunInference(ShotEncoderHandler(self.spec))
-                | "Attach embeddings" >> beam.Map(_attach))
+                | "Attach embeddings" >> beam.ParDo(_AttachEmbeddings()))
 
 
 # ---------------------------------------------------------------------------- still images
@@ -161,20 +151,17 @@ class ImageEncoderHandler(_EncoderHandler):
         return {"min_batch_size": 1, "max_batch_size": self.spec.batch_size}
 
 
-class _SplitImageResults(beam.DoFn):
-    def __init__(self):
-        self._counts = StageCounts(STAGE)
+class _SplitImageResults(StageFn):
+    stage, level = STAGE, "image"
 
-    def process(self, result: PredictionResult):
+    def judge(self, result: PredictionResult):
         ref = result.example
-        self._counts.seen(level="image")
         if isinstance(result.inference, Unreadable):
-            return [self._counts.rejected(Reject(stage=STAGE, level="image", reason=result.inference.reason,
-                                                 item_id=ref.image_id, detail=result.inference.detail))]
+            yield self.reject(result.inference.reason, ref.image_id, detail=result.inference.detail)
+            return
         embedding, sha = result.inference
-        return [self._counts.passed(ImageEmbedding(image_id=ref.image_id, path=ref.path, content_sha256=sha,
-                                                   embedding=np.asarray(embedding, dtype=np.float32)),
-                                    level="image")]
+        yield ImageEmbedding(image_id=ref.image_id, path=ref.path, content_sha256=sha,
+                             embedding=np.asarray(embedding, dtype=np.float32))
 
 
 class EmbedImages(beam.PTransform):
@@ -193,4 +180,4 @@ class EmbedImages(beam.PTransform):
     def expand(self, refs):
         return (refs
                 | "Encode images" >> RunInference(ImageEncoderHandler(self.spec, self.max_pixels))
-                | "Split unreadable" >> beam.ParDo(_SplitImageResults()).with_outputs(REJECTS, main=MAIN))
+                | "Split unreadable" >> stage_pardo(_SplitImageResults()))

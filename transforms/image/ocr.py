@@ -16,11 +16,15 @@ from typing import List, Optional
 
 import numpy as np
 
+from transforms.core.errors import UserError
 from transforms.core.hashing import file_sha256
 
+TESSERACT_CMD_KEY = "quality.ocr.tesseract_cmd"
 
-class TesseractNotFoundError(RuntimeError):
-    """The tesseract binary is not installed or not where the config says."""
+
+class TesseractNotFoundError(UserError, RuntimeError):
+    """The tesseract binary is not installed or not where the config says (the message
+    names the config key)."""
 
 
 # White rows between the two views on the page Tesseract reads. With 128 rows its layout
@@ -59,9 +63,10 @@ class TextDetector:
         cmd = self.tesseract_cmd or "tesseract"
         if shutil.which(cmd) is None:
             raise TesseractNotFoundError(
-                f"the Tesseract OCR binary `{cmd}` was not found; install it (Debian: "
-                f"`apt-get install tesseract-ocr`, or `make setup`) or turn the text filter "
-                f"off with quality.ocr.enabled=false")
+                f"{TESSERACT_CMD_KEY}: the Tesseract OCR binary `{cmd}` was not found; install "
+                f"it (Debian: `apt-get install tesseract-ocr`, or `make setup`), set "
+                f"{TESSERACT_CMD_KEY} to where it is, or turn the text filter off with "
+                f"quality.ocr.enabled=false")
         # Tesseract's OpenMP threads oversubscribe small workers (Beam already runs one
         # DoFn per core); one thread per call measured ~30% faster on 2 cores.
         os.environ.setdefault("OMP_THREAD_LIMIT", "1")

@@ -32,7 +32,7 @@ import numpy as np
 from schemas import reasons
 from schemas.records import ShotFrames, VideoRef
 from schemas.rejects import Reject
-from transforms.core.stage import MAIN, REJECTS, StageCounts
+from transforms.core.stage import StageCounts, StageFn, stage_pardo
 from transforms.video.decode import (DEFAULT_STALL_TIMEOUT, DecodeReport, VideoError, iter_frames,
                                      iter_scored_frames, probe, truncation)
 
@@ -137,24 +137,20 @@ class SplitIntoShots(beam.PTransform):
         self._tolerance = truncation_tolerance
 
     def expand(self, videos):
-        return videos | "DetectShots" >> beam.ParDo(
-            _ShotsDoFn(self._params, self._min_frames, self._tolerance)).with_outputs(
-            REJECTS, SHOT_LISTS, main=MAIN)
+        return videos | "DetectShots" >> stage_pardo(
+            _ShotsDoFn(self._params, self._min_frames, self._tolerance), outputs=(SHOT_LISTS,))
 
 
-class _ShotsDoFn(beam.DoFn):
+class _ShotsDoFn(StageFn):
+    stage, level = STAGE, "video"
+    counts_out = False  # a video is out once its shots are judged (below), not per item
+
     def __init__(self, params: dict, min_frames: int, tolerance: float):
         self._params = params
         self._min_frames = min_frames
         self._tolerance = tolerance
-        self._counts = None
 
-    def setup(self):
-        self._counts = StageCounts(STAGE)
-
-    def process(self, video: VideoRef):
-        counts = self._counts
-        counts.seen(level="video")
+    def judge(self, video: VideoRef):
         report, spans = DecodeReport(), []
         try:
             for shot in iter_shots(video, report=report, **self._params):
@@ -162,34 +158,33 @@ class _ShotsDoFn(beam.DoFn):
                 if len(shot.frame_indices) >= self._min_frames:
                     yield shot  # to the embedder now; counted once the video is judged
         except VideoError as e:
-            yield counts.rejected(_reject(video, "video", reasons.UNREADABLE_VIDEO,
-                                          video.key, _after(len(spans)) + str(e)))
+            yield _reject(video, "video", reasons.UNREADABLE_VIDEO, video.key,
+                          _after(len(spans)) + str(e))
             return
         except Exception as e:  # one bad video must not stop the others
             log.exception("shot detection failed on %s", video.path)
-            yield counts.rejected(_reject(video, "video", reasons.UNREADABLE_VIDEO, video.key,
-                                          f"{_after(len(spans))}{type(e).__name__}: {e}"))
+            yield _reject(video, "video", reasons.UNREADABLE_VIDEO, video.key,
+                          f"{_after(len(spans))}{type(e).__name__}: {e}")
             return
-        rejected = _judge_video(counts, video, report, self._tolerance, bool(spans))
+        rejected = _judge_video(video, report, self._tolerance, bool(spans))
         if rejected:
             yield rejected
             return
         for shot in spans:
-            yield from _judge(counts, shot, self._min_frames, emit_passed=False)
-        counts.count_out(level="video")
+            yield from _judge(self.counts, shot, self._min_frames, emit_passed=False)
+        self.counts.count_out(level="video")
         log.info("shots: %s -> %d shots", video.key, len(spans))  # progress on long runs
         yield beam.pvalue.TaggedOutput(SHOT_LISTS, (video, shot_list(spans[0].fps, spans, report)))
 
 
-def _judge_video(counts: StageCounts, video: VideoRef, report: DecodeReport, tolerance: float,
-                 any_shots: bool):
+def _judge_video(video: VideoRef, report: DecodeReport, tolerance: float,
+                 any_shots: bool) -> Optional[Reject]:
     """The video-level reject of a decode that ended (truncated, no frames), or None."""
     why = truncation(report, tolerance)
     if why:
-        return counts.rejected(_reject(video, "video", reasons.TRUNCATED_VIDEO, video.key, why))
+        return _reject(video, "video", reasons.TRUNCATED_VIDEO, video.key, why)
     if not any_shots:
-        return counts.rejected(_reject(video, "video", reasons.NO_FRAMES, video.key,
-                                       "ffmpeg decoded no frames"))
+        return _reject(video, "video", reasons.NO_FRAMES, video.key, "ffmpeg decoded no frames")
     return None
 
 
@@ -201,13 +196,14 @@ def replay_shots(counts: StageCounts, video: VideoRef, listing: dict,
     with no decode. The decode facts stored with the list are judged again, with this
     run's tolerance: a list cached under a looser one is never replayed as whole."""
     counts.seen(level="video")
-    rejected = _judge_video(counts, video, DecodeReport(**listing["decode"]),
-                            truncation_tolerance, bool(listing["shots"]))
+    rejected = _judge_video(video, DecodeReport(**listing["decode"]), truncation_tolerance,
+                            bool(listing["shots"]))
     if rejected:
-        yield rejected
+        yield counts.rejected(rejected)
         return
     for shot in shots_from_list(video, listing):
-        yield from _judge(counts, shot, min_frames)
+        for out in _judge(counts, shot, min_frames):
+            yield counts.rejected(out) if isinstance(out, Reject) else out
     counts.count_out(level="video")
 
 
@@ -228,7 +224,8 @@ def shots_from_list(video: VideoRef, listing: dict) -> List[ShotFrames]:
 
 def _judge(counts: StageCounts, shot: ShotFrames, min_frames: int, emit_passed: bool = True):
     """Pass a shot with enough kept frames on (`emit_passed` False: it went out already,
-    only count it); reject a shorter one and its frames."""
+    only count it); reject a shorter one and its frames (Rejects, for the caller to count:
+    counted here are the shots and frames in and out)."""
     n = len(shot.frame_indices)
     counts.seen(level="shot")
     counts.seen(n, level="frame")
@@ -240,11 +237,9 @@ def _judge(counts: StageCounts, shot: ShotFrames, min_frames: int, emit_passed: 
         return
     detail = (f"{n} frames kept (frames {shot.start_frame}-{shot.end_frame - 1})"
               f" < min_frames {min_frames}")
-    yield counts.rejected(_reject(shot.video, "shot", reasons.SHOT_TOO_SHORT,
-                                  shot.key, detail))
+    yield _reject(shot.video, "shot", reasons.SHOT_TOO_SHORT, shot.key, detail)
     for i in shot.frame_indices:
-        yield counts.rejected(_reject(shot.video, "frame", reasons.SHOT_TOO_SHORT,
-                                      f"{shot.key}/frame{i}", detail))
+        yield _reject(shot.video, "frame", reasons.SHOT_TOO_SHORT, f"{shot.key}/frame{i}", detail)
 
 
 # --- internals -----------------------------------------------------------------------

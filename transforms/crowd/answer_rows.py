@@ -1,0 +1,143 @@
+"""Crowd answer files as a Beam stage: every row becomes a record or a line-level Reject
+that names its file and line, and of the rows that share a key only the earliest stays.
+
+    rows = p | ReadAnswerRows(path, stage, columns, check, duplicate_reason, context=...)
+    rows[MAIN]      # the records `check` built
+    rows[REJECTS]   # bad rows (reason from parse_file, missing_field, or `check`'s),
+                    # and duplicates (`duplicate_reason`)
+
+Reading the files (whole-file checks, bad rows, runaway quotes) is answer_files.py; here
+is what every crowd round does with the rows: counts each in (stage `stage`, level
+"line"), rejects a row with an empty required column (missing_field), hands the others to
+the benchmark's `check`, and keeps the earliest row (file, line: never arrival order) of
+each key. What a row means is the benchmark's: `check(row, context)` returns
+(key, record) or a RowProblem. `context` is an optional side input (e.g. the sets in the
+round, AsDict), `problem_fields(row, context)` the extra fields of a bad row's Reject
+(split, source, ...), `duplicate_fields(record)` those of a duplicate's.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, NamedTuple, Optional, Sequence, Tuple
+
+import apache_beam as beam
+from apache_beam.io import fileio
+
+from schemas import reasons
+from transforms.core.stage import MAIN, REJECTS, KeepFirst, StageFn, stage_pardo
+from transforms.crowd.answer_files import AnswerRow, file_format, parse_file
+
+
+class RowProblem(NamedTuple):
+    """Why a row is rejected: a reason code of the benchmark's vocabulary and a detail."""
+    reason: str
+    detail: str
+
+
+def cell_text(row: dict, column: str) -> str:
+    """A cell as stripped text ("" when absent): CSV and JSON Lines rows read alike."""
+    value = row.get(column)
+    return value.strip() if isinstance(value, str) else ("" if value is None else str(value).strip())
+
+
+def _no_fields(*_) -> dict:
+    return {}
+
+
+class ReadAnswerRows(beam.PTransform):
+    """Answer file (CSV or JSON Lines by extension; a glob is fine) -> {MAIN: records,
+    REJECTS: line-level Rejects}. Counters: stage `stage`, level "line"."""
+
+    def __init__(self, path: str, stage: str, columns: Sequence[str],
+                 check: Callable[[dict, Any], Any], duplicate_reason: str, context=None,
+                 problem_fields: Callable[[Optional[dict], Any], dict] = _no_fields,
+                 duplicate_fields: Callable[[Any], dict] = _no_fields):
+        super().__init__()
+        file_format(path)  # an unknown extension fails now, not on a worker
+        self._path, self._stage, self._columns = path, stage, tuple(columns)
+        self._check, self._dup, self._context = check, duplicate_reason, context
+        self._problem_fields, self._duplicate_fields = problem_fields, duplicate_fields
+
+    def expand(self, p):
+        side = () if self._context is None else (self._context,)
+        checked = (p | "Read" >> _ReadRows(self._path, self._columns)
+                   | "Validate" >> stage_pardo(_CheckRowFn(self._stage, self._columns, self._check,
+                                                           self._problem_fields), *side))
+        unique = checked[MAIN] | "Drop duplicates" >> KeepFirst(
+            self._stage, "line", key=lambda row: row.key, order=lambda row: row.order,
+            why=_DuplicateOf(self._dup, self._duplicate_fields))
+        records = unique[MAIN] | "Records" >> beam.Map(lambda row: row.record)
+        rejects = (checked[REJECTS], unique[REJECTS]) | "All rejects" >> beam.Flatten()
+        return {MAIN: records, REJECTS: rejects}
+
+
+class _ReadRows(beam.PTransform):
+    """A file pattern -> AnswerRow per row (answer_files.parse_file), one file per worker."""
+
+    def __init__(self, path: str, required_columns):
+        super().__init__()
+        self._path, self._fmt = path, file_format(path)
+        self._required = tuple(required_columns)
+
+    def expand(self, p):
+        fmt, required = self._fmt, self._required
+
+        def rows(readable):
+            with readable.open() as raw:   # bytes: parse_file decodes each line strictly
+                yield from parse_file(readable.metadata.path, raw, fmt, required)
+
+        return (p | fileio.MatchFiles(self._path) | fileio.ReadMatches()
+                | "Parse" >> beam.FlatMap(rows))
+
+
+class _CheckedRow(NamedTuple):
+    """A valid row's record, the key that makes two rows duplicates, and where it is."""
+    key: Any
+    row_id: Tuple[str, int]   # (file name, line)
+    path: str
+    record: Any
+
+    @property
+    def order(self):
+        """Of duplicate rows, the earliest (file, line) is kept."""
+        return self.row_id, self.path
+
+
+class _CheckRowFn(StageFn):
+    """Counts each row in and turns it into a record, or a Reject (level "line") that
+    names the row's file and line."""
+    level = "line"
+    counts_out = False  # out once it is no duplicate (the KeepFirst after it)
+
+    def __init__(self, stage: str, columns, check, problem_fields):
+        self.stage, self._columns = stage, columns
+        self._check, self._problem_fields = check, problem_fields
+
+    def judge(self, parsed: AnswerRow, context=None):
+        row, problem = parsed.fields, parsed.error
+        if problem is None:
+            missing = [c for c in self._columns if not cell_text(row, c)]
+            if missing:
+                problem = (reasons.MISSING_FIELD, ",".join(missing))
+            else:
+                checked = self._check(row, context)
+                if isinstance(checked, RowProblem):
+                    problem = checked
+        if problem is not None:
+            reason, detail = problem
+            yield self.reject(reason, "%s:%d" % parsed.row_id, detail=detail, file=parsed.path,
+                              line=parsed.line, **self._problem_fields(row, context))
+            return
+        key, record = checked
+        yield _CheckedRow(key, parsed.row_id, parsed.path, record)
+
+
+class _DuplicateOf:
+    """The Reject fields of a later row with the key of an earlier one."""
+
+    def __init__(self, reason: str, fields):
+        self._reason, self._fields = reason, fields
+
+    def __call__(self, dup: _CheckedRow, first: _CheckedRow) -> dict:
+        return dict(reason=self._reason, item_id="%s:%d" % dup.row_id,
+                    detail="same as %s:%d" % first.row_id, file=dup.path, line=dup.row_id[1],
+                    **self._fields(dup.record))
