@@ -27,9 +27,8 @@ from pipelines.bd2bb import reasons
 from pipelines.bd2bb.schema import BD2BBTuple, coco_image_id
 from transforms.core.errors import InputError
 from transforms.core.stage import MAIN, REJECTS, KeepFirst, StageFn, stage_pardo
-from transforms.io.lines import ReadNumberedLines, SourceLine
+from transforms.io.lines import ReadNumberedLines, SourceLine, parse_json_object
 from transforms.text.tokens import normalise_text
-from transforms.video.manifest import parse_record
 
 REQUIRED = ("image", "intention", "action")
 
@@ -46,8 +45,8 @@ def parse_tuple_line(line: Union[SourceLine, str]):
             raw["image"] = str(raw["image"])
             line = json.dumps(raw)
     except json.JSONDecodeError:
-        pass  # parse_record names the problem
-    record = parse_record(line, REQUIRED)
+        pass  # parse_json_object names the problem
+    record = parse_json_object(line, REQUIRED)
     if isinstance(record, tuple):
         return record
     annotator = record.get("annotator", "")

@@ -107,12 +107,6 @@ def parse_manifest_line(line: Union[SourceLine, str], base_dir: str):
                     split=record["split"])
 
 
-def parse_record(line: str, required_fields):
-    """One JSON Lines line as a dict whose `required_fields` are non-empty strings, or
-    (reason code, detail) (transforms.io.lines; kept for the other readers that import it)."""
-    return parse_json_object(line, required_fields)
-
-
 def _base_dir(manifest: str) -> str:
     if FileSystems.get_scheme(manifest):
         return posixpath.dirname(manifest)
