@@ -23,8 +23,8 @@ SKIPPED_FILES = ("stats/cache_files.json",)
 def _canonical(value, root: str):
     if isinstance(value, float):
         return repr(value)
-    if isinstance(value, str) and root and value.startswith(root):
-        return value[len(root):]
+    if isinstance(value, str) and root:
+        return value.replace(root, "")   # also inside a detail: "<path>: not JSON ..."
     if isinstance(value, dict):
         return {k: _canonical(v, root) for k, v in sorted(value.items())}
     if isinstance(value, (list, tuple)):
@@ -36,8 +36,8 @@ def _canonical(value, root: str):
 
 def table_digest(folder: str, root: str = "") -> dict:
     """{"rows": n, "sha256": digest of the rows as sorted canonical JSON lines}. With
-    `root`, input paths under it (a reject's `file`) are digested relative to it, so
-    builds from two checkouts compare equal."""
+    `root`, input paths under it (a reject's `file`, a path inside its detail) are
+    digested relative to it, so builds from two checkouts compare equal."""
     root = root.rstrip("/") + "/" if root else ""
     rows = []
     for name in sorted(os.listdir(folder)):
