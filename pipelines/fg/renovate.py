@@ -29,6 +29,11 @@ from transforms.image.encoders import EncoderSpec
 from transforms.image.text_encoders import build_text_encoder
 
 
+# CLIPScores closer than this are a tie: the encoders compute in float32, so a text that
+# adds nothing the encoder sees can differ from the original by rounding alone.
+SCORE_TOLERANCE = 1e-6
+
+
 class _TextEncoding:
     """A text encoder built once per worker from the spec (not pickled)."""
 
@@ -134,7 +139,8 @@ class GenerateDetails(StageFn):
 class ClipScoreFilter(_TextEncoding, StageFn):
     """F11 / F14: batches of Candidates -> those whose text (d_n, or d_f with
     `merged=True`) has a CLIPScore above the original caption's (equal too with
-    `ties_pass`); the others are rejects `clipscore_not_higher`."""
+    `ties_pass`; equal = within SCORE_TOLERANCE); the others are rejects
+    `clipscore_not_higher`."""
     level = "candidate"
     counts_in = False
 
@@ -152,8 +158,8 @@ class ClipScoreFilter(_TextEncoding, StageFn):
         for candidate, text, score in zip(batch, texts, scores.tolist()):
             field = "merged_score" if self._merged else "detail_score"
             candidate = dataclasses.replace(candidate, **{field: score})
-            better = score > candidate.original_score or (
-                self._ties_pass and score == candidate.original_score)
+            gain = score - candidate.original_score
+            better = gain > SCORE_TOLERANCE or (self._ties_pass and gain >= -SCORE_TOLERANCE)
             if not better:
                 yield self.reject(reasons.CLIPSCORE_NOT_HIGHER, candidate.label,
                                   detail=f"{score:.4f} vs original {candidate.original_score:.4f}: {text[:120]}")
