@@ -27,27 +27,28 @@ COMPAT_PREFIX = {"mscoco": "MSCOCO", "flickr30k": "Flickr30K"}
 CAPTIONS, SIMILAR_SETS, POOL = "captions", "similar_sets", "pool"
 NAN = float("nan")
 
-# Every table has the house's `split` and `source` columns (the release counts rows by
-# them): FG is a test benchmark, so split is "test"; source is the configuration.
+# Every table leads with its row id (release diffs key rows by the first column) and has
+# the house's `split` and `source` columns (the release counts rows by them): FG is a
+# test benchmark, so split is "test"; source is the configuration.
 SPLIT = "test"
 _SPLIT_SOURCE = [("split", pa.string()), ("source", pa.string())]
 
-CAPTION_SCHEMA = pa.schema(_SPLIT_SOURCE + [
-    ("image_id", pa.string()), ("caption_index", pa.int64()), ("original", pa.string()),
+CAPTION_SCHEMA = pa.schema([
+    ("caption_id", pa.string()), ("image_id", pa.string()), ("caption_index", pa.int64()), ("original", pa.string()),
     ("renovated", pa.string()), ("changed", pa.int64()), ("coarse", pa.int64()),
     ("own_rank", pa.int64()), ("template", pa.int64()), ("noun", pa.string()),
     ("detail", pa.string()), ("clipscore_before", pa.float64()), ("clipscore_after", pa.float64()),
     ("corrected", pa.int64()),
-])
-SIMILAR_SCHEMA = pa.schema(_SPLIT_SOURCE + [
+] + _SPLIT_SOURCE)
+SIMILAR_SCHEMA = pa.schema([
     ("target", pa.string()), ("members", pa.list_(pa.string())),
     ("image_scores", pa.list_(pa.float64())), ("text_scores", pa.list_(pa.float64())),
     ("sources", pa.list_(pa.string())),
-])
-POOL_SCHEMA = pa.schema(_SPLIT_SOURCE + [
-    ("position", pa.int64()), ("image_id", pa.string()), ("file_name", pa.string()),
+] + _SPLIT_SOURCE)
+POOL_SCHEMA = pa.schema([
+    ("image_id", pa.string()), ("position", pa.int64()), ("file_name", pa.string()),
     ("path", pa.string()), ("original", pa.int64()),
-])
+] + _SPLIT_SOURCE)
 
 
 def annotation_path(configuration: str) -> str:
@@ -92,7 +93,7 @@ class AssembleCaptions(StageFn):
         pick = groups["pick"][0] if groups["pick"] else None
         correction = groups["correction"][0] if groups["correction"] else None
         renovated = correction if correction is not None else (pick.merged if pick else caption.text)
-        yield {"image_id": caption.image_id, "caption_index": caption.index,
+        yield {"caption_id": key, "image_id": caption.image_id, "caption_index": caption.index,
                "original": caption.text, "renovated": renovated,
                "changed": int(renovated != caption.text), "coarse": int(coarse),
                "own_rank": int(rank), "template": pick.template if pick else 0,
