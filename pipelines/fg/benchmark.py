@@ -41,6 +41,13 @@ class Fg(Benchmark):
                 if not os.path.isfile(path):
                     raise PreflightError(f"inputs.{key}: no such file: {path}")
                 check_not_empty(path, f"inputs.{key}")
+        for key in ("image_embeddings", "text_embeddings"):
+            folder = getattr(config.inputs, key)
+            if folder:
+                from transforms.vectors.embedding_folders import list_parts
+                if not os.path.isdir(folder):
+                    raise PreflightError(f"inputs.{key}: no such folder: {folder}")
+                list_parts(folder, "img" if key == "image_embeddings" else "text")
         for key in ("images", "pool"):
             if not os.path.exists(getattr(config.inputs, key)):
                 raise PreflightError(f"inputs.{key}: no such folder or file: {getattr(config.inputs, key)}")

@@ -21,6 +21,8 @@ class InputsConfig:
     details: Optional[str] = None      # details.kind=file: {image_id, caption_index, prompt, noun, detail}
     merged: Optional[str] = None       # merge.kind=file: {image_id, caption_index, prompt, noun, merged}
     corrections: Optional[str] = None  # §3.2.4: {image_id, caption_index, model_text, human_text}
+    image_embeddings: Optional[str] = None  # precomputed CLIP image vectors, clip-retrieval layout
+    text_embeddings: Optional[str] = None   # precomputed CLIP text vectors of the captions (F4, F7)
 
 
 @dataclass
@@ -32,6 +34,8 @@ class EmbedConfig:
     batch_size: int = 64
     device: str = "auto"
     thumbnail_size: int = 16
+    image_id_column: str = "image_path"   # inputs.image_embeddings: the metadata column naming the image
+    text_column: str = "caption"          # inputs.text_embeddings: the metadata column holding the text
 
     def spec(self) -> EncoderSpec:
         return EncoderSpec(kind=self.kind, model_name=self.model_name, pretrained=self.pretrained,

@@ -29,7 +29,8 @@ from pipelines.fg.config import FgConfig
 from pipelines.fg.corrections import ApplyCorrections, review_sheet
 from pipelines.fg.filetexts import JoinFileTexts
 from pipelines.fg.generators import Gpt2Merger, ModelDetails, RuleMerger, StandinDetails
-from pipelines.fg.inputs import DropTargetsFromPool, JoinTargets
+from pipelines.fg.inputs import (AttachPrecomputed, DropTargetsFromPool, JoinTargets,
+                                 read_image_vectors, read_text_vectors)
 from pipelines.fg.records import Caption
 from pipelines.fg.release import (CAPTION_SCHEMA, CAPTIONS, POOL, POOL_SCHEMA, SIMILAR_SCHEMA,
                                   SIMILAR_SETS, AssembleCaptions, pool_row, similar_row, with_split,
@@ -62,8 +63,13 @@ def build_pipeline(p: beam.Pipeline, cfg: FgConfig, captions: Dict[str, List[str
     targets_read = p | "Read target images" >> ReadImageCollection(cfg.inputs.images)
     pool_read = p | "Read pool images" >> ReadImageCollection(cfg.inputs.pool)
     candidates = pool_read[MAIN] | "Targets join the pool once" >> stage_pardo(DropTargetsFromPool(list(captions)))
-    target_images = targets_read[MAIN] | "Embed target images" >> EmbedImages(spec)
-    pool_images = candidates[MAIN] | "Embed pool images" >> EmbedImages(spec)
+    if cfg.inputs.image_embeddings:   # precomputed CLIP vectors (clip-retrieval layout)
+        vectors = read_image_vectors(p, cfg.inputs.image_embeddings, cfg.embed.image_id_column)
+        target_images = targets_read[MAIN] | "Target vectors (precomputed)" >> AttachPrecomputed(vectors)
+        pool_images = candidates[MAIN] | "Pool vectors (precomputed)" >> AttachPrecomputed(vectors)
+    else:
+        target_images = targets_read[MAIN] | "Embed target images" >> EmbedImages(spec)
+        pool_images = candidates[MAIN] | "Embed pool images" >> EmbedImages(spec)
     rejects += [targets_read[REJECTS], pool_read[REJECTS], candidates[REJECTS],
                 target_images[REJECTS], pool_images[REJECTS]]
     joined = ({"captions": p | "Captions" >> beam.Create(sorted(captions.items())),
@@ -79,9 +85,11 @@ def build_pipeline(p: beam.Pipeline, cfg: FgConfig, captions: Dict[str, List[str
 
     captions_in = targets | "Captions of targets" >> beam.FlatMap(
         lambda t: [Caption(t.image_id, i, text) for i, text in enumerate(t.captions)])
+    precomputed = (beam.pvalue.AsDict(read_text_vectors(p, cfg.inputs.text_embeddings, cfg.embed.text_column))
+                   if cfg.inputs.text_embeddings else None)
     encoded = (_batched(captions_in, "Batch captions")
                | "Encode captions" >> stage_pardo(EncodeCaptions(spec, cfg.filters.prefix, cfg.filters.weight),
-                                                  images_side))
+                                                  images_side, precomputed))
     all_captions = encoded[MAIN]
 
     # F3-F6: similar sets and the new pool

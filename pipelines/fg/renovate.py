@@ -57,19 +57,22 @@ def score_texts(encoder, texts: List[str], images: List[np.ndarray], prefix: str
 
 
 class EncodeCaptions(_TextEncoding, StageFn):
-    """Batches of Captions -> each with its retrieval embedding (the plain text, F2/F4/F7)
-    and the CLIPScore of the original with its image (the baseline of F11 and F14).
-    Stage "embed_text", level "caption"."""
+    """Batches of Captions -> each with its retrieval embedding (the plain text, F2/F4/F7;
+    taken from `precomputed` {text: vector} when it holds the text) and the CLIPScore of
+    the original with its image (the baseline of F11 and F14: always the text tower,
+    since it needs the prefixed text). Stage "embed_text", level "caption"."""
     stage, level = "embed_text", "caption"
     counts_in = False
 
     def __init__(self, spec: EncoderSpec, prefix: str, weight: float):
         self._spec, self._prefix, self._weight = spec, prefix, weight
 
-    def judge(self, batch: List[Caption], images: Dict[str, np.ndarray]):
+    def judge(self, batch: List[Caption], images: Dict[str, np.ndarray], precomputed=None):
         self.counts.seen(len(batch), level=self.level)
         encoder = self._text_encoder()
         plain = encoder.encode([c.text for c in batch])
+        if precomputed:
+            plain = np.stack([precomputed.get(c.text, own) for c, own in zip(batch, plain)])
         scores = score_texts(encoder, [c.text for c in batch], [images[c.image_id] for c in batch],
                              self._prefix, self._weight)
         for caption, vector, score in zip(batch, plain, scores):

@@ -126,3 +126,53 @@ def test_a_correction_round_applies_the_edited_review_sheet(releases, tmp_path):
     assert got == {reasons.UNKNOWN_CAPTION} | ({reasons.STALE_CORRECTION} if stale else set())
     ann = json.load(open(os.path.join(release, "compat", "Annotations", "MSCOCO_FG_ann.json")))
     assert ann[edited["image_id"]][edited["caption_index"]] == "a fixed caption"
+
+
+def _clip_retrieval_folder(folder, images, kind="img", column="image_path"):
+    """Write vectors in clip-retrieval's layout, two parts."""
+    import pyarrow as pa
+    (folder / f"{kind}_emb").mkdir(parents=True)
+    (folder / "metadata").mkdir()
+    half = len(images) // 2
+    for part, chunk in enumerate((images[:half], images[half:])):
+        np.save(folder / f"{kind}_emb" / f"{kind}_emb_{part}.npy", np.stack([v for _, v in chunk]))
+        pq.write_table(pa.table({column: [k for k, _ in chunk]}), folder / "metadata" / f"metadata_{part}.parquet")
+
+
+def test_precomputed_image_embeddings_give_the_same_release(releases, tmp_path):
+    from transforms.image.decode import read_image
+    from transforms.image.encoders import ThumbnailEncoder
+    out, built = releases
+    paths = sorted(glob_images("samples/fg/mscoco/images") + glob_images("samples/fg/unlabeled2017"))
+    encoder, rows = ThumbnailEncoder(16), []
+    for path in paths:
+        try:
+            rows.append((path, encoder.encode([read_image(path)[0]])[0]))
+        except Exception:   # the sample's broken file: no vector, as clip-retrieval would skip it
+            continue
+    missing = rows.pop()    # one pool image without a vector: no_embedding
+    _clip_retrieval_folder(tmp_path / "emb", rows)
+    release = build(out, "sample", "1.0.2", "--set", f"inputs.image_embeddings={tmp_path / 'emb'}")
+    got = {r["reason"] for r in rejects(release) if r["stage"] == "embed"}
+    assert got == {reasons.NO_EMBEDDING}
+    # the file that does not decode has no vector either
+    assert sorted(r["item_id"] for r in rejects(release) if r["reason"] == reasons.NO_EMBEDDING) == sorted(
+        [os.path.basename(missing[0])[:-4], "999999999999"])
+    before = {r["caption_id"]: (r["own_rank"], r["renovated"]) for r in table(built["mscoco"], "captions")}
+    after = {r["caption_id"]: (r["own_rank"], r["renovated"]) for r in table(release, "captions")}
+    assert before.keys() == after.keys()
+    # the coarse test (old pool: the targets) sees the same vectors: the same ranks
+    assert {k: v[0] for k, v in before.items()} == {k: v[0] for k, v in after.items()}
+
+
+def glob_images(folder):
+    return [os.path.join(folder, n) for n in os.listdir(folder) if n.endswith(".jpg")]
+
+
+def test_a_clip_retrieval_folder_with_a_lonely_part_is_refused(tmp_path):
+    from transforms.core.errors import InputError
+    from transforms.vectors.embedding_folders import list_parts
+    _clip_retrieval_folder(tmp_path, [("a.jpg", np.ones(4, np.float32)), ("b.jpg", np.ones(4, np.float32))])
+    (tmp_path / "metadata" / "metadata_1.parquet").unlink()
+    with pytest.raises(InputError, match="parts \\[1\\]"):
+        list_parts(str(tmp_path), "img")
