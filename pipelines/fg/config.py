@@ -95,8 +95,8 @@ class CorrectionsConfig:
 
 @dataclass
 class ReleaseConfig:
-    keep: str = ""                     # punctuation the public release keeps (Flickr: ";()")
-    captions_per_image: int = 5        # §1
+    keep: str = ""                     # punctuation the public release keeps (captions.FLICKR_KEEP for Flickr)
+    html_escape: bool = False          # Flickr30K_FG_ann.json writes & < > as HTML entities
 
 
 @dataclass
@@ -127,8 +127,7 @@ class FgConfig:
                             ("similar.shards", self.similar.shards),
                             ("embed.batch_size", self.embed.batch_size),
                             ("details.max_new_tokens", self.details.max_new_tokens),
-                            ("merge.max_new_tokens", self.merge.max_new_tokens),
-                            ("release.captions_per_image", self.release.captions_per_image)):
+                            ("merge.max_new_tokens", self.merge.max_new_tokens)):
             if value < 1:
                 raise ConfigError(f"{name}: must be at least 1, got {value}")
         if self.similar.set_size < 2:

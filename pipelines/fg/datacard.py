@@ -136,6 +136,7 @@ def _thresholds(cfg: FgConfig) -> dict:
         "filters.prefix / weight": {"value": f"{f.prefix!r} / {f.weight}", "source": "Hessel et al.'s CLIPScore"},
         "filters.ties_pass": {"value": f.ties_pass, "source": "§3.2.2(4): unspecified in the paper"},
         "corrections.review_size": {"value": cfg.corrections.review_size, "source": "§3.2.4 (100)"},
-        "release.keep": {"value": cfg.release.keep or "(nothing)", "source": "the public release's normalisation"},
+        "release.keep / html_escape": {"value": f"{cfg.release.keep or '(nothing)'} / {cfg.release.html_escape}",
+                                       "source": "the public release's normalisation (pipelines/fg/captions.py)"},
         "seed": {"value": cfg.seed, "source": "ours"},
     }

@@ -1,7 +1,8 @@
 """F0-F2 (§3, §3.1.1): the targets (old test images with their 5 captions) and the
 candidate pool, embedded.
 
-    captions (driver-read) + target images -> Target per captioned image        stage inputs
+    captions (driver-read: captions.read_captions, 5 per image or an InputError)
+      + target images -> Target per captioned image        stage inputs
     pool images whose id is a target's -> target_in_pool (the target is in the
       pool already: §3.1.1 "plus the old test images")                          stage pool_input
 Images are read by transforms/image/collection.py (stage images) and embedded by
@@ -24,11 +25,9 @@ from transforms.vectors.embedding_folders import ReadEmbeddingFolder
 
 class JoinTargets(StageFn):
     """(image id, {"captions": [[texts]], "image": [ImageEmbedding]}) -> Target, or a
-    reject: no_image, no_captions, wrong_caption_count. Level "target"."""
+    reject: no_image, no_captions. Level "target". (An image with other than five
+    captions never gets here: captions.read_captions refuses the file.)"""
     stage, level = "inputs", "target"
-
-    def __init__(self, captions_per_image: int):
-        self._n = captions_per_image
 
     def judge(self, keyed):
         image_id, groups = keyed
@@ -40,13 +39,8 @@ class JoinTargets(StageFn):
         if not captions:
             yield self.reject(reasons.NO_CAPTIONS, image_id, detail=f"{images[0].path}: not in inputs.captions")
             return
-        texts = list(captions[0])
-        if len(texts) != self._n:
-            yield self.reject(reasons.WRONG_CAPTION_COUNT, image_id,
-                              detail=f"{len(texts)} captions, release.captions_per_image is {self._n}")
-            return
         image = images[0]
-        yield Target(image_id, image.path, texts, image.embedding)
+        yield Target(image_id, image.path, list(captions[0]), image.embedding)
 
 
 class DropTargetsFromPool(StageFn):

@@ -24,6 +24,7 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from pipelines.fg import reasons
+from pipelines.fg.captions import CAPTIONS_PER_IMAGE
 from pipelines.fg.coarse import FINE, DetectCoarse
 from pipelines.fg.config import FgConfig
 from pipelines.fg.corrections import ApplyCorrections, review_sheet
@@ -75,7 +76,7 @@ def build_pipeline(p: beam.Pipeline, cfg: FgConfig, captions: Dict[str, List[str
     joined = ({"captions": p | "Captions" >> beam.Create(sorted(captions.items())),
                "image": target_images[MAIN] | "Key target images" >> beam.Map(lambda e: (e.image_id, e))}
               | "Captions with images" >> beam.CoGroupByKey()
-              | "Targets" >> stage_pardo(JoinTargets(cfg.release.captions_per_image)))
+              | "Targets" >> stage_pardo(JoinTargets()))
     targets = joined[MAIN]
     rejects.append(joined[REJECTS])
     target_vectors = targets | "Target vectors" >> beam.Map(lambda t: ImageEmbedding(
@@ -197,11 +198,12 @@ def build_pipeline(p: beam.Pipeline, cfg: FgConfig, captions: Dict[str, List[str
             | "Caption outcomes" >> beam.CoGroupByKey()
             | "Release rows" >> stage_pardo(AssembleCaptions()))
     _ = rows[MAIN] | "Write captions" >> WriteTable(staging_dir, CAPTIONS, CAPTION_SCHEMA, rows_of(dict))
-    configuration, keep = cfg.configuration, cfg.release.keep
+    configuration, keep, escape = cfg.configuration, cfg.release.keep, cfg.release.html_escape
+    order = list(captions)   # the public files keep the source's image order (compat.py)
     _ = (rows[MAIN] | "Gather captions" >> beam.combiners.ToList()
-         | "Write compat" >> beam.Map(lambda all_rows, pool: write_compat(all_rows, pool, staging_dir,
-                                                                           configuration, keep),
-                                      pool=beam.pvalue.AsSingleton(pool_list)))
+         | "Write compat" >> beam.Map(lambda all_rows, pool: write_compat(
+             all_rows, pool, staging_dir, configuration, order, keep, escape),
+             pool=beam.pvalue.AsSingleton(pool_list)))
     rejects.append(rows[REJECTS])
     _ = rejects | "All rejects" >> beam.Flatten() | "Write rejects" >> WriteRejects(staging_dir)
 
@@ -234,7 +236,7 @@ def stage_links(cfg: FgConfig) -> list:
 
 def check_counts(stages: dict, cfg: FgConfig) -> list:
     """Every target's captions were embedded: embed_text caption.in = n x inputs target.out."""
-    n = cfg.release.captions_per_image
+    n = CAPTIONS_PER_IMAGE
     targets = stages.get("inputs", {}).get("target.out", 0)
     captions = stages.get("embed_text", {}).get("caption.in", 0)
     if captions != n * targets:

@@ -6,7 +6,6 @@ from schemas.reasons import VOCABULARY as LIBRARY_VOCABULARY
 # inputs (F0)
 NO_IMAGE = "no_image"                        # a captioned target whose image is not among inputs.images (or did not embed)
 NO_CAPTIONS = "no_captions"                  # a target image without captions in inputs.captions
-WRONG_CAPTION_COUNT = "wrong_caption_count"  # a target with other than release.captions_per_image captions
 NO_EMBEDDING = "no_embedding"                # inputs.image_embeddings has no vector for an image
 TARGET_IN_POOL = "target_in_pool"            # a pool entry with a target's id: the target itself is in the pool (§3.1.1)
 
@@ -29,7 +28,7 @@ NO_CANDIDATE = "no_candidate"                # F14: a coarse caption with no sur
 UNKNOWN_CAPTION = "unknown_caption"          # a correction for a caption this build did not renovate
 STALE_CORRECTION = "stale_correction"        # a correction whose model_text is not the renovated text of this build
 
-VOCABULARY = LIBRARY_VOCABULARY + (NO_IMAGE, NO_CAPTIONS, NO_EMBEDDING, WRONG_CAPTION_COUNT, TARGET_IN_POOL,
+VOCABULARY = LIBRARY_VOCABULARY + (NO_IMAGE, NO_CAPTIONS, NO_EMBEDDING, TARGET_IN_POOL,
                                    ALREADY_IN_POOL, NOT_COARSE, NO_PROMPT, NO_DETAIL,
                                    UNKNOWN_PROMPT, DUPLICATE_LINE, CLIPSCORE_NOT_HIGHER,
                                    MERGE_FAILED, NO_SPLIT, NOT_BEST, NO_CANDIDATE,

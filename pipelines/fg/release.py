@@ -103,15 +103,17 @@ class AssembleCaptions(StageFn):
                "corrected": int(correction is not None)}
 
 
-def annotations(rows: List[dict], keep: str) -> Dict[str, List[str]]:
+def annotations(rows: List[dict], order: List[str], keep: str, html_escape: bool) -> Dict[str, List[str]]:
     """{image id: the 5 released captions in position order, normalised as the public
-    release is}."""
+    release is}, images in the captions input's order (compat.py: the public files keep
+    the source's order)."""
     from pipelines.fg.captions import normalise_caption
     by_image: Dict[str, Dict[int, str]] = {}
     for row in rows:
         by_image.setdefault(row["image_id"], {})[row["caption_index"]] = row["renovated"]
-    return {image: [normalise_caption(text, keep=keep) for _, text in sorted(texts.items())]
-            for image, texts in by_image.items()}
+    return {image: [normalise_caption(text, keep=keep, html_escape=html_escape)
+                    for _, text in sorted(by_image[image].items())]
+            for image in order if image in by_image}
 
 
 def write_bytes(path: str, data: bytes, mime: str = "application/octet-stream") -> str:
@@ -120,13 +122,15 @@ def write_bytes(path: str, data: bytes, mime: str = "application/octet-stream") 
     return path
 
 
-def write_compat(rows: List[dict], pool: List[dict], staging: str, configuration: str, keep: str) -> str:
+def write_compat(rows: List[dict], pool: List[dict], staging: str, configuration: str,
+                 order: List[str], keep: str, html_escape: bool) -> str:
     """Both public files (pipelines/fg/compat.py), each written once by one worker; the
     staging folder is local (compat.py writes with the file system's own calls)."""
     from pipelines.fg.compat import write_annotations, write_image_filenames
     for relative in (annotation_path(configuration), filenames_path(configuration)):
         os.makedirs(os.path.dirname(os.path.join(staging, relative)), exist_ok=True)
-    write_annotations(os.path.join(staging, annotation_path(configuration)), annotations(rows, keep))
+    write_annotations(os.path.join(staging, annotation_path(configuration)),
+                      annotations(rows, order, keep, html_escape))
     names = [FileSystems.split(r["path"])[1] for r in sorted(pool, key=lambda r: r["position"])]
     write_image_filenames(os.path.join(staging, filenames_path(configuration)), names)
     return staging

@@ -7,8 +7,7 @@ captions written for it (some name colours, most do not); variations of them (cr
 a flip, colour shifts) stand in for COCO unlabeled2017 as the candidate pool, in both id
 styles (COCO's 12-digit names; Flickr30K's numeric ids for its targets). The kinds of
 bad input a real build meets are in it too: a pool file that does not decode, a pool
-line with a target's id, a captioned id without an image, an image without captions,
-and a target with four captions.
+line with a target's id, a captioned id without an image and an image without captions.
 """
 from __future__ import annotations
 
@@ -18,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-DONE_MARKER = ".complete-v1"
+DONE_MARKER = ".complete-v2"
 
 # photo -> five captions (written for the photo)
 PHOTOS = {
@@ -136,7 +135,6 @@ def make_fg_sample(out_dir: str) -> Path:
         extra = f"COCO_val2014_{999:012d}" if style == "mscoco" else "1999999"
         _save(photos[EXTRA_IMAGE], folder / "images" / f"{extra}.jpg")
         captions = {ids[name]: list(texts) for name, texts in PHOTOS.items()}
-        captions[ids["ihc"]] = captions[ids["ihc"]][:4]           # wrong_caption_count
         missing = f"COCO_val2014_{998:012d}" if style == "mscoco" else "1999998"
         captions[missing] = ["an image that is not there"] * 5    # no_image
         (folder / "captions.json").write_text(json.dumps(captions, indent=1, sort_keys=True) + "\n")
