@@ -20,9 +20,9 @@ setup:
 #   vsr        COCO=<instances_train2017.json,...> and/or ANNOTATIONS=<raw.jsonl>
 #              [CAPTIONS=<writer output>] [VOTES=<votes>] [EXTRA_LABELS=<labels>]
 #   bd2bb      TUPLES=<tuples.jsonl> [CAPTIONS=<captions_train2014.json>] [PARSES=<actions.conllu>]
-#   fg         [FG=mscoco|flickr30k] TARGETS=<test images> POOL=<unlabeled2017 folder or .jsonl>
-#              FG_CAPTIONS=<captions JSON> CHECKPOINT=<ViT-B-32.pt> [DETAILS=<details.jsonl>]
-#              [MERGED=<merged.jsonl>] [CORRECTIONS=<corrections.jsonl>]
+#   fg         [FG=mscoco|flickr30k] CAPTIONS=<{id: [5]} JSON or dataset_*.json>
+#              IMAGES=<test images> POOL=<unlabeled2017 folder or .jsonl> CHECKPOINT=<ViT-B-32.pt>
+#              DETAILS=<details.jsonl> [MERGED=<merged.jsonl>] [CORRECTIONS=<corrections.jsonl>]
 #              (FG picks the configuration: paper/sample or flickr30k/flickr30k-sample)
 MAIN_INPUT_imagecode = $(VIDEOS)
 INPUTS_imagecode = $(if $(VIDEOS),--set inputs.videos=$(VIDEOS)) \
@@ -40,10 +40,10 @@ INPUTS_bd2bb = $(if $(TUPLES),--set inputs.tuples=$(TUPLES)) \
                $(if $(CAPTIONS),--set inputs.captions=$(CAPTIONS)) \
                $(if $(PARSES),--set inputs.parses=$(PARSES))
 
-MAIN_INPUT_fg = $(TARGETS)
-INPUTS_fg = $(if $(TARGETS),--set inputs.images=$(TARGETS)) \
+MAIN_INPUT_fg = $(CAPTIONS)
+INPUTS_fg = $(if $(CAPTIONS),--set inputs.captions=$(CAPTIONS)) \
+            $(if $(IMAGES),--set inputs.images=$(IMAGES)) \
             $(if $(POOL),--set inputs.pool=$(POOL)) \
-            $(if $(FG_CAPTIONS),--set inputs.captions=$(FG_CAPTIONS)) \
             $(if $(CHECKPOINT),--set embed.checkpoint=$(CHECKPOINT)) \
             $(if $(DETAILS),--set inputs.details=$(DETAILS)) \
             $(if $(MERGED),--set inputs.merged=$(MERGED) --set merge.kind=file) \

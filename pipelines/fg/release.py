@@ -16,7 +16,6 @@ import json
 import os
 from typing import Dict, List
 
-import apache_beam as beam
 import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 

@@ -78,16 +78,14 @@ class BuildSimilarSets(StageFn):
     def judge(self, keyed):
         target_id, groups = keyed
         target: Target = groups["target"][0]
-        image_lists = groups["image"]
-        by_image = [(cosine_of_distance(d), i) for d, i, _ in (image_lists[0] if image_lists else [])]
-        text_lists = [[(cosine_of_distance(d), i) for d, i, _ in lst]
-                      for _, lst in sorted(groups["text"], key=lambda x: x[0])]
-        by_text = text_ranking(text_lists)
-        paths = {i: p for lst in (image_lists[0] if image_lists else [],) for _, i, p in lst}
-        paths.update({i: p for _, lst in groups["text"] for _, i, p in lst})
+        image_list = groups["image"][0] if groups["image"] else []   # one list per target
+        text_lists = [found for _, found in sorted(groups["text"], key=lambda x: x[0])]
+        by_image = [(cosine_of_distance(d), i) for d, i, _ in image_list]
+        by_text = text_ranking([[(cosine_of_distance(d), i) for d, i, _ in found] for found in text_lists])
+        paths = {i: p for found in [image_list, *text_lists] for _, i, p in found}
         paths[target_id] = target.path
-        image_score = dict((i, c) for c, i in by_image)
-        text_score = dict((i, c) for c, i in by_text)
+        image_score = {i: c for c, i in by_image}
+        text_score = {i: c for c, i in by_text}
         members = [Member(i, paths[i], image_score.get(i), text_score.get(i), source)
                    for i, source in merge_similar(target_id, by_image, by_text, self._size, self._rule)]
         if len(members) < self._size:
