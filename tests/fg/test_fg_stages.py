@@ -194,3 +194,35 @@ def test_a_details_file_is_joined_by_prompt_with_line_rejects(tmp_path):
 
 def test_no_nan_in_hand_scores():
     assert not math.isnan(float(clipscore(np.array([1.0, 0.0]), np.array([0.0, 1.0]))))
+
+
+# --- config and precomputed text vectors ---------------------------------------------------
+
+def test_a_model_kind_without_its_directory_is_a_clear_config_error():
+    from pipelines.config import load_config
+    from pipelines.fg.benchmark import BENCHMARK
+    from transforms.core.errors import ConfigError
+    with pytest.raises(ConfigError, match="details.model_dir"):
+        load_config(BENCHMARK.config_path("sample"), ["details.kind=model"], BENCHMARK.config_type)
+    with pytest.raises(ConfigError, match="merge.model_dir"):
+        load_config(BENCHMARK.config_path("sample"), ["merge.kind=gpt2"], BENCHMARK.config_type)
+    with pytest.raises(ConfigError, match="inputs.details"):
+        load_config(BENCHMARK.config_path("paper"), ["inputs.captions=a", "inputs.images=b",
+                                                     "inputs.pool=c"], BENCHMARK.config_type)
+
+
+def test_precomputed_text_vectors_replace_the_retrieval_encoding_but_not_the_clipscore():
+    from pipelines.fg.renovate import EncodeCaptions
+    spec = EncoderSpec(kind="thumbnail", model_name="thumbnail-16", pretrained="none", device="cpu")
+    image = ThumbnailTextEncoder().encode(["red"])[0]       # an image vector that is "red"
+    given = np.zeros(768, np.float32)
+    given[0] = 1.0
+    captions = [Caption("img", 0, "a red car"), Caption("img", 1, "a car")]
+    with local_test_pipeline() as p:
+        images = p | "Images" >> beam.Create([("img", image)])
+        vectors = p | "Vectors" >> beam.Create([("a red car", given)])
+        out = (p | beam.Create([captions])
+               | stage_pardo(EncodeCaptions(spec, PREFIX, 2.5), beam.pvalue.AsDict(images),
+                             beam.pvalue.AsDict(vectors)))
+        assert_that(out[MAIN] | beam.Map(lambda c: (c.index, float(c.embedding[0]), round(c.score, 4))),
+                    equal_to([(0, 1.0, 2.5), (1, float(ThumbnailTextEncoder().encode(["a car"])[0][0]), 0.0)]))
