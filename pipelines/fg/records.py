@@ -79,8 +79,11 @@ class Candidate:
 
     @property
     def text(self) -> str:
-        """d_n = <d_c, d_g> (§3.2.2(3))."""
-        return f"{self.original.rstrip()} {self.detail}".strip()
+        """d_n = <d_c, d_g> (§3.2.2(3)): the caption, a full stop, the detail (as
+        prompts.Prompt.text writes the prompted caption, Figure 4)."""
+        stem = self.original.strip()
+        stem = stem if stem.endswith((".", "!", "?")) else stem + "."
+        return f"{stem} {self.detail}"
 
     @property
     def label(self) -> str:

@@ -101,7 +101,7 @@ class MakePrompts(StageFn):
         self.counts.count_out(len(prompts), level="candidate")
         for p in prompts:
             yield Candidate(caption.image_id, caption.index, caption.text, caption.score,
-                            int(p.template), p.noun or "", p.text)
+                            p.template, p.noun, p.words)
 
 
 class GenerateDetails(StageFn):

