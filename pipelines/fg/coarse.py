@@ -2,7 +2,8 @@
 
 A caption is fine-grained when CLIP ranks its own image first among the retrieval pool,
 coarse otherwise. "First" is strict: another image scoring the same as the own image
-(a tie) makes the caption coarse, since the text does not single its image out. The
+(a tie, within float32 rounding) makes the caption coarse, since the text does not
+single its image out. The
 pool is the old test set or the new pool (`coarse.pool`; unspecified in the paper).
 """
 from __future__ import annotations
@@ -20,6 +21,7 @@ FINE = "fine"   # tagged output: the fine-grained captions (F12 learns from them
 
 
 _TOL = 1e-4   # float32 dot-product error bound for unit vectors of CLIP's sizes
+TIE = 1e-6    # cosines this close are a tie (the encoders compute in float32), as in renovate.py
 
 
 def _exact(rows: np.ndarray, text: np.ndarray) -> np.ndarray:
@@ -30,7 +32,7 @@ def _exact(rows: np.ndarray, text: np.ndarray) -> np.ndarray:
 def own_image_ranks(texts: np.ndarray, owns: Sequence[str], ids: Sequence[str],
                     matrix: np.ndarray) -> List[int]:
     """Per text, 1 + the number of other pool images whose cosine to it is >= its own
-    image's. float32 GEMM proposes; every score within float32 error of the own score
+    image's (within TIE). float32 GEMM proposes; every score within float32 error of the own score
     is recomputed exactly, so ranks do not depend on how captions were batched."""
     where = {i: n for n, i in enumerate(ids)}
     texts = np.asarray(texts, dtype=np.float32).reshape(len(owns), -1)
@@ -43,7 +45,7 @@ def own_image_ranks(texts: np.ndarray, owns: Sequence[str], ids: Sequence[str],
         above = column > own_score + _TOL
         near = np.flatnonzero(np.abs(column - own_score) <= _TOL)
         near = near[near != own_row]
-        exact_near = _exact(matrix[near], texts[col]) >= own_score if len(near) else np.zeros(0, bool)
+        exact_near = _exact(matrix[near], texts[col]) >= own_score - TIE if len(near) else np.zeros(0, bool)
         ranks.append(1 + int(above.sum()) + int(exact_near.sum()))
     return ranks
 
