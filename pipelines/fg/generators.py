@@ -31,7 +31,7 @@ from transforms.image.text_encoders import nearest_colour
 MERGE_SEPARATOR = " = "   # merge_training/ pairs: "<d'_c> <d'_g> = <sentence>"
 
 # Table 1's templates -> what the stand-in appends after the prompt words
-_STANDIN_TAIL = {1: "a {c} scene", 2: "a {c} area", 3: "{c}", 4: "is {c}", 5: "{c}"}
+_STANDIN_TAIL = {1: "in a {c} scene", 2: "a {c} area", 3: "{c}", 4: "is {c}", 5: "{c}"}
 
 
 def mean_colour_name(image: np.ndarray) -> str:

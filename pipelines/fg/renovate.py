@@ -196,8 +196,10 @@ class MergeSentences(StageFn):
 
 
 def best_first(candidate: Candidate):
-    """The pick order: highest CLIPScore of d_f, then template, noun, text (stable)."""
-    return (-candidate.merged_score, candidate.template, candidate.noun, candidate.merged)
+    """The pick order: highest CLIPScore of d_f (§3.2.3(4)); among equal scores (the paper
+    does not say) the shortest sentence, the smallest change, then template, noun, text."""
+    return (-candidate.merged_score, len(candidate.merged.split()), candidate.template,
+            candidate.noun, candidate.merged)
 
 
 class PickBest(StageFn):

@@ -156,7 +156,8 @@ def test_pick_takes_the_highest_score_and_a_caption_without_survivors_stays_unch
     coarse = [Caption("img", 0, "a car"), Caption("img", 1, "a road")]
     survivors = [_candidate(0, 3, "car", "d1", "a shiny car", 1.2),
                  _candidate(0, 4, "car", "d2", "a red car", 1.9),
-                 _candidate(0, 1, "", "d3", "a car at night", 1.9 - 1e-9)]
+                 _candidate(0, 1, "", "d3", "a car at night", 1.9 - 1e-9),
+                 _candidate(0, 2, "", "d4", "a red car with a road", 1.9)]   # equal score, longer
     with local_test_pipeline() as p:
         keyed = {"caption": p | "C" >> beam.Create([(c.key, c) for c in coarse]),
                  "candidates": p | "S" >> beam.Create([(c.key, c) for c in survivors])}
@@ -165,7 +166,8 @@ def test_pick_takes_the_highest_score_and_a_caption_without_survivors_stays_unch
         assert_that(out[REJECTS] | "R" >> beam.Map(lambda r: (r.level, r.reason, r.item_id)),
                     equal_to([("caption", reasons.NO_CANDIDATE, "img#1"),
                               ("candidate", reasons.NOT_BEST, "img#0/t3/car"),
-                              ("candidate", reasons.NOT_BEST, "img#0/t1/-")]), label="rejects")
+                              ("candidate", reasons.NOT_BEST, "img#0/t1/-"),
+                              ("candidate", reasons.NOT_BEST, "img#0/t2/-")]), label="rejects")
 
 
 # --- the user's files --------------------------------------------------------------------
