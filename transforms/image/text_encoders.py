@@ -9,7 +9,9 @@
              constant unit vector, orthogonal to every centred thumbnail (cosine 0).
              Deterministic and offline; NOT CLIP, and a release built with it says so.
 
-Both return (n, d) float32 rows of unit L2 norm.
+Both return (n, d) float32 rows of unit L2 norm. CLIP's vector of a text can differ in
+its last bits with the batch it was encoded in (the matrix kernels block by batch), so a
+caller comparing scores treats differences within float32 rounding as ties.
 """
 from __future__ import annotations
 
