@@ -4,7 +4,7 @@ VERSION   ?= 1.0.0
 OUT       ?= releases
 CONFIG    ?=
 ARGS      ?=
-BENCHMARKS := imagecode vsr bd2bb
+BENCHMARKS := imagecode vsr bd2bb fg
 
 .PHONY: setup $(addprefix build-,$(BENCHMARKS)) test check-dataflow check-portable bench clean-sample cache-prune
 
@@ -20,6 +20,10 @@ setup:
 #   vsr        COCO=<instances_train2017.json,...> and/or ANNOTATIONS=<raw.jsonl>
 #              [CAPTIONS=<writer output>] [VOTES=<votes>] [EXTRA_LABELS=<labels>]
 #   bd2bb      TUPLES=<tuples.jsonl> [CAPTIONS=<captions_train2014.json>] [PARSES=<actions.conllu>]
+#   fg         [FG=mscoco|flickr30k] CAPTIONS=<{id: [5]} JSON or dataset_*.json>
+#              IMAGES=<test images> POOL=<unlabeled2017 folder or .jsonl> CHECKPOINT=<ViT-B-32.pt>
+#              DETAILS=<details.jsonl> [MERGED=<merged.jsonl>] [CORRECTIONS=<corrections.jsonl>]
+#              (FG picks the configuration: paper/sample or flickr30k/flickr30k-sample)
 MAIN_INPUT_imagecode = $(VIDEOS)
 INPUTS_imagecode = $(if $(VIDEOS),--set inputs.videos=$(VIDEOS)) \
                    $(if $(IMAGES),--set static.images=$(IMAGES)) \
@@ -36,9 +40,21 @@ INPUTS_bd2bb = $(if $(TUPLES),--set inputs.tuples=$(TUPLES)) \
                $(if $(CAPTIONS),--set inputs.captions=$(CAPTIONS)) \
                $(if $(PARSES),--set inputs.parses=$(PARSES))
 
+MAIN_INPUT_fg = $(CAPTIONS)
+INPUTS_fg = $(if $(CAPTIONS),--set inputs.captions=$(CAPTIONS)) \
+            $(if $(IMAGES),--set inputs.images=$(IMAGES)) \
+            $(if $(POOL),--set inputs.pool=$(POOL)) \
+            $(if $(CHECKPOINT),--set embed.checkpoint=$(CHECKPOINT)) \
+            $(if $(DETAILS),--set inputs.details=$(DETAILS)) \
+            $(if $(MERGED),--set inputs.merged=$(MERGED) --set merge.kind=file) \
+            $(if $(CORRECTIONS),--set inputs.corrections=$(CORRECTIONS))
+# A benchmark with several configurations names its paper and sample configs here.
+PAPER_CONFIG_fg = $(if $(filter flickr30k,$(FG)),flickr30k,paper)
+SAMPLE_CONFIG_fg = $(if $(filter flickr30k,$(FG)),flickr30k-sample,sample)
+
 $(addprefix build-,$(BENCHMARKS)): build-%: setup
 	$(PY) -m pipelines $* build \
-	  --config $(or $(CONFIG),$(if $(strip $(MAIN_INPUT_$*)),paper,sample)) \
+	  --config $(or $(CONFIG),$(if $(strip $(MAIN_INPUT_$*)),$(or $(PAPER_CONFIG_$*),paper),$(or $(SAMPLE_CONFIG_$*),sample))) \
 	  $(if $(strip $(MAIN_INPUT_$*)),$(INPUTS_$*)) --output $(OUT) --version $(VERSION) $(ARGS)
 
 # The tests, and the import rules of the house (.importlinter: benchmarks independent,
@@ -64,9 +80,10 @@ bench: setup
 	$(PY) -m bench.bd2bb_decoys
 	$(PY) -m bench.bd2bb_language
 	$(PY) -m bench.vsr_coco_stream
+	$(PY) -m bench.fg_search
 
 clean-sample:
-	rm -rf samples/imagecode samples/vsr samples/bd2bb
+	rm -rf samples/imagecode samples/vsr samples/bd2bb samples/fg
 
 # Delete cache shards that no release's MANIFEST.json names ("cache_files"; see pipelines/release/cache.py and pipelines/release/runs.py).
 CACHE ?= $(OUT)/.cache

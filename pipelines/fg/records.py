@@ -1,0 +1,90 @@
+"""The records that flow between FG's stages (Chen et al., SIGIR '23, §3)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import List, Optional, Tuple
+
+import numpy as np
+
+
+def caption_key(image_id: str, index: int) -> str:
+    """One caption's id: `<image_id>#<position>` (positions 0-4 as in the annotation file)."""
+    return f"{image_id}#{index}"
+
+
+def split_caption_key(key: str) -> Tuple[str, int]:
+    image_id, _, index = key.rpartition("#")
+    return image_id, int(index)
+
+
+@dataclass
+class Target:
+    """An old test image with its captions and embedding (F0, F2)."""
+    image_id: str
+    path: str
+    captions: List[str]
+    embedding: np.ndarray
+
+
+@dataclass
+class Member:
+    """One image of a similar set S_t; scores are cosines (None: not in that list)."""
+    image_id: str
+    path: str
+    image_score: Optional[float]
+    text_score: Optional[float]
+    source: str   # "target", "image", "text"
+
+
+@dataclass
+class SimilarSet:
+    target: str
+    members: List[Member]
+
+
+@dataclass
+class Caption:
+    """One caption of a target at one stage of the renovation."""
+    image_id: str
+    index: int
+    text: str
+    embedding: Optional[np.ndarray] = None     # retrieval encoding (no prefix)
+    score: Optional[float] = None              # CLIPScore of the original with its image
+    rank: Optional[int] = None                 # rank of its own image (F7)
+    nouns: List[str] = field(default_factory=list)
+
+    @property
+    def key(self) -> str:
+        return caption_key(self.image_id, self.index)
+
+
+@dataclass
+class Candidate:
+    """One prompted continuation of a coarse caption, through F9-F14."""
+    image_id: str
+    index: int
+    original: str
+    original_score: float
+    template: int
+    noun: str
+    prompt: str            # the prompt words appended to the caption (Table 1)
+    detail: str = ""       # d_g: the prompt continued (F10)
+    merged: str = ""       # d_f (F13)
+    detail_score: Optional[float] = None
+    merged_score: Optional[float] = None
+
+    @property
+    def key(self) -> str:
+        return caption_key(self.image_id, self.index)
+
+    @property
+    def text(self) -> str:
+        """d_n = <d_c, d_g> (§3.2.2(3)): the caption, a full stop, the detail (as
+        prompts.Prompt.text writes the prompted caption, Figure 4)."""
+        stem = self.original.strip()
+        stem = stem if stem.endswith((".", "!", "?")) else stem + "."
+        return f"{stem} {self.detail}"
+
+    @property
+    def label(self) -> str:
+        return f"{self.key}/t{self.template}/{self.noun or '-'}"

@@ -1,0 +1,142 @@
+"""F16: what an FG release writes (Chen et al., SIGIR '23; the public layout of the
+release in ../realdata/fg/).
+
+    parquet/ + tfrecord/ captions       one row per target image and caption position
+                         similar_sets   one row per target: S_t with its scores (F5)
+                         pool           the new pool (F6), originals first
+    compat/Annotations/<MSCOCO|Flickr30K>_FG_ann.json   image id -> 5 captions, normalised as
+                                        the public release is (captions.normalise_caption)
+    compat/Images/<MSCOCO|Flickr30K>_img_filenames.npy  the new pool's file names
+    review/review_sheet.jsonl           the sheet a correction round starts from (F15)
+    merge_training/pairs.jsonl          F12's <d'_c, d'_g> -> sentence pairs (train GPT-2 on them)
+"""
+from __future__ import annotations
+
+import json
+import os
+from typing import Dict, List
+
+import pyarrow as pa
+from apache_beam.io.filesystems import FileSystems
+
+from pipelines.fg.records import Caption, SimilarSet
+from transforms.core.stage import StageFn
+
+COMPAT_PREFIX = {"mscoco": "MSCOCO", "flickr30k": "Flickr30K"}
+CAPTIONS, SIMILAR_SETS, POOL = "captions", "similar_sets", "pool"
+NAN = float("nan")
+
+# Every table leads with its row id (release diffs key rows by the first column) and has
+# the house's `split` and `source` columns (the release counts rows by them): FG is a
+# test benchmark, so split is "test"; source is the configuration.
+SPLIT = "test"
+_SPLIT_SOURCE = [("split", pa.string()), ("source", pa.string())]
+
+CAPTION_SCHEMA = pa.schema([
+    ("caption_id", pa.string()), ("image_id", pa.string()), ("caption_index", pa.int64()), ("original", pa.string()),
+    ("renovated", pa.string()), ("changed", pa.int64()), ("coarse", pa.int64()),
+    ("own_rank", pa.int64()), ("template", pa.int64()), ("noun", pa.string()),
+    ("detail", pa.string()), ("clipscore_before", pa.float64()), ("clipscore_after", pa.float64()),
+    ("corrected", pa.int64()),
+] + _SPLIT_SOURCE)
+SIMILAR_SCHEMA = pa.schema([
+    ("target", pa.string()), ("members", pa.list_(pa.string())),
+    ("image_scores", pa.list_(pa.float64())), ("text_scores", pa.list_(pa.float64())),
+    ("sources", pa.list_(pa.string())),
+] + _SPLIT_SOURCE)
+POOL_SCHEMA = pa.schema([
+    ("image_id", pa.string()), ("position", pa.int64()), ("file_name", pa.string()),
+    ("path", pa.string()), ("original", pa.int64()),
+] + _SPLIT_SOURCE)
+
+
+def annotation_path(configuration: str) -> str:
+    return f"compat/Annotations/{COMPAT_PREFIX[configuration]}_FG_ann.json"
+
+
+def filenames_path(configuration: str) -> str:
+    return f"compat/Images/{COMPAT_PREFIX[configuration]}_img_filenames.npy"
+
+
+def with_split(configuration: str):
+    """row function -> the same with split and source set."""
+    def wrap(to_row):
+        return lambda item: {"split": SPLIT, "source": configuration, **to_row(item)}
+    return wrap
+
+
+def similar_row(s: SimilarSet) -> dict:
+    def score(x):
+        return NAN if x is None else float(x)
+    return {"target": s.target, "members": [m.image_id for m in s.members],
+            "image_scores": [score(m.image_score) for m in s.members],
+            "text_scores": [score(m.text_score) for m in s.members],
+            "sources": [m.source for m in s.members]}
+
+
+def pool_row(row: dict) -> dict:
+    return {"position": row["position"], "image_id": row["image_id"],
+            "file_name": FileSystems.split(row["path"])[1], "path": row["path"],
+            "original": int(row["original"])}
+
+
+class AssembleCaptions(StageFn):
+    """(caption key, {"caption": [Caption], "rank": [(rank, coarse)], "pick": [Candidate],
+    "correction": [text]}) -> the caption's release row. Stage "release", level "caption"."""
+    stage, level = "release", "caption"
+
+    def judge(self, keyed):
+        key, groups = keyed
+        caption: Caption = groups["caption"][0]
+        rank, coarse = groups["rank"][0] if groups["rank"] else (0, False)
+        pick = groups["pick"][0] if groups["pick"] else None
+        correction = groups["correction"][0] if groups["correction"] else None
+        renovated = correction if correction is not None else (pick.merged if pick else caption.text)
+        yield {"caption_id": key, "image_id": caption.image_id, "caption_index": caption.index,
+               "original": caption.text, "renovated": renovated,
+               "changed": int(renovated != caption.text), "coarse": int(coarse),
+               "own_rank": int(rank), "template": pick.template if pick else 0,
+               "noun": pick.noun if pick else "", "detail": pick.detail if pick else "",
+               "clipscore_before": float(caption.score),
+               "clipscore_after": float(pick.merged_score) if pick else float(caption.score),
+               "corrected": int(correction is not None)}
+
+
+def annotations(rows: List[dict], order: List[str], keep: str, html_escape: bool) -> Dict[str, List[str]]:
+    """{image id: the 5 released captions in position order, normalised as the public
+    release is}, images in the captions input's order (compat.py: the public files keep
+    the source's order)."""
+    from pipelines.fg.captions import normalise_caption
+    by_image: Dict[str, Dict[int, str]] = {}
+    for row in rows:
+        by_image.setdefault(row["image_id"], {})[row["caption_index"]] = row["renovated"]
+    return {image: [normalise_caption(text, keep=keep, html_escape=html_escape)
+                    for _, text in sorted(by_image[image].items())]
+            for image in order if image in by_image}
+
+
+def write_bytes(path: str, data: bytes, mime: str = "application/octet-stream") -> str:
+    with FileSystems.create(path, mime_type=mime) as f:
+        f.write(data)
+    return path
+
+
+def write_compat(rows: List[dict], pool: List[dict], staging: str, configuration: str,
+                 order: List[str], keep: str, html_escape: bool) -> str:
+    """Both public files (pipelines/fg/compat.py), each written once by one worker; the
+    staging folder is local (compat.py writes with the file system's own calls)."""
+    from pipelines.fg.compat import write_annotations, write_image_filenames
+    for relative in (annotation_path(configuration), filenames_path(configuration)):
+        os.makedirs(os.path.dirname(os.path.join(staging, relative)), exist_ok=True)
+    write_annotations(os.path.join(staging, annotation_path(configuration)),
+                      annotations(rows, order, keep, html_escape))
+    names = [FileSystems.split(r["path"])[1] for r in sorted(pool, key=lambda r: r["position"])]
+    write_image_filenames(os.path.join(staging, filenames_path(configuration)), names)
+    return staging
+
+
+def write_json_lines(path: str, rows: List[dict]) -> str:
+    text = "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in rows)
+    with FileSystems.create(path, mime_type="application/jsonl") as f:
+        f.write(text.encode("utf-8"))
+    return path
