@@ -74,7 +74,7 @@ def build(benchmark: Union[str, Benchmark], argv: Optional[List[str]] = None,
     return release.build_release(
         benchmark=benchmark.release_name(plan.config), out=args.output, version=args.version,
         config=config, execute=execute, models=plan.models, inputs=plan.inputs,
-        links=benchmark.links(plan), tables=benchmark.tables(plan),
+        links=benchmark.links(plan), tables=benchmark.tables(plan), splits=benchmark.splits(plan),
         describe=lambda facts: benchmark.describe(plan, facts), cache_root=cache_root,
         check_counts=lambda stages: benchmark.check_counts(plan, stages))
 

@@ -6,6 +6,7 @@ import os
 from pipelines.bd2bb import datacard, pipeline, reasons
 from pipelines.bd2bb.config import BD2BBConfig
 from pipelines.benchmark import Benchmark, Plan
+from pipelines.release.splits import MAIN, SplitScheme
 from transforms.core.errors import ConfigError
 
 SAMPLE_DIR = "samples/bd2bb"   # where the sample config reads (configs/sample.yaml)
@@ -36,6 +37,10 @@ class BD2BB(Benchmark):
 
     def tables(self, plan: Plan):
         return {pipeline.SAMPLES: ("splits", "sample.out")}
+
+    def splits(self, plan: Plan):
+        # §7: the hard test is a subset of test (flag `hard_test`), a config of its own
+        return {pipeline.SAMPLES: MAIN + (SplitScheme("hard_test", "hard_test", {True: "test"}),)}
 
     def links(self, plan: Plan):
         return pipeline.STAGE_LINKS

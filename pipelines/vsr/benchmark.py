@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 
 from pipelines.benchmark import Benchmark, Plan
+from pipelines.release.splits import MAIN, SplitScheme
 from pipelines.vsr import datacard, pipeline, reasons
 from pipelines.vsr.config import VsrConfig
 
@@ -36,6 +37,12 @@ class Vsr(Benchmark):
 
     def tables(self, plan: Plan):
         return pipeline.released_tables(plan.config)
+
+    def splits(self, plan: Plan):
+        # §3.4: examples are in the random split (`split`) and, unless their concepts
+        # straddle parts, in the concept zero-shot split (`zeroshot_split`)
+        return {**super().splits(plan),
+                pipeline.EXAMPLES: MAIN + (SplitScheme("zeroshot_split", "zeroshot"),)}
 
     def links(self, plan: Plan):
         return pipeline.stage_links(plan.config)
