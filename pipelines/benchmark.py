@@ -12,6 +12,7 @@ what is its own:
     build(pipeline, plan, staging)        wire the stages (reads like the paper)
     tables(plan), links(plan)             what the release must hold, and which counters
                                           must agree (checked before a release is written)
+    progress(plan)                        its main stages, for the progress lines
     splits(plan)                          the split schemes of each table (default: its
                                           `split` column); one Hugging Face config each
     describe(plan, facts)                 the data card's summary, thresholds, sections
@@ -28,6 +29,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import apache_beam as beam
 
+from pipelines.progress import Progress
 from pipelines.release.splits import MAIN, SplitScheme
 
 
@@ -103,6 +105,11 @@ class Benchmark(abc.ABC):
         return {table: MAIN for table in self.tables(plan)}
 
     def links(self, plan: Plan) -> Links:
+        return ()
+
+    def progress(self, plan: Plan) -> Sequence[Progress]:
+        """The main stages a local build reports items done of the total for
+        (pipelines/progress.py), e.g. `Progress("videos", "video", "shots", ...)`."""
         return ()
 
     def check_counts(self, plan: Plan, stages: dict) -> List[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 
 from pipelines.benchmark import Benchmark, Plan
+from pipelines.progress import Progress
 from pipelines.release.splits import MAIN, SplitScheme
 from pipelines.vsr import datacard, pipeline, reasons
 from pipelines.vsr.config import VsrConfig
@@ -43,6 +44,12 @@ class Vsr(Benchmark):
         # straddle parts, in the concept zero-shot split (`zeroshot_split`)
         return {**super().splits(plan),
                 pipeline.EXAMPLES: MAIN + (SplitScheme("zeroshot_split", "zeroshot"),)}
+
+    def progress(self, plan: Plan):
+        # COCO's images and instances, read by the coco stage and done at pair sampling
+        return (Progress("images", "image", "pair_sampling", total_counter=("coco", "image.in")),
+                Progress("annotations", "annotation", "pair_sampling",
+                         total_counter=("coco", "annotation.in")))
 
     def links(self, plan: Plan):
         return pipeline.stage_links(plan.config)
