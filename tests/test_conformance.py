@@ -106,5 +106,18 @@ def test_every_table_loads_as_a_hugging_face_dataset(built, tmp_path, monkeypatc
     assert len(expected_configs) >= len(schemes)
 
 
+def test_every_table_reads_with_pandas(built):
+    """The README's pandas line: a table's folder, all its splits (requirements.txt)."""
+    import pandas as pd
+
+    benchmark, release = built
+    plan = benchmark.prepare(load_config(benchmark.config_path("sample"), [], benchmark.config_type), None)
+    for table in benchmark.tables(plan):
+        folder = os.path.join(release, "parquet", table)
+        frame = pd.read_parquet(folder)
+        assert len(frame) == pq.read_table(folder).num_rows > 0
+        assert set(frame["split"]) == set(pq.read_table(folder, columns=["split"]).column("split").to_pylist())
+
+
 def _canonical(row: dict) -> str:
     return json.dumps(row, sort_keys=True, default=str)
