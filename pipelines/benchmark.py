@@ -12,6 +12,9 @@ what is its own:
     build(pipeline, plan, staging)        wire the stages (reads like the paper)
     tables(plan), links(plan)             what the release must hold, and which counters
                                           must agree (checked before a release is written)
+    progress(plan)                        its main stages, for the progress lines
+    splits(plan)                          the split schemes of each table (default: its
+                                          `split` column); one Hugging Face config each
     describe(plan, facts)                 the data card's summary, thresholds, sections
 
 TFDS is the model: a builder per dataset with named configs (`configs/<name>.yaml`, a
@@ -25,6 +28,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import apache_beam as beam
+
+from pipelines.progress import Progress
+from pipelines.release.splits import MAIN, SplitScheme
 
 
 @dataclass
@@ -102,7 +108,19 @@ class Benchmark(abc.ABC):
     def tables(self, plan: Plan) -> Tables:
         """Tables this build writes under parquet/, each with the counter it must equal."""
 
+    def splits(self, plan: Plan) -> Dict[str, Sequence[SplitScheme]]:
+        """Each table's split schemes, main one first: the release writes one set of
+        Parquet files per split and the dataset card one config per scheme
+        (pipelines/release/splits.py, hf_card.py). Declare a second scheme for a table
+        that holds one (e.g. `SplitScheme("zeroshot_split", "zeroshot")`)."""
+        return {table: MAIN for table in self.tables(plan)}
+
     def links(self, plan: Plan) -> Links:
+        return ()
+
+    def progress(self, plan: Plan) -> Sequence[Progress]:
+        """The main stages a local build reports items done of the total for
+        (pipelines/progress.py), e.g. `Progress("videos", "video", "shots", ...)`."""
         return ()
 
     def check_counts(self, plan: Plan, stages: dict) -> List[str]:

@@ -21,7 +21,7 @@ VERSION_PATTERN = re.compile(r"^\d+\.\d+\.\d+([-+][0-9A-Za-z.-]+)?$")
 
 
 def add_build_arguments(parser: argparse.ArgumentParser, configs=()) -> None:
-    """--config, --set, --output, --version: what every build takes."""
+    """--config, --set, --output, --version, --quiet: what every build takes."""
     named = f" or a name: {', '.join(configs)}" if configs else ""
     parser.add_argument("--config", required=True,
                         help=f"YAML config: a path{named} (pipelines/<benchmark>/configs/)")
@@ -30,6 +30,9 @@ def add_build_arguments(parser: argparse.ArgumentParser, configs=()) -> None:
     parser.add_argument("--output", required=True, type=absolute_path,
                         help="release root: writes <output>/<benchmark>/<version>/")
     parser.add_argument("--version", required=True, type=_version, help="release version, x.y.z")
+    parser.add_argument("--quiet", action="store_true",
+                        help="no progress lines on stderr (items done of the total per main "
+                             "stage, rate, time left)")
 
 
 def _version(text: str) -> str:

@@ -16,11 +16,12 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from pipelines import cli, preflight, registry
+from pipelines import cli, preflight, progress, registry
 from pipelines.benchmark import Benchmark
 from pipelines.config import load_config
 from pipelines.release import build as release
 from pipelines.runners import runner_for
+from transforms.core.stage import read_stage_counts
 
 
 def parse_build_args(benchmark: Benchmark, argv: Optional[List[str]]):
@@ -61,8 +62,11 @@ def build(benchmark: Union[str, Benchmark], argv: Optional[List[str]] = None,
         pipeline = beam.Pipeline(runner=runner_for(options), options=options)
         benchmark.build(pipeline, plan, staging_dir)
         try:
-            result = pipeline.run()
-            result.wait_until_finish()
+            with progress.reporting(benchmark.progress(plan), enabled=not args.quiet) as reporter:
+                result = pipeline.run()
+                result.wait_until_finish()
+                if reporter is not None:
+                    reporter.finish(read_stage_counts(result))
         except Exception as error:
             user_error = benchmark.user_error(error)
             if user_error is not None:
@@ -74,7 +78,7 @@ def build(benchmark: Union[str, Benchmark], argv: Optional[List[str]] = None,
     return release.build_release(
         benchmark=benchmark.release_name(plan.config), out=args.output, version=args.version,
         config=config, execute=execute, models=plan.models, inputs=plan.inputs,
-        links=benchmark.links(plan), tables=benchmark.tables(plan),
+        links=benchmark.links(plan), tables=benchmark.tables(plan), splits=benchmark.splits(plan),
         describe=lambda facts: benchmark.describe(plan, facts), cache_root=cache_root,
         check_counts=lambda stages: benchmark.check_counts(plan, stages))
 

@@ -72,3 +72,58 @@ def test_every_reject_reason_is_in_its_vocabulary(built):
                   .column("reason").to_pylist())
     assert reasons, "the sample exercises its rejects"
     assert reasons <= set(benchmark.vocabulary), reasons - set(benchmark.vocabulary)
+
+
+def test_every_table_loads_as_a_hugging_face_dataset(built, tmp_path, monkeypatch):
+    """README.md is a dataset card: `load_dataset(<release>, <config>)` yields each split
+    scheme of each table with exactly its splits and rows (pyarrow reads the same rows
+    from parquet/), offline, and the other files of the folder (compat/, some of them
+    empty in the sample) never get in the way."""
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    datasets = pytest.importorskip("datasets")
+    from pipelines.release.hf_card import config_name
+
+    benchmark, release = built
+    plan = benchmark.prepare(load_config(benchmark.config_path("sample"), [], benchmark.config_type), None)
+    schemes = benchmark.splits(plan)
+    assert set(schemes) == set(benchmark.tables(plan))
+    loaded_configs = set(datasets.get_dataset_config_names(release))
+    expected_configs = set()
+    for table, table_schemes in schemes.items():
+        rows = pq.read_table(os.path.join(release, "parquet", table)).to_pylist()
+        for scheme in table_schemes:
+            expected = {}
+            for row in rows:
+                split = scheme.split_of(row[scheme.column])
+                if split is not None:
+                    expected.setdefault(split, []).append(_canonical(row))
+            if not expected:
+                continue
+            name = config_name(table, scheme)
+            expected_configs.add(name)
+            loaded = datasets.load_dataset(release, name, cache_dir=str(tmp_path / "cache"))
+            assert set(loaded) == set(expected), (name, set(loaded))
+            for split, want in expected.items():
+                got = [_canonical(r) for r in loaded[split].data.table.to_pylist()]
+                assert sorted(got) == sorted(want), (name, split)
+    assert loaded_configs == expected_configs
+    assert len(expected_configs) >= len(schemes)
+
+
+def test_every_table_reads_with_pandas(built):
+    """The README's pandas line: a table's folder, all its splits (requirements.txt)."""
+    import pandas as pd
+
+    benchmark, release = built
+    plan = benchmark.prepare(load_config(benchmark.config_path("sample"), [], benchmark.config_type), None)
+    for table in benchmark.tables(plan):
+        folder = os.path.join(release, "parquet", table)
+        frame = pd.read_parquet(folder)
+        assert len(frame) == pq.read_table(folder).num_rows > 0
+        assert set(frame["split"]) == set(pq.read_table(folder, columns=["split"]).column("split").to_pylist())
+
+
+def _canonical(row: dict) -> str:
+    return json.dumps(row, sort_keys=True, default=str)

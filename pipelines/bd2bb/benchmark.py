@@ -6,6 +6,8 @@ import os
 from pipelines.bd2bb import datacard, pipeline, reasons
 from pipelines.bd2bb.config import BD2BBConfig
 from pipelines.benchmark import Benchmark, Plan, inside
+from pipelines.progress import Progress
+from pipelines.release.splits import MAIN, SplitScheme
 from transforms.core.errors import ConfigError
 
 SAMPLE_DIR = "samples/bd2bb"   # where the sample config reads (configs/sample.yaml)
@@ -36,6 +38,14 @@ class BD2BB(Benchmark):
 
     def tables(self, plan: Plan):
         return {pipeline.SAMPLES: ("splits", "sample.out")}
+
+    def splits(self, plan: Plan):
+        # §7: the hard test is a subset of test (flag `hard_test`), a config of its own
+        return {pipeline.SAMPLES: MAIN + (SplitScheme("hard_test", "hard_test", {True: "test"}),)}
+
+    def progress(self, plan: Plan):
+        # every tuple read is rejected by a filter or clustered
+        return (Progress("tuples", "tuple", "clusters", total_counter=("read", "line.out")),)
 
     def links(self, plan: Plan):
         return pipeline.STAGE_LINKS

@@ -7,6 +7,7 @@ from pipelines.benchmark import Benchmark, Plan, inside
 from pipelines.imagecode import datacard, pipeline, preflight, reasons
 from pipelines.imagecode.config import ImageCodeConfig
 from pipelines.imagecode.params import build_rules
+from pipelines.progress import Progress
 
 SAMPLE_DIR = "samples/imagecode"   # where the sample config reads (configs/sample.yaml)
 
@@ -34,6 +35,12 @@ class ImageCoDe(Benchmark):
 
     def tables(self, plan: Plan):
         return pipeline.released_tables(plan.config)
+
+    def progress(self, plan: Plan):
+        # videos: listed in the manifest, done at shot detection; static images: listed
+        # by the collection, done when embedded
+        return (Progress("videos", "video", "shots", total_counter=("manifest", "line.out")),
+                Progress("images", "image", "embed", total_counter=("images", "entry.out")))
 
     def links(self, plan: Plan):
         return pipeline.STAGE_LINKS

@@ -17,7 +17,7 @@ from pipelines.imagecode.tables import FRAMESET_SCHEMA, description_to_row, fram
 from transforms.io.files import make_dirs
 from transforms.io.release import WriteTable
 
-VIDEO_SETS = "video_sets"  # table of FrameSets: parquet/video_sets/video_sets-00000-of-00004.parquet
+VIDEO_SETS = "video_sets"  # table of FrameSets: parquet/video_sets/train-00000-of-00004.parquet
 
 
 class WriteFrameSets(WriteTable):

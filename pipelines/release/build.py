@@ -1,7 +1,8 @@
 """Building one immutable release version around a pipeline run (every benchmark).
 
-    staging folder -> run the pipeline into it -> read counters back -> check that they
-    reconcile and match the rows written -> DATACARD.md -> MANIFEST.json -> rename
+    staging folder -> run the pipeline into it -> read counters back -> one set of
+    Parquet files per split -> check that the counters reconcile and match the rows
+    written -> DATACARD.md -> README.md (the dataset card) -> MANIFEST.json -> rename
 
 A run that fails anywhere leaves no version folder behind (pipelines.release.manifest).
 """
@@ -15,7 +16,7 @@ import signal
 import subprocess
 import threading
 import uuid
-from typing import Callable, Dict, Iterable, List, Optional, Tuple
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from apache_beam.io.filesystems import FileSystems
 
@@ -23,7 +24,9 @@ from pipelines.config import config_hash, to_dict
 from pipelines.release import diff as release_diff
 from pipelines.release import manifest as release_manifest
 from pipelines.release import runs
-from pipelines.release.datacard import write_datacard
+from pipelines.release.datacard import render_datacard, write_datacard
+from pipelines.release.hf_card import write_readme
+from pipelines.release.splits import MAIN, SplitScheme, partition_table
 from transforms.core.errors import UserError
 from transforms.core.hashing import content_sha256_and_size
 from transforms.core.stage import check_links, read_stage_counts, reconcile
@@ -42,11 +45,13 @@ def build_release(*, benchmark: str, out: str, version: str, config,
                   inputs: Dict[str, Optional[str]], links: Iterable[tuple] = (),
                   tables: Dict[str, Tuple[str, str]], describe: Callable[[dict], dict],
                   cache_root: Optional[str] = None,
-                  check_counts: Callable[[dict], List[str]] = lambda stages: []) -> str:
+                  check_counts: Callable[[dict], List[str]] = lambda stages: [],
+                  splits: Optional[Dict[str, Sequence[SplitScheme]]] = None) -> str:
     """Run `execute(staging_dir)` and publish what it wrote as `<out>/<benchmark>/<version>`.
 
     `tables` maps each table written under parquet/ to the (stage, counter) whose value
-    must equal its rows; `describe(facts)` returns the data card's summary, thresholds
+    must equal its rows; `splits` its split schemes (default: the `split` column), which
+    decide its files and its dataset card configs; `describe(facts)` returns the data card's summary, thresholds
     and sections (it may write plots into facts["staging"]). While it runs the build
     holds a lock beside its staging folder (and in the cache), so that the next build
     can tell garbage from work in progress (pipelines/release/runs.py); before it starts it
@@ -72,7 +77,8 @@ def build_release(*, benchmark: str, out: str, version: str, config,
             counts = _fill(staging, benchmark=benchmark, version=version, config=config,
                            result=execute(staging), models=models, inputs=inputs,
                            links=links, tables=tables, describe=describe,
-                           check_counts=check_counts)
+                           check_counts=check_counts,
+                           splits={t: (splits or {}).get(t, MAIN) for t in tables})
             final = release_manifest.final_dir_of(staging)
     except FileExistsError as e:  # the version exists, or appeared while we wrote
         raise ReleaseError(str(e)) from None
@@ -103,9 +109,10 @@ def _sigterm_as_exit():
 
 
 def _fill(staging: str, *, benchmark, version, config, result, models, inputs, links,
-          tables, describe, check_counts) -> dict:
+          tables, describe, check_counts, splits) -> dict:
     """Everything after the pipeline run: checks, data card, manifest. Returns counts."""
     stages = read_stage_counts(result)
+    partitions = {table: partition_table(staging, table, splits[table]) for table in tables}
     counts = release_manifest.release_counts(staging, tuple(tables))
     release_manifest.write_reject_counts(staging, counts)
     release_manifest.remove_work_dir(staging)
@@ -117,8 +124,10 @@ def _fill(staging: str, *, benchmark, version, config, result, models, inputs, l
                      "models": models, "config": to_dict(config), "staging": staging})
     figures = card.pop("manifest", {})
     top_level = card.pop("manifest_top", {})
-    write_datacard(staging, {"benchmark": benchmark, "version": version, "counts": counts,
-                             "stages": stages, "models": models, **card})
+    context = {"benchmark": benchmark, "version": version, "counts": counts,
+               "stages": stages, "models": models, **card}
+    write_datacard(staging, context)
+    write_readme(staging, f"{benchmark} {version}", splits, partitions, render_datacard(context))
     manifest = {
         "format": MANIFEST_FORMAT,
         "benchmark": benchmark,

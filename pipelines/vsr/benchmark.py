@@ -4,6 +4,8 @@ from __future__ import annotations
 import os
 
 from pipelines.benchmark import Benchmark, Plan, inside
+from pipelines.progress import Progress
+from pipelines.release.splits import MAIN, SplitScheme
 from pipelines.vsr import datacard, pipeline, reasons
 from pipelines.vsr.config import VsrConfig
 from pipelines.vsr.validation import AgreementRule
@@ -38,6 +40,18 @@ class Vsr(Benchmark):
 
     def tables(self, plan: Plan):
         return pipeline.released_tables(plan.config)
+
+    def splits(self, plan: Plan):
+        # §3.4: examples are in the random split (`split`) and, unless their concepts
+        # straddle parts, in the concept zero-shot split (`zeroshot_split`)
+        return {**super().splits(plan),
+                pipeline.EXAMPLES: MAIN + (SplitScheme("zeroshot_split", "zeroshot"),)}
+
+    def progress(self, plan: Plan):
+        # COCO's images and instances, read by the coco stage and done at pair sampling
+        return (Progress("images", "image", "pair_sampling", total_counter=("coco", "image.in")),
+                Progress("annotations", "annotation", "pair_sampling",
+                         total_counter=("coco", "annotation.in")))
 
     def links(self, plan: Plan):
         return pipeline.stage_links(plan.config)

@@ -46,7 +46,7 @@ def set_rows(release_dir, table="video_sets"):
 
 
 def test_release_layout_and_counts(release):
-    assert sorted(os.listdir(release)) == ["DATACARD.md", "MANIFEST.json", "RELEASE_NOTES.md",
+    assert sorted(os.listdir(release)) == ["DATACARD.md", "MANIFEST.json", "README.md", "RELEASE_NOTES.md",
                                            "compat", "crowd", "parquet", "plots", "rejects",
                                            "stats", "tfrecord"]
     assert "First release" in open(os.path.join(release, "RELEASE_NOTES.md")).read()

@@ -28,6 +28,7 @@ import apache_beam as beam
 from apache_beam.metrics import Metrics
 
 from schemas.rejects import Reject
+from transforms.core import progress
 
 MAIN = "out"
 REJECTS = "rejects"
@@ -47,32 +48,33 @@ class StageCounts:
         self._namespace = COUNTER_NAMESPACE_PREFIX + stage
         self._counters = {}
 
-    def _counter(self, name: str):
+    def _inc(self, name: str, n: int = 1) -> None:
         if name not in self._counters:
             self._counters[name] = Metrics.counter(self._namespace, name)
-        return self._counters[name]
+        self._counters[name].inc(n)
+        progress.record(self.stage, name, n)  # local progress lines (a no-op unless asked)
 
     def seen(self, n: int = 1, level: str = "item") -> None:
-        self._counter(f"{level}.in").inc(n)
+        self._inc(f"{level}.in", n)
 
     def passed(self, value, n: int = 1, level: str = "item"):
-        self._counter(f"{level}.out").inc(n)
+        self._inc(f"{level}.out", n)
         return value
 
     def count_out(self, n: int = 1, level: str = "item") -> None:
-        self._counter(f"{level}.out").inc(n)
+        self._inc(f"{level}.out", n)
 
     def rejected(self, reject: Reject):
-        self._counter(f"{reject.level}.rejected.{reject.reason}").inc()
+        self._inc(f"{reject.level}.rejected.{reject.reason}")
         return beam.pvalue.TaggedOutput(REJECTS, reject)
 
     def note(self, name: str, n: int = 1) -> None:
         """A counter outside the in/out/rejected contract (e.g. "frame.quality_checks")."""
-        self._counter(name).inc(n)
+        self._inc(name, n)
 
     def count_rejected(self, level: str, reason: str, n: int = 1) -> None:
         """Count rejects that are reported in bulk rather than one element each."""
-        self._counter(f"{level}.rejected.{reason}").inc(n)
+        self._inc(f"{level}.rejected.{reason}", n)
 
 
 class StageFn(beam.DoFn):

@@ -26,7 +26,8 @@ class WriteTable(beam.PTransform):
     (one row and one tf.train.Example per record, the same fields).
 
     num_shards=0 lets the runner choose; a fixed number gives the same file names on
-    every runner.
+    every runner. The release's driver then rewrites the Parquet shards one set per split
+    (`<split>-00000-of-00002.parquet`), rows unchanged.
     """
 
     def __init__(self, staging_dir: str, table: str, schema, to_row, num_shards: int = 0):

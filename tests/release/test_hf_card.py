@@ -1,0 +1,88 @@
+"""A table's splits as files of their own (pipelines/release/splits.py) and the dataset
+card that lists them (pipelines/release/hf_card.py), on small hand-made tables."""
+import json
+import os
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+from pipelines.release.hf_card import hf_configs, split_rows, write_readme
+from pipelines.release.splits import MAIN, SplitScheme, partition_table
+
+SCHEMA = pa.schema([pa.field("id", pa.string(), nullable=False),
+                    pa.field("split", pa.string(), nullable=False),
+                    pa.field("zeroshot_split", pa.string(), nullable=False),
+                    pa.field("hard", pa.bool_(), nullable=False)])
+ZEROSHOT = SplitScheme("zeroshot_split", "zeroshot")
+HARD = SplitScheme("hard", "hard", {True: "test"})
+
+
+def write_shards(staging, table, shards):
+    folder = os.path.join(staging, "parquet", table)
+    os.makedirs(folder)
+    for i, rows in enumerate(shards):
+        data = pa.Table.from_pylist(rows, schema=SCHEMA)
+        pq.write_table(data, os.path.join(folder, f"{table}-{i:05d}-of-{len(shards):05d}.parquet"),
+                       compression="NONE")
+    return folder
+
+
+def row(i, split, zeroshot="", hard=False):
+    return {"id": str(i), "split": split, "zeroshot_split": zeroshot, "hard": hard}
+
+
+def rows_of(folder, names):
+    return sorted(json.dumps(r, sort_keys=True) for n in names
+                  for r in pq.read_table(os.path.join(folder, n)).to_pylist())
+
+
+def test_each_part_gets_files_of_its_own_and_no_row_changes(tmp_path):
+    shards = [[row(1, "train", "test"), row(2, "dev"), row(3, "train", "test")],
+              [row(4, "train", "test"), row(5, "test", "train", True)], []]
+    folder = write_shards(str(tmp_path), "examples", shards)
+    before = sorted(json.dumps(r, sort_keys=True) for s in shards for r in s)
+    parts = partition_table(str(tmp_path), "examples", MAIN + (ZEROSHOT,))
+    assert parts.files == {("train", "test"): ["train.test-00000-of-00002.parquet",
+                                               "train.test-00001-of-00002.parquet"],
+                           ("dev", ""): ["dev.none-00000-of-00001.parquet"],
+                           ("test", "train"): ["test.train-00000-of-00001.parquet"]}
+    assert sorted(os.listdir(folder)) == sorted(n for names in parts.files.values() for n in names)
+    assert rows_of(folder, os.listdir(folder)) == before
+    assert pq.read_schema(os.path.join(folder, "dev.none-00000-of-00001.parquet")) == SCHEMA
+    assert parts.rows == {("train", "test"): 3, ("dev", ""): 1, ("test", "train"): 1}
+
+
+def test_the_card_declares_each_scheme_and_only_splits_with_rows(tmp_path):
+    write_shards(str(tmp_path), "samples", [[row(1, "train"), row(2, "test", hard=True), row(3, "test")]])
+    schemes = {"samples": MAIN + (HARD,)}
+    parts = {"samples": partition_table(str(tmp_path), "samples", schemes["samples"])}
+    configs = hf_configs(schemes, parts)
+    assert configs == [
+        {"config_name": "samples", "data_files": [
+            {"split": "train", "path": ["parquet/samples/train.not_hard-00000-of-00001.parquet"]},
+            {"split": "test", "path": ["parquet/samples/test.hard-00000-of-00001.parquet",
+                                       "parquet/samples/test.not_hard-00000-of-00001.parquet"]}]},
+        {"config_name": "samples_hard", "data_files": [
+            {"split": "test", "path": ["parquet/samples/test.hard-00000-of-00001.parquet"]}]}]
+    assert split_rows(schemes, parts) == {"samples": {"train": 1, "test": 2}, "samples_hard": {"test": 1}}
+    path = write_readme(str(tmp_path), "demo 1.0.0", schemes, parts, "# demo 1.0.0\n\nThe card.\n")
+    text = open(path, encoding="utf-8").read()
+    front = yaml.safe_load(text.split("---\n")[1])
+    assert front["configs"] == configs and front["pretty_name"] == "demo 1.0.0"
+    assert '"samples_hard")  # test 1' in text and text.endswith("The card.\n")
+
+
+def test_a_table_without_rows_keeps_its_empty_shard_and_gets_no_config(tmp_path):
+    folder = write_shards(str(tmp_path), "pairs", [[]])
+    parts = {"pairs": partition_table(str(tmp_path), "pairs", MAIN)}
+    assert os.listdir(folder) == ["pairs-00000-of-00001.parquet"]
+    assert hf_configs({"pairs": MAIN}, parts) == []
+
+
+def test_a_value_that_is_no_split_name_fails(tmp_path):
+    write_shards(str(tmp_path), "t", [[row(1, "held out")]])
+    parts = {"t": partition_table(str(tmp_path), "t", MAIN)}
+    with pytest.raises(ValueError, match="not a split name"):
+        hf_configs({"t": MAIN}, parts)
