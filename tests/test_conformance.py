@@ -82,11 +82,11 @@ def test_every_table_loads_as_a_hugging_face_dataset(built, tmp_path, monkeypatc
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
-    datasets = pytest.importorskip("datasets")
+    import datasets   # requirements-dev.txt: never skipped
     from pipelines.release.hf_card import config_name
 
-    benchmark, release = built
-    plan = benchmark.prepare(load_config(benchmark.config_path("sample"), [], benchmark.config_type), None)
+    benchmark, release, sample = built
+    plan = benchmark.prepare(load_config(benchmark.config_path(sample), [], benchmark.config_type), None)
     schemes = benchmark.splits(plan)
     assert set(schemes) == set(benchmark.tables(plan))
     loaded_configs = set(datasets.get_dataset_config_names(release))
@@ -116,8 +116,8 @@ def test_every_table_reads_with_pandas(built):
     """The README's pandas line: a table's folder, all its splits (requirements.txt)."""
     import pandas as pd
 
-    benchmark, release = built
-    plan = benchmark.prepare(load_config(benchmark.config_path("sample"), [], benchmark.config_type), None)
+    benchmark, release, sample = built
+    plan = benchmark.prepare(load_config(benchmark.config_path(sample), [], benchmark.config_type), None)
     for table in benchmark.tables(plan):
         folder = os.path.join(release, "parquet", table)
         frame = pd.read_parquet(folder)
