@@ -3,7 +3,7 @@ the image, and what merges <d_c, d_g> into one sentence.
 
 Detail generators (`details.kind`):
   model    a local image-to-text model directory (transformers' AutoProcessor +
-           AutoModelForVision2Seq, e.g. BLIP or GIT; the paper's VinVL_base is not in
+           AutoModelForImageTextToText, e.g. BLIP or GIT; the paper's VinVL_base is not in
            transformers, so any such model is a labelled substitute). It is given the image
            and "<caption> <prompt>" and decodes greedily (`details.max_new_tokens`);
            d_g is the prompt and what follows it.
@@ -54,9 +54,10 @@ class ModelDetails:
     """A local transformers image-to-text model (module docstring)."""
 
     def __init__(self, model_dir: str, max_new_tokens: int):
-        from transformers import AutoModelForVision2Seq, AutoProcessor
+        # AutoModelForImageTextToText: transformers 5 removed its old name, AutoModelForVision2Seq
+        from transformers import AutoModelForImageTextToText, AutoProcessor
         self.processor = AutoProcessor.from_pretrained(model_dir, local_files_only=True)
-        self.model = AutoModelForVision2Seq.from_pretrained(model_dir, local_files_only=True).eval()
+        self.model = AutoModelForImageTextToText.from_pretrained(model_dir, local_files_only=True).eval()
         self.max_new_tokens = max_new_tokens
 
     def generate(self, image: np.ndarray, caption: str, template: int, prompt: str) -> str:
