@@ -145,8 +145,12 @@ def _codes_section(stages: dict) -> dict:
 
 def _positions_section(p: dict) -> dict:
     return {"title": "Target positions (§4)", "text": (
-        "Candidates are shown in a seeded random order; `label` is the target's position. "
-        f"Targets per position 0..4: {p['counts']} (n = {p['n']}); chi-square test against "
+        "The decoys are shown in a seeded random order and the target is placed so that every "
+        "split (and the hard test subset) has the same number of targets at each position, up "
+        "to 1 when its size is not a multiple of 5 (the public release has 2,053 at each); "
+        "`label` is the target's position. Targets per position 0..4: "
+        + "; ".join(f"{name} {counts}" for name, counts in p.get("per_split", {}).items())
+        + f"; all {p['counts']} (n = {p['n']}); chi-square test against "
         f"uniform: p = {_fmt(p['chi2_p'])}"
         + (" (no evidence of bias at p > 0.01)." if p["chi2_p"] > POSITION_WARN_P
            else " — **WARNING: not uniform (p <= 0.01)**, check the seed/shuffle."))}

@@ -156,7 +156,9 @@ def target_seed(seed: int, sample_id: str) -> int:
 
 def shuffle(seed: int, sample_id: str, target: str, lan: Sequence[str],
             vis: Sequence[str]) -> Tuple[List[str], List[str], int]:
-    """The 5 candidates in a seeded random order; returns (endings, types, label)."""
+    """The 5 candidates in a seeded random order; returns (endings, types, label). The
+    decoys keep this order; the target is later moved to a position balanced per split
+    (pipelines/bd2bb/positions.py)."""
     candidates = [(target, TARGET)] + [(a, LANGUAGE) for a in lan] + [(a, VISION) for a in vis]
     assert len(candidates) == CANDIDATES
     order = np.random.default_rng(priority(seed, "order/" + sample_id)).permutation(CANDIDATES)

@@ -6,6 +6,7 @@
            -> argument codes from the parses (§3.2, A.3, Table 4)
            -> 2 language + 2 vision decoys per target, shuffled (§4)
            -> 20/40/40 splits + hard test (§4.1, §7)
+           -> target positions balanced per split (as the public release; positions.py)
            -> release: parquet/tfrecord samples, compat/ (public CSVs + JSON), review
               sheet, rejects, data card (Table 1 per split, cluster sizes, elbow plot)
 
@@ -25,10 +26,11 @@ from apache_beam.io.filesystems import FileSystems
 from pipelines.bd2bb.action_parses import ParseActions
 from pipelines.bd2bb.clustering import ClusteringParams, Review, parse_review
 from pipelines.bd2bb.config import BD2BBConfig
-from pipelines.bd2bb.decoys import SelectDecoys, build_pool, position_uniformity
+from pipelines.bd2bb.decoys import SelectDecoys, build_pool
 from pipelines.bd2bb.inputs import ReadCaptions, ReadTuples, load_captions
 from pipelines.bd2bb.release import WriteCompat, WriteReviewSheet, cluster_report
 from pipelines.bd2bb.schema import SAMPLE_SCHEMA, coco_image_id, sample_to_row
+from pipelines.bd2bb.positions import BalancePositions, position_report
 from pipelines.bd2bb.splits import AssignSplits
 from pipelines.bd2bb.topic_clusters import ApplyClusters, ClusterActions
 from pipelines.bd2bb.tuple_filters import (ActionNounFilter, GroundingFilter, IntentionLength,
@@ -65,7 +67,8 @@ def build_pipeline(p: beam.Pipeline, cfg: BD2BBConfig, staging_dir: str, models:
     written += more_written
     samples, decoy_rejects = _decoys(reviewed, vectors, cfg)
     rejects.append(decoy_rejects)
-    split = samples | "Splits" >> AssignSplits(cfg.seed, cfg.splits.ratios)
+    split = (samples | "Splits" >> AssignSplits(cfg.seed, cfg.splits.ratios)
+             | "Target positions" >> BalancePositions(cfg.seed))
     _release(split, clustered, reviewed, cfg, staging_dir)
     _ = (rejects | "All rejects" >> beam.Flatten() | "Write rejects" >> WriteRejects(staging_dir))
     if cache_root:
@@ -147,8 +150,9 @@ def _decoys(reviewed, vectors, cfg: BD2BBConfig):
 def _release(samples, clustered, reviewed, cfg: BD2BBConfig, staging_dir: str):
     _ = samples | "Write samples" >> WriteTable(staging_dir, SAMPLES, SAMPLE_SCHEMA, sample_to_row)
     _ = samples | "Public layout" >> WriteCompat(staging_dir)
-    _ = (samples | "Labels" >> beam.Map(lambda s: s.label) | "All labels" >> beam.combiners.ToList()
-         | "Uniformity" >> beam.Map(position_uniformity)
+    _ = (samples | "Labels" >> beam.Map(lambda s: (s.split, s.hard_test, s.label))
+         | "All labels" >> beam.combiners.ToList()
+         | "Position counts" >> beam.Map(position_report)
          | "Write positions" >> WriteReport(staging_dir, "target_positions"))
     _ = (reviewed | "Cluster of" >> beam.Map(lambda d: (d.cluster, d.cluster_label))
          | "Count per cluster" >> beam.combiners.Count.PerElement()

@@ -1,7 +1,9 @@
 """BD2BB release files beyond the tables: the public layout (compat/) and the review sheet.
 
-compat/ holds the public SWAG-style CSVs (pipelines/bd2bb/compat.py) and `bd2bb.json`, one
-item per sample: the target (intention, action, image) and its four decoys. A CSV file
+compat/ holds the public SWAG-style CSVs (pipelines/bd2bb/compat.py) and `BD2BB.json`, the
+file the original loader (code/datasets/BD2BBDataset.py) and the baselines' prepare_inputs
+read next to them: {csv id: [{"target_item", "lang_decoy1", "lang_decoy2", "vis_decoy1",
+"vis_decoy2"}]}, each item {intention, action, image_url}. A CSV file
 has one writer, so the samples are gathered (small text rows: ~10k for BD2BB) and ids
 count from 1 in sample-id order, the same on every runner.
 """
@@ -15,9 +17,13 @@ from apache_beam.io.filesystems import FileSystems
 
 from pipelines.bd2bb import compat
 from pipelines.bd2bb.clustering import DECISIONS_HEADER, REVIEW_HEADER, csv_text, decisions_template
-from pipelines.bd2bb.schema import TARGET, Sample
+from pipelines.bd2bb.schema import LANGUAGE, TARGET, VISION, Sample, coco_image_id
 
-COMPAT_JSON = "bd2bb.json"
+COMPAT_JSON = "BD2BB.json"
+COCO_IMAGE_URL = "http://images.cocodataset.org/train2014/COCO_train2014_{:012d}.jpg"
+# The original's item names: decoys in shown order within their type.
+ITEM_NAMES = {TARGET: ("target_item",), LANGUAGE: ("lang_decoy1", "lang_decoy2"),
+              VISION: ("vis_decoy1", "vis_decoy2")}
 
 
 def _write(path: str, text: str, mime: str) -> str:
@@ -26,16 +32,26 @@ def _write(path: str, text: str, mime: str) -> str:
     return path
 
 
-def compat_item(compat_id: int, s: Sample) -> dict:
-    t, codes = s.datapoint.tuple, s.datapoint.codes
-    return {"id": compat_id, "sample_id": s.sample_id, "split": s.split, "hard_test": s.hard_test,
-            "target": {"image": t.image, "intention": t.intention, "action": t.action,
-                       "annotator": t.annotator, "cluster": s.datapoint.cluster,
-                       "cluster_label": s.datapoint.cluster_label,
-                       "codes": {"code1": codes.code1, "code2": list(codes.code2),
-                                 "code3": codes.code3, "code4": list(codes.code4)}},
-            "decoys": [{"action": a, "type": k} for a, k in zip(s.endings, s.ending_types) if k != TARGET],
-            "label": s.label}
+def image_url(image: str) -> str:
+    """The COCO train2014 URL of an image reference (a file name or id); the reference
+    itself when it names no COCO id (a URL or path given by the input)."""
+    image_id = coco_image_id(image)
+    return COCO_IMAGE_URL.format(image_id) if image_id is not None else str(image)
+
+
+def compat_item(s: Sample) -> list:
+    """The original loader's entry for one sample: a one-element list holding the target
+    and its four decoys, each {intention, action, image_url}. A decoy is shown against
+    the target's intention and image (§4: it differs from the target in language or in
+    vision, not in context), so it carries them; its own action is the CSV ending."""
+    t = s.datapoint.tuple
+    seen = {kind: 0 for kind in ITEM_NAMES}
+    entry = {}
+    for action, kind in zip(s.endings, s.ending_types):
+        entry[ITEM_NAMES[kind][seen[kind]]] = {"intention": t.intention, "action": action,
+                                               "image_url": image_url(t.image)}
+        seen[kind] += 1
+    return [{name: entry[name] for names in ITEM_NAMES.values() for name in names}]
 
 
 def write_compat(samples: List[Sample], folder: str) -> List[str]:
@@ -47,14 +63,15 @@ def write_compat(samples: List[Sample], folder: str) -> List[str]:
     paths = [_write(FileSystems.join(folder, compat.FILES[name]),
                     compat.csv_text(compat.to_row(i, s) for i, s in rows), "text/csv")
              for name, rows in groups.items()]
-    items = [compat_item(i, s) for i, s in numbered]
+    # Keyed by the CSVs' id, as a string (JSON object keys are strings).
+    whole = {str(i): compat_item(s) for i, s in numbered}
     paths.append(_write(FileSystems.join(folder, COMPAT_JSON),
-                        json.dumps(items, indent=1, ensure_ascii=False), "application/json"))
+                        json.dumps(whole, indent=1, ensure_ascii=False), "application/json"))
     return paths
 
 
 class WriteCompat(beam.PTransform):
-    """Samples (with split) -> compat/*.csv + compat/bd2bb.json."""
+    """Samples (with split) -> compat/*.csv + compat/BD2BB.json."""
 
     def __init__(self, staging_dir: str):
         super().__init__()

@@ -153,14 +153,10 @@ def test_compat_files_read_like_the_public_release(release):
     assert set(ids["hard"]) <= set(ids["test"])
     rows = rows_of(release)
     assert len(ids["all"]) == len(rows) and len(ids["hard"]) == sum(r["hard_test"] for r in rows)
-    items = json.load(open(os.path.join(folder, "bd2bb.json")))
-    by_sample = {r["sample_id"]: r for r in rows}
-    for item, csv_row in zip(items, files["all"]):
-        r = by_sample[item["sample_id"]]
-        assert str(item["id"]) == csv_row["id"] and csv_row["sent1"] == r["intention"]
-        assert item["target"]["action"] == r["action"]
-        assert csv_row[f"ending{csv_row['label']}"] == normalise_text(r["action"])
-        assert sorted(d["type"] for d in item["decoys"]) == ["lan", "lan", "vis", "vis"]
+    by_id = {str(i): r for i, r in enumerate(sorted(rows, key=lambda r: r["sample_id"]), 1)}
+    for csv_row in files["all"]:
+        r = by_id[csv_row["id"]]
+        assert csv_row["sent1"] == r["intention"] and csv_row[f"ending{csv_row['label']}"] == normalise_text(r["action"])
     train = [r for r in rows if r["split"] == "train"]
     seen = {coco_image_id(r["image"]) for r in train} | {normalise_text(r["intention"]) for r in train}
     train_targets = {normalise_text(r["action"]) for r in train}
@@ -168,6 +164,52 @@ def test_compat_files_read_like_the_public_release(release):
         if r["hard_test"]:
             assert r["split"] == "test" and coco_image_id(r["image"]) not in seen
             assert normalise_text(r["intention"]) not in seen and normalise_text(r["action"]) not in train_targets
+
+
+def test_bd2bb_json_reads_the_way_the_original_loader_reads_it(release):
+    # The original loader's access pattern (re-written here): the JSON keyed by the CSV
+    # row's id as a string, a one-element list, five named items.
+    folder = os.path.join(release, "compat")
+    whole_dataset = json.load(open(os.path.join(folder, "BD2BB.json"), encoding="utf-8"))
+    rows = {r["sample_id"]: r for r in rows_of(release)}
+    images = {str(i): rows[sid]["image"] for i, sid in enumerate(sorted(rows), 1)}
+    names = {"targ": ["target_item"], "lan": ["lang_decoy1", "lang_decoy2"], "vis": ["vis_decoy1", "vis_decoy2"]}
+    for name, f in compat.FILES.items():
+        for row in compat.read_file(os.path.join(folder, f)):
+            entry = whole_dataset[str(row["id"])][0]
+            target = entry["target_item"]
+            assert target["intention"] == row["sent1"]
+            assert target["action"] == row["ending" + row["label"]]
+            assert target["image_url"] == ("http://images.cocodataset.org/train2014/"
+                                           f"COCO_train2014_{coco_image_id(images[row['id']]):012d}.jpg")
+            # Each decoy in the CSV's shown order, named by its type and rank within it.
+            seen = collections.Counter()
+            for k in range(5):
+                kind = row[f"end{k}type"]
+                item = entry[names[kind][seen[kind]]]
+                seen[kind] += 1
+                assert item["action"] == row[f"ending{k}"]
+                assert item["intention"] == row["sent1"] and item["image_url"] == target["image_url"]
+    assert len(whole_dataset) == len(rows)
+
+
+def test_target_positions_are_balanced_per_split(release):
+    folder = os.path.join(release, "compat")
+    for name, f in compat.FILES.items():
+        counts = collections.Counter(int(r["label"]) for r in compat.read_file(os.path.join(folder, f)))
+        per_position = [counts[k] for k in range(5)]
+        assert max(per_position) - min(per_position) <= 1, (name, per_position)
+    rows = rows_of(release)
+    by_split = collections.defaultdict(list)
+    for r in rows:
+        by_split[r["split"]].append(r["label"])
+    assert sorted(by_split) == ["test", "train", "val"]
+    for labels in by_split.values():
+        per_position = [labels.count(k) for k in range(5)]
+        assert max(per_position) - min(per_position) <= 1, per_position
+    report = json.load(open(os.path.join(release, "stats", "target_positions.json")))[0]
+    assert report["per_split"]["train"] == [by_split["train"].count(k) for k in range(5)]
+    assert max(report["counts"]) - min(report["counts"]) <= 1 and report["n"] == len(rows)
 
 
 def test_in_process_rebuild_gives_the_same_release_from_the_cache(release, sample, out):
