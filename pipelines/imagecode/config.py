@@ -23,9 +23,10 @@ class DecodeConfig:
 
 @dataclass
 class ShotsConfig:
-    backend: Literal["pyscenedetect", "ffmpeg"] = "pyscenedetect"
+    backend: Literal["pyscenedetect", "ffmpeg", "transnetv2"] = "pyscenedetect"
     pyscenedetect_threshold: float = 27.0
     ffmpeg_threshold: float = 0.3
+    transnetv2_threshold: float = 0.5     # transition probability; its authors' 0.5
     min_scene_len: int = 15
 
 
@@ -145,6 +146,7 @@ class ImageCodeConfig:
             (0.0 <= self.decode.truncation_tolerance <= 1.0,
              "decode.truncation_tolerance must be in [0, 1] (a share of the expected frames)"),
             (self.shots.min_scene_len >= 1, "shots.min_scene_len must be >= 1"),
+            (0.0 <= self.shots.transnetv2_threshold < 1.0, "shots.transnetv2_threshold must be in [0, 1)"),
             (self.embed.batch_size >= 1, "embed.batch_size must be >= 1"),
             (self.embed.thumbnail_size >= 2, "embed.thumbnail_size must be >= 2"),
             (0.0 <= self.quality.brisque.max_score, "quality.brisque.max_score must be >= 0"),

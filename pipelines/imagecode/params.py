@@ -10,7 +10,7 @@ weights)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict
+from typing import Any, Dict, Optional
 
 from pipelines.imagecode.config import ImageCodeConfig
 from pipelines.imagecode.quality_gate import QualityRule
@@ -26,11 +26,13 @@ class ImageCodeRules:
     encoder_identity: Dict[str, Any]
     quality: QualityRule
     filter_identities: Dict[str, dict]   # "brisque"/"ocr": only the filters that are on
+    shot_detector_identity: Optional[Dict[str, Any]] = None   # a learned detector (transnetv2) only
 
     @property
     def models(self) -> Dict[str, dict]:
         """What the manifest records about the models (Plan.models)."""
-        return {"image_encoder": self.encoder_identity, **self.filter_identities}
+        detector = {"shot_detector": self.shot_detector_identity} if self.shot_detector_identity else {}
+        return {"image_encoder": self.encoder_identity, **self.filter_identities, **detector}
 
     @property
     def encoder_fingerprint(self) -> str:
@@ -41,15 +43,21 @@ class ImageCodeRules:
         return VideoCacheSpec(
             root=root, run_id=run_id, encoder_fingerprint=self.encoder_fingerprint,
             filter_fingerprints={name: identity["fingerprint"]
-                                 for name, identity in self.filter_identities.items()})
+                                 for name, identity in self.filter_identities.items()},
+            shot_detector_fingerprint=(self.shot_detector_identity or {}).get("fingerprint", ""))
 
 
 def build_rules(cfg: ImageCodeConfig) -> ImageCodeRules:
     """The rules from the config, each built once."""
     encoder = encoder_spec(cfg)
     quality = quality_rule(cfg)
+    detector = None
+    if cfg.shots.backend == "transnetv2":   # its weights decide the shots: they key the shot lists
+        from transforms.video import transnetv2
+        detector = transnetv2.identity()
     return ImageCodeRules(encoder=encoder, encoder_identity=encoder_identity(encoder),
-                          quality=quality, filter_identities=quality.identities())
+                          quality=quality, filter_identities=quality.identities(),
+                          shot_detector_identity=detector)
 
 
 def encoder_spec(cfg: ImageCodeConfig) -> EncoderSpec:
@@ -72,8 +80,9 @@ def quality_rule(cfg: ImageCodeConfig) -> QualityRule:
 def shot_params(cfg: ImageCodeConfig) -> dict:
     """SplitIntoShots' settings from the config (they also key the cached shot lists)."""
     backend = cfg.shots.backend
-    return dict(backend=backend,
-                threshold=(cfg.shots.pyscenedetect_threshold if backend == "pyscenedetect"
-                           else cfg.shots.ffmpeg_threshold),
+    thresholds = {"pyscenedetect": cfg.shots.pyscenedetect_threshold,
+                  "ffmpeg": cfg.shots.ffmpeg_threshold,
+                  "transnetv2": cfg.shots.transnetv2_threshold}
+    return dict(backend=backend, threshold=thresholds[backend],
                 min_scene_len=cfg.shots.min_scene_len, stride=cfg.decode.stride,
                 max_side=cfg.decode.max_side or None)

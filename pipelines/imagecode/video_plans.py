@@ -54,6 +54,7 @@ class VideoCacheSpec:
     run_id: str
     encoder_fingerprint: str
     filter_fingerprints: Dict[str, str]  # "brisque"/"ocr" -> model fingerprint; only filters that are on
+    shot_detector_fingerprint: str = ""  # a learned shot detector's weights; "" for the rule-based ones
 
 
 @dataclass
@@ -131,6 +132,8 @@ class PlanVideos(beam.PTransform):
 def cache_keys(shot_params: dict, min_frames: int, cache: VideoCacheSpec):
     """video sha256 -> {part: cache key}: everything each part depends on."""
     shots = dict(shot_params, code=SHOTS_CODE_VERSION)
+    if cache.shot_detector_fingerprint:   # absent for the rule-based backends: their keys stay as they were
+        shots["detector"] = cache.shot_detector_fingerprint
     decode = {"max_side": shot_params.get("max_side")}
 
     def keys(sha: str) -> Dict[str, str]:

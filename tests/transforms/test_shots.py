@@ -1,4 +1,4 @@
-"""Shot detection (transforms/video/shots.py): both backends, stride, and the Beam stage."""
+"""Shot detection (transforms/video/shots.py): the three backends, stride, and the Beam stage."""
 import json
 
 import apache_beam as beam
@@ -49,7 +49,7 @@ def ref(path, video_id="v1"):
     return VideoRef(path=path, source="synthetic", video_id=video_id, split="train")
 
 
-@pytest.mark.parametrize("backend", ["ffmpeg", "pyscenedetect"])
+@pytest.mark.parametrize("backend", ["ffmpeg", "pyscenedetect", "transnetv2"])
 def test_backends_find_the_true_cuts(videos, backend):
     shots = list(iter_shots(ref(videos["clip"]), backend=backend))
     assert [s.shot_index for s in shots] == [0, 1, 2, 3]
@@ -214,3 +214,27 @@ def test_a_cached_shot_list_is_judged_again_with_this_runs_tolerance():
     assert [s.key for s in out] == ["synthetic/v/shot0"]  # 2% missing: whole enough
     out = list(replay_shots(StageCounts("replay-test"), video, listing, 10, 0.01))
     assert [(o.value.level, o.value.reason) for o in out] == [("video", reasons.TRUNCATED_VIDEO)]
+
+
+def test_transnetv2_finds_the_known_cuts_exactly(videos):
+    found = [s.start_frame for s in iter_shots(ref(videos["clip"]), backend="transnetv2")][1:]
+    right = set(found) & set(CUTS)
+    assert len(right) / len(found) == 1.0 and len(right) / len(CUTS) == 1.0, found   # precision, recall
+
+
+def test_transnetv2_stream_gives_the_packages_own_probabilities(videos):
+    """The frame-by-frame windows are the authors' windows: the same probabilities as the
+    package's whole-video inference (predict_frames) on the same 48x27 frames."""
+    import torch
+
+    from transforms.video.decode import iter_frames
+    from transforms.video.transnetv2 import TransitionStream, load_model, small_frame
+    stream, streamed, frames = TransitionStream(), [], []
+    for _, frame in iter_frames(videos["clip"], None):
+        frames.append(small_frame(frame))
+        streamed += stream.feed(frame)
+    streamed += stream.finish()
+    assert [i for i, _ in streamed] == list(range(N))
+    whole, _ = load_model().predict_frames(torch.from_numpy(np.stack(frames)), quiet=True)
+    assert np.allclose([p for _, p in streamed], whole.numpy(), atol=1e-5)
+    assert [i for i, p in streamed if p > 0.5] == [c - 1 for c in CUTS]   # the last frame before each cut

@@ -185,15 +185,55 @@ def to_conllu(tokens: Iterable[Token], text: Optional[str] = None, sent_id: Opti
 
 # --- spaCy / Stanza ------------------------------------------------------------------------
 
+# spaCy's English pipelines (en_core_web_*) are trained on OntoNotes with ClearNLP labels,
+# not Universal Dependencies: "cut the cake" has `dobj`, and "ride on the horse" hangs the
+# noun under the preposition (ride -prep-> on -pobj-> horse) where UD hangs it under the
+# verb (ride -obl-> horse -case-> on). Whatever reads Tokens reads UD, so a ClearNLP parse
+# is converted here: the renames below, and each prep/pobj pair turned round. Labels UD
+# shares (nsubj, amod, det, conj, xcomp, ...) and those of a UD-trained pipeline pass
+# unchanged. Copulas are not turned round ("be nice": `be` stays the root).
+_CLEAR_TO_UD = {
+    "dobj": "obj", "dative": "iobj", "nsubjpass": "nsubj:pass", "csubjpass": "csubj:pass",
+    "auxpass": "aux:pass", "poss": "nmod:poss", "prt": "compound:prt", "neg": "advmod",
+    "acomp": "xcomp", "oprd": "xcomp", "npadvmod": "obl:npmod", "relcl": "acl:relcl",
+    "quantmod": "advmod", "predet": "det:predet", "preconj": "cc:preconj", "intj": "discourse",
+    "attr": "obj", "meta": "dep",
+}
+_PREPOSITIONS = ("prep", "agent", "dative")     # "dative" when it is the "to" of "give it to her"
+_CLAUSAL_HEADS = ("VERB", "AUX", "ADJ", "ADV")
+
+
 def tokens_from_spacy(doc) -> Tuple[Token, ...]:
-    """A spaCy Doc (one sentence) as Tokens; spaCy's ROOT label becomes UD's `root`."""
-    out = []
-    for tok in doc:
-        if tok.is_space:
+    """A spaCy Doc (one sentence) as Tokens in UD form; spaCy's ROOT label becomes `root`
+    and ClearNLP labels become UD's (above)."""
+    words = [tok for tok in doc if not tok.is_space]
+    number = {tok.i: n for n, tok in enumerate(words, 1)}
+    upos = {number[t.i]: t.pos_ for t in words}
+    head = {number[t.i]: 0 if t.head.i == t.i or t.head.i not in number else number[t.head.i]
+            for t in words}
+    dep = {number[t.i]: "root" if t.dep_.upper() == "ROOT" else t.dep_ for t in words}
+    for word in list(head):
+        if dep[word] not in _PREPOSITIONS or (dep[word] == "dative" and upos[word] != "ADP"):
             continue
-        head = 0 if tok.head.i == tok.i else tok.head.i + 1
-        dep = "root" if tok.dep_.upper() == "ROOT" else tok.dep_
-        out.append(Token(tok.i + 1, tok.text, tok.lemma_ or tok.text.lower(), tok.pos_, head, dep))
+        objects = [k for k in head if head[k] == word and dep[k] in ("pobj", "pcomp")]
+        if not objects:
+            continue
+        target, governor = objects[0], head[word]
+        clausal = upos.get(governor) in _CLAUSAL_HEADS or governor == 0
+        if dep[target] == "pcomp":         # "before going home": a clause the preposition marks
+            dep[target] = "advcl" if clausal else "acl"
+            dep[word] = "mark"
+        else:
+            dep[target] = "obl" if clausal else "nmod"
+            dep[word] = "case"
+        head[target], head[word] = governor, target
+        for other in objects[1:]:
+            head[other] = target
+    out = []
+    for tok in words:
+        n = number[tok.i]
+        out.append(Token(n, tok.text, tok.lemma_ or tok.text.lower(), tok.pos_, head[n],
+                         _CLEAR_TO_UD.get(dep[n], dep[n])))
     return tuple(out)
 
 
