@@ -17,10 +17,10 @@ from __future__ import annotations
 import apache_beam as beam
 
 from pipelines.fg import reasons
-from pipelines.fg.records import caption_key
+from pipelines.fg.records import caption_key, parse_caption_line
 from transforms.core.sampling import priority
 from transforms.core.stage import MAIN, REJECTS, StageFn, stage_pardo
-from transforms.io.lines import ReadNumberedLines, parse_json_object
+from transforms.io.lines import ReadNumberedLines
 
 FIELDS = ("image_id", "model_text", "human_text")
 
@@ -30,16 +30,12 @@ class _ParseCorrection(StageFn):
     counts_out = False
 
     def judge(self, line):
-        record = parse_json_object(line, FIELDS)
-        where = {"file": line.path, "line": line.number}
+        record = parse_caption_line(line, FIELDS)
         if isinstance(record, tuple):
-            yield self.reject(record[0], line.where, detail=record[1], **where)
+            yield self.reject(record[0], line.where, detail=record[1], file=line.path,
+                              line=line.number)
             return
-        index = record.get("caption_index")
-        if isinstance(index, bool) or not isinstance(index, int) or index < 0:
-            yield self.reject(reasons.BAD_FIELD, line.where,
-                              detail=f"caption_index must be a non-negative integer, got {index!r}", **where)
-            return
+        index = record["caption_index"]
         yield caption_key(record["image_id"], index), (line.path, line.number, record["model_text"],
                                                        record["human_text"])
 

@@ -18,8 +18,9 @@ import dataclasses
 import apache_beam as beam
 
 from pipelines.fg import reasons
+from pipelines.fg.records import parse_caption_line
 from transforms.core.stage import MAIN, REJECTS, StageFn, stage_pardo
-from transforms.io.lines import ReadNumberedLines, parse_json_object
+from transforms.io.lines import ReadNumberedLines
 
 
 def prompt_key(image_id: str, index: int, prompt: str) -> str:
@@ -34,16 +35,12 @@ class _ParseLine(StageFn):
         self.stage, self._field = stage, field
 
     def judge(self, line):
-        record = parse_json_object(line, ("image_id", "prompt", self._field))
-        where = {"file": line.path, "line": line.number}
+        record = parse_caption_line(line, ("image_id", "prompt", self._field))
         if isinstance(record, tuple):
-            yield self.reject(record[0], line.where, detail=record[1], **where)
+            yield self.reject(record[0], line.where, detail=record[1], file=line.path,
+                              line=line.number)
             return
-        index = record.get("caption_index")
-        if isinstance(index, bool) or not isinstance(index, int) or index < 0:
-            yield self.reject(reasons.BAD_FIELD, line.where,
-                              detail=f"caption_index must be a non-negative integer, got {index!r}", **where)
-            return
+        index = record["caption_index"]
         yield prompt_key(record["image_id"], index, record["prompt"]), (line.path, line.number, record[self._field])
 
 

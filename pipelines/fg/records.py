@@ -6,6 +6,9 @@ from typing import List, Optional, Tuple
 
 import numpy as np
 
+from pipelines.fg import reasons
+from transforms.io.lines import parse_json_object
+
 
 def caption_key(image_id: str, index: int) -> str:
     """One caption's id: `<image_id>#<position>` (positions 0-4 as in the annotation file)."""
@@ -88,3 +91,15 @@ class Candidate:
     @property
     def label(self) -> str:
         return f"{self.key}/t{self.template}/{self.noun or '-'}"
+
+
+def parse_caption_line(line, fields):
+    """A JSON Lines line about one caption (its `image_id`, a 0-based `caption_index` and
+    `fields`) as a dict, or (reason, detail) saying what is wrong with it."""
+    record = parse_json_object(line, fields)
+    if isinstance(record, tuple):
+        return record
+    index = record.get("caption_index")
+    if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+        return reasons.BAD_FIELD, f"caption_index must be a non-negative integer, got {index!r}"
+    return record
