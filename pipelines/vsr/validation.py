@@ -33,6 +33,7 @@ from pipelines.vsr import reasons
 from pipelines.vsr.schema import VotedExample
 from transforms.core.errors import ConfigError
 from transforms.core.stage import StageFn, stage_pardo
+from transforms.crowd.agreement import fleiss_kappa
 
 COUNT, DROP = "count", "drop"
 
@@ -123,22 +124,6 @@ def disagreement_probability(label: int, vote_true: Sequence, vote_false: Sequen
     if n < 2:
         return float("nan")
     return 1.0 - (n_true * (n_true - 1) + n_false * (n_false - 1)) / (n * (n - 1))
-
-
-def fleiss_kappa(counts) -> float:
-    """Fleiss' kappa of (items x categories) rating counts; items may have different numbers
-    of raters (each item's agreement uses its own n_i; items with fewer than 2 are skipped)."""
-    counts = np.asarray(counts, dtype=float)
-    n = counts.sum(axis=1)
-    counts, n = counts[n >= 2], n[n >= 2]
-    if not len(n):
-        return float("nan")
-    p_i = ((counts * (counts - 1)).sum(axis=1)) / (n * (n - 1))
-    p_j = counts.sum(axis=0) / n.sum()
-    p_e = float((p_j ** 2).sum())
-    if p_e == 1.0:
-        return float("nan")
-    return float((p_i.mean() - p_e) / (1.0 - p_e))
 
 
 # --- Beam ----------------------------------------------------------------------------------

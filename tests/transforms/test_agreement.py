@@ -94,3 +94,13 @@ def test_pools_report_pools_roles_together():
     assert report["workers"]["any"] == {"train": ["a", "b"], "valid": ["b", "c"]}
     assert report["overlap"]["describer"]["jaccard"] == {"train|valid": 0.0}
     assert report["overlap"]["any"]["jaccard"] == {"train|valid": pytest.approx(1 / 3)}
+
+
+def test_fleiss_kappa_matches_the_textbook_example():
+    from transforms.crowd.agreement import fleiss_kappa
+    # Fleiss (1971) / Wikipedia: 10 subjects, 14 raters, 5 categories -> kappa 0.210
+    table = [[0, 0, 0, 0, 14], [0, 2, 6, 4, 2], [0, 0, 3, 5, 6], [0, 3, 9, 2, 0], [2, 2, 8, 1, 1],
+             [7, 7, 0, 0, 0], [3, 2, 6, 3, 0], [2, 5, 3, 2, 2], [6, 5, 2, 1, 0], [0, 2, 2, 3, 7]]
+    assert fleiss_kappa(table) == pytest.approx(0.2099, abs=1e-4)
+    assert math.isnan(fleiss_kappa([[1, 0], [0, 1]]))      # one rating each: nothing to agree on
+    assert math.isnan(fleiss_kappa([[3, 0], [2, 0]]))      # one category only: chance agreement is 1

@@ -2,6 +2,7 @@
 
 * Krippendorff's alpha over reliability data (coders x units, NaN = missing), computed
   from the coincidence matrix, vectorised; nominal, ordinal or interval.
+* Fleiss' kappa over (items x categories) rating counts.
 * Human accuracy: the share of answers that found the target.
 * Pool overlap: how far the worker pools of the splits overlap.
 """
@@ -76,6 +77,24 @@ def krippendorff_alpha(reliability_data, level: str = "nominal", values=None) ->
     if values is None:
         values = np.unique(data[~np.isnan(data)])
     return alpha_from_coincidences(coincidences(value_counts(data, values)), values, level)
+
+
+# --- Fleiss' kappa ----------------------------------------------------------------------
+
+def fleiss_kappa(counts) -> float:
+    """Fleiss' kappa of (items x categories) rating counts; items may have different numbers
+    of raters (each item's agreement uses its own n_i; items with fewer than 2 are skipped)."""
+    counts = np.asarray(counts, dtype=float)
+    n = counts.sum(axis=1)
+    counts, n = counts[n >= 2], n[n >= 2]
+    if not len(n):
+        return float("nan")
+    p_i = ((counts * (counts - 1)).sum(axis=1)) / (n * (n - 1))
+    p_j = counts.sum(axis=0) / n.sum()
+    p_e = float((p_j ** 2).sum())
+    if p_e == 1.0:
+        return float("nan")
+    return float((p_i.mean() - p_e) / (1.0 - p_e))
 
 
 def human_accuracy(guessed, target) -> float:
