@@ -4,7 +4,7 @@ VERSION   ?= 1.0.0
 OUT       ?= releases
 CONFIG    ?=
 ARGS      ?=
-BENCHMARKS := imagecode vsr bd2bb fg
+BENCHMARKS := imagecode vsr bd2bb fg nlvr2
 
 .PHONY: setup $(addprefix build-,$(BENCHMARKS)) test check-dataflow check-portable bench clean-sample cache-prune
 
@@ -24,6 +24,7 @@ setup:
 #              IMAGES=<test images> POOL=<unlabeled2017 folder or .jsonl> CHECKPOINT=<ViT-B-32.pt>
 #              DETAILS=<details.jsonl> [MERGED=<merged.jsonl>] [CORRECTIONS=<corrections.jsonl>]
 #              (FG picks the configuration: paper/sample or flickr30k/flickr30k-sample)
+#   nlvr2      PUBLIC=<dev.json,test1.json,...>: re-release the public files (config public)
 MAIN_INPUT_imagecode = $(VIDEOS)
 INPUTS_imagecode = $(if $(VIDEOS),--set inputs.videos=$(VIDEOS)) \
                    $(if $(IMAGES),--set static.images=$(IMAGES)) \
@@ -48,9 +49,12 @@ INPUTS_fg = $(if $(CAPTIONS),--set inputs.captions=$(CAPTIONS)) \
             $(if $(DETAILS),--set inputs.details=$(DETAILS)) \
             $(if $(MERGED),--set inputs.merged=$(MERGED) --set merge.kind=file) \
             $(if $(CORRECTIONS),--set inputs.corrections=$(CORRECTIONS))
+MAIN_INPUT_nlvr2 = $(PUBLIC)
+INPUTS_nlvr2 = $(if $(PUBLIC),--set 'inputs.public=[$(PUBLIC)]')
 # A benchmark with several configurations names its paper and sample configs here.
 PAPER_CONFIG_fg = $(if $(filter flickr30k,$(FG)),flickr30k,paper)
 SAMPLE_CONFIG_fg = $(if $(filter flickr30k,$(FG)),flickr30k-sample,sample)
+PAPER_CONFIG_nlvr2 = public
 
 $(addprefix build-,$(BENCHMARKS)): build-%: setup
 	$(PY) -m pipelines $* build \

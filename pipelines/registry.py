@@ -15,6 +15,7 @@ BENCHMARKS: Dict[str, Tuple[str, str]] = {
     "imagecode": ("pipelines.imagecode.benchmark", "ImageCoDe (Krojer et al. 2022): video-frame and static image sets, describe/retrieve rounds"),
     "vsr": ("pipelines.vsr.benchmark", "VSR (Liu et al. 2023): COCO concept pairs, caption and validation rounds, splits"),
     "bd2bb": ("pipelines.bd2bb.benchmark", "BD2BB (Pezzelle et al. 2020): filtered tuples, topic clusters, argument codes, decoys"),
+    "nlvr2": ("pipelines.nlvr2.benchmark", "NLVR2 (Suhr et al. 2019): sentence and validation rounds on image pairs, public re-release"),
     "fg": ("pipelines.fg.benchmark", "MSCOCO-FG / Flickr30K-FG (Chen et al. 2023): similar-image pools, renovated coarse captions"),
 }
 

@@ -18,7 +18,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Variables a user's shell could carry into make; the README's commands assume none.
 MAKE_VARIABLES = ("OUT", "VERSION", "CONFIG", "ARGS", "VIDEOS", "IMAGES", "DESCRIPTIONS",
                   "RETRIEVALS", "COCO", "ANNOTATIONS", "CAPTIONS", "VOTES", "EXTRA_LABELS",
-                  "TUPLES", "PARSES", "BD2BB_CONFIG", "CACHE")
+                  "TUPLES", "PARSES", "BD2BB_CONFIG", "CACHE", "PUBLIC")
 
 
 def readme_build_commands():

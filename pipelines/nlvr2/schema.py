@@ -8,6 +8,7 @@ they were made.
 """
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from typing import Optional, Tuple
@@ -69,3 +70,30 @@ class Example:
     def group(self) -> Tuple[str, int, int]:
         """A consistency group (spec S11): the examples of one sentence on one set."""
         return (self.split, self.set_id, self.sentence_id)
+
+
+def image_file(split: str, set_id: int, pair: int, side: int) -> str:
+    """The public image file of one side of a pair, `split-set-pair-img{0,1}.png` (the
+    public repository's README: the name, not the format - not every file is a PNG)."""
+    return f"{split}-{set_id}-{pair}-img{side}.png"
+
+
+def public_row(example: Example) -> dict:
+    """The example as a public line's object: PUBLIC_KEYS in order, judgements as
+    {worker: "True"/"False"} in their order, `label` a string; train rows end with
+    `directory` (where the public train file puts it is not checked here: the train file
+    is not among the files the tests read)."""
+    row = {"validation": dict(example.validation), "sentence": example.sentence,
+           "left_url": example.left_url, "writer": example.writer,
+           "label": LABELS[0] if example.label else LABELS[1], "right_url": example.right_url,
+           "synset": example.synset, "query": example.query, "identifier": example.identifier,
+           "extra_validations": dict(example.extra_validations)}
+    if example.directory is not None:
+        row[TRAIN_KEY] = example.directory
+    return row
+
+
+def public_line(example: Example) -> str:
+    """The public line of an example, without its newline: `json.dumps` with the default
+    separators and ASCII escapes, as every line of the released files is written."""
+    return json.dumps(public_row(example))

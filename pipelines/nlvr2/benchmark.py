@@ -1,0 +1,74 @@
+"""NLVR2 (Suhr et al. 2019) as the runner sees it (pipelines/benchmark.py)."""
+from __future__ import annotations
+
+import dataclasses
+import os
+
+from pipelines.benchmark import Benchmark, Plan, inside
+from pipelines.nlvr2 import datacard, pipeline, reasons
+from pipelines.nlvr2.config import Nlvr2Config
+from pipelines.progress import Progress
+
+SAMPLE_DIR = "samples/nlvr2"   # where the sample config reads (configs/sample.yaml)
+
+
+class Nlvr2(Benchmark):
+    name = "nlvr2"
+    title = "NLVR2 (Suhr et al. 2019)"
+    config_type = Nlvr2Config
+    package_dir = os.path.dirname(os.path.abspath(__file__))
+    vocabulary = reasons.VOCABULARY
+
+    def sample_configs(self):
+        # Empty until the collection half lands: the sample (and configs/sample.yaml)
+        # is built by the collection stages S1-S9, which are not written yet.
+        return []
+
+    def ensure_sample(self, config: Nlvr2Config) -> None:
+        # the collection section names its inputs; any of them inside samples/nlvr2
+        # means the sample config, generated on first use
+        values = _strings(dataclasses.asdict(config.collection))
+        if not config.inputs.public and any(inside(v, SAMPLE_DIR) for v in values):
+            from pipelines.nlvr2.sample import make_nlvr2_sample
+            make_nlvr2_sample(SAMPLE_DIR)
+
+    def prepare(self, config: Nlvr2Config, cache_root) -> Plan:
+        concrete = pipeline.preflight(config)
+        inputs = {f"public[{i}]": path for i, path in enumerate(concrete.inputs.public)}
+        return Plan(concrete, inputs=inputs, cache_root=cache_root)
+
+    def build(self, p, plan: Plan, staging_dir: str) -> None:
+        pipeline.build_pipeline(p, plan.config, staging_dir)
+
+    def tables(self, plan: Plan):
+        return pipeline.released_tables(plan.config)
+
+    def progress(self, plan: Plan):
+        if plan.config.inputs.public:
+            return (Progress("examples", "example", "paper_rules",
+                             total_counter=("public", "line.out")),)
+        return ()
+
+    def links(self, plan: Plan):
+        return pipeline.stage_links(plan.config)
+
+    def after_run(self, plan: Plan, staging_dir: str) -> None:
+        pipeline.check_leakage_policy(plan.config, staging_dir)
+
+    def describe(self, plan: Plan, facts: dict) -> dict:
+        return datacard.describe(plan.config, facts)
+
+
+def _strings(value):
+    """Every string inside a (nested) config dict: the paths it may name."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _strings(v)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _strings(v)
+
+
+BENCHMARK = Nlvr2()
