@@ -96,11 +96,11 @@ def _examples(p, cfg: Nlvr2Config, staging_dir: str):
                                                  staging_dir=staging_dir)
     for table in collection_tables(cfg.collection):
         _ = collected[table] | f"Write {table}" >> WriteTable(
-            staging_dir, table, collection_schema(cfg, table), lambda row: row)
+            staging_dir, table, collection_schema(table), lambda row: row)
     return collected[MAIN], [collected[REJECTS]]
 
 
-def collection_schema(cfg: Nlvr2Config, table: str) -> pa.Schema:
+def collection_schema(table: str) -> pa.Schema:
     """The Arrow schema of one of the collection's extra tables: the collection module's
     `TABLE_SCHEMAS[table]` (written with the collection stages)."""
     from pipelines.nlvr2 import collection

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Optional, Tuple, Union
 
 from pipelines.nlvr2 import reasons
-from pipelines.nlvr2.schema import IDENTIFIER, LABELS, PUBLIC_KEYS, TRAIN_KEY, Example
+from pipelines.nlvr2.schema import IDENTIFIER, LABELS, PUBLIC_KEYS, TRAIN_KEY, Example, Judgements
 from transforms.core.stage import StageFn
 from transforms.io.lines import SourceLine, parse_json_object
 
@@ -44,13 +44,12 @@ def parse_public_line(line: SourceLine) -> Union[Example, Problem]:
     writer = record["writer"]
     if not isinstance(writer, str) or not writer.strip():
         return reasons.BAD_WORKER, f"writer must be a non-empty string, got {writer!r}"
-    validation = _judgements(record["validation"], "validation")
-    if isinstance(validation[0], str):
-        return validation
-    extra = _judgements(record["extra_validations"], "extra_validations")
-    if isinstance(extra[0], str):
-        return extra
-    validation, extra = validation[1], extra[1]
+    problem, validation = _judgements(record["validation"], "validation")
+    if problem:
+        return problem
+    problem, extra = _judgements(record["extra_validations"], "extra_validations")
+    if problem:
+        return problem
     label = record["label"]
     if label not in LABELS:
         return reasons.BAD_LABEL, f"label must be the string \"True\" or \"False\", got {label!r}"
@@ -75,16 +74,17 @@ def parse_public_line(line: SourceLine) -> Union[Example, Problem]:
                    origin=(line.path, line.number))
 
 
-def _judgements(value, key: str) -> Tuple[Optional[str], object]:
-    """(None, ((worker, "True"/"False"), ...)) in the file's order, or (reason, detail)."""
+def _judgements(value, key: str) -> Tuple[Optional[Problem], Judgements]:
+    """(None, ((worker, "True"/"False"), ...) in the file's order), or (problem, ())."""
     if not isinstance(value, dict):
-        return reasons.BAD_FIELD, f"{key} must be an object {{worker: judgement}}, got {type(value).__name__}"
+        return (reasons.BAD_FIELD, f"{key} must be an object {{worker: judgement}}, "
+                                   f"got {type(value).__name__}"), ()
     for worker, judgement in value.items():
         if not worker.strip():   # JSON object keys are strings already; an empty one is no id
-            return reasons.BAD_WORKER, f"{key}: a worker id is empty"
+            return (reasons.BAD_WORKER, f"{key}: a worker id is empty"), ()
         if judgement not in LABELS:
-            return reasons.BAD_LABEL, (f"{key}[{worker!r}] must be the string \"True\" or "
-                                       f"\"False\", got {judgement!r}")
+            return (reasons.BAD_LABEL, f"{key}[{worker!r}] must be the string \"True\" or "
+                                       f"\"False\", got {judgement!r}"), ()
     return None, tuple(value.items())
 
 
