@@ -72,13 +72,15 @@ def build_pipeline(p: beam.Pipeline, cfg: Nlvr2Config, staging_dir: str) -> None
         "groups": [kept | "Groups" >> analysis.GroupShapes()],
         "synsets": [kept | "Synsets" >> analysis.SynsetCounts()],
         "leakage": [kept | "Image URLs" >> beam.FlatMap(analysis.url_places)
-                    | "URL leakage" >> analysis.ImageLeakage("url"),
-                    hashed[MAIN] | "Hash places" >> beam.MapTuple(
-                        lambda split, _, digest, set_id: (digest, split, set_id))
-                    | "aHash leakage" >> analysis.ImageLeakage("ahash")],
+                    | "URL leakage" >> analysis.ImageLeakage("url")],
         "anomalies": [checked[ANOMALIES]],
         "compat": [compat],
     }
+    if not cfg.inputs.public:   # released files hold URLs only: no image content to compare
+        reports["leakage"].append(
+            hashed[MAIN] | "Hash places" >> beam.MapTuple(
+                lambda split, _, digest, set_id: (digest, split, set_id))
+            | "aHash leakage" >> analysis.ImageLeakage("ahash"))
     for name, parts in reports.items():
         _ = (parts | f"All {name}" >> beam.Flatten()
              | f"Write {name}" >> WriteReport(staging_dir, name))

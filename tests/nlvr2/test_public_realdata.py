@@ -91,6 +91,8 @@ def test_image_urls_in_two_splits_are_reported(release):
     url = {r["kind"]: r for r in _stats(release, "leakage")}["url"]
     assert url["in_several_splits"] == 45 and url["by_split_pair"] == {"dev|test1": 45}
     assert url["in_several_sets"] == 84
+    manifest = json.load(open(os.path.join(release, "MANIFEST.json")))
+    assert manifest["leakage_check"] == {"passed": False, "image_urls_in_several_splits": 45}
     card = open(os.path.join(release, "DATACARD.md")).read()
     assert "45 image URLs occur in two or more splits" in card
 
