@@ -53,8 +53,9 @@ def stage_links(config: CollectionConfig):
     i = config.inputs
     links = []
     if i.search_results:
-        links += [("search_results", "line.out", "search", "result.in"),
-                  ("search", "result.out", "auto_pruning", "set.in")]
+        links.append(("search", "result.out", "auto_pruning", "set.in"))
+        if not config.search.local_similar.collection:   # else a seed may fail to embed between
+            links.append(("search_results", "line.out", "search", "result.in"))
     if i.search_results and i.pruning_answers:
         links.append(("auto_pruning", "set.out", "crowd_pruning", "set.in"))
     if i.search_results and i.pruning_answers and i.interest_answers:

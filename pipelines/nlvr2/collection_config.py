@@ -4,7 +4,7 @@ or says "ours"; an unknown key fails when the config is loaded (pipelines/config
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List
+from typing import Dict, List, Literal, Optional
 
 from pipelines.config import InputPath
 from transforms.core.errors import ConfigError
@@ -50,6 +50,22 @@ class QueriesConfig:
 
 
 @dataclass
+class LocalSimilarConfig:
+    """A local stand-in for the similar-images tool (App. B): a search-result line without
+    `similar` gets its seed's nearest images (exact kNN) in `collection`, embedded with
+    the project's image encoder (transforms/image/encoders.py)."""
+    collection: InputPath = ""          # a folder of images or a manifest; "" = off
+    kind: Literal["open_clip", "thumbnail"] = "open_clip"
+    model_name: str = "ViT-B-16"
+    pretrained: str = "openai"
+    checkpoint: Optional[InputPath] = None
+    batch_size: int = 64
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    thumbnail_size: int = 16
+    shards: int = 1
+
+
+@dataclass
 class SearchConfig:
     """App. B: how far down one query's results go."""
     set_size: int = 16                 # a result and its 15 most similar images
@@ -59,6 +75,7 @@ class SearchConfig:
     wide_max_results: int = 100        # collective nouns and "two <synset>" (fn 12)
     wide_max_sets: int = 60
     wide_quantity_words: List[str] = field(default_factory=lambda: ["two"])
+    local_similar: LocalSimilarConfig = field(default_factory=LocalSimilarConfig)
 
 
 @dataclass

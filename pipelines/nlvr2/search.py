@@ -46,6 +46,7 @@ class ImageSet(NamedTuple):
     rank: int
     synset: str
     images: Tuple[Image, ...]
+    needs_similar: bool = False   # a seed alone, for the local similar-images stand-in
 
     @property
     def key(self) -> str:
@@ -84,8 +85,10 @@ def _image(entry, base_dir: str, position: int) -> Optional[Image]:
     return Image(position, url, path)
 
 
-def search_result_check(base_dir: str, set_size: int):
-    """ReadAnswerRows' check for a search-result line (context: {query text: synset})."""
+def search_result_check(base_dir: str, set_size: int, local_similar: bool = False):
+    """ReadAnswerRows' check for a search-result line (context: {query text: synset}).
+    With `local_similar`, a line without `similar` is a seed whose similar images the
+    local stand-in finds (local_search.py)."""
     def check(row: dict, queries: Dict[str, str]):
         query = cell_text(row, "query")
         if query not in queries:
@@ -96,6 +99,11 @@ def search_result_check(base_dir: str, set_size: int):
         if isinstance(rank, bool) or not isinstance(rank, int) or rank < 0:
             return RowProblem(reasons.BAD_FIELD, f"rank {rank!r}: a whole number >= 0")
         similar = row.get("similar")
+        if similar is None and local_similar:
+            seed = _image(row.get("seed"), base_dir, 0)
+            if seed is None:
+                return RowProblem(reasons.BAD_FIELD, "seed is neither a path nor {url, file}")
+            return (query, rank), ImageSet(query, rank, queries[query], (seed,), needs_similar=True)
         if not isinstance(similar, list) or len(similar) > set_size - 1:
             return RowProblem(reasons.BAD_FIELD, f"similar: a list of at most {set_size - 1} images")
         images = [_image(e, base_dir, i) for i, e in enumerate([row.get("seed")] + similar)]
@@ -163,13 +171,23 @@ class SearchSets(beam.PTransform):
         by_text = queries | "Query by text" >> beam.Map(lambda q: (q.text, q))
         synsets = beam.pvalue.AsDict(by_text | "Synset of query" >> beam.MapTuple(lambda t, q: (t, q.synset)))
         base = os.path.dirname(self._path)
+        local = bool(self._cfg.local_similar.collection)
+        columns = SEARCH_COLUMNS[:-1] if local else SEARCH_COLUMNS
         rows = queries.pipeline | "Read search results" >> ReadAnswerRows(
-            self._path, "search_results", SEARCH_COLUMNS, search_result_check(base, self._cfg.set_size),
+            self._path, "search_results", columns, search_result_check(base, self._cfg.set_size, local),
             why.DUPLICATE_RESULT, context=synsets)
-        capped = (rows[MAIN] | "By query" >> beam.Map(lambda s: (s.query, s))
+        results, rejects = rows[MAIN], [rows[REJECTS]]
+        if local:
+            from pipelines.nlvr2.local_search import LocalSimilarImages
+            seeds = results | "Seeds alone" >> beam.Filter(lambda s: s.needs_similar)
+            found = seeds | "Local similar images" >> LocalSimilarImages(self._cfg.local_similar, self._cfg.set_size)
+            given = results | "Similar given" >> beam.Filter(lambda s: not s.needs_similar)
+            results = (given, found[MAIN]) | "All results" >> beam.Flatten()
+            rejects.append(found[REJECTS])
+        capped = (results | "By query" >> beam.Map(lambda s: (s.query, s))
                   | "Group query" >> beam.GroupByKey()
                   | "Caps" >> stage_pardo(_CapSearch(self._cfg), beam.pvalue.AsDict(by_text)))
-        rejects = (rows[REJECTS], capped[REJECTS]) | "Search rejects" >> beam.Flatten()
+        rejects = (*rejects, capped[REJECTS]) | "Search rejects" >> beam.Flatten()
         return {MAIN: capped[MAIN], REJECTS: rejects}
 
 
