@@ -115,8 +115,8 @@ class CollectionConfig:
             raise ConfigError("collection.pruning.min_set_images must be >= set_images")
         if not 0.0 <= self.splits.held_out < 1.0:
             raise ConfigError("collection.splits.held_out: a fraction in [0, 1)")
-        if self.splits.directories < 1:
-            raise ConfigError("collection.splits.directories: at least 1")
+        if self.splits.directories < 1 or self.splits.extra_judgements < 1:
+            raise ConfigError("collection.splits.directories and extra_judgements: at least 1")
 
     def round_inputs(self) -> Dict[str, str]:
         return {k: getattr(self.inputs, k) for k in CollectionInputs.__dataclass_fields__}

@@ -32,10 +32,11 @@ REPORTED = "reported"                          # the validator reported the sent
 VALIDATION_DISAGREES = "validation_disagrees"  # the judgement differs from the writer's selection
 # S9 extra validation (§3.4)
 EXTRA_VALIDATION_DISAGREES = "extra_validation_disagrees"  # >= 2 extra judgements differ from the label
+SURPLUS_JUDGEMENT = "surplus_judgement"        # an extra judgement beyond the 4 of an example
 
 COLLECTION_REASONS = (UNKNOWN_QUERY, DUPLICATE_RESULT, NO_SIMILAR_IMAGES, BEYOND_SEARCH_CAP,
                       SEEN_IN_EARLIER_SET, TOO_SMALL, DUPLICATE_IN_SET, TOO_FEW_IMAGES,
                       UNKNOWN_ITEM, BAD_ANSWER, DUPLICATE_ANSWER, UNANSWERED, UNLOADABLE,
                       INAPPROPRIATE, ARTWORK_OR_COLLAGE, NO_SYNSET_INSTANCE, CROWD_DUPLICATE,
                       TOO_FEW_INTERESTING, BEYOND_TOP_IMAGES, BAD_SELECTION, REPORTED,
-                      VALIDATION_DISAGREES, EXTRA_VALIDATION_DISAGREES)
+                      VALIDATION_DISAGREES, EXTRA_VALIDATION_DISAGREES, SURPLUS_JUDGEMENT)

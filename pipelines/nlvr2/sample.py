@@ -186,6 +186,9 @@ def answer_extra(tasks: List[dict], labels: Dict[str, bool], judgements: int) ->
             if (t == 1 and k < 2) or (t == 3 and k == 0):
                 judgement = not judgement   # t == 1: removed; t == 3: kept with one dissent
             rows.append({"example": task["example"], "worker": f"x{k}", "judgement": str(judgement)})
+        if t == 2:   # one judgement too many
+            rows.append({"example": task["example"], "worker": f"x{judgements}",
+                         "judgement": str(labels[task["example"]])})
     return rows
 
 

@@ -57,25 +57,36 @@ class _Split(StageFn):
 
 
 class _ExtraValidation(StageFn):
+    """Levels example (kept or removed) and judgement (an extra judgement used, or surplus:
+    the first `judgements` by worker id are used, so `extra_validations` is in worker-id
+    order; the answer rows' order is not kept)."""
     stage, level = "extra_validation", "example"
 
-    def __init__(self, max_disagreeing: int):
-        self._max = max_disagreeing
+    def __init__(self, max_disagreeing: int, judgements: int):
+        self._max, self._judgements = max_disagreeing, judgements
 
     def judge(self, joined):
         example, groups = joined
         for split, item in groups["example"]:
-            extra = tuple((worker, judgement) for _, worker, judgement in
-                          sorted(groups["answers"], key=lambda a: a[1]))
-            if split != "train":
-                if not extra:
-                    yield self.reject(why.UNANSWERED, example, split=split)
-                    continue
-                wrong = disagreeing(item.candidate.selected, extra)
-                if wrong > self._max:
-                    yield self.reject(why.EXTRA_VALIDATION_DISAGREES, example, split=split,
-                                      detail=f"{wrong} of {len(extra)} extra judgements differ")
-                    continue
+            if split == "train":   # answers name held-out examples only (unknown_item otherwise)
+                yield split, item, ()
+                continue
+            answers = sorted(groups["answers"], key=lambda a: a[1])
+            self.counts.seen(len(answers), level="judgement")
+            used = answers[:self._judgements]
+            self.counts.count_out(len(used), level="judgement")
+            for _, worker, _ in answers[self._judgements:]:
+                yield self.reject(why.SURPLUS_JUDGEMENT, f"{example}/{worker}", level="judgement",
+                                  split=split, detail=f"more than {self._judgements} extra judgements")
+            extra = tuple((worker, judgement) for _, worker, judgement in used)
+            if not extra:
+                yield self.reject(why.UNANSWERED, example, split=split)
+                continue
+            wrong = disagreeing(item.candidate.selected, extra)
+            if wrong > self._max:
+                yield self.reject(why.EXTRA_VALIDATION_DISAGREES, example, split=split,
+                                  detail=f"{wrong} of {len(extra)} extra judgements differ")
+                continue
             yield split, item, extra
 
 
@@ -118,7 +129,7 @@ class SplitAndValidate(beam.PTransform):
         checked = ({"example": split[MAIN] | "By example" >> beam.Map(lambda s: (s[1].candidate.example_id, s)),
                     "answers": rows[MAIN] | "Answer by example" >> beam.Map(lambda a: (a[0], a))}
                    | "Join" >> beam.CoGroupByKey()
-                   | "Extra validation" >> stage_pardo(_ExtraValidation(cfg.max_disagreeing)))
+                   | "Extra validation" >> stage_pardo(_ExtraValidation(cfg.max_disagreeing, cfg.extra_judgements)))
         kept = checked[MAIN]
         set_ids = (kept | "Kept sets" >> beam.Map(lambda k: (k[0], k[1].candidate.sentence.paired.key))
                    | "Distinct kept" >> beam.Distinct() | "Kept list" >> beam.combiners.ToList()

@@ -91,6 +91,7 @@ def test_examples_are_well_formed(sample):
         assert os.path.isfile(e.left_image) and os.path.isfile(e.right_image)
         assert (e.directory is not None) == (e.split == "train")
         assert bool(e.extra_validations) == (e.split != "train")
+        assert len(e.extra_validations) <= 4
         wrong = sum(1 for _, j in e.extra_validations if (j == "True") != e.label)
         assert wrong <= 1
     # set ids run 0..n-1 within each split; both sentences of a (set, pair) share the URLs
@@ -136,3 +137,18 @@ def test_task_files_round_trip(sample, tmp_path):
     assert all(not hasattr(pruning_check(r.fields, positions), "reason") for r in rows)
     for name in ("search_queries", "interest", "writing", "validation", "extra_validation"):
         assert os.path.getsize(os.path.join(staging, "tasks", f"{name}.jsonl")) > 0, name
+
+
+def test_a_round_left_empty_ends_the_collection_after_its_tasks(sample, tmp_path):
+    folder = sample[0]
+    cfg, found, counts = _build(folder, str(tmp_path), sentences="", validations="", extra_validations="")
+    assert found[MAIN] == [] and found[IMAGE_SETS]
+    assert reconcile(counts) == [] and check_links(counts, stage_links(cfg)) == []
+    with open(tmp_path / "tasks" / "writing.jsonl", encoding="utf-8") as f:
+        writing = [json.loads(line) for line in f]
+    assert len(writing) == 2 * len(found[IMAGE_SETS])
+    assert all(len(t["pairs"]) == 4 for t in writing)
+    assert os.path.getsize(tmp_path / "tasks" / "validation.jsonl") == 0
+    # the same seed gives the same tasks as the full build exported
+    with open(os.path.join(sample[1], "tasks", "writing.jsonl"), encoding="utf-8") as f:
+        assert [json.loads(line) for line in f] == writing
