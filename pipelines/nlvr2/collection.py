@@ -26,18 +26,44 @@ from apache_beam.io.filesystems import FileSystems
 
 from pipelines.nlvr2.collection_config import CollectionConfig
 from pipelines.nlvr2.queries import synset_queries
-from pipelines.nlvr2.rounds import (ImageRound, ValidationRound, WritingRound, candidates,
-                                    image_task, pair_sets, validation_task, writing_tasks)
-from pipelines.nlvr2.search import AutoPrune, SearchSets
+from pipelines.nlvr2.rounds import (INTEREST_COLUMNS, PRUNING_COLUMNS, SENTENCE_COLUMNS,
+                                    VALIDATION_COLUMNS, ImageRound, ValidationRound, WritingRound,
+                                    candidates, image_task, pair_sets, validation_task,
+                                    writing_tasks)
+from pipelines.nlvr2.search import SEARCH_COLUMNS, AutoPrune, SearchSets
 from pipelines.nlvr2.similar_words import SimilarWords, load_encoder
 from pipelines.nlvr2.splits import HELD_OUT_ITEMS as HELD_OUT, SplitAndValidate
 from pipelines.nlvr2.synsets import hypernym_table, ilsvrc_synsets, select_synsets
+from transforms.core.errors import ConfigError
 from transforms.core.stage import MAIN, REJECTS, StageFn, stage_pardo
+from transforms.crowd.answer_files import check_answer_file
 from transforms.crowd.task_files import WriteTaskFiles
 
 QUERIES, IMAGE_SETS = "queries", "image_sets"
+# each round's input and the columns its rows must have, in the order the rounds run
+ROUND_COLUMNS = {"search_results": SEARCH_COLUMNS, "pruning_answers": PRUNING_COLUMNS,
+                 "interest_answers": INTEREST_COLUMNS, "sentences": SENTENCE_COLUMNS,
+                 "validations": VALIDATION_COLUMNS, "extra_validations": VALIDATION_COLUMNS}
 TASK_FILES = ("search_queries.jsonl", "pruning.jsonl", "interest.jsonl", "writing.jsonl",
               "validation.jsonl", "extra_validation.jsonl")
+
+
+def preflight(config: CollectionConfig) -> None:
+    """Before any work: every round's answer file exists, is UTF-8 and has the round's
+    columns (transforms/crowd/answer_files.check_answer_file raises InputError naming the
+    file); a round's answers without the rounds before it is a ConfigError."""
+    given = [key for key, path in config.round_inputs().items() if path]
+    order = list(ROUND_COLUMNS)
+    for key in given:
+        missing = [k for k in order[:order.index(key)] if k not in given]
+        if missing:
+            raise ConfigError(f"collection.inputs.{key} is set but collection.inputs.{missing[0]} "
+                              f"is not: the rounds run in order ({', '.join(order)})")
+    for key in given:
+        columns = ROUND_COLUMNS[key]
+        if key == "search_results" and config.search.local_similar.collection:
+            columns = columns[:-1]
+        check_answer_file(getattr(config.inputs, key), columns)
 
 
 def collection_tables(config: CollectionConfig):

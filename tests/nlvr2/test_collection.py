@@ -10,13 +10,16 @@ from apache_beam.runners.runner import PipelineState
 
 from pipelines.config import from_dict
 from pipelines.nlvr2 import collection_reasons
-from pipelines.nlvr2.collection import IMAGE_SETS, QUERIES, CollectExamples, collection_tables, stage_links
+from pipelines.nlvr2.collection import (IMAGE_SETS, QUERIES, CollectExamples, collection_tables,
+                                       preflight, stage_links)
 from pipelines.nlvr2.collection_config import CollectionConfig
 from pipelines.nlvr2.rounds import PRUNING_COLUMNS, pruning_check
-from pipelines.nlvr2.sample import CONFIG, answer_pruning, make_nlvr2_sample
+from pipelines.nlvr2.sample import (CONFIG, answer_interest, answer_pruning, answer_writing,
+                                   make_nlvr2_sample)
 from pipelines.nlvr2.schema import IDENTIFIER
 from schemas import reasons as library_reasons
 from tests.beam_testing import local_test_pipeline
+from transforms.core.errors import ConfigError, InputError
 from transforms.core.stage import MAIN, REJECTS, check_links, read_stage_counts, reconcile
 from transforms.crowd.answer_files import parse_file
 
@@ -152,3 +155,43 @@ def test_a_round_left_empty_ends_the_collection_after_its_tasks(sample, tmp_path
     # the same seed gives the same tasks as the full build exported
     with open(os.path.join(sample[1], "tasks", "writing.jsonl"), encoding="utf-8") as f:
         assert [json.loads(line) for line in f] == writing
+
+
+def test_preflight(sample, tmp_path):
+    folder = sample[0]
+    _, cfg = _config(folder)
+    preflight(cfg)   # the sample's files are usable
+    _, cfg = _config(folder, sentences=str(tmp_path / "none.jsonl"))
+    with pytest.raises(InputError, match="none.jsonl"):
+        preflight(cfg)
+    _, cfg = _config(folder, search_results="")
+    with pytest.raises(ConfigError, match="collection.inputs.search_results"):
+        preflight(cfg)
+    bad = tmp_path / "answers.csv"
+    bad.write_text("set,image\nq#0,1\n", encoding="utf-8")
+    _, cfg = _config(folder, pruning_answers=str(bad))
+    with pytest.raises(InputError, match="verdict"):
+        preflight(cfg)
+
+
+def _rows(path):
+    if path.endswith(".csv"):
+        import csv
+        with open(path, encoding="utf-8", newline="") as f:
+            return list(csv.DictReader(f))
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip().endswith("}")]
+
+
+@pytest.mark.parametrize("task_file, answer_file, answer", [
+    ("pruning.jsonl", "pruning_answers.csv", answer_pruning),
+    ("interest.jsonl", "interest_answers.jsonl", answer_interest),
+    ("writing.jsonl", "sentences.jsonl", answer_writing)])
+def test_the_sample_answers_the_tasks_the_build_exports(sample, task_file, answer_file, answer):
+    """Each round's answers are the build's own task file answered (then bad rows added)."""
+    folder, staging, _, _, _ = sample
+    with open(os.path.join(staging, "tasks", task_file), encoding="utf-8") as f:
+        tasks = [json.loads(line) for line in f]
+    expected = [{k: (str(v) if answer_file.endswith(".csv") else v) for k, v in row.items()}
+                for row in answer(tasks, 0)]
+    assert _rows(os.path.join(folder, answer_file))[:len(expected)] == expected
