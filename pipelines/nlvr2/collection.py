@@ -32,7 +32,7 @@ from pipelines.nlvr2.rounds import (INTEREST_COLUMNS, PRUNING_COLUMNS, SENTENCE_
                                     writing_tasks)
 from pipelines.nlvr2.search import SEARCH_COLUMNS, AutoPrune, SearchSets
 from pipelines.nlvr2.similar_words import SimilarWords, load_encoder
-from pipelines.nlvr2.splits import HELD_OUT_ITEMS as HELD_OUT, SplitAndValidate
+from pipelines.nlvr2.splits import HELD_OUT_ITEMS, SplitAndValidate
 from pipelines.nlvr2.synsets import hypernym_table, ilsvrc_synsets, select_synsets
 from transforms.core.errors import ConfigError
 from transforms.core.stage import MAIN, REJECTS, StageFn, stage_pardo
@@ -191,7 +191,7 @@ class CollectExamples(beam.PTransform):
         rejects.append(validated[REJECTS])
         final = validated[MAIN] | "Splits" >> SplitAndValidate(inputs.extra_validations, cfg.splits, self.seed)
         rejects.append(final[REJECTS])
-        tasks.append(final[HELD_OUT] | "Extra validation tasks" >> beam.MapTuple(
+        tasks.append(final[HELD_OUT_ITEMS] | "Extra validation tasks" >> beam.MapTuple(
             lambda split, item: ("extra_validation.jsonl", (item.candidate.example_id,
                                                             {**validation_task(item.candidate), "split": split}))))
         return final[MAIN]

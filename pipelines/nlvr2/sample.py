@@ -21,10 +21,12 @@ import yaml
 
 from pipelines.config import from_dict
 from pipelines.nlvr2.collection_config import CollectionConfig
-from pipelines.nlvr2.rounds import (candidates, construct_set, example_id, image_task, pair_up,
-                                    prune_round1, writing_tasks, Sentence)
-from pipelines.nlvr2.search import Image, ImageSet, apply_caps, prune_query_sets
+from pipelines.nlvr2.rounds import (Sentence, candidates, construct_set, example_id, image_task,
+                                    pair_up, prune_round1, writing_tasks)
+from pipelines.nlvr2.queries import synset_queries
+from pipelines.nlvr2.search import Image, ImageSet, apply_caps, cap_for, prune_query_sets
 from pipelines.nlvr2.splits import assign_splits
+from pipelines.nlvr2.synsets import hypernym_table, select_synsets
 from transforms.core.sampling import priority
 
 CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "configs", "sample.yaml")
@@ -211,11 +213,12 @@ def make_nlvr2_sample(folder: str) -> None:
         images = tuple(Image(i, e, os.path.join(base, e)) for i, e in enumerate([line["seed"]] + line["similar"]))
         synset = next(s for s, q, _, _ in PLAN if q == line["query"])
         sets_by_query.setdefault(line["query"], []).append(ImageSet(line["query"], line["rank"], synset, images))
+    queries = {q.text: q for s in select_synsets(cfg.synsets.names)
+               for q in synset_queries(s, cfg.queries, cfg.search, hypernym_table(), {})}
     pruned = []
     for query, sets in sorted(sets_by_query.items()):
-        wide = query.startswith("two ")
-        caps = (cfg.search.wide_max_results, cfg.search.wide_max_sets) if wide else (cfg.search.max_results, cfg.search.max_sets)
-        saved = _surviving(apply_caps(sets, caps[0], caps[1], cfg.search.max_misses_in_a_row))
+        max_results, max_sets = cap_for(queries[query], cfg.search)
+        saved = _surviving(apply_caps(sets, max_results, max_sets, cfg.search.max_misses_in_a_row))
         pruned += _surviving(prune_query_sets(saved, cfg.pruning))
     pruned.sort(key=lambda s: s.key)
 
