@@ -31,6 +31,7 @@ from pipelines.nlvr2.rounds import (INTEREST_COLUMNS, PRUNING_COLUMNS, SENTENCE_
                                     candidates, image_task, pair_sets, validation_task,
                                     writing_tasks)
 from pipelines.nlvr2.search import SEARCH_COLUMNS, AutoPrune, SearchSets
+from pipelines.nlvr2.similar_words import STAND_IN as SIMILAR_WORDS_STAND_IN
 from pipelines.nlvr2.similar_words import SimilarWords, load_encoder
 from pipelines.nlvr2.splits import HELD_OUT_ITEMS, SplitAndValidate
 from pipelines.nlvr2.synsets import hypernym_table, ilsvrc_synsets, select_synsets
@@ -64,6 +65,18 @@ def preflight(config: CollectionConfig) -> None:
         if key == "search_results" and config.search.local_similar.collection:
             columns = columns[:-1]
         check_answer_file(getattr(config.inputs, key), columns)
+
+
+def stand_ins(config: CollectionConfig) -> dict:
+    """{what: how} of each stand-in this config uses, for the manifest and the data card."""
+    declared = {}
+    if config.queries.similar_words.enabled:
+        declared["similar_words"] = (f"{SIMILAR_WORDS_STAND_IN}; threshold "
+                                     f"{config.queries.similar_words.threshold}")
+    if config.search.local_similar.collection:
+        from pipelines.nlvr2.local_search import STAND_IN as LOCAL_SIMILAR_STAND_IN   # imports torch
+        declared["similar_images"] = f"{LOCAL_SIMILAR_STAND_IN}; encoder {config.search.local_similar.kind}"
+    return declared
 
 
 def collection_tables(config: CollectionConfig):

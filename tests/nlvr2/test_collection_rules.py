@@ -184,3 +184,12 @@ def test_config_rejects_unknown_keys_and_odd_sets():
         from_dict(CollectionConfig, {"search": {"nope": 1}}, "collection.")
     with pytest.raises(ConfigError, match="set_images"):
         from_dict(CollectionConfig, {"pruning": {"set_images": 7, "min_set_images": 8}}, "collection.")
+
+
+def test_stand_ins_are_declared():
+    from pipelines.nlvr2.collection import stand_ins
+    cfg = from_dict(CollectionConfig, {}, "collection.")
+    assert set(stand_ins(cfg)) == {"similar_words"} and "0.31" in stand_ins(cfg)["similar_words"]
+    cfg = from_dict(CollectionConfig, {"queries": {"similar_words": {"enabled": False}},
+                                       "search": {"local_similar": {"collection": "/x"}}}, "collection.")
+    assert set(stand_ins(cfg)) == {"similar_images"}
