@@ -12,6 +12,7 @@ each round, and then adds the bad rows.
 from __future__ import annotations
 
 import csv
+import functools
 import json
 import os
 from typing import Dict, List
@@ -39,6 +40,7 @@ def _config():
     return raw["seed"], from_dict(CollectionConfig, raw["collection"], "collection.")
 
 
+@functools.lru_cache(maxsize=None)
 def _photo(name: str) -> np.ndarray:
     import skimage.data
     return getattr(skimage.data, name)()
@@ -46,14 +48,15 @@ def _photo(name: str) -> np.ndarray:
 
 def _variant(photo: np.ndarray, n: int, size: int) -> np.ndarray:
     """A crop of `photo` at an offset n picks, flipped and colour-shifted by n."""
-    from skimage.transform import resize
+    from PIL import Image as PILImage
     h, w = photo.shape[:2]
     side = min(h, w) * (60 + (n * 7) % 35) // 100
     y, x = (n * 37) % (h - side + 1), (n * 53) % (w - side + 1)
     crop = photo[y:y + side, x:x + side]
     if n % 2:
         crop = crop[:, ::-1]
-    out = resize(crop, (size, size), anti_aliasing=True, preserve_range=True)
+    out = np.asarray(PILImage.fromarray(np.ascontiguousarray(crop)).resize((size, size), PILImage.BILINEAR),
+                     dtype=np.int16)
     shift = np.array([(n * 13) % 40, (n * 29) % 40, (n * 7) % 40]) - 20
     return np.clip(out + shift, 0, 255).astype(np.uint8)
 

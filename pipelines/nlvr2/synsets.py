@@ -13,6 +13,7 @@ derived once by scripts/nlvr2_synset_tables.py (see there how).
 from __future__ import annotations
 
 import functools
+import importlib.util
 import os
 from dataclasses import dataclass
 from typing import Dict, List, Sequence, Tuple
@@ -41,8 +42,12 @@ class Synset:
 
 
 def _timm_info(name: str) -> str:
-    import timm.data
-    return os.path.join(os.path.dirname(timm.data.__file__), "_info", name)
+    """A file of timm's class lists, found without importing timm (which imports torch)."""
+    spec = importlib.util.find_spec("timm")
+    if spec is None or not spec.origin:
+        raise ConfigError("collection.synsets: the ILSVRC-1k lists come from the timm package "
+                          "(installed with open_clip_torch), which is not installed")
+    return os.path.join(os.path.dirname(spec.origin), "data", "_info", name)
 
 
 @functools.lru_cache(maxsize=1)
