@@ -1,25 +1,147 @@
-"""The collection stages S1-S9 as one composite transform (interface; being written).
+"""The collection stages S1-S9 as one composite transform (§3.1-§3.4, App. B).
 
     out = p | CollectExamples(config.collection, seed=config.seed, staging_dir=staging)
     out[MAIN]      Example records (pipelines/nlvr2/schema.py), split and identifier set
     out[REJECTS]   schemas.rejects.Reject records of every collection stage
     out[<table>]   extra tables, each a PCollection of flat dict rows (collection_tables)
+
+    synsets -> queries (S1)                               tasks/search_queries.jsonl
+    search results -> caps (S2) -> automatic pruning (S3) tasks/pruning.jsonl
+    pruning answers (S4)                                  tasks/interest.jsonl
+    interest answers, top 8 (S5) -> pairs (S6)            tasks/writing.jsonl
+    sentences (S7)                                        tasks/validation.jsonl
+    validations (S8) -> splits (S9)                       tasks/extra_validation.jsonl
+    extra validations (S9) -> Example
+
+Each round reads its answers from `collection.inputs.<round>`; a round left "" ends the
+collection there, after exporting that round's tasks: run the round, set the input, build
+again (the same seed gives the same tasks).
 """
 from __future__ import annotations
 
+import json
+
 import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
 
 from pipelines.nlvr2.collection_config import CollectionConfig
+from pipelines.nlvr2.queries import synset_queries
+from pipelines.nlvr2.rounds import (INTEREST_COLUMNS, PRUNING_COLUMNS, SENTENCE_COLUMNS,
+                                    VALIDATION_COLUMNS, ImageRound, ValidationRound, WritingRound,
+                                    candidates, image_task, pair_sets, validation_task,
+                                    writing_tasks)
+from pipelines.nlvr2.search import SEARCH_COLUMNS, AutoPrune, SearchSets
+from pipelines.nlvr2.similar_words import STAND_IN as SIMILAR_WORDS_STAND_IN
+from pipelines.nlvr2.similar_words import SimilarWords, load_encoder
+from pipelines.nlvr2.splits import HELD_OUT_ITEMS, SplitAndValidate
+from pipelines.nlvr2.synsets import hypernym_table, ilsvrc_synsets, select_synsets
+from transforms.core.errors import ConfigError
+from transforms.core.stage import MAIN, REJECTS, StageFn, stage_pardo
+from transforms.crowd.answer_files import check_answer_file
+from transforms.crowd.task_files import WriteTaskFiles
+
+QUERIES, IMAGE_SETS = "queries", "image_sets"
+# each round's input and the columns its rows must have, in the order the rounds run
+ROUND_COLUMNS = {"search_results": SEARCH_COLUMNS, "pruning_answers": PRUNING_COLUMNS,
+                 "interest_answers": INTEREST_COLUMNS, "sentences": SENTENCE_COLUMNS,
+                 "validations": VALIDATION_COLUMNS, "extra_validations": VALIDATION_COLUMNS}
+TASK_FILES = ("search_queries.jsonl", "pruning.jsonl", "interest.jsonl", "writing.jsonl",
+              "validation.jsonl", "extra_validation.jsonl")
+
+
+def preflight(config: CollectionConfig) -> None:
+    """Before any work: every round's answer file exists, is UTF-8 and has the round's
+    columns (transforms/crowd/answer_files.check_answer_file raises InputError naming the
+    file); a round's answers without the rounds before it is a ConfigError."""
+    given = [key for key, path in config.round_inputs().items() if path]
+    order = list(ROUND_COLUMNS)
+    for key in given:
+        missing = [k for k in order[:order.index(key)] if k not in given]
+        if missing:
+            raise ConfigError(f"collection.inputs.{key} is set but collection.inputs.{missing[0]} "
+                              f"is not: the rounds run in order ({', '.join(order)})")
+    for key in given:
+        columns = ROUND_COLUMNS[key]
+        if key == "search_results" and config.search.local_similar.collection:
+            columns = columns[:-1]
+        check_answer_file(getattr(config.inputs, key), columns)
+
+
+def stand_ins(config: CollectionConfig) -> dict:
+    """{what: how} of each stand-in this config uses, for the manifest and the data card."""
+    declared = {}
+    if config.queries.similar_words.enabled:
+        declared["similar_words"] = (f"{SIMILAR_WORDS_STAND_IN}; threshold "
+                                     f"{config.queries.similar_words.threshold}")
+    if config.search.local_similar.collection:
+        from pipelines.nlvr2.local_search import STAND_IN as LOCAL_SIMILAR_STAND_IN   # imports torch
+        declared["similar_images"] = f"{LOCAL_SIMILAR_STAND_IN}; encoder {config.search.local_similar.kind}"
+    return declared
 
 
 def collection_tables(config: CollectionConfig):
     """{table: (stage, counter)} of the extra tables CollectExamples hands back."""
-    raise NotImplementedError("NLVR2 collection stages: not written yet")
+    tables = {QUERIES: ("queries", "query.generated")}
+    if config.inputs.search_results and config.inputs.pruning_answers and config.inputs.interest_answers:
+        tables[IMAGE_SETS] = ("pairing", "set.out")
+    return tables
 
 
 def stage_links(config: CollectionConfig):
-    """(stage, counter, stage, counter) links between the collection stages."""
-    raise NotImplementedError("NLVR2 collection stages: not written yet")
+    """(stage, counter, stage, counter): what one stage passes on, the next takes in."""
+    i = config.inputs
+    links = []
+    if i.search_results:
+        links.append(("search", "result.out", "auto_pruning", "set.in"))
+        if not config.search.local_similar.collection:   # else a seed may fail to embed between
+            links.append(("search_results", "line.out", "search", "result.in"))
+    if i.search_results and i.pruning_answers:
+        links.append(("auto_pruning", "set.out", "crowd_pruning", "set.in"))
+    if i.search_results and i.pruning_answers and i.interest_answers:
+        links += [("crowd_pruning", "set.out", "set_construction", "set.in"),
+                  ("set_construction", "set.out", "pairing", "set.in")]
+    if i.sentences and IMAGE_SETS in collection_tables(config):
+        links.append(("writing_answers", "line.out", "writing", "task.out"))
+    if i.sentences and i.validations and IMAGE_SETS in collection_tables(config):
+        links += [("validation", "example.out", "splits", "example.in")]
+    if i.sentences and i.validations and i.extra_validations and IMAGE_SETS in collection_tables(config):
+        links.append(("splits", "example.out", "extra_validation", "example.in"))
+    return links
+
+
+class _Queries(StageFn):
+    """S1: a synset in, its queries out (Table 1)."""
+    stage, level = "queries", "synset"
+    counts_out = False
+
+    def __init__(self, config: CollectionConfig):
+        self._cfg = config
+        self._similar = None
+
+    def setup(self):
+        similar = self._cfg.queries.similar_words
+        if similar.enabled:
+            vocabulary = similar.vocabulary or sorted({l for s in ilsvrc_synsets() for l in s.lemmas})
+            self._similar = SimilarWords(load_encoder(similar.model), vocabulary,
+                                         similar.threshold, similar.max_words)
+
+    def judge(self, synset):
+        similar = self._similar(list(synset.lemmas)) if self._similar and not synset.animal else {}
+        self.counts.count_out(level="synset")
+        for query in synset_queries(synset, self._cfg.queries, self._cfg.search, hypernym_table(), similar):
+            self.counts.note("query.generated")   # outside in/out: a synset makes many
+            yield query
+
+
+def query_row(query) -> dict:
+    return {"query": query.text, "synset": query.synset, "wnid": query.wnid, "kind": query.kind,
+            "synonym": query.synonym, "wide": query.wide}
+
+
+def set_row(paired) -> dict:
+    s = paired.image_set
+    return {"set": s.key, "synset": s.synset, "query": s.query_field, "rank": s.rank,
+            "pairs": json.dumps([[left.url, right.url] for left, right in paired.pairs], ensure_ascii=False)}
 
 
 class CollectExamples(beam.PTransform):
@@ -28,4 +150,65 @@ class CollectExamples(beam.PTransform):
         self.config, self.seed, self.staging_dir = config, seed, staging_dir
 
     def expand(self, pbegin):
-        raise NotImplementedError("NLVR2 collection stages: not written yet")
+        cfg = self.config
+        p = pbegin.pipeline if hasattr(pbegin, "pipeline") else pbegin
+        rejects, tasks = [], []
+        synsets = p | "Synsets" >> beam.Create(select_synsets(cfg.synsets.names))
+        queries = synsets | "Queries" >> stage_pardo(_Queries(cfg))
+        out = {QUERIES: queries[MAIN] | "Query rows" >> beam.Map(query_row)}
+        tasks.append(queries[MAIN] | "Query tasks" >> beam.Map(
+            lambda q: ("search_queries.jsonl", (q.text, {"query": q.text, "synset": q.synset, "wide": q.wide}))))
+        examples = self._rounds(queries[MAIN], rejects, tasks, out)
+        _ = (tasks | "All tasks" >> beam.Flatten()
+             | "Write tasks" >> WriteTaskFiles(FileSystems.join(self.staging_dir, "tasks"), TASK_FILES))
+        if examples is None:
+            examples = p | "No examples yet" >> beam.Create([])
+        if not rejects:
+            rejects.append(p | "No rejects" >> beam.Create([]))
+        out[MAIN] = examples
+        out[REJECTS] = rejects | "Collection rejects" >> beam.Flatten()
+        return out
+
+    def _rounds(self, queries, rejects, tasks, out):
+        """S2-S9, as far as the answers given reach; the last round reached exports its tasks."""
+        cfg, inputs = self.config, self.config.inputs
+        if not inputs.search_results:
+            return None
+        searched = queries | "Search" >> SearchSets(inputs.search_results, cfg.search)
+        pruned = searched[MAIN] | "Automatic pruning" >> AutoPrune(cfg.pruning)
+        rejects += [searched[REJECTS], pruned[REJECTS]]
+        sets = pruned[MAIN]
+        for stage, answers, task_file in (("crowd_pruning", inputs.pruning_answers, "pruning.jsonl"),
+                                          ("set_construction", inputs.interest_answers, "interest.jsonl")):
+            tasks.append(sets | f"{stage} tasks" >> beam.Map(
+                lambda s, f=task_file: (f, (s.key, image_task(s)))))
+            if not answers:
+                return None
+            judged = sets | stage >> ImageRound(stage, answers, cfg.pruning)
+            rejects.append(judged[REJECTS])
+            sets = judged[MAIN]
+        paired = pair_sets(sets, self.seed)
+        rejects.append(paired[REJECTS])
+        paired = paired[MAIN]
+        out[IMAGE_SETS] = paired | "Set rows" >> beam.Map(set_row)
+        tasks.append(paired | "Writing tasks" >> beam.FlatMap(
+            lambda p: [("writing.jsonl", (t["task"], t)) for t in writing_tasks(p)]))
+        if not inputs.sentences:
+            return None
+        written = paired | "Writing" >> WritingRound(inputs.sentences, cfg.pruning.set_images // 2)
+        rejects.append(written[REJECTS])
+        tasks.append(written[MAIN] | "Validation tasks" >> beam.FlatMap(_validation_tasks))
+        if not inputs.validations:
+            return None
+        validated = written[MAIN] | "Validation" >> ValidationRound(inputs.validations)
+        rejects.append(validated[REJECTS])
+        final = validated[MAIN] | "Splits" >> SplitAndValidate(inputs.extra_validations, cfg.splits, self.seed)
+        rejects.append(final[REJECTS])
+        tasks.append(final[HELD_OUT_ITEMS] | "Extra validation tasks" >> beam.MapTuple(
+            lambda split, item: ("extra_validation.jsonl", (item.candidate.example_id,
+                                                            {**validation_task(item.candidate), "split": split}))))
+        return final[MAIN]
+
+
+def _validation_tasks(sentence):
+    return [("validation.jsonl", (c.example_id, validation_task(c))) for c in candidates(sentence)]

@@ -12,14 +12,14 @@ its lines sorted by example id (the same bytes on every run).
 """
 from __future__ import annotations
 
-import json
-from typing import Callable, Sequence
+from typing import Callable
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from pipelines.vsr.schema import (SPLITS, TABLE_1, TEMPLATE, SplitExample, relation_category,
                                   to_public_line)
+from transforms.crowd.task_files import WriteTaskFiles as WriteJsonLines
 
 COMPAT_ALL = "all_vsr_validated_data.jsonl"
 
@@ -27,31 +27,6 @@ COMPAT_ALL = "all_vsr_validated_data.jsonl"
 def compat_path(scheme: str, split: str) -> str:
     """Relative to compat/: splits/<scheme>/<split>.jsonl."""
     return f"splits/{scheme}/{split}.jsonl"
-
-
-class WriteJsonLines(beam.PTransform):
-    """(file path relative to `folder`, (sort key, dict)) -> one JSON Lines file per path,
-    lines in sort-key order. Every path in `always` is written, empty if nothing goes there."""
-
-    def __init__(self, folder: str, always: Sequence[str] = ()):
-        super().__init__()
-        self._folder = folder
-        self._always = tuple(always)
-
-    def expand(self, keyed):
-        folder = self._folder
-        every = keyed.pipeline | "Every file" >> beam.Create([(p, None) for p in self._always])
-
-        def write(path, items):
-            lines = [json.dumps(obj, ensure_ascii=False) for _, obj in
-                     sorted((i for i in items if i is not None), key=lambda kv: kv[0])]
-            full = FileSystems.join(folder, *path.split("/"))
-            with FileSystems.create(full, mime_type="application/jsonl") as f:
-                f.write(("\n".join(lines) + ("\n" if lines else "")).encode("utf-8"))
-            return full
-
-        return ((keyed, every) | "Flatten" >> beam.Flatten()
-                | "Group by file" >> beam.GroupByKey() | "Write" >> beam.MapTuple(write))
 
 
 class WriteCompat(beam.PTransform):
