@@ -8,7 +8,6 @@ from pipelines.benchmark import Benchmark, Plan, inside
 from pipelines.nlvr2 import datacard, pipeline, reasons
 from pipelines.nlvr2.config import Nlvr2Config
 from pipelines.progress import Progress
-from transforms.core.errors import PreflightError
 
 SAMPLE_DIR = "samples/nlvr2"   # where the sample config reads (configs/sample.yaml)
 
@@ -20,11 +19,6 @@ class Nlvr2(Benchmark):
     package_dir = os.path.dirname(os.path.abspath(__file__))
     vocabulary = reasons.VOCABULARY
 
-    def sample_configs(self):
-        # Empty until the collection half lands: the sample (and configs/sample.yaml)
-        # is built by the collection stages S1-S9, which are not written yet.
-        return []
-
     def ensure_sample(self, config: Nlvr2Config) -> None:
         # the collection section names its inputs; any of them inside samples/nlvr2
         # means the sample config, generated on first use
@@ -35,7 +29,8 @@ class Nlvr2(Benchmark):
 
     def prepare(self, config: Nlvr2Config, cache_root) -> Plan:
         if not config.inputs.public:
-            _check_collection_written()
+            from pipelines.nlvr2.collection import preflight as collection_preflight
+            collection_preflight(config.collection)
         concrete = pipeline.preflight(config)
         inputs = {f"public[{i}]": path for i, path in enumerate(concrete.inputs.public)}
         return Plan(concrete, inputs=inputs, cache_root=cache_root)
@@ -60,17 +55,6 @@ class Nlvr2(Benchmark):
 
     def describe(self, plan: Plan, facts: dict) -> dict:
         return datacard.describe(plan.config, facts)
-
-
-def _check_collection_written() -> None:
-    """Until the collection half lands its stages raise NotImplementedError: say what to
-    give instead of a traceback (drop this once collection.py is written)."""
-    from pipelines.nlvr2 import collection
-    try:
-        collection.stage_links(Nlvr2Config().collection)
-    except NotImplementedError:
-        raise PreflightError("inputs.public: give the released files (PUBLIC=dev.json,...): "
-                             "the collection stages S1-S9 are not written yet") from None
 
 
 def _strings(value):

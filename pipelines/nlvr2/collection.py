@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 
 import apache_beam as beam
+import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 
 from pipelines.nlvr2.collection_config import CollectionConfig
@@ -45,6 +46,18 @@ QUERIES, IMAGE_SETS = "queries", "image_sets"
 ROUND_COLUMNS = {"search_results": SEARCH_COLUMNS, "pruning_answers": PRUNING_COLUMNS,
                  "interest_answers": INTEREST_COLUMNS, "sentences": SENTENCE_COLUMNS,
                  "validations": VALIDATION_COLUMNS, "extra_validations": VALIDATION_COLUMNS}
+# The rows of the extra tables come before any split (S9 splits examples, later): every
+# release table has a split and a source column (pipelines/release/splits.py, manifest.py),
+# so theirs are both "collection", one Hugging Face split holding the whole table.
+COLLECTION_SPLIT = "collection"
+_PLACE = [("split", pa.string()), ("source", pa.string())]
+# the Arrow schemas of the extra tables (the rows of query_row and set_row below)
+TABLE_SCHEMAS = {
+    QUERIES: pa.schema(_PLACE + [("query", pa.string()), ("synset", pa.string()), ("wnid", pa.string()),
+                        ("kind", pa.string()), ("synonym", pa.string()), ("wide", pa.bool_())]),
+    IMAGE_SETS: pa.schema(_PLACE + [("set", pa.string()), ("synset", pa.string()), ("query", pa.string()),
+                           ("rank", pa.int64()), ("pairs", pa.string())]),
+}
 TASK_FILES = ("search_queries.jsonl", "pruning.jsonl", "interest.jsonl", "writing.jsonl",
               "validation.jsonl", "extra_validation.jsonl")
 
@@ -109,6 +122,16 @@ def stage_links(config: CollectionConfig):
     return links
 
 
+def last_stage(config: CollectionConfig):
+    """(stage, counter) of the examples the collection hands on, or None while a round's
+    answers are still missing (no examples yet)."""
+    i = config.inputs
+    if all((i.search_results, i.pruning_answers, i.interest_answers, i.sentences, i.validations,
+            i.extra_validations)):
+        return ("extra_validation", "example.out")
+    return None
+
+
 class _Queries(StageFn):
     """S1: a synset in, its queries out (Table 1)."""
     stage, level = "queries", "synset"
@@ -134,13 +157,13 @@ class _Queries(StageFn):
 
 
 def query_row(query) -> dict:
-    return {"query": query.text, "synset": query.synset, "wnid": query.wnid, "kind": query.kind,
+    return {"split": COLLECTION_SPLIT, "source": COLLECTION_SPLIT, "query": query.text, "synset": query.synset, "wnid": query.wnid, "kind": query.kind,
             "synonym": query.synonym, "wide": query.wide}
 
 
 def set_row(paired) -> dict:
     s = paired.image_set
-    return {"set": s.key, "synset": s.synset, "query": s.query_field, "rank": s.rank,
+    return {"split": COLLECTION_SPLIT, "source": COLLECTION_SPLIT, "set": s.key, "synset": s.synset, "query": s.query_field, "rank": s.rank,
             "pairs": json.dumps([[left.url, right.url] for left, right in paired.pairs], ensure_ascii=False)}
 
 

@@ -91,7 +91,6 @@ class PruningConfig:
 class SplitsConfig:
     held_out: float = 0.2              # dev + test, grouped by set (§3.4)
     extra_judgements: int = 4          # §3.4
-    max_disagreeing: int = 1           # removed when >= 2 extra judgements disagree
     directories: int = 100             # train rows' `directory` buckets (ours; rule unpublished)
 
 

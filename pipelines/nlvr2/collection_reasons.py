@@ -30,8 +30,8 @@ BEYOND_TOP_IMAGES = "beyond_top_images"        # not among the top 8 by interest
 BAD_SELECTION = "bad_selection"                # a writer selection that is not 2 distinct pairs of the 4
 REPORTED = "reported"                          # the validator reported the sentence
 VALIDATION_DISAGREES = "validation_disagrees"  # the judgement differs from the writer's selection
-# S9 extra validation (§3.4)
-EXTRA_VALIDATION_DISAGREES = "extra_validation_disagrees"  # >= 2 extra judgements differ from the label
+# S9 extra validation (§3.4); the removal at >= 2 disagreeing is the paper's rules' stage
+# (reasons.EXTRA_VALIDATION_DISAGREES), for collected and released examples alike
 SURPLUS_JUDGEMENT = "surplus_judgement"        # an extra judgement beyond the 4 of an example
 
 COLLECTION_REASONS = (UNKNOWN_QUERY, DUPLICATE_RESULT, NO_SIMILAR_IMAGES, BEYOND_SEARCH_CAP,
@@ -39,4 +39,4 @@ COLLECTION_REASONS = (UNKNOWN_QUERY, DUPLICATE_RESULT, NO_SIMILAR_IMAGES, BEYOND
                       UNKNOWN_ITEM, BAD_ANSWER, DUPLICATE_ANSWER, UNANSWERED, UNLOADABLE,
                       INAPPROPRIATE, ARTWORK_OR_COLLAGE, NO_SYNSET_INSTANCE, CROWD_DUPLICATE,
                       TOO_FEW_INTERESTING, BEYOND_TOP_IMAGES, BAD_SELECTION, REPORTED,
-                      VALIDATION_DISAGREES, EXTRA_VALIDATION_DISAGREES, SURPLUS_JUDGEMENT)
+                      VALIDATION_DISAGREES, SURPLUS_JUDGEMENT)

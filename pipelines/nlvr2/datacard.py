@@ -32,17 +32,31 @@ def describe(cfg: Nlvr2Config, facts: dict) -> dict:
                 _groups_section(stats["groups"]), _subsets_section(stats["compat"]),
                 _leakage_section(cfg, stats["leakage"]), _synsets_section(stats["synsets"]),
                 _costs_section(cfg, table4)]
+    declared = _stand_ins(cfg)
+    if declared:
+        sections.insert(0, {"title": "Stand-ins", "text": (
+            "What this build used in place of the paper's tools. A stand-in makes the "
+            "collection run offline; its queries and image sets are not the paper's.\n\n"
+            + markdown_table(["part", "used instead"], sorted(declared.items())))})
     leakage = {r["kind"]: r for r in stats["leakage"]}
     manifest = {"table4": table4, "agreement": {r["when"]: r for r in stats["agreement"]},
                 "human_performance": stats["human"][0] if stats["human"] else {},
                 "anomalies": stats["anomalies"], "leakage": leakage,
                 "compat_files": stats["compat"][0]["files"] if stats["compat"] else {},
-                "costs": costs(cfg, table4)}
+                "costs": costs(cfg, table4), "stand_ins": declared}
     top = {"leakage_check": {"passed": not any(r["in_several_splits"] for r in leakage.values()),
                              **{f"{LEAKAGE_NAMES[kind]}_in_several_splits": r["in_several_splits"]
                                 for kind, r in leakage.items()}}}
     return {"summary": _summary(cfg), "thresholds": _thresholds(cfg), "sections": sections,
             "manifest": manifest, "manifest_top": top}
+
+
+def _stand_ins(cfg: Nlvr2Config) -> dict:
+    """{part: what was used instead} of the collection stages; none for released files."""
+    if cfg.inputs.public:
+        return {}
+    from pipelines.nlvr2.collection import stand_ins
+    return stand_ins(cfg.collection)
 
 
 def _summary(cfg: Nlvr2Config) -> str:

@@ -152,8 +152,11 @@ def stage_links(cfg: Nlvr2Config) -> list:
     if cfg.inputs.public:
         links.insert(0, ("public", "line.out", "identifiers", "example.in"))
     else:
+        from pipelines.nlvr2.collection import last_stage
         from pipelines.nlvr2.collection import stage_links as collection_links
         links += list(collection_links(cfg.collection))
+        if last_stage(cfg.collection):
+            links.append((*last_stage(cfg.collection), "identifiers", "example.in"))
     return links
 
 

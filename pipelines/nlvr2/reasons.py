@@ -3,6 +3,8 @@ stage of this benchmark names every code as `reasons.X`)."""
 from schemas.reasons import *  # noqa: F401,F403 - the library's codes are part of this vocabulary
 from schemas.reasons import VOCABULARY as LIBRARY_VOCABULARY
 
+from pipelines.nlvr2.collection_reasons import COLLECTION_REASONS
+
 # --- reading released files (PUBLIC=; stage `public`, level line) ----------------------
 # The library's bad_json / bad_encoding / missing_field / bad_field cover lines that are not
 # a JSON object with the public keys; these name what is wrong with one that is.
@@ -21,8 +23,7 @@ EXTRA_JUDGEMENTS_COUNT = "extra_judgements_count"  # a dev/test example without 
 GROUP_LABELS = "group_labels"              # a (set, sentence) group with > 2 True or > 2 False (§3.2)
 
 # --- the collection stages S1-S9 (pipelines/nlvr2/collection.py) ------------------------
-# The collection half adds its codes here and to COLLECTION below.
-COLLECTION = ()
+COLLECTION = COLLECTION_REASONS
 
 PUBLIC = (BAD_IDENTIFIER, BAD_LABEL, LABEL_NOT_VALIDATION, BAD_WORKER, BAD_DIRECTORY, UNKNOWN_KEY,
           DUPLICATE_IDENTIFIER, PAIR_URLS_DIFFER)

@@ -4,8 +4,10 @@ Sets, not examples, are split: every example of a set goes where its set goes (t
 paper's "grouped by set"), by exact ratios over the seeded set ranking
 (transforms.core.splits.split_ranked): train 1 - held_out, then dev / test1 (Test-P) /
 test2 (Test-U) a third of held_out each. The set keys are held in memory for this (17,685
-sets in the paper). Held-out examples get their extra judgements as one more round;
-one with `max_disagreeing` + 1 or more judgements against its label is removed. Set ids
+sets in the paper). Held-out examples get their extra judgements as one more round; the removal of an
+example with 2 or more of them against its label is the paper's rules' stage
+(pipelines/nlvr2/rules.py, `rules.remove_disagreeing`), after the agreement "before
+removal" has been measured, for collected and released examples alike. Set ids
 are numbered 0..n-1 within each split, in seeded order, over the sets that still have an
 example.
 """
@@ -45,10 +47,6 @@ def number_sets(keys_by_split: Iterable[Tuple[str, str]], seed: int) -> Dict[Tup
     return ids
 
 
-def disagreeing(label: bool, judgements: Iterable[Tuple[str, str]]) -> int:
-    return sum(1 for _, j in judgements if (j == "True") != label)
-
-
 class _Split(StageFn):
     stage, level = "splits", "example"
 
@@ -62,8 +60,8 @@ class _ExtraValidation(StageFn):
     order; the answer rows' order is not kept)."""
     stage, level = "extra_validation", "example"
 
-    def __init__(self, max_disagreeing: int, judgements: int):
-        self._max, self._judgements = max_disagreeing, judgements
+    def __init__(self, judgements: int):
+        self._judgements = judgements
 
     def judge(self, joined):
         example, groups = joined
@@ -81,11 +79,6 @@ class _ExtraValidation(StageFn):
             extra = tuple((worker, judgement) for _, worker, judgement in used)
             if not extra:
                 yield self.reject(why.UNANSWERED, example, split=split)
-                continue
-            wrong = disagreeing(item.candidate.selected, extra)
-            if wrong > self._max:
-                yield self.reject(why.EXTRA_VALIDATION_DISAGREES, example, split=split,
-                                  detail=f"{wrong} of {len(extra)} extra judgements differ")
                 continue
             yield split, item, extra
 
@@ -129,7 +122,7 @@ class SplitAndValidate(beam.PTransform):
         checked = ({"example": split[MAIN] | "By example" >> beam.Map(lambda s: (s[1].candidate.example_id, s)),
                     "answers": rows[MAIN] | "Answer by example" >> beam.Map(lambda a: (a[0], a))}
                    | "Join" >> beam.CoGroupByKey()
-                   | "Extra validation" >> stage_pardo(_ExtraValidation(cfg.max_disagreeing, cfg.extra_judgements)))
+                   | "Extra validation" >> stage_pardo(_ExtraValidation(cfg.extra_judgements)))
         kept = checked[MAIN]
         set_ids = (kept | "Kept sets" >> beam.Map(lambda k: (k[0], k[1].candidate.sentence.paired.key))
                    | "Distinct kept" >> beam.Distinct() | "Kept list" >> beam.combiners.ToList()

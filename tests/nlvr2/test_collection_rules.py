@@ -9,7 +9,7 @@ from pipelines.nlvr2.queries import plural, synset_queries
 from pipelines.nlvr2.rounds import (construct_set, judgement_check, pair_up, prune_round1,
                                     sentence_check)
 from pipelines.nlvr2.search import Drop, Image, ImageSet, apply_caps, prune_query_sets
-from pipelines.nlvr2.splits import assign_splits, disagreeing, number_sets
+from pipelines.nlvr2.splits import assign_splits, number_sets
 from pipelines.nlvr2.synsets import hypernym_table, select_synsets
 from schemas import reasons
 from transforms.core.errors import ConfigError
@@ -157,10 +157,9 @@ def test_splits_are_exact_and_seeded():
     assert assign_splits(keys, 4, 0.2) != splits
 
 
-def test_set_ids_and_disagreements():
+def test_set_ids():
     ids = number_sets([("dev", "b"), ("dev", "a"), ("train", "c"), ("dev", "a")], 0)
     assert sorted(v for (s, _), v in ids.items() if s == "dev") == [0, 1] and ids[("train", "c")] == 0
-    assert disagreeing(True, [("1", "False"), ("2", "True"), ("3", "False")]) == 2
 
 
 # --- config ----------------------------------------------------------------------------------
