@@ -85,6 +85,10 @@ class Nlvr2Config:
         for name in ("per_sentence", "per_example"):
             if getattr(self.costs, name) < 0:
                 raise ConfigError(f"costs.{name}: must not be negative")
-        collection_check = getattr(self.collection, "validate", None)
-        if collection_check is not None and not self.inputs.public:
-            collection_check()
+        if not self.inputs.public:
+            self.collection.validate()
+            if self.collection.splits.extra_judgements != r.extra_judgements:
+                # one number: how many extra judgements S9 takes, and what the rules expect
+                raise ConfigError(
+                    f"collection.splits.extra_judgements ({self.collection.splits.extra_judgements}) "
+                    f"must equal rules.extra_judgements ({r.extra_judgements})")

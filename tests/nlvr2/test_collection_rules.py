@@ -192,3 +192,15 @@ def test_stand_ins_are_declared():
     cfg = from_dict(CollectionConfig, {"queries": {"similar_words": {"enabled": False}},
                                        "search": {"local_similar": {"collection": "/x"}}}, "collection.")
     assert set(stand_ins(cfg)) == {"similar_images"}
+
+
+@pytest.mark.parametrize("name", ["paper", "sample"])
+def test_whole_configs_load_and_tie_the_extra_judgements(name):
+    """The shipped configs load whole; S9's extra judgements and the rules' are one number."""
+    from pipelines.nlvr2.benchmark import BENCHMARK
+    from pipelines.nlvr2.config import Nlvr2Config
+    path = BENCHMARK.config_path(name)
+    cfg = load_config(path, [], Nlvr2Config)
+    assert cfg.rules.enforce and cfg.collection.splits.extra_judgements == cfg.rules.extra_judgements == 4
+    with pytest.raises(ConfigError, match="collection.splits.extra_judgements"):
+        load_config(path, ["collection.splits.extra_judgements=3"], Nlvr2Config)
