@@ -8,6 +8,7 @@ from pipelines.imagecode import datacard, pipeline, preflight, reasons
 from pipelines.imagecode.config import ImageCodeConfig
 from pipelines.imagecode.params import build_rules
 from pipelines.progress import Progress
+from pipelines.release.explorer_views import ExplorerView
 
 SAMPLE_DIR = "samples/imagecode"   # where the sample config reads (configs/sample.yaml)
 
@@ -41,6 +42,19 @@ class ImageCoDe(Benchmark):
         # by the collection, done when embedded
         return (Progress("videos", "video", "shots", total_counter=("manifest", "line.out")),
                 Progress("images", "image", "embed", total_counter=("images", "entry.out")))
+
+    def explorer(self, plan: Plan):
+        # a description with its set of 10, the target and the retrievers' votes; the sets
+        # with each frame's number and BRISQUE score (static sets: distance to the query)
+        return (ExplorerView(pipeline.DESCRIPTIONS, "Descriptions", images=("image_paths",),
+                             target="target_index", text=("description",),
+                             figures=("retrievers", "correct", "tokens", "set_name")),
+                ExplorerView(pipeline.VIDEO_SETS, "Video sets", images=("image_paths",),
+                             image_notes=("frame_indices", "brisque_scores"),
+                             figures=("video_id", "shot_index", "distance_min", "distance_mean",
+                                      "distance_max", "text_chars")),
+                ExplorerView(pipeline.STATIC_SETS, "Static sets", images=("image_paths",),
+                             image_notes=("distances",), figures=("query_id", "distance_mean")))
 
     def links(self, plan: Plan):
         return pipeline.STAGE_LINKS

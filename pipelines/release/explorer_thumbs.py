@@ -1,0 +1,95 @@
+"""Thumbnails for the release explorer: one small JPEG per distinct image, made once.
+
+A thumbnail is named by a cache key (transforms/cache/store.py's recipe) over the
+image's bytes, the Pillow version and the thumbnail settings:
+
+    explorer/thumbs/<k[:2]>/<k>.jpg
+
+so an image shared by several sets (a static set's query, a description's ten frames)
+is one file, and a rebuild copies the previous version's thumbnail of the same image
+instead of decoding it again. The previous version of the same output folder is the
+cache here: it is where the last build left them, and a version deleted takes its
+thumbnails with it (no separate store to prune).
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import shutil
+from typing import Dict, Optional
+
+import PIL
+from PIL import Image
+
+from transforms.cache.store import cache_key
+
+SIZE = 128          # longest side, pixels
+QUALITY = 70        # JPEG quality: 128px thumbnails of photos are 2-5 KB
+STAGE = "explorer_thumbnail"
+FOLDER = "thumbs"
+
+
+class Thumbnails:
+    """Makes (or reuses) thumbnails under `<explorer>/thumbs/`; counts what it did."""
+
+    def __init__(self, explorer_dir: str, previous_explorer: Optional[str] = None):
+        self._root = explorer_dir
+        self._previous = previous_explorer
+        self._by_path: Dict[str, Optional[str]] = {}
+        self.made = self.reused = self.unreadable = 0
+
+    def of(self, path: str) -> Optional[str]:
+        """The thumbnail of a local image file, relative to the explorer folder; None when
+        the file cannot be read as an image."""
+        if path not in self._by_path:
+            self._by_path[path] = self._thumbnail(path)
+        return self._by_path[path]
+
+    def _thumbnail(self, path: str) -> Optional[str]:
+        try:
+            key = cache_key(STAGE, _sha256(path), f"pillow-{PIL.__version__}",
+                            {"size": SIZE, "quality": QUALITY})
+        except OSError:
+            self.unreadable += 1
+            return None
+        rel = f"{FOLDER}/{key[:2]}/{key}.jpg"
+        target = os.path.join(self._root, rel)
+        if os.path.exists(target):
+            return rel
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        earlier = os.path.join(self._previous, rel) if self._previous else None
+        if earlier and os.path.isfile(earlier):
+            shutil.copyfile(earlier, target)
+            self.reused += 1
+            return rel
+        data = _small_jpeg(path)
+        if data is None:
+            self.unreadable += 1
+            return None
+        with open(target, "wb") as f:
+            f.write(data)
+        self.made += 1
+        return rel
+
+
+def _small_jpeg(path: str) -> Optional[bytes]:
+    """The image shrunk to SIZE on its longest side, as JPEG bytes; None if unreadable."""
+    try:
+        with Image.open(path) as image:
+            image.draft("RGB", (SIZE, SIZE))   # JPEG: decode at a reduced scale, much faster
+            small = image.convert("RGB")
+            small.thumbnail((SIZE, SIZE))
+    except (OSError, ValueError, Image.DecompressionBombError):
+        return None
+    out = io.BytesIO()
+    small.save(out, format="JPEG", quality=QUALITY, optimize=True)
+    return out.getvalue()
+
+
+def _sha256(path: str) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
