@@ -2,7 +2,7 @@
  *
  * Opens from disk: data/index.js says what there is, and each page of cards is a script
  * data/<path>/<page>.js that calls EXPLORER.page(id, cards) when the page is shown
- * (browsers refuse fetch() of file:// URLs, scripts they load). The route is the URL's
+ * (browsers refuse to fetch file:// URLs but load scripts from them). The route is the URL's
  * hash, so a page can be bookmarked and the back button works:
  *   #items/<view>/<group>/<page>   #rejects   #rejects/<reason>/<page>
  *   #diff   #diff/<table>/<kind>/<page>
