@@ -32,7 +32,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import apache_beam as beam
 
 from pipelines.progress import Progress
-from pipelines.release.explorer_views import ExplorerView
+from pipelines.release.explorer_views import Explorer
 from pipelines.release.splits import MAIN, SplitScheme
 
 
@@ -118,11 +118,11 @@ class Benchmark(abc.ABC):
         that holds one (e.g. `SplitScheme("zeroshot_split", "zeroshot")`)."""
         return {table: MAIN for table in self.tables(plan)}
 
-    def explorer(self, plan: Plan) -> Sequence[ExplorerView]:
+    def explorer(self, plan: Plan) -> Explorer:
         """The release explorer's views of its tables (images, target, text, choices,
         figures; pipelines/release/explorer_views.py). A table not named here gets a
         plain view: its key and scalar columns."""
-        return ()
+        return Explorer()
 
     def links(self, plan: Plan) -> Links:
         return ()

@@ -11,7 +11,7 @@ from pipelines.fg.config import FgConfig
 from pipelines.fg.tagger import tagger_identity
 from pipelines.fg.release import CAPTIONS, POOL, SIMILAR_SETS
 from pipelines.preflight import check_not_empty
-from pipelines.release.explorer_views import ExplorerView, ImageIndex, Join
+from pipelines.release.explorer_views import Explorer, ExplorerView, ImageIndex, Join
 from transforms.core.errors import PreflightError
 from transforms.image.encoders import encoder_identity
 from transforms.image.weights import EncoderError
@@ -80,18 +80,19 @@ class Fg(Benchmark):
         # a caption, original against renovated, beside its image's similar set (the
         # target first); set members are pool ids, their files the pool table's paths
         pool = ImageIndex(POOL, "image_id", "path")
-        return (ExplorerView(CAPTIONS, "Captions", images=(f"{SIMILAR_SETS}.members",),
-                             image_notes=(f"{SIMILAR_SETS}.sources",), target=0,
-                             text=("original", "renovated"),
-                             figures=("caption_index", "changed", "coarse", "noun", "detail",
-                                      "clipscore_before", "clipscore_after", "corrected"),
-                             join=(Join(SIMILAR_SETS, on="image_id", key="target"),),
-                             image_index=pool),
-                ExplorerView(SIMILAR_SETS, "Similar sets", images=("members",),
-                             image_notes=("sources", "image_scores", "text_scores"), target=0,
-                             image_index=pool),
-                ExplorerView(POOL, "Pool", images=("path",),
-                             figures=("position", "file_name", "original")))
+        return Explorer((
+            ExplorerView(CAPTIONS, "Captions", images=(f"{SIMILAR_SETS}.members",),
+                         image_notes=(f"{SIMILAR_SETS}.sources",), target=0,
+                         text=("original", "renovated"),
+                         figures=("caption_index", "changed", "coarse", "noun", "detail",
+                                  "clipscore_before", "clipscore_after", "corrected"),
+                         join=(Join(SIMILAR_SETS, on="image_id", key="target"),),
+                         image_index=pool),
+            ExplorerView(SIMILAR_SETS, "Similar sets", images=("members",),
+                         image_notes=("sources", "image_scores", "text_scores"), target=0,
+                         image_index=pool),
+            ExplorerView(POOL, "Pool", images=("path",),
+                         figures=("position", "file_name", "original"))))
 
     def links(self, plan: Plan):
         return pipeline.stage_links(plan.config)

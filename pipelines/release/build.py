@@ -27,7 +27,7 @@ from pipelines.release import manifest as release_manifest
 from pipelines.release import runs
 from pipelines.release.datacard import render_datacard, write_datacard
 from pipelines.release.explorer import write_explorer
-from pipelines.release.explorer_views import ExplorerView
+from pipelines.release.explorer_views import Explorer
 from pipelines.release.hf_card import write_readme
 from pipelines.release.splits import MAIN, SplitScheme, partition_table
 from transforms.core.errors import UserError
@@ -50,7 +50,7 @@ def build_release(*, benchmark: str, out: str, version: str, config,
                   cache_root: Optional[str] = None,
                   check_counts: Callable[[dict], List[str]] = lambda stages: [],
                   splits: Optional[Dict[str, Sequence[SplitScheme]]] = None,
-                  explorer: Optional[Sequence[ExplorerView]] = ()) -> str:
+                  explorer: Optional[Explorer] = Explorer()) -> str:
     """Run `execute(staging_dir)` and publish what it wrote as `<out>/<benchmark>/<version>`.
 
     `tables` maps each table written under parquet/ to the (stage, counter) whose value
@@ -154,8 +154,9 @@ def _fill(staging: str, *, benchmark, version, config, result, models, inputs, l
     if explorer is not None:
         if FileSystems.get_scheme(staging) in (None, "file"):
             written = write_explorer(staging, benchmark=benchmark, version=version,
-                                     tables=tables, views=explorer, counts=counts, diff=diff,
-                                     previous_dir=previous)
+                                     tables=tables, views=explorer.views, counts=counts,
+                                     diff=diff, previous_dir=previous,
+                                     reject_images=explorer.reject_images)
             manifest["explorer"] = {"files": written["files"], "bytes": written["bytes"]}
         else:  # its thumbnails and pages are written with local file calls
             log.warning("no explorer/: %s is not on a local disk", staging)

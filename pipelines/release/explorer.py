@@ -38,7 +38,7 @@ import pyarrow.parquet as pq
 
 from pipelines.release.diff import row_key
 from pipelines.release.explorer_thumbs import Thumbnails
-from pipelines.release.explorer_views import ExplorerView
+from pipelines.release.explorer_views import ExplorerView, RejectImages
 from schemas.layout import PARQUET_DIR, REJECTS_DIR
 
 log = logging.getLogger("pipelines.release.explorer")
@@ -53,11 +53,12 @@ _FIGURE = re.compile(r"([A-Za-z_][\w.]*)=(\S+)")
 
 def write_explorer(release_dir: str, *, benchmark: str, version: str, tables: Iterable[str],
                    views: Sequence[ExplorerView] = (), counts: Optional[dict] = None,
-                   diff: Optional[dict] = None, previous_dir: Optional[str] = None) -> dict:
+                   diff: Optional[dict] = None, previous_dir: Optional[str] = None,
+                   reject_images: Optional[RejectImages] = None) -> dict:
     """Write `<release_dir>/explorer/`; returns {"files", "bytes", "thumbnails"}.
     `tables` are the release's tables (those without a declared view get a plain one);
     `diff` is release_diff.diff_releases(previous_dir, release_dir) when there is a
-    previous version."""
+    previous version; `reject_images` pictures rejects whose image the release lacks."""
     root = os.path.join(release_dir, EXPLORER_DIR)
     previous_explorer = os.path.join(previous_dir, EXPLORER_DIR) if previous_dir else None
     pages = _Pages(root)
@@ -68,7 +69,7 @@ def write_explorer(release_dir: str, *, benchmark: str, version: str, tables: It
     for n, view in enumerate(all_views):
         entry, cards[view.table] = _write_view(pages, f"items/{n}", view, release_dir, thumbs)
         index["views"].append(entry)
-    index["rejects"] = _write_rejects(pages, release_dir, thumbs, counts)
+    index["rejects"] = _write_rejects(pages, release_dir, thumbs, counts, reject_images)
     index["diff"] = (_write_diff(pages, diff, all_views, cards, previous_dir, thumbs)
                      if diff and previous_dir else None)
     pages.script("data/index.js", f"EXPLORER.index({_json(index)});\n")
@@ -169,6 +170,12 @@ class _Renderer:
             image["target"] = True
         return image
 
+    def picture(self, picture, name: str) -> dict:
+        """A benchmark's picture of a reject: a local file, or RGB pixels."""
+        if isinstance(picture, str):
+            return self.image(picture)
+        return {"n": name, "t": self.thumbs.of_pixels(picture)}
+
     def local_path(self, value: str) -> Optional[str]:
         """A local file for an image value: a release path, a local path, or an id."""
         value = self.image_paths.get(value, value)
@@ -181,20 +188,26 @@ class _Renderer:
 # --- rejects --------------------------------------------------------------------------
 
 def _write_rejects(pages: "_Pages", release_dir: str, thumbs: Thumbnails,
-                   counts: Optional[dict]) -> dict:
+                   counts: Optional[dict], reject_images: Optional[RejectImages]) -> dict:
     """Per reason: its count by stage and level, and the first REJECT_EXAMPLES rejects
-    (ordered by stage, level, item) as cards."""
+    (ordered by stage, level, item) as cards; those of the first page pictured by
+    `reject_images` when the benchmark can (a frame from its video)."""
     rows = _read_rows(os.path.join(release_dir, REJECTS_DIR))
     by_reason = defaultdict(list)
     for row in rows:
         by_reason[row["reason"]].append(row)
+    groups = {reason: sorted(group, key=lambda r: (r["stage"], r["level"], r["item_id"],
+                                                   r.get("file", ""), r.get("line", 0)))
+              for reason, group in by_reason.items()}
+    pictured = (reject_images([r for g in groups.values() for r in g[:PAGE_SIZE]])
+                if reject_images else {})
     images = _Renderer(ExplorerView("rejects"), release_dir, thumbs)
     reasons = []
-    for n, reason in enumerate(sorted(by_reason)):
-        group = sorted(by_reason[reason], key=lambda r: (r["stage"], r["level"], r["item_id"],
-                                                        r.get("file", ""), r.get("line", 0)))
+    for n, reason in enumerate(sorted(groups)):
+        group = groups[reason]
         stages = Counter(f"{r['stage']}/{r['level']}" for r in group)
-        cards = [_reject_card(r, images) for r in group[:REJECT_EXAMPLES]]
+        cards = [_reject_card(r, images, pictured.get(r["item_id"]))
+                 for r in group[:REJECT_EXAMPLES]]
         path = f"rejects/{n}"
         reasons.append({"reason": reason, "count": len(group), "shown": len(cards),
                         "stages": dict(sorted(stages.items())),
@@ -205,7 +218,7 @@ def _write_rejects(pages: "_Pages", release_dir: str, thumbs: Thumbnails,
     return {"total": total, "reasons": reasons}
 
 
-def _reject_card(row: dict, render: _Renderer) -> dict:
+def _reject_card(row: dict, render: _Renderer, picture=None) -> dict:
     detail = row.get("detail", "")
     card = {"key": row["item_id"], "split": row.get("split", ""), "source": row.get("source", ""),
             "text": [["detail", detail]] if detail else [],
@@ -220,6 +233,8 @@ def _reject_card(row: dict, render: _Renderer) -> dict:
              for word in str(text).split()]
     images = [render.image(w) for w in dict.fromkeys(named)
               if w.lower().endswith(IMAGE_SUFFIXES) and render.local_path(w)]
+    if picture is not None:
+        images.insert(0, render.picture(picture, os.path.basename(row["item_id"])))
     if images:
         card["images"] = images
     return card

@@ -43,16 +43,25 @@ class Thumbnails:
         """The thumbnail of a local image file, relative to the explorer folder; None when
         the file cannot be read as an image."""
         if path not in self._by_path:
-            self._by_path[path] = self._thumbnail(path)
+            self._by_path[path] = self._thumbnail_of_file(path)
         return self._by_path[path]
 
-    def _thumbnail(self, path: str) -> Optional[str]:
+    def of_pixels(self, pixels) -> Optional[str]:
+        """The thumbnail of an RGB uint8 array (a frame decoded from a video)."""
+        digest = hashlib.sha256(f"{pixels.shape}".encode() + pixels.tobytes()).hexdigest()
+        return self._thumbnail(digest, lambda: Image.fromarray(pixels))
+
+    def _thumbnail_of_file(self, path: str) -> Optional[str]:
         try:
-            key = cache_key(STAGE, _sha256(path), f"pillow-{PIL.__version__}",
-                            {"size": SIZE, "quality": QUALITY})
+            digest = _sha256(path)
         except OSError:
             self.unreadable += 1
             return None
+        return self._thumbnail(digest, lambda: Image.open(path))
+
+    def _thumbnail(self, content_sha256: str, open_image) -> Optional[str]:
+        key = cache_key(STAGE, content_sha256, f"pillow-{PIL.__version__}",
+                        {"size": SIZE, "quality": QUALITY})
         rel = f"{FOLDER}/{key[:2]}/{key}.jpg"
         target = os.path.join(self._root, rel)
         if os.path.exists(target):
@@ -63,7 +72,7 @@ class Thumbnails:
             shutil.copyfile(earlier, target)
             self.reused += 1
             return rel
-        data = _small_jpeg(path)
+        data = _small_jpeg(open_image)
         if data is None:
             self.unreadable += 1
             return None
@@ -73,10 +82,10 @@ class Thumbnails:
         return rel
 
 
-def _small_jpeg(path: str) -> Optional[bytes]:
+def _small_jpeg(open_image) -> Optional[bytes]:
     """The image shrunk to SIZE on its longest side, as JPEG bytes; None if unreadable."""
     try:
-        with Image.open(path) as image:
+        with open_image() as image:
             image.draft("RGB", (SIZE, SIZE))   # JPEG: decode at a reduced scale, much faster
             small = image.convert("RGB")
             small.thumbnail((SIZE, SIZE))

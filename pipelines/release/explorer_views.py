@@ -12,11 +12,15 @@ named as in the table's Parquet schema; a joined table's columns as "<table>.<co
 An image value is a path relative to the release folder (compat/...), a local path, or
 an id that `image_index` maps to a local path. Anything else (a COCO file name whose
 image is not on this machine, a URL) is shown by its name: the explorer never fetches.
+
+`Explorer` is what `Benchmark.explorer(plan)` returns: its views and, optionally, how to
+picture a reject whose image is not in the release (ImageCoDe decodes a rejected
+frame from its video).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 
 @dataclass(frozen=True)
@@ -55,3 +59,16 @@ class ExplorerView:
     @property
     def label(self) -> str:
         return self.title or self.table
+
+
+# reject rows (REJECT_SCHEMA dicts) -> {item_id: a local image file or an RGB uint8 array}
+RejectImages = Callable[[List[dict]], Dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Explorer:
+    """A benchmark's explorer: its views; `reject_images` is asked once per build for
+    the rejects on each reason's first page (a reject naming a local image file in its
+    item id or detail shows it without help)."""
+    views: Sequence[ExplorerView] = ()
+    reject_images: Optional[RejectImages] = None

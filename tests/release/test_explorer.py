@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -140,6 +141,30 @@ def test_rejects_by_reason_with_the_figures_of_their_detail(release, monkeypatch
     assert ["brisque", "0.60"] in cards[0]["figures"]
     unreadable, = load_page(explorer, by_reason["unreadable_image"]["path"], 1)
     assert [i["n"] for i in unreadable["images"]] == ["a.jpg"] and unreadable["images"][0]["t"]
+
+
+def test_a_benchmark_pictures_rejects_of_the_first_page(release, monkeypatch):
+    """reject_images (e.g. ImageCoDe's frames decoded from their video) is asked once,
+    for the first page of each reason; the pixels become thumbnails."""
+    _, folder = release
+    monkeypatch.setattr(explorer_module, "PAGE_SIZE", 2)
+    asked = []
+
+    def frames(rows):
+        asked.append(sorted(r["item_id"] for r in rows))
+        return {r["item_id"]: np.full((60, 80, 3), 40 * i, np.uint8)
+                for i, r in enumerate(rows) if r["reason"] == "blurry"}
+
+    _write(folder, reject_images=frames)
+    explorer = os.path.join(folder, "explorer")
+    assert asked == [["img7", "v/shot0/frame0", "v/shot0/frame1"]]
+    blurry = {r["reason"]: r for r in load_index(explorer)["rejects"]["reasons"]}["blurry"]
+    first = load_page(explorer, blurry["path"], 1)
+    assert [c["images"][0]["n"] for c in first] == ["frame0", "frame1"]
+    for card in first:
+        with Image.open(os.path.join(explorer, card["images"][0]["t"])) as image:
+            assert image.size == (80, 60)
+    assert "images" not in load_page(explorer, blurry["path"], 2)[0]
 
 
 def test_the_diff_shows_added_removed_and_moved_cards_and_reuses_thumbnails(release):
