@@ -89,7 +89,8 @@ class Fg(Benchmark):
                          join=(Join(SIMILAR_SETS, on="image_id", key="target"),),
                          image_index=pool),
             ExplorerView(SIMILAR_SETS, "Similar sets", images=("members",),
-                         image_notes=("sources", "image_scores", "text_scores"), target=0,
+                         image_notes=("sources", ("image", "image_scores"), ("text", "text_scores")),
+                         target=0,
                          image_index=pool),
             ExplorerView(POOL, "Pool", images=("path",),
                          figures=("position", "file_name", "original"))))

@@ -53,11 +53,12 @@ class ImageCoDe(Benchmark):
                          target="target_index", text=("description",),
                          figures=("retrievers", "correct", "tokens", "set_name")),
             ExplorerView(pipeline.VIDEO_SETS, "Video sets", images=("image_paths",),
-                         image_notes=("frame_indices", "brisque_scores"),
+                         image_notes=(("frame", "frame_indices"), ("brisque", "brisque_scores")),
                          figures=("video_id", "shot_index", "distance_min", "distance_mean",
                                   "distance_max", "text_chars")),
             ExplorerView(pipeline.STATIC_SETS, "Static sets", images=("image_paths",),
-                         image_notes=("distances",), figures=("query_id", "distance_mean")))
+                         image_notes=(("distance", "distances"),),
+                         figures=("query_id", "distance_mean")))
         return Explorer(views, reject_images=rejected_frames(plan.config.inputs.videos))
 
     def links(self, plan: Plan):

@@ -152,10 +152,10 @@ def _fill(staging: str, *, benchmark, version, config, result, models, inputs, l
     previous, diff = write_release_notes(staging, manifest)
     manifest["previous_version"] = FileSystems.split(previous)[1] if previous else None
     if explorer is not None:
-        if FileSystems.get_scheme(staging) in (None, "file"):
+        if FileSystems.get_scheme(staging) is None:
             written = write_explorer(staging, benchmark=benchmark, version=version,
-                                     tables=tables, views=explorer.views, counts=counts,
-                                     diff=diff, previous_dir=previous,
+                                     tables=tables, views=explorer.views, diff=diff,
+                                     previous_dir=previous,
                                      reject_images=explorer.reject_images)
             manifest["explorer"] = {"files": written["files"], "bytes": written["bytes"]}
         else:  # its thumbnails and pages are written with local file calls

@@ -47,7 +47,8 @@ class ExplorerView:
     table: str
     title: str = ""
     images: Tuple[str, ...] = ()          # columns holding an image or a list of them, in order
-    image_notes: Tuple[str, ...] = ()     # list columns with one value per image (a frame's score)
+    # list columns with one value per image (a frame's score), each a column or (label, column)
+    image_notes: Tuple[Union[str, Tuple[str, str]], ...] = ()
     target: Union[str, int, None] = None  # column (or fixed index) of the target image or choice
     text: Tuple[str, ...] = ()            # columns shown as text (a caption, a description)
     choices: str = ""                     # column: a list of texts offered as answers

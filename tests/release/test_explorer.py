@@ -91,7 +91,7 @@ def test_every_row_is_a_card_on_pages_of_page_size(release):
     first = cards[0]
     assert first["text"] == [["caption", "caption 0"]] and first["figures"] == [["score", "0"]]
     assert [i.get("target", False) for i in first["images"]] == [False, True]
-    assert [i["l"] for i in first["images"]] == ["0.5", "n/a"]
+    assert [i["l"] for i in first["images"]] == [["0.5"], ["n/a"]]
     assert not os.path.exists(os.path.join(explorer, "data", train["path"], "3.js"))
     for name in ("index.html", "explorer.js", "explorer.css"):
         assert os.path.isfile(os.path.join(explorer, name))

@@ -83,9 +83,9 @@ var EXPLORER = (function () {
       ? el("img", {src: image.t, alt: image.n, title: image.n, loading: "lazy"})
       : el("div", {"class": "missing", title: "not in the release nor on this machine",
                    text: image.n});
+    var notes = (image.l || []).map(function (note) { return el("div", {text: note}); });
     return el("figure", {"class": image.target ? "target" : ""},
-              [shown, image.l ? el("figcaption", {text: image.l}) :
-                      (image.target ? el("figcaption", {text: ""}) : null)]);
+              [shown, notes.length || image.target ? el("figcaption", {}, notes) : null]);
   }
 
   function card(c) {
