@@ -244,14 +244,15 @@ def _reject_card(row: dict, render: _Renderer, picture=None) -> dict:
 def _write_diff(pages: "_Pages", diff: dict, views: Sequence[ExplorerView],
                 cards: Dict[str, Dict[str, dict]], previous_dir: str, thumbs: Thumbnails) -> dict:
     """The `release diff` comparison with the cards of what it names: added, moved and
-    changed rows as they are now, removed ones as the previous version had them."""
+    changed rows as they are now (a changed one with its images before), removed ones
+    as the previous version had them."""
     by_table = {v.table: v for v in views}
     tables = []
     for n, (table, change) in enumerate(sorted(diff["tables"].items())):
         view = by_table.get(table, ExplorerView(table))
         now = cards.get(table, {})
         before = {}
-        if change["removed"]:
+        if change["removed"] or change["changed"]:
             before = {c["key"]: c for c in _Renderer(view, previous_dir, thumbs).cards()}
         moved = {m["key"]: f"{m['from']} -> {m['to']}" for m in change["moved"]}
         kinds = []
@@ -264,6 +265,8 @@ def _write_diff(pages: "_Pages", diff: dict, views: Sequence[ExplorerView],
                 card = dict(source.get(str(key)) or {"key": str(key), "split": "", "source": ""})
                 if kind == "moved":
                     card["figures"] = [["moved", moved[key]]] + card.get("figures", [])
+                if kind == "changed" and before.get(str(key), {}).get("images"):
+                    card["before"] = before[str(key)]["images"]
                 shown.append(card)
             path = f"diff/{n}/{kind}"
             kinds.append({"kind": kind, "count": len(keys), "pages": pages.paged(path, shown),

@@ -172,6 +172,7 @@ def test_the_diff_shows_added_removed_and_moved_cards_and_reuses_thumbnails(rele
     _write(old)
     rows = [_row(n) for n in range(1, PAGE_SIZE + 6)] + [_row(100 + n, "test") for n in range(5)]
     rows += [_row(0, "test"), _row(300, "test", images=("compat/a.jpg",))]
+    rows[0]["image_paths"] = ["compat/b.jpg"]   # set001: other images, same name
     new = _release(root, "1.1.0", rows, config={"t": 2})
     _image(os.path.join(new, "compat", "a.jpg"), "red")
     _image(os.path.join(new, "compat", "b.jpg"), "blue", size=(1000, 400))
@@ -184,7 +185,7 @@ def test_the_diff_shows_added_removed_and_moved_cards_and_reuses_thumbnails(rele
     assert shown["config"] == [{"key": "t", "from": 1, "to": 2}]
     kinds = {k["kind"]: k for k in shown["tables"][0]["kinds"]}
     assert {k: v["count"] for k, v in kinds.items()} == {"added": 1, "removed": 1, "moved": 1,
-                                                         "changed": 0}
+                                                         "changed": 1}
     added, = load_page(explorer, kinds["added"]["path"], 1)
     removed, = load_page(explorer, kinds["removed"]["path"], 1)
     moved, = load_page(explorer, kinds["moved"]["path"], 1)
@@ -192,6 +193,10 @@ def test_the_diff_shows_added_removed_and_moved_cards_and_reuses_thumbnails(rele
     assert removed["key"] == "set200" and removed["split"] == "test"
     assert removed["images"][0]["t"] and removed["images"][1]["t"] is None
     assert moved["key"] == "set000" and moved["figures"][0] == ["moved", "train -> test"]
+    changed, = load_page(explorer, kinds["changed"]["path"], 1)
+    assert changed["key"] == "set001"
+    assert [i["n"] for i in changed["images"]] == ["b.jpg"]
+    assert [i["n"] for i in changed["before"]] == ["a.jpg", "b.jpg"]
 
 
 def test_the_same_release_gives_the_same_explorer(release, tmp_path):

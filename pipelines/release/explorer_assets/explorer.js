@@ -93,6 +93,10 @@ var EXPLORER = (function () {
     var node = el("article", {"class": "card", "data-key": c.key},
                   [el("h3", {text: c.key}, [tag ? el("span", {"class": "tag", text: tag}) : null])]);
     if (c.images && c.images.length) node.appendChild(el("div", {"class": "images"}, c.images.map(figure)));
+    if (c.before && c.before.length) {   // a changed row: its images in the previous version
+      node.appendChild(el("p", {"class": "text"}, [el("b", {text: "before"})]));
+      node.appendChild(el("div", {"class": "images before"}, c.before.map(figure)));
+    }
     (c.text || []).forEach(function (t) {
       node.appendChild(el("p", {"class": "text"}, [el("b", {text: t[0]}), el("span", {text: t[1]})]));
     });
