@@ -127,14 +127,28 @@ class _Renderer:
                             if index else {})
 
     def cards(self) -> List[dict]:
+        self.thumbs.prefetch(path for row in self.rows for path in self.local_paths(row))
         return sorted((self.card(row) for row in self.rows), key=lambda c: c["key"])
+
+    def local_paths(self, row: dict) -> Iterable[str]:
+        """The local image files a row's card shows (joined columns included)."""
+        row = self.with_joins(row)
+        for column in self.view.images:
+            for value in _as_list(row.get(column)):
+                path = self.local_path(str(value))
+                if path:
+                    yield path
+
+    def with_joins(self, row: dict) -> dict:
+        row = dict(row)
+        for join in self.view.join:
+            other = self.joined[join.table].get(row.get(join.on), {})
+            row.update({f"{join.table}.{c}": v for c, v in other.items()})
+        return row
 
     def card(self, row: dict) -> dict:
         view = self.view
-        row = dict(row)
-        for join in view.join:
-            other = self.joined[join.table].get(row.get(join.on), {})
-            row.update({f"{join.table}.{c}": v for c, v in other.items()})
+        row = self.with_joins(row)
         target = row.get(view.target) if isinstance(view.target, str) else view.target
         card = {"key": str(row[self.key]), "split": str(row.get("split", "")),
                 "source": str(row.get("source", ""))}

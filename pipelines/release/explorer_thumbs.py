@@ -17,7 +17,9 @@ import hashlib
 import io
 import os
 import shutil
-from typing import Dict, Optional
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Dict, Iterable, Optional
 
 import PIL
 from PIL import Image
@@ -28,6 +30,8 @@ SIZE = 128          # longest side, pixels
 QUALITY = 70        # JPEG quality: 128px thumbnails of photos are 2-5 KB
 STAGE = "explorer_thumbnail"
 FOLDER = "thumbs"
+# Pillow decodes and scales without the GIL: a release's 100,000 images go several at once
+WORKERS = min(8, os.cpu_count() or 1)
 
 
 class Thumbnails:
@@ -37,7 +41,20 @@ class Thumbnails:
         self._root = explorer_dir
         self._previous = previous_explorer
         self._by_path: Dict[str, Optional[str]] = {}
+        self._lock = threading.Lock()
+        self._by_key: Dict[str, "_Claim"] = {}
         self.made = self.reused = self.unreadable = 0
+
+    def prefetch(self, paths: Iterable[str]) -> None:
+        """Make the thumbnails of `paths` in parallel, ahead of `of` asking one by one."""
+        todo = [p for p in dict.fromkeys(paths) if p not in self._by_path]
+        with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+            for path, rel in zip(todo, pool.map(self._thumbnail_of_file, todo)):
+                self._by_path[path] = rel
+
+    def _count(self, what: str) -> None:
+        with self._lock:
+            setattr(self, what, getattr(self, what) + 1)
 
     def of(self, path: str) -> Optional[str]:
         """The thumbnail of a local image file, relative to the explorer folder; None when
@@ -55,13 +72,30 @@ class Thumbnails:
         try:
             digest = _sha256(path)
         except OSError:
-            self.unreadable += 1
+            self._count("unreadable")
             return None
         return self._thumbnail(digest, lambda: Image.open(path))
 
     def _thumbnail(self, content_sha256: str, open_image) -> Optional[str]:
+        """One image's thumbnail, made once per content: a second file with the same
+        bytes (a set's image copied for another set) waits for the first one's result."""
         key = cache_key(STAGE, content_sha256, f"pillow-{PIL.__version__}",
                         {"size": SIZE, "quality": QUALITY})
+        with self._lock:
+            claim = self._by_key.get(key)
+            first = claim is None
+            if first:
+                claim = self._by_key[key] = _Claim()
+        if not first:
+            claim.done.wait()
+            return claim.rel
+        try:
+            claim.rel = self._make(key, open_image)
+        finally:   # also when it raised (a full disk): nobody waits forever
+            claim.done.set()
+        return claim.rel
+
+    def _make(self, key: str, open_image) -> Optional[str]:
         rel = f"{FOLDER}/{key[:2]}/{key}.jpg"
         target = os.path.join(self._root, rel)
         if os.path.exists(target):
@@ -70,16 +104,21 @@ class Thumbnails:
         earlier = os.path.join(self._previous, rel) if self._previous else None
         if earlier and os.path.isfile(earlier):
             shutil.copyfile(earlier, target)
-            self.reused += 1
+            self._count("reused")
             return rel
         data = _small_jpeg(open_image)
         if data is None:
-            self.unreadable += 1
+            self._count("unreadable")
             return None
         with open(target, "wb") as f:
             f.write(data)
-        self.made += 1
+        self._count("made")
         return rel
+
+
+class _Claim:
+    def __init__(self):
+        self.done, self.rel = threading.Event(), None
 
 
 def _small_jpeg(open_image) -> Optional[bytes]:
