@@ -26,7 +26,7 @@ from pipelines.release import diff as release_diff
 from pipelines.release import manifest as release_manifest
 from pipelines.release import runs
 from pipelines.release.datacard import render_datacard, write_datacard
-from pipelines.release.explorer import write_explorer
+from pipelines.release.explorer import EXPLORER_DIR, write_explorer
 from pipelines.release.explorer_views import Explorer
 from pipelines.release.hf_card import write_readme
 from pipelines.release.splits import MAIN, SplitScheme, partition_table
@@ -237,5 +237,8 @@ def print_summary(final: str, counts: dict) -> None:
             f"{split}={n}" for split, n in sorted(rows["by_split"].items())))
     lines += [f"  rejects: {rejects['total']}  " + "  ".join(
                  f"{reason}={n}" for reason, n in sorted(rejects["by_reason"].items()))]
+    explorer = FileSystems.join(shown, EXPLORER_DIR, "index.html")
+    if FileSystems.get_scheme(final) is None and os.path.isfile(explorer):
+        lines.append(f"  explorer: {explorer}")
     print("\n".join(lines), flush=True)
 
