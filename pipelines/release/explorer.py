@@ -38,7 +38,7 @@ import pyarrow.parquet as pq
 
 from pipelines.release.diff import row_key
 from pipelines.release.explorer_thumbs import Thumbnails
-from pipelines.release.explorer_views import ExplorerView, RejectImages
+from pipelines.release.explorer_views import ExplorerView, ImageIndex, RejectImages
 from schemas.layout import PARQUET_DIR, REJECTS_DIR
 
 log = logging.getLogger("pipelines.release.explorer")
@@ -69,7 +69,7 @@ def write_explorer(release_dir: str, *, benchmark: str, version: str, tables: It
     for n, view in enumerate(all_views):
         entry, cards[view.table] = _write_view(pages, f"items/{n}", view, release_dir, thumbs)
         index["views"].append(entry)
-    index["rejects"] = _write_rejects(pages, release_dir, thumbs, reject_images)
+    index["rejects"] = _write_rejects(pages, release_dir, thumbs, all_views, reject_images)
     index["diff"] = (_write_diff(pages, diff, all_views, cards, previous_dir, thumbs)
                      if diff and previous_dir else None)
     pages.script("data/index.js", f"EXPLORER.index({_json(index)});\n")
@@ -121,10 +121,7 @@ class _Renderer:
         self.joined = {j.table: {r[j.key]: r for r in
                                  _read_rows(os.path.join(release_dir, PARQUET_DIR, j.table))}
                        for j in view.join}
-        index = view.image_index
-        self.image_paths = ({r[index.id]: r[index.path] for r in
-                             _read_rows(os.path.join(release_dir, PARQUET_DIR, index.table))}
-                            if index else {})
+        self.image_paths = _image_index(release_dir, view.image_index)
 
     def cards(self) -> List[dict]:
         self.thumbs.prefetch(path for row in self.rows for path in self.local_paths(row))
@@ -204,7 +201,7 @@ class _Renderer:
 # --- rejects --------------------------------------------------------------------------
 
 def _write_rejects(pages: "_Pages", release_dir: str, thumbs: Thumbnails,
-                   reject_images: Optional[RejectImages]) -> dict:
+                   views: Sequence[ExplorerView], reject_images: Optional[RejectImages]) -> dict:
     """Per reason: its count by stage and level, and the first REJECT_EXAMPLES rejects
     (ordered by stage, level, item) as cards; those of the first page pictured by
     `reject_images` when the benchmark can (a frame from its video)."""
@@ -218,6 +215,8 @@ def _write_rejects(pages: "_Pages", release_dir: str, thumbs: Thumbnails,
     pictured = (reject_images([r for g in groups.values() for r in g[:PAGE_SIZE]])
                 if reject_images else {})
     images = _Renderer(ExplorerView("rejects"), release_dir, thumbs)
+    for view in views:   # a reject of an image id the views know (FG's pool) shows it
+        images.image_paths.update(_image_index(release_dir, view.image_index))
     reasons = []
     for n, reason in enumerate(sorted(groups)):
         group = groups[reason]
@@ -245,7 +244,8 @@ def _reject_card(row: dict, render: _Renderer, picture=None) -> dict:
     named = [word.rstrip(":,;)") for text in (row["item_id"], detail, row.get("file", ""))
              for word in str(text).split()]
     images = [render.image(w) for w in dict.fromkeys(named)
-              if w.lower().endswith(IMAGE_SUFFIXES) and render.local_path(w)]
+              if (w.lower().endswith(IMAGE_SUFFIXES) or w in render.image_paths)
+              and render.local_path(w)]
     if picture is not None:
         images.insert(0, render.picture(picture, os.path.basename(row["item_id"])))
     if images:
@@ -328,6 +328,13 @@ def _read_rows(folder: str) -> List[dict]:
     for path in files:
         rows.extend(pq.read_table(path).to_pylist())
     return rows
+
+
+def _image_index(release_dir: str, index: Optional[ImageIndex]) -> Dict[str, str]:
+    if index is None:
+        return {}
+    return {str(r[index.id]): r[index.path]
+            for r in _read_rows(os.path.join(release_dir, PARQUET_DIR, index.table))}
 
 
 def _as_list(value) -> list:

@@ -234,6 +234,9 @@ def test_a_join_and_an_image_index_resolve_ids_to_files(tmp_path):
         pq.write_table(pa.Table.from_pylist(rows), f"{folder}/parquet/{table}/test-00000-of-00001.parquet")
     _image(f"{folder}/img/1.png", "green")
     _image(f"{folder}/img/2.png", "yellow")
+    os.makedirs(f"{folder}/rejects")
+    pq.write_table(pa.Table.from_pylist([reject_to_row(Reject("pool", "member", "already_in_pool", "i2"))],
+                                        schema=REJECT_SCHEMA), f"{folder}/rejects/r.parquet")
     view = ExplorerView("captions", images=("similar.members",), target=0,
                         join=(Join("similar", on="image_id", key="target"),),
                         image_index=ImageIndex("pool", "image_id", "path"))
@@ -242,6 +245,8 @@ def test_a_join_and_an_image_index_resolve_ids_to_files(tmp_path):
     card, = load_page(explorer, load_index(explorer)["views"][0]["groups"][0]["path"], 1)
     assert [i["n"] for i in card["images"]] == ["i1", "i2"]
     assert all(i["t"] for i in card["images"]) and card["images"][0]["target"]
+    reject, = load_page(explorer, load_index(explorer)["rejects"]["reasons"][0]["path"], 1)
+    assert reject["images"] == [dict(card["images"][1])]   # a rejected pool id, pictured
 
 
 def test_no_explorer_builds_a_release_without_one(tmp_path):
