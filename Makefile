@@ -6,7 +6,7 @@ CONFIG    ?=
 ARGS      ?=
 BENCHMARKS := imagecode vsr bd2bb fg nlvr2
 
-.PHONY: setup $(addprefix build-,$(BENCHMARKS)) test check-dataflow check-portable bench clean-sample cache-prune
+.PHONY: setup $(addprefix build-,$(BENCHMARKS)) test check-dataflow check-portable check-explorer bench clean-sample cache-prune
 
 setup:
 	@bash scripts/setup.sh
@@ -75,6 +75,13 @@ check-dataflow: setup
 
 check-portable: setup
 	$(PY) -m pipelines check portable
+
+# The release explorer opened in headless Chromium from file:// (tests/release/
+# test_explorer_browser.py): builds every sample, installs Debian's chromium if missing;
+# screenshots land in build/explorer/. Run by CI after the tests.
+check-explorer:
+	@WITH_CHROMIUM=1 bash scripts/setup.sh
+	EXPLORER_BROWSER=1 $(PY) -m pytest -q tests/release/test_explorer_browser.py
 
 bench: setup
 	$(PY) -m bench.imagecode_video

@@ -19,7 +19,8 @@ setup(
     description="Beam pipelines that re-create the collection stages of vision-and-language benchmarks",
     packages=find_packages(include=["pipelines", "pipelines.*", "transforms", "transforms.*",
                                     "schemas", "schemas.*"]),
-    package_data={"pipelines": ["*/configs/*.yaml", "*/README.md", "*/data/*.tsv"]},
+    package_data={"pipelines": ["*/configs/*.yaml", "*/README.md", "*/data/*.tsv",
+                                "release/explorer_assets/*"]},
     python_requires=">=3.10",
     install_requires=requirements(),
     # The machine that submits to Dataflow needs Beam's GCP extra (docs/scale-out.md).

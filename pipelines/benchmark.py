@@ -16,6 +16,8 @@ what is its own:
     splits(plan)                          the split schemes of each table (default: its
                                           `split` column); one Hugging Face config each
     describe(plan, facts)                 the data card's summary, thresholds, sections
+    explorer(plan)                        how its tables look in the release explorer
+                                          (pipelines/release/explorer_views.py)
 
 TFDS is the model: a builder per dataset with named configs (`configs/<name>.yaml`, a
 "paper" and a "sample" one at least), release notes and checksums kept with the release.
@@ -30,6 +32,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import apache_beam as beam
 
 from pipelines.progress import Progress
+from pipelines.release.explorer_views import Explorer
 from pipelines.release.splits import MAIN, SplitScheme
 
 
@@ -114,6 +117,12 @@ class Benchmark(abc.ABC):
         (pipelines/release/splits.py, hf_card.py). Declare a second scheme for a table
         that holds one (e.g. `SplitScheme("zeroshot_split", "zeroshot")`)."""
         return {table: MAIN for table in self.tables(plan)}
+
+    def explorer(self, plan: Plan) -> Explorer:
+        """The release explorer's views of its tables (images, target, text, choices,
+        figures; pipelines/release/explorer_views.py). A table not named here gets a
+        plain view: its key and scalar columns."""
+        return Explorer()
 
     def links(self, plan: Plan) -> Links:
         return ()

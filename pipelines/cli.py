@@ -21,7 +21,7 @@ VERSION_PATTERN = re.compile(r"^\d+\.\d+\.\d+([-+][0-9A-Za-z.-]+)?$")
 
 
 def add_build_arguments(parser: argparse.ArgumentParser, configs=()) -> None:
-    """--config, --set, --output, --version, --quiet: what every build takes."""
+    """--config, --set, --output, --version, --quiet, --no-explorer: what every build takes."""
     named = f" or a name: {', '.join(configs)}" if configs else ""
     parser.add_argument("--config", required=True,
                         help=f"YAML config: a path{named} (pipelines/<benchmark>/configs/)")
@@ -33,6 +33,9 @@ def add_build_arguments(parser: argparse.ArgumentParser, configs=()) -> None:
     parser.add_argument("--quiet", action="store_true",
                         help="no progress lines on stderr (items done of the total per main "
                              "stage, rate, time left)")
+    parser.add_argument("--no-explorer", action="store_true",
+                        help="write no explorer/ (the static pages to browse the release, its "
+                             "rejects and its changes; see README, \"The release explorer\")")
 
 
 def _version(text: str) -> str:

@@ -80,7 +80,8 @@ def build(benchmark: Union[str, Benchmark], argv: Optional[List[str]] = None,
         config=config, execute=execute, models=plan.models, inputs=plan.inputs,
         links=benchmark.links(plan), tables=benchmark.tables(plan), splits=benchmark.splits(plan),
         describe=lambda facts: benchmark.describe(plan, facts), cache_root=cache_root,
-        check_counts=lambda stages: benchmark.check_counts(plan, stages))
+        check_counts=lambda stages: benchmark.check_counts(plan, stages),
+        explorer=None if args.no_explorer else benchmark.explorer(plan))
 
 
 def build_main(benchmark: Union[str, Benchmark], argv: Optional[List[str]] = None) -> int:

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Idempotent set-up: Debian programs (ffmpeg, tesseract, a font), a virtual environment
 # in .venv with the Python packages, and this project installed in it (editable).
+# WITH_CHROMIUM=1 adds Debian's chromium, for the release explorer's browser test only
+# (make check-explorer).
 # Re-running is cheap: the Python step is skipped while requirements are unchanged.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,6 +17,7 @@ command -v tesseract >/dev/null 2>&1 || missing+=(tesseract-ocr tesseract-ocr-en
 # OpenCV (required by PySceneDetect) links against libGL and GLib even when headless.
 ldconfig -p | grep -q 'libGL.so.1 ' || missing+=(libgl1)
 ldconfig -p | grep -q 'libglib-2.0.so.0 ' || missing+=(libglib2.0-0)
+if [ "${WITH_CHROMIUM:-0}" = 1 ]; then command -v chromium >/dev/null 2>&1 || missing+=(chromium); fi
 if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing Debian packages: ${missing[*]}"
   if [ "$(id -u)" = 0 ]; then SUDO=""; elif command -v sudo >/dev/null 2>&1; then SUDO="sudo"; else

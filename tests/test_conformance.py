@@ -125,5 +125,38 @@ def test_every_table_reads_with_pandas(built):
         assert set(frame["split"]) == set(pq.read_table(folder, columns=["split"]).column("split").to_pylist())
 
 
+def test_its_explorer_shows_every_row_and_reject(built):
+    """explorer/ (pipelines/release/explorer.py): every row of every table is one card on
+    its pages, the first page is full (or holds the whole group), every reject is counted
+    by reason, every thumbnail is there, nothing refers to the network, and the manifest
+    checksums it (tests/release/test_explorer_browser.py opens it in Chromium)."""
+    from pipelines.release.explorer import PAGE_SIZE
+    from tests.release.explorer_pages import all_cards, load_index, load_page, network_references
+
+    benchmark, release, sample = built
+    plan = benchmark.prepare(load_config(benchmark.config_path(sample), [], benchmark.config_type), None)
+    explorer = os.path.join(release, "explorer")
+    index = load_index(explorer)
+    manifest = json.load(open(os.path.join(release, "MANIFEST.json")))
+    assert {v["table"] for v in index["views"]} == set(benchmark.tables(plan))
+    for view in index["views"]:
+        rows = pq.read_table(os.path.join(release, "parquet", view["table"])).num_rows
+        assert sum(g["items"] for g in view["groups"]) == rows
+        for group in view["groups"]:
+            assert len(load_page(explorer, group["path"], 1)) == min(PAGE_SIZE, group["items"])
+            cards = all_cards(explorer, group["path"], group["pages"])
+            assert len(cards) == group["items"]
+            assert {(c["split"], c["source"]) for c in cards} == {(group["split"], group["source"])}
+            for image in (i for c in cards for i in c.get("images", ())):
+                assert image["t"] is None or os.path.isfile(os.path.join(explorer, image["t"]))
+    assert index["rejects"]["total"] == manifest["counts"]["rejects"]["total"]
+    assert {r["reason"]: r["count"] for r in index["rejects"]["reasons"]} == \
+        manifest["counts"]["rejects"]["by_reason"]
+    assert index["diff"] is None   # the first version in its folder
+    assert network_references(explorer) == []
+    assert any(path.startswith("explorer/") for path in manifest["files"])
+    assert manifest["explorer"]["files"] == sum(p.startswith("explorer/") for p in manifest["files"])
+
+
 def _canonical(row: dict) -> str:
     return json.dumps(row, sort_keys=True, default=str)

@@ -7,6 +7,7 @@ from pipelines.bd2bb import datacard, pipeline, reasons
 from pipelines.bd2bb.config import BD2BBConfig
 from pipelines.benchmark import Benchmark, Plan, inside
 from pipelines.progress import Progress
+from pipelines.release.explorer_views import Explorer, ExplorerView
 from pipelines.release.splits import MAIN, SplitScheme
 from transforms.core.errors import ConfigError
 
@@ -46,6 +47,14 @@ class BD2BB(Benchmark):
     def progress(self, plan: Plan):
         # every tuple read is rejected by a filter or clustered
         return (Progress("tuples", "tuple", "clusters", total_counter=("read", "line.out")),)
+
+    def explorer(self, plan: Plan):
+        # the image, the intention, and the five endings: the target and four decoys
+        return Explorer((
+            ExplorerView(pipeline.SAMPLES, "Samples", images=("image",), text=("intention",),
+                         choices="endings", choice_notes="ending_types", target="label",
+                         figures=("action", "cluster", "hard_test", "annotator", "code1",
+                                  "code2")),))
 
     def links(self, plan: Plan):
         return pipeline.STAGE_LINKS

@@ -9,7 +9,9 @@ from pipelines.benchmark import Benchmark, Plan, inside
 from pipelines.fg import datacard, pipeline, reasons
 from pipelines.fg.config import FgConfig
 from pipelines.fg.tagger import tagger_identity
+from pipelines.fg.release import CAPTIONS, POOL, SIMILAR_SETS
 from pipelines.preflight import check_not_empty
+from pipelines.release.explorer_views import Explorer, ExplorerView, ImageIndex, Join
 from transforms.core.errors import PreflightError
 from transforms.image.encoders import encoder_identity
 from transforms.image.weights import EncoderError
@@ -73,6 +75,25 @@ class Fg(Benchmark):
 
     def tables(self, plan: Plan):
         return pipeline.released_tables(plan.config)
+
+    def explorer(self, plan: Plan):
+        # a caption, original against renovated, beside its image's similar set (the
+        # target first); set members are pool ids, their files the pool table's paths
+        pool = ImageIndex(POOL, "image_id", "path")
+        return Explorer((
+            ExplorerView(CAPTIONS, "Captions", images=(f"{SIMILAR_SETS}.members",),
+                         image_notes=(f"{SIMILAR_SETS}.sources",), target=0,
+                         text=("original", "renovated"),
+                         figures=("caption_index", "changed", "coarse", "noun", "detail",
+                                  "clipscore_before", "clipscore_after", "corrected"),
+                         join=(Join(SIMILAR_SETS, on="image_id", key="target"),),
+                         image_index=pool),
+            ExplorerView(SIMILAR_SETS, "Similar sets", images=("members",),
+                         image_notes=("sources", ("image", "image_scores"), ("text", "text_scores")),
+                         target=0,
+                         image_index=pool),
+            ExplorerView(POOL, "Pool", images=("path",),
+                         figures=("position", "file_name", "original"))))
 
     def links(self, plan: Plan):
         return pipeline.stage_links(plan.config)

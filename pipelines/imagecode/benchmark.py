@@ -6,8 +6,10 @@ import os
 from pipelines.benchmark import Benchmark, Plan, inside
 from pipelines.imagecode import datacard, pipeline, preflight, reasons
 from pipelines.imagecode.config import ImageCodeConfig
+from pipelines.imagecode.explorer_frames import rejected_frames
 from pipelines.imagecode.params import build_rules
 from pipelines.progress import Progress
+from pipelines.release.explorer_views import Explorer, ExplorerView
 
 SAMPLE_DIR = "samples/imagecode"   # where the sample config reads (configs/sample.yaml)
 
@@ -41,6 +43,23 @@ class ImageCoDe(Benchmark):
         # by the collection, done when embedded
         return (Progress("videos", "video", "shots", total_counter=("manifest", "line.out")),
                 Progress("images", "image", "embed", total_counter=("images", "entry.out")))
+
+    def explorer(self, plan: Plan):
+        # a description with its set of 10, the target and the retrievers' votes; the sets
+        # with each frame's number and BRISQUE score (static sets: distance to the query);
+        # a rejected frame (blurry, text, too_similar, ...) decoded from its video
+        views = (
+            ExplorerView(pipeline.DESCRIPTIONS, "Descriptions", images=("image_paths",),
+                         target="target_index", text=("description",),
+                         figures=("retrievers", "correct", "tokens", "set_name")),
+            ExplorerView(pipeline.VIDEO_SETS, "Video sets", images=("image_paths",),
+                         image_notes=(("frame", "frame_indices"), ("brisque", "brisque_scores")),
+                         figures=("video_id", "shot_index", "distance_min", "distance_mean",
+                                  "distance_max", "text_chars")),
+            ExplorerView(pipeline.STATIC_SETS, "Static sets", images=("image_paths",),
+                         image_notes=(("distance", "distances"),),
+                         figures=("query_id", "distance_mean")))
+        return Explorer(views, reject_images=rejected_frames(plan.config.inputs.videos))
 
     def links(self, plan: Plan):
         return pipeline.STAGE_LINKS

@@ -2,7 +2,8 @@
 
     staging folder -> run the pipeline into it -> read counters back -> one set of
     Parquet files per split -> check that the counters reconcile and match the rows
-    written -> DATACARD.md -> README.md (the dataset card) -> MANIFEST.json -> rename
+    written -> DATACARD.md -> README.md (the dataset card) -> RELEASE_NOTES.md ->
+    explorer/ (pipelines/release/explorer.py) -> MANIFEST.json -> rename
 
 A run that fails anywhere leaves no version folder behind (pipelines.release.manifest).
 """
@@ -25,6 +26,8 @@ from pipelines.release import diff as release_diff
 from pipelines.release import manifest as release_manifest
 from pipelines.release import runs
 from pipelines.release.datacard import render_datacard, write_datacard
+from pipelines.release.explorer import EXPLORER_DIR, write_explorer
+from pipelines.release.explorer_views import Explorer
 from pipelines.release.hf_card import write_readme
 from pipelines.release.splits import MAIN, SplitScheme, partition_table
 from transforms.core.errors import UserError
@@ -46,13 +49,15 @@ def build_release(*, benchmark: str, out: str, version: str, config,
                   tables: Dict[str, Tuple[str, str]], describe: Callable[[dict], dict],
                   cache_root: Optional[str] = None,
                   check_counts: Callable[[dict], List[str]] = lambda stages: [],
-                  splits: Optional[Dict[str, Sequence[SplitScheme]]] = None) -> str:
+                  splits: Optional[Dict[str, Sequence[SplitScheme]]] = None,
+                  explorer: Optional[Explorer] = Explorer()) -> str:
     """Run `execute(staging_dir)` and publish what it wrote as `<out>/<benchmark>/<version>`.
 
     `tables` maps each table written under parquet/ to the (stage, counter) whose value
     must equal its rows; `splits` its split schemes (default: the `split` column), which
-    decide its files and its dataset card configs; `describe(facts)` returns the data card's summary, thresholds
-    and sections (it may write plots into facts["staging"]). While it runs the build
+    decide its files and its dataset card configs; `explorer` the declared views of the
+    release explorer (pipelines/release/explorer.py; None: no explorer/); `describe(facts)`
+    returns the data card's summary, thresholds and sections (it may write plots into facts["staging"]). While it runs the build
     holds a lock beside its staging folder (and in the cache), so that the next build
     can tell garbage from work in progress (pipelines/release/runs.py); before it starts it
     removes what builds that died left behind. On any failure, SIGTERM included, its
@@ -77,7 +82,7 @@ def build_release(*, benchmark: str, out: str, version: str, config,
             counts = _fill(staging, benchmark=benchmark, version=version, config=config,
                            result=execute(staging), models=models, inputs=inputs,
                            links=links, tables=tables, describe=describe,
-                           check_counts=check_counts,
+                           check_counts=check_counts, explorer=explorer,
                            splits={t: (splits or {}).get(t, MAIN) for t in tables})
             final = release_manifest.final_dir_of(staging)
     except FileExistsError as e:  # the version exists, or appeared while we wrote
@@ -109,7 +114,7 @@ def _sigterm_as_exit():
 
 
 def _fill(staging: str, *, benchmark, version, config, result, models, inputs, links,
-          tables, describe, check_counts, splits) -> dict:
+          tables, describe, check_counts, splits, explorer) -> dict:
     """Everything after the pipeline run: checks, data card, manifest. Returns counts."""
     stages = read_stage_counts(result)
     partitions = {table: partition_table(staging, table, splits[table]) for table in tables}
@@ -144,25 +149,37 @@ def _fill(staging: str, *, benchmark, version, config, result, models, inputs, l
         "figures": figures,
         **top_level,
     }
-    manifest["previous_version"] = write_release_notes(staging, manifest)
+    previous, diff = write_release_notes(staging, manifest)
+    manifest["previous_version"] = FileSystems.split(previous)[1] if previous else None
+    if explorer is not None:
+        if FileSystems.get_scheme(staging) is None:
+            written = write_explorer(staging, benchmark=benchmark, version=version,
+                                     tables=tables, views=explorer.views, diff=diff,
+                                     previous_dir=previous,
+                                     reject_images=explorer.reject_images)
+            manifest["explorer"] = {"files": written["files"], "bytes": written["bytes"]}
+        else:  # its thumbnails and pages are written with local file calls
+            log.warning("no explorer/: %s is not on a local disk", staging)
     release_manifest.write_manifest(staging, manifest)
     return counts
 
 
-def write_release_notes(staging: str, manifest: dict) -> Optional[str]:
+def write_release_notes(staging: str, manifest: dict) -> Tuple[Optional[str], Optional[dict]]:
     """RELEASE_NOTES.md: what changed since the previous version (or that there is none).
-    Returns the previous version's name."""
+    Returns the previous version's folder and the comparison (None, None without one)."""
     benchmark_dir = FileSystems.split(staging.rstrip("/"))[0]
     previous = release_diff.previous_version(benchmark_dir, manifest["version"])
+    diff = None
     if previous is None:
         text = (f"# {manifest['benchmark']} {manifest['version']}\n\nFirst release in "
                 f"{benchmark_dir}: nothing to compare with.\n")
     else:
-        text = release_diff.render(release_diff.diff_releases(previous, staging, manifest))
+        diff = release_diff.diff_releases(previous, staging, manifest)
+        text = release_diff.render(diff)
     with FileSystems.create(FileSystems.join(staging, "RELEASE_NOTES.md"),
                             mime_type="text/markdown") as f:
         f.write(text.encode("utf-8"))
-    return FileSystems.split(previous)[1] if previous else None
+    return previous, diff
 
 
 def _written_vs_counted(stages: dict, counts: dict, tables: Dict[str, Tuple[str, str]]) -> list:
@@ -220,5 +237,8 @@ def print_summary(final: str, counts: dict) -> None:
             f"{split}={n}" for split, n in sorted(rows["by_split"].items())))
     lines += [f"  rejects: {rejects['total']}  " + "  ".join(
                  f"{reason}={n}" for reason, n in sorted(rejects["by_reason"].items()))]
+    explorer = FileSystems.join(shown, EXPLORER_DIR, "index.html")
+    if FileSystems.get_scheme(final) is None and os.path.isfile(explorer):
+        lines.append(f"  explorer: {explorer}")
     print("\n".join(lines), flush=True)
 

@@ -51,7 +51,7 @@ def table_rows(version_dir: str, table: str) -> Dict[str, Tuple[str, str]]:
     folder = FileSystems.join(version_dir, "parquet", table)
     if not FileSystems.exists(folder):
         return {}
-    key = _row_key(folder, table)
+    key = row_key(folder, table)
     columns = read_parquet_columns(folder, _column_names(folder))
     names = [n for n in columns if n != "split"]
     out = {}
@@ -71,7 +71,7 @@ def _column_names(folder: str) -> List[str]:
         return pq.read_schema(f).names
 
 
-def _row_key(folder: str, table: str) -> str:
+def row_key(folder: str, table: str) -> str:
     """ROW_KEYS' column, else "set_name", else the table's first column (other benchmarks'
     tables lead with their id, e.g. VSR's example_id and pair_id)."""
     key = ROW_KEYS.get(table, "set_name")

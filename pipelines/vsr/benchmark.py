@@ -5,6 +5,7 @@ import os
 
 from pipelines.benchmark import Benchmark, Plan, inside
 from pipelines.progress import Progress
+from pipelines.release.explorer_views import Explorer, ExplorerView
 from pipelines.release.splits import MAIN, SplitScheme
 from pipelines.vsr import datacard, pipeline, reasons
 from pipelines.vsr.config import VsrConfig
@@ -52,6 +53,16 @@ class Vsr(Benchmark):
         return (Progress("images", "image", "pair_sampling", total_counter=("coco", "image.in")),
                 Progress("annotations", "annotation", "pair_sampling",
                          total_counter=("coco", "annotation.in")))
+
+    def explorer(self, plan: Plan):
+        # COCO images are shown when the release's paths are local (a sample has none)
+        return Explorer((
+            ExplorerView(pipeline.EXAMPLES, "Examples", images=("image",), text=("caption",),
+                         figures=("label", "relation", "subj", "obj", "vote_true_validator_id",
+                                  "vote_false_validator_id", "agreeing", "validators",
+                                  "zeroshot_split", "pair_id")),
+            ExplorerView(pipeline.PAIRS, "Image pairs", images=("images",),
+                         figures=("subj", "obj", "image_ids", "draw", "pool_size"))))
 
     def links(self, plan: Plan):
         return pipeline.stage_links(plan.config)

@@ -47,8 +47,8 @@ def set_rows(release_dir, table="video_sets"):
 
 def test_release_layout_and_counts(release):
     assert sorted(os.listdir(release)) == ["DATACARD.md", "MANIFEST.json", "README.md", "RELEASE_NOTES.md",
-                                           "compat", "crowd", "parquet", "plots", "rejects",
-                                           "stats", "tfrecord"]
+                                           "compat", "crowd", "explorer", "parquet", "plots",
+                                           "rejects", "stats", "tfrecord"]
     assert "First release" in open(os.path.join(release, "RELEASE_NOTES.md")).read()
     manifest = json.load(open(os.path.join(release, "MANIFEST.json")))
     assert manifest["version"] == "1.0.0" and manifest["benchmark"] == "imagecode"

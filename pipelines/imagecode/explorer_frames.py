@@ -1,0 +1,76 @@
+"""Rejected frames as pictures in the release explorer (pipelines/release/explorer.py).
+
+A frame the mining filters dropped (blurry, text, too_similar, unfinished_set, ...) is
+not in the release: its reject names it as `<source>/<video_id>/shot<k>/frame<n>`, and
+the explorer asks for the frames on each reason's first page. They are decoded again
+from the videos the build's manifest lists, one forward pass per video up to the last
+frame asked (as the miner reads them: no seeking, exact frame numbers), at a small size.
+A video that cannot be read now simply has no pictures.
+"""
+from __future__ import annotations
+
+import glob
+import logging
+import os
+import re
+from collections import defaultdict
+from typing import Dict, List
+
+import numpy as np
+
+from schemas.records import VideoRef
+from transforms.video.decode import ForwardFrameReader, VideoError
+from transforms.video.manifest import parse_manifest_line
+
+log = logging.getLogger(__name__)
+
+FRAME = re.compile(r"/frame(\d+)$")
+MAX_SIDE = 256   # decoded this small: the explorer shows 128px thumbnails
+
+
+def rejected_frames(videos_manifest: str):
+    """reject rows -> {item id: RGB frame} for the frame-level rejects among them."""
+    def pictures(rejects: List[dict]) -> Dict[str, np.ndarray]:
+        wanted = defaultdict(lambda: defaultdict(list))  # video -> frame number -> item ids
+        for reject in rejects:
+            found = FRAME.search(reject["item_id"])
+            if reject["level"] == "frame" and found and reject.get("video_id"):
+                wanted[(reject["source"], reject["video_id"])][int(found[1])].append(reject["item_id"])
+        if not wanted:
+            return {}
+        paths = _video_paths(videos_manifest)
+        out = {}
+        for video, by_frame in sorted(wanted.items()):
+            if video not in paths:
+                continue
+            numbers = sorted(by_frame)
+            reader = ForwardFrameReader(paths[video], max_side=MAX_SIDE)
+            try:
+                frames = reader.frames_of(0, numbers[-1] + 1, numbers)
+            except (VideoError, OSError) as e:
+                log.warning("explorer: no pictures of rejected frames of %s: %s", paths[video], e)
+                continue
+            finally:
+                reader.close()
+            for number, frame in frames.items():
+                for item_id in by_frame[number]:
+                    out[item_id] = frame
+        return out
+    return pictures
+
+
+def _video_paths(videos_manifest: str) -> Dict[tuple, str]:
+    """(source, video_id) -> video file, from the manifest's lines that name a video
+    (the first line of a video wins, as in the build; bad lines were rejected there)."""
+    paths = {}
+    for manifest in sorted(glob.glob(videos_manifest)) or [videos_manifest]:
+        if not os.path.isfile(manifest):
+            continue
+        with open(manifest, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if not line.strip():
+                    continue
+                video = parse_manifest_line(line, os.path.dirname(manifest))
+                if isinstance(video, VideoRef):
+                    paths.setdefault((video.source, video.video_id), video.path)
+    return paths

@@ -1,0 +1,75 @@
+"""How a benchmark's tables look in the release explorer (pipelines/release/explorer.py).
+
+A benchmark declares one `ExplorerView` per table a person would browse, in its
+`Benchmark.explorer(plan)`; the explorer renders every row as a card (images as
+thumbnails, text, answer choices, figures), paged per split and source. Columns are
+named as in the table's Parquet schema; a joined table's columns as "<table>.<column>".
+
+    ExplorerView("descriptions", "Descriptions", images=("image_paths",),
+                 target="target_index", text=("description",),
+                 figures=("retrievers", "correct", "set_name"))
+
+An image value is a path relative to the release folder (compat/...), a local path, or
+an id that `image_index` maps to a local path. Anything else (a COCO file name whose
+image is not on this machine, a URL) is shown by its name: the explorer never fetches.
+
+`Explorer` is what `Benchmark.explorer(plan)` returns: its views and, optionally, how to
+picture a reject whose image is not in the release (ImageCoDe decodes a rejected
+frame from its video).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+
+
+@dataclass(frozen=True)
+class Join:
+    """Add the row of `table` whose `key` column equals this row's `on` column; its
+    columns become "<table>.<column>" (e.g. FG's similar set of a caption's image)."""
+    table: str
+    on: str
+    key: str
+
+
+@dataclass(frozen=True)
+class ImageIndex:
+    """Image ids to local files: `table`'s `id` column to its `path` column."""
+    table: str
+    id: str
+    path: str
+
+
+@dataclass(frozen=True)
+class ExplorerView:
+    """One table as cards. Every column field is optional; a view with none of them shows
+    the row's key and its scalar columns as figures (the default for undeclared tables)."""
+    table: str
+    title: str = ""
+    images: Tuple[str, ...] = ()          # columns holding an image or a list of them, in order
+    # list columns with one value per image (a frame's score), each a column or (label, column)
+    image_notes: Tuple[Union[str, Tuple[str, str]], ...] = ()
+    target: Union[str, int, None] = None  # column (or fixed index) of the target image or choice
+    text: Tuple[str, ...] = ()            # columns shown as text (a caption, a description)
+    choices: str = ""                     # column: a list of texts offered as answers
+    choice_notes: str = ""                # column: one label per choice (e.g. decoy type)
+    figures: Tuple[str, ...] = ()         # columns shown as "name: value" (lists comma-joined)
+    join: Tuple[Join, ...] = ()
+    image_index: Optional[ImageIndex] = None
+
+    @property
+    def label(self) -> str:
+        return self.title or self.table
+
+
+# reject rows (REJECT_SCHEMA dicts) -> {item_id: a local image file or an RGB uint8 array}
+RejectImages = Callable[[List[dict]], Dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Explorer:
+    """A benchmark's explorer: its views; `reject_images` is asked once per build for
+    the rejects on each reason's first page (a reject naming a local image file in its
+    item id or detail shows it without help)."""
+    views: Sequence[ExplorerView] = ()
+    reject_images: Optional[RejectImages] = None

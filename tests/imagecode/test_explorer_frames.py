@@ -1,0 +1,33 @@
+"""Rejected frames pictured in the release explorer (pipelines/imagecode/explorer_frames.py):
+decoded again from the video the manifest lists, by frame number."""
+import json
+
+import numpy as np
+
+from pipelines.imagecode.explorer_frames import rejected_frames
+from transforms.video.decode import iter_frames
+from transforms.video.synthetic import make_video
+
+
+def _reject(item_id, video_id="v1", level="frame"):
+    return {"item_id": item_id, "level": level, "source": "msr-vtt", "video_id": video_id,
+            "reason": "blurry", "stage": "mining"}
+
+
+def test_frames_named_by_rejects_come_from_their_video(tmp_path):
+    make_video(str(tmp_path / "v1.mp4"), [("astronaut", 6, "still"), ("coffee", 6, "still+blur")])
+    manifest = tmp_path / "videos.jsonl"
+    manifest.write_text("\n".join([
+        json.dumps({"path": "v1.mp4", "source": "msr-vtt", "video_id": "v1", "split": "train"}),
+        "not json",
+        json.dumps({"path": "gone.mp4", "source": "msr-vtt", "video_id": "v2", "split": "train"})]) + "\n")
+    rejects = [_reject("msr-vtt/v1/shot1/frame9"), _reject("msr-vtt/v1/shot0/frame2"),
+               _reject("msr-vtt/v1/shot0", level="shot"),          # not a frame
+               _reject("msr-vtt/v2/shot0/frame1", video_id="v2"),  # its video is gone
+               _reject("msr-vtt/v1/shot9/frame99")]                # past the end: no pictures
+    pictures = rejected_frames(str(manifest))(rejects[:2] + rejects[2:4])
+    assert set(pictures) == {"msr-vtt/v1/shot1/frame9", "msr-vtt/v1/shot0/frame2"}
+    decoded = dict(iter_frames(str(tmp_path / "v1.mp4"), 256))
+    for item_id, number in (("msr-vtt/v1/shot1/frame9", 9), ("msr-vtt/v1/shot0/frame2", 2)):
+        assert np.array_equal(pictures[item_id], decoded[number])
+    assert rejected_frames(str(manifest))(rejects[4:]) == {}
