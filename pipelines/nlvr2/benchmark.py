@@ -8,6 +8,7 @@ from pipelines.benchmark import Benchmark, Plan, inside
 from pipelines.nlvr2 import datacard, pipeline, reasons
 from pipelines.nlvr2.config import Nlvr2Config
 from pipelines.progress import Progress
+from pipelines.release.explorer_views import Explorer, ExplorerView
 
 SAMPLE_DIR = "samples/nlvr2"   # where the sample config reads (configs/sample.yaml)
 
@@ -46,6 +47,19 @@ class Nlvr2(Benchmark):
             return (Progress("examples", "example", "paper_rules",
                              total_counter=("public", "line.out")),)
         return ()
+
+    def explorer(self, plan: Plan):
+        # an example's two images (local files of a collection; released files have URLs
+        # only, shown by name), its sentence and judgements; a set's pairs
+        return Explorer((
+            ExplorerView(pipeline.EXAMPLES, "Examples", images=("left_path", "right_path"),
+                         text=("sentence",),
+                         figures=("label", "identifier", "synset", "query", "writer",
+                                  "extra_labels", "extra_agreeing", "left_url", "right_url")),
+            ExplorerView(pipeline.SENTENCES, "Sentences", text=("sentence",),
+                         figures=("group", "pairs", "labels", "writer")),
+            ExplorerView(pipeline.SETS, "Sets", figures=("set", "synset", "query", "pairs",
+                                                         "left_urls", "right_urls"))))
 
     def links(self, plan: Plan):
         return pipeline.stage_links(plan.config)

@@ -56,6 +56,10 @@ EXAMPLE_SCHEMA = pa.schema([
     pa.field("extra_labels", pa.list_(pa.int64()), nullable=False),
     pa.field("extra_agreeing", pa.int64(), nullable=False),    # extra judgements equal to the label
     pa.field("directory", pa.int64(), nullable=False),         # train image folder; -1 elsewhere
+    # the image files the build read ("" when it has none, as for released files): what the
+    # hash files and the explorer's thumbnails are made from
+    pa.field("left_path", pa.string(), nullable=False),
+    pa.field("right_path", pa.string(), nullable=False),
 ])
 
 SET_SCHEMA = pa.schema([
@@ -99,7 +103,8 @@ def example_to_row(x: Example, source: str) -> dict:
             "extra_workers": [w for w, _ in x.extra_validations],
             "extra_labels": [int(j == "True") for _, j in x.extra_validations],
             "extra_agreeing": sum(j == label for _, j in x.extra_validations),
-            "directory": -1 if x.directory is None else x.directory}
+            "directory": -1 if x.directory is None else x.directory,
+            "left_path": x.left_image or "", "right_path": x.right_image or ""}
 
 
 def _common(values):
