@@ -72,7 +72,8 @@ FILTERS_OFF = ["quality.brisque.enabled=false", "quality.ocr.enabled=false"]
 
 def build_in_child(manifest: str, out: str, overrides=()) -> dict:
     """One full build in a fresh process; returns its timing, counters and peak RSS.
-    `overrides`: config overrides (k=v), and Beam options (--name=value)."""
+    `overrides`: config overrides (k=v), and Beam options (beam:--name=value; the prefix
+    keeps them from being read as this script's own options)."""
     proc = subprocess.run([sys.executable, "-m", "bench.imagecode_video", "--child", manifest, out,
                            *overrides], capture_output=True, text=True)
     if proc.returncode != 0:
@@ -131,7 +132,8 @@ def workers(work: str, n_videos: int, n_shots: int, frames_per_shot: int) -> dic
             f.write(json.dumps({"path": video, "source": "bench", "video_id": f"v{i}",
                                 "split": "train"}) + "\n")
     runs = {n: build_in_child(manifest, os.path.join(work, f"out-workers-{n}"),
-                              ("--direct_running_mode=multi_processing", f"--direct_num_workers={n}"))
+                              ("beam:--direct_running_mode=multi_processing",
+                               f"beam:--direct_num_workers={n}"))
             for n in (1, 2)}
     return {"videos": n_videos, "frames": runs[1]["stages"]["shots"]["frame.in"],
             "seconds": {n: round(r["seconds"], 2) for n, r in runs.items()},
@@ -159,8 +161,8 @@ def goals(results: dict, two_workers: dict) -> list:
 def child(manifest: str, out: str, *overrides: str) -> None:
     from pipelines import registry, runner  # imported here so import time is not measured
     benchmark = registry.load("imagecode")
-    sets = [arg for o in overrides if not o.startswith("--") for arg in ("--set", o)]
-    beam_options = [o for o in overrides if o.startswith("--")]
+    sets = [arg for o in overrides if not o.startswith("beam:") for arg in ("--set", o)]
+    beam_options = [o[len("beam:"):] for o in overrides if o.startswith("beam:")]
     graph = {}
     build_graph = benchmark.build
 
