@@ -17,7 +17,8 @@ from PIL import Image, ImageDraw, ImageFont
 
 from pipelines.imagecode import reasons
 from pipelines.imagecode.quality_gate import QualityGate, build_quality_gate
-from transforms.image.brisque import (MODEL_DIR_KEY, BrisqueScorer, ModelNotFoundError, _half_size,
+from transforms.image.brisque import (MODEL_DIR_KEY, BrisqueScorer, ModelNotFoundError,
+                                      _convolve_same, _gaussian_window, _grey, _half_size,
                                       default_model_dir, load_svr_model, parse_libsvm_model)
 from transforms.core.errors import UserError
 from transforms.image.ocr import (TESSDATA_KEY, TesseractNotFoundError, TextDetector,
@@ -161,6 +162,17 @@ def test_scorer_pickles_without_its_model(scorer):
     clone = pickle.loads(pickle.dumps(scorer))
     assert clone._model is None and clone._tensors is None
     assert clone.score([frame])[0] == expected
+
+
+def test_the_local_mean_is_scipys_convolution_bit_for_bit():
+    """BRISQUE's 7x7 Gaussian mean, computed in place in torch (issue 14), gives exactly
+    scipy.signal.convolve2d's values: the operations and their order are scipy's."""
+    import scipy.signal
+    for name in ("coffee", "astronaut"):
+        grey = _grey(photo(name))
+        for x in (grey, grey ** 2):
+            ours = _convolve_same(torch.from_numpy(x)[None])[0].numpy()
+            assert np.array_equal(ours, scipy.signal.convolve2d(x, _gaussian_window(), "same"))
 
 
 # --- OCR -------------------------------------------------------------------------------
