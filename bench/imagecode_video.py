@@ -140,19 +140,31 @@ def workers(work: str, n_videos: int, n_shots: int, frames_per_shot: int) -> dic
             "speedup": round(runs[1]["seconds"] / runs[2]["seconds"], 3)}
 
 
+VERDICTS = {True: "MET    ", False: "NOT MET", None: "NOISE  "}
+
+
+def _throughput(ratio: float, goal: float):
+    """Met or not; None when the ratio cannot be true: a build decodes every frame at
+    least once, so marginal above decode-only means the twice-as-long build was barely
+    slower than the short one, i.e. the short one was slowed by other work on the machine."""
+    return None if ratio > 1 else ratio >= goal
+
+
 def goals(results: dict, two_workers: dict) -> list:
-    """(goal, measured, met) for every goal of issue 14 this benchmark measures."""
+    """(goal, measured, met) for every goal of issue 14 this benchmark measures; met is
+    None where the measurement is implausible (see _throughput)."""
     clean, mixed, off = (results[k] for k in ("clean", "mixed", "clean, filters off"))
     rows = [("filters off: marginal / decode-only fps >= 0.5", off["marginal_over_decode"],
-             off["marginal_over_decode"] >= 0.5),
+             _throughput(off["marginal_over_decode"], 0.5)),
             ("filters on, clean: marginal / decode-only fps >= 0.2", clean["marginal_over_decode"],
-             clean["marginal_over_decode"] >= 0.2),
+             _throughput(clean["marginal_over_decode"], 0.2)),
             ("filters on, mixed: marginal / decode-only fps >= 0.1", mixed["marginal_over_decode"],
-             mixed["marginal_over_decode"] >= 0.1)]
+             _throughput(mixed["marginal_over_decode"], 0.1))]
     rows += [(f"{name}: peak memory twice as long / once <= 1.1", r["memory_ratio"],
               r["memory_ratio"] <= 1.1) for name, r in results.items()]
-    startup = off["fixed_startup_seconds"]
-    rows.append(("fixed start-up of a build (s, after imports) <= 3", startup, startup <= 3))
+    startup = off["fixed_startup_seconds"]  # from the marginal rate: noise there is noise here
+    rows.append(("fixed start-up of a build (s, after imports) <= 3", startup,
+                 None if off["marginal_over_decode"] > 1 else startup <= 3))
     rows.append(("two workers / one worker (multi-process runner) >= 1.6", two_workers["speedup"],
                  two_workers["speedup"] >= 1.6))
     return rows
@@ -218,7 +230,7 @@ def main() -> int:
     print("\nIssue 14's goals (the GPU goals are not measured here; decisions unchanged: "
           "tests/imagecode/test_imagecode_e2e.py; rebuild: bench/imagecode_rebuild.py)")
     for goal, measured, met in goals(results, two_workers):
-        print(f"  {'MET    ' if met else 'NOT MET'}  {goal}: {measured}")
+        print(f"  {VERDICTS[met]}  {goal}: {measured}")
     return 0
 
 
