@@ -12,7 +12,9 @@ VENV=${VENV:-.venv}
 
 missing=()
 command -v ffmpeg >/dev/null 2>&1 || missing+=(ffmpeg)
-command -v tesseract >/dev/null 2>&1 || missing+=(tesseract-ocr tesseract-ocr-eng)
+command -v tesseract >/dev/null 2>&1 || missing+=(tesseract-ocr)
+# the English language data: the in-process OCR (tesserocr) reads it from here too
+compgen -G "/usr/share/tesseract-ocr/*/tessdata/eng.traineddata" >/dev/null || missing+=(tesseract-ocr-eng)
 [ -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || missing+=(fonts-dejavu-core)
 # OpenCV (required by PySceneDetect) links against libGL and GLib even when headless.
 ldconfig -p | grep -q 'libGL.so.1 ' || missing+=(libgl1)

@@ -55,7 +55,10 @@ class OcrConfig:
     max_text_chars: int = 10
     min_confidence: int = 60
     lang: str = "eng"
-    tesseract_cmd: Optional[str] = None   # the Tesseract binary; null = `tesseract` on PATH
+    # who runs Tesseract: the library in process (tesserocr) or the program per frame
+    backend: Literal["tesserocr", "pytesseract"] = "tesserocr"
+    tessdata: Optional[str] = None        # tesserocr's language data; null = $TESSDATA_PREFIX or Debian's
+    tesseract_cmd: Optional[str] = None   # pytesseract's program; null = `tesseract` on PATH
 
 
 @dataclass

@@ -74,7 +74,7 @@ def quality_rule(cfg: ImageCodeConfig) -> QualityRule:
         brisque_model_dir=q.brisque.model_dir, brisque_features=q.brisque.features,
         ocr_enabled=q.ocr.enabled, max_text_chars=q.ocr.max_text_chars,
         min_confidence=q.ocr.min_confidence, lang=q.ocr.lang,
-        tesseract_cmd=q.ocr.tesseract_cmd)
+        ocr_backend=q.ocr.backend, tessdata=q.ocr.tessdata, tesseract_cmd=q.ocr.tesseract_cmd)
 
 
 def shot_params(cfg: ImageCodeConfig) -> dict:

