@@ -5,7 +5,9 @@ not in the release: its reject names it as `<source>/<video_id>/shot<k>/frame<n>
 the explorer asks for the frames on each reason's first page. They are decoded again
 from the videos the build's manifest lists, one forward pass per video up to the last
 frame asked (as the miner reads them: no seeking, exact frame numbers), at a small size.
-A video that cannot be read now simply has no pictures.
+A `too_similar` frame comes with the frame it was too close to (its reject's detail names
+it: `nearest=frame<n>`), the two side by side. A video that cannot be read now simply has
+no pictures.
 """
 from __future__ import annotations
 
@@ -25,17 +27,24 @@ from transforms.video.manifest import parse_manifest_line
 log = logging.getLogger(__name__)
 
 FRAME = re.compile(r"/frame(\d+)$")
+NEAREST = re.compile(r"\bnearest=frame(\d+)\b")
 MAX_SIDE = 256   # decoded this small: the explorer shows 128px thumbnails
 
 
 def rejected_frames(videos_manifest: str):
-    """reject rows -> {item id: RGB frame} for the frame-level rejects among them."""
-    def pictures(rejects: List[dict]) -> Dict[str, np.ndarray]:
-        wanted = defaultdict(lambda: defaultdict(list))  # video -> frame number -> item ids
+    """reject rows -> {item id: [(name, RGB frame)]} for the frame-level rejects among them."""
+    def pictures(rejects: List[dict]) -> Dict[str, list]:
+        # video -> frame number -> [(item id, name of the picture)]
+        wanted = defaultdict(lambda: defaultdict(list))
         for reject in rejects:
             found = FRAME.search(reject["item_id"])
             if reject["level"] == "frame" and found and reject.get("video_id"):
-                wanted[(reject["source"], reject["video_id"])][int(found[1])].append(reject["item_id"])
+                frames = wanted[(reject["source"], reject["video_id"])]
+                item = reject["item_id"]
+                frames[int(found[1])].append((item, f"frame{found[1]}"))
+                nearest = NEAREST.search(reject.get("detail") or "")
+                if nearest:
+                    frames[int(nearest[1])].append((item, f"nearest: frame{nearest[1]}"))
         if not wanted:
             return {}
         paths = _video_paths(videos_manifest)
@@ -52,10 +61,12 @@ def rejected_frames(videos_manifest: str):
                 continue
             finally:
                 reader.close()
-            for number, frame in frames.items():
-                for item_id in by_frame[number]:
-                    out[item_id] = frame
-        return out
+            for number in numbers:   # the rejected frame first, then its nearest
+                if number in frames:
+                    for item_id, name in by_frame[number]:
+                        out.setdefault(item_id, []).append((name, frames[number]))
+        return {item: sorted(shown, key=lambda named: named[0].startswith("nearest"))
+                for item, shown in out.items()}
     return pictures
 
 

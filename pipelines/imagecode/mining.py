@@ -15,7 +15,7 @@ from __future__ import annotations
 import io
 import logging
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Tuple
 
 import apache_beam as beam
 import numpy as np
@@ -41,6 +41,8 @@ class MiningResult:
     sets: List[List[int]] = field(default_factory=list)           # positions, per complete set
     unfinished: List[int] = field(default_factory=list)           # positions of the discarded set
     rejected: Dict[int, str] = field(default_factory=dict)        # position -> reason code
+    # a too_similar position -> (the selected position it was closest to, their distance)
+    nearest: Dict[int, Tuple[int, float]] = field(default_factory=dict)
 
 
 def mine_sets(embeddings: np.ndarray, threshold: float, set_size: int,
@@ -49,9 +51,13 @@ def mine_sets(embeddings: np.ndarray, threshold: float, set_size: int,
     result = MiningResult()
     current: List[int] = []
     for position in range(len(embeddings)):
-        if current and not _far_from_all(embeddings, position, current, threshold):
-            result.rejected[position] = reasons.TOO_SIMILAR
-            continue
+        if current:
+            distances = np.linalg.norm(embeddings[current] - embeddings[position], axis=1)
+            if not np.all(distances > threshold):
+                closest = int(np.argmin(distances))
+                result.rejected[position] = reasons.TOO_SIMILAR
+                result.nearest[position] = (current[closest], float(distances[closest]))
+                continue
         verdict = accept(position)
         if verdict is not None:
             result.rejected[position] = verdict
@@ -89,12 +95,6 @@ def sets_from_known_scores(plan: VideoPlan, threshold: float, set_size: int,
                               lambda: known("ocr", position, 0)).reason
         totals["sets"] += len(mine_sets(shot.embeddings, threshold, set_size, accept).sets)
     return totals
-
-
-def _far_from_all(embeddings: np.ndarray, position: int, selected: List[int],
-                  threshold: float) -> bool:
-    distances = np.linalg.norm(embeddings[selected] - embeddings[position], axis=1)
-    return bool(np.all(distances > threshold))
 
 
 def pairwise_distances(vectors: np.ndarray) -> np.ndarray:
@@ -224,7 +224,12 @@ class _MineVideo(StageFn):
             self.counts.count_out(len(positions), level="frame")
             yield self._frame_set(shot, set_index, positions, verdicts, pixels)
         for position, reason in sorted(result.rejected.items()):
-            yield self._frame_reject(shot, position, reason, _scores(verdicts.get(position)))
+            if position in result.nearest:   # the frame it was too close to, for the explorer
+                near, distance = result.nearest[position]
+                detail = f"distance={distance:.4f} nearest=frame{shot.frame_indices[near]}"
+            else:
+                detail = _scores(verdicts.get(position))
+            yield self._frame_reject(shot, position, reason, detail)
         for position in result.unfinished:
             yield self._frame_reject(shot, position, reasons.UNFINISHED_SET,
                                      f"shot ended with {len(result.unfinished)}/{self._set_size} frames")

@@ -246,8 +246,9 @@ def _reject_card(row: dict, render: _Renderer, picture=None) -> dict:
     images = [render.image(w) for w in dict.fromkeys(named)
               if (w.lower().endswith(IMAGE_SUFFIXES) or w in render.image_paths)
               and render.local_path(w)]
-    if picture is not None:
-        images.insert(0, render.picture(picture, os.path.basename(row["item_id"])))
+    if picture is not None:   # one picture, or named ones (a frame beside its nearest)
+        shown = picture if isinstance(picture, list) else [(os.path.basename(row["item_id"]), picture)]
+        images[:0] = [render.picture(pixels, name) for name, pixels in shown]
     if images:
         card["images"] = images
     return card

@@ -62,7 +62,8 @@ class ExplorerView:
         return self.title or self.table
 
 
-# reject rows (REJECT_SCHEMA dicts) -> {item_id: a local image file or an RGB uint8 array}
+# reject rows (REJECT_SCHEMA dicts) -> {item_id: a local image file or an RGB uint8 array,
+# or a list of (name, file or array) shown in order (a frame beside the one it was near)}
 RejectImages = Callable[[List[dict]], Dict[str, Any]]
 
 

@@ -9,9 +9,9 @@ from transforms.video.decode import iter_frames
 from transforms.video.synthetic import make_video
 
 
-def _reject(item_id, video_id="v1", level="frame"):
+def _reject(item_id, video_id="v1", level="frame", reason="blurry", detail=""):
     return {"item_id": item_id, "level": level, "source": "msr-vtt", "video_id": video_id,
-            "reason": "blurry", "stage": "mining"}
+            "reason": reason, "stage": "mining", "detail": detail}
 
 
 def test_frames_named_by_rejects_come_from_their_video(tmp_path):
@@ -29,5 +29,12 @@ def test_frames_named_by_rejects_come_from_their_video(tmp_path):
     assert set(pictures) == {"msr-vtt/v1/shot1/frame9", "msr-vtt/v1/shot0/frame2"}
     decoded = dict(iter_frames(str(tmp_path / "v1.mp4"), 256))
     for item_id, number in (("msr-vtt/v1/shot1/frame9", 9), ("msr-vtt/v1/shot0/frame2", 2)):
-        assert np.array_equal(pictures[item_id], decoded[number])
+        [(name, frame)] = pictures[item_id]
+        assert name == f"frame{number}" and np.array_equal(frame, decoded[number])
     assert rejected_frames(str(manifest))(rejects[4:]) == {}
+    # a too_similar frame comes first, then the frame it was too close to (named in detail)
+    similar = _reject("msr-vtt/v1/shot1/frame8", reason="too_similar",
+                      detail="distance=0.1000 nearest=frame7")
+    [(first, a), (second, b)] = rejected_frames(str(manifest))([similar])["msr-vtt/v1/shot1/frame8"]
+    assert (first, second) == ("frame8", "nearest: frame7")
+    assert np.array_equal(a, decoded[8]) and np.array_equal(b, decoded[7])

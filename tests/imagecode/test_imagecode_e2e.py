@@ -4,6 +4,7 @@ import glob
 import hashlib
 import json
 import os
+import re
 
 import pyarrow.parquet as pq
 import pytest
@@ -126,6 +127,17 @@ def video_decisions(release_dir):
 
 def test_the_video_stage_decides_as_before_the_speed_work(release):
     assert video_decisions(release) == SAMPLE_VIDEO_DECISIONS
+
+
+def test_a_too_similar_frame_names_the_frame_it_was_near(release):
+    """The explorer shows the two side by side (pipelines/imagecode/explorer_frames.py)."""
+    rejects = [r for r in pq.read_table(os.path.join(release, "rejects")).to_pylist()
+               if r["reason"] == "too_similar"]
+    assert rejects
+    for r in rejects:
+        found = re.fullmatch(r"distance=(\d+\.\d{4}) nearest=frame(\d+)", r["detail"])
+        assert found, r["detail"]
+        assert float(found[1]) <= 0.35 and int(found[2]) < int(r["item_id"].rsplit("frame", 1)[1])
 
 
 def test_compat_layout_follows_the_public_grammar(release):

@@ -24,6 +24,10 @@ def test_greedy_rule_by_hand():
     # new set starts at the next acceptable frame (5), 6 too close, 7 in -> unfinished.
     assert result.unfinished == [5, 7]
     assert result.rejected == {1: reasons.TOO_SIMILAR, 3: reasons.TOO_SIMILAR, 6: reasons.TOO_SIMILAR}
+    # each too_similar frame names the selected frame it was closest to, and the distance
+    assert {p: near for p, (near, _) in result.nearest.items()} == {1: 0, 3: 2, 6: 5}
+    chord = lambda a, b: float(np.linalg.norm(emb[a] - emb[b]))
+    assert all(abs(d - chord(p, near)) < 1e-9 for p, (near, d) in result.nearest.items())
 
 
 def test_first_acceptable_frame_starts_the_set_and_quality_rejects_are_skipped():
