@@ -18,7 +18,6 @@ import re
 from collections import defaultdict
 from typing import Dict, List
 
-
 from schemas.records import VideoRef
 from transforms.video.decode import ForwardFrameReader, VideoError
 from transforms.video.manifest import parse_manifest_line
