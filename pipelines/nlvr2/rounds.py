@@ -21,7 +21,7 @@ import apache_beam as beam
 
 from pipelines.nlvr2 import collection_reasons as why
 from pipelines.nlvr2.collection_config import PruningConfig
-from pipelines.nlvr2.search import Drop, Image, ImageSet, image_id
+from pipelines.nlvr2.search import Drop, Image, ImageSet, emit_verdicts, image_id
 from transforms.core.sampling import priority
 from transforms.core.stage import MAIN, REJECTS, StageFn, stage_pardo
 from transforms.crowd.answer_rows import ReadAnswerRows, RowProblem, cell_text
@@ -242,13 +242,8 @@ class _JoinedSetFn(StageFn):
         for image_set in groups["set"]:   # answers without a set were rejected as unknown_item
             self.counts.seen(level="set")
             self.counts.seen(len(image_set.images), level="image")
-            for out in self._rule(image_set, self._to_answers(groups["answers"]), self._cfg):
-                if isinstance(out, Drop):
-                    yield self.reject(out.reason, out.item_id, level=out.level, detail=out.detail)
-                elif isinstance(out, Image):
-                    self.counts.count_out(level="image")
-                else:
-                    yield out
+            yield from emit_verdicts(
+                self, self._rule(image_set, self._to_answers(groups["answers"]), self._cfg))
 
 
 def _verdicts(answers) -> Dict[int, str]:

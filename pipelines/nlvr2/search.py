@@ -67,6 +67,18 @@ class Drop(NamedTuple):
     level: str = ""
 
 
+def emit_verdicts(stage: StageFn, verdicts) -> Iterator:
+    """A pruning rule's verdicts as a stage's output: a Drop is a reject, a kept Image is
+    counted out at level image (it travels inside its set), a set is passed on."""
+    for out in verdicts:
+        if isinstance(out, Drop):
+            yield stage.reject(out.reason, out.item_id, level=out.level, detail=out.detail)
+        elif isinstance(out, Image):
+            stage.counts.count_out(level="image")
+        else:
+            yield out
+
+
 def image_id(set_key: str, position: int) -> str:
     return f"{set_key}/{position}"
 
@@ -255,13 +267,7 @@ class _AutoPrune(StageFn):
         sets = list(sets)
         self.counts.seen(len(sets), level="set")
         self.counts.seen(sum(len(s.images) for s in sets), level="image")
-        for out in prune_query_sets(sets, self._cfg):
-            if isinstance(out, Drop):
-                yield self.reject(out.reason, out.item_id, level=out.level, detail=out.detail)
-            elif isinstance(out, Image):
-                self.counts.count_out(level="image")
-            else:
-                yield out
+        yield from emit_verdicts(self, prune_query_sets(sets, self._cfg))
 
 
 class AutoPrune(beam.PTransform):
