@@ -178,7 +178,8 @@ class LookUpCachedPlans(beam.PTransform):
 
 
 class StoreNewScores(beam.PTransform):
-    """MineFrameSets' NEW_SCORES -> cache entries per filter; returns the files written."""
+    """MineFrameSets' NEW_SCORES -> cache entries per filter that is on; returns the files
+    written (none for a filter that is off: no empty shard either)."""
 
     def __init__(self, cache: VideoCacheSpec):
         super().__init__()
@@ -186,12 +187,16 @@ class StoreNewScores(beam.PTransform):
 
     def expand(self, new_scores):
         cache = self._cache
+        # only filters that are on have score keys, so only they can have new scores
+        names = [name for name in SCORE_FILTERS if name in cache.filter_fingerprints]
+        if not names:
+            return new_scores.pipeline | "No score files" >> beam.Create([])
         by_filter = new_scores | "By filter" >> beam.Partition(
-            lambda item, _: SCORE_FILTERS.index(item[0]), len(SCORE_FILTERS))
+            lambda item, _: names.index(item[0]), len(names))
         written = [by_filter[i]
                    | f"Encode {name}" >> beam.MapTuple(lambda _, key, values: (key, encode_scores(values)))
                    | f"Store {name}" >> WriteCache(cache.root, name, cache.run_id)
-                   for i, name in enumerate(SCORE_FILTERS)]
+                   for i, name in enumerate(names)]
         return written | "Score files" >> beam.Flatten()
 
 
