@@ -33,23 +33,25 @@ class CheckLeakage(beam.PTransform):
             | "Join sets and contents" >> beam.CoGroupByKey()
             | "Released content" >> beam.FlatMap(_released_content)
             | "Per content" >> beam.GroupByKey()
-            | "Contents in several splits" >> beam.FlatMap(_in_several_splits)
-            | "Video list" >> beam.combiners.ToList())
+            | "Contents in several splits" >> beam.FlatMap(_in_several_splits))
         conflicts = (
             inputs["manifest_rejects"]
             | "Split conflicts" >> beam.Filter(lambda r: r.reason == reasons.SAME_CONTENT_OTHER_SPLIT)
             | "Name conflicts" >> beam.Map(lambda r: f"{r.file}:{r.line} ({r.source}/{r.video_id}, "
                                                      f"{r.split}): {r.detail}")
-            | "Conflict count and examples" >> beam.CombineGlobally(_CountAndFirst(EXAMPLES)))
+            | "Conflict count and examples" >> beam.CombineGlobally(
+                _CountAndFirst(EXAMPLES)).without_defaults())
         images = (inputs["static_rows"]
                   | "Image splits" >> beam.FlatMap(lambda r: [(i, r["split"]) for i in r["image_ids"]])
                   | "Per image" >> beam.GroupByKey()
                   | "Splits per image" >> beam.Map(lambda kv: len(set(kv[1])))
-                  | "Image overlap" >> beam.combiners.Count.PerElement()
-                  | "Image overlap dict" >> beam.combiners.ToDict())
-        return (videos | "Report" >> beam.Map(
-            _report, conflicts=beam.pvalue.AsSingleton(conflicts),
-            images=beam.pvalue.AsSingleton(images)))
+                  | "Image overlap" >> beam.combiners.Count.PerElement())
+        # one report, made once from the three summaries read whole (each is small: the
+        # leaking videos, one (count, examples) pair or none, a count per number of splits)
+        return (inputs["video_sets"].pipeline | "Once" >> beam.Impulse()
+                | "Report" >> beam.Map(_report, videos=beam.pvalue.AsList(videos),
+                                       conflicts=beam.pvalue.AsList(conflicts),
+                                       images=beam.pvalue.AsDict(images)))
 
 
 def _released_content(joined):
@@ -90,13 +92,13 @@ class _CountAndFirst(beam.CombineFn):
         return acc
 
 
-def _report(videos_in_several_splits, conflicts, images) -> dict:
+def _report(_, videos, conflicts, images) -> dict:
+    """`conflicts`: [(count, examples)], or [] when there were none."""
     shared = sum(n for splits, n in images.items() if splits > 1)
-    n_conflicts, examples = conflicts
+    n_conflicts, examples = conflicts[0] if conflicts else (0, [])
     return {
-        "videos_in_several_splits": sorted(videos_in_several_splits,
-                                           key=lambda v: v["content_sha256"]),
-        "video_leakage": bool(videos_in_several_splits),
+        "videos_in_several_splits": sorted(videos, key=lambda v: v["content_sha256"]),
+        "video_leakage": bool(videos),
         "video_split_conflicts_rejected": n_conflicts,
         "video_split_conflict_examples": examples,
         "static_images": sum(images.values()),

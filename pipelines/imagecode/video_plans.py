@@ -12,7 +12,10 @@ incl. weights). Quality scores are keyed by the bytes, the decode size and the f
 model identity, not by thresholds: each run stores the scores it computed, and a lookup
 merges every run's entries, so a score is computed once whatever thresholds come later.
 
-Without a cache root the same plans are built the cold way, and nothing is stored.
+Without a cache root the same plans are built the cold way, and nothing is stored. A
+cache with no entries yet (a cold build) is asked nothing it cannot answer: the graph then
+has no per-video join and no warm branch (transforms/cache/store.py has_entries), and the
+cache counters are the same as the join's.
 Pixels never cross a shuffle: after embedding, shots travel without their frames and
 the miner decodes the frames it needs (transforms/video/decode.py ForwardFrameReader).
 """
@@ -29,8 +32,9 @@ from pipelines.imagecode.mining import SCORE_FILTERS
 from pipelines.imagecode.records import VideoPlan
 from schemas.records import ShotFrames, VideoRef
 from transforms.cache.read_through import WRITTEN
-from transforms.cache.store import (HITS, LookupCache, WriteCache, cache_key, decode_array,
-                                    decode_json, encode_array, encode_json, merge_json_dicts)
+from transforms.cache.store import (HITS, LookupCacheStages, WriteCache, cache_key, decode_array,
+                                    decode_json, encode_array, encode_json, has_entries,
+                                    merge_json_dicts)
 from transforms.core.hashing import content_sha256
 from transforms.core.stage import MAIN, REJECTS, StageCounts, StageFn, stage_pardo
 from transforms.image.embed import STAGE as EMBED_STAGE
@@ -93,6 +97,9 @@ class PlanVideos(beam.PTransform):
             plans, rejects, written = self._cold(cold, store=False)
             return {MAIN: plans, REJECTS: rejects, WRITTEN: written}
         looked = videos | "Look up" >> _LookUpVideos(self._cache.root, self._keys())
+        if not all(has_entries(self._cache.root, [part]) for part in (SHOT_LIST, FRAME_EMBEDDING)):
+            # a warm video needs both parts cached: with either stage empty, none is
+            return dict(zip((MAIN, REJECTS, WRITTEN), self._cold(looked, store=True)))
         warm_or_cold = looked | "Warm or cold" >> beam.Partition(
             lambda v, _: 0 if _is_warm(v) else 1, 2)
         warm = warm_or_cold[0] | "Replay cached shots" >> stage_pardo(
@@ -171,7 +178,8 @@ class LookUpCachedPlans(beam.PTransform):
 
 
 class StoreNewScores(beam.PTransform):
-    """MineFrameSets' NEW_SCORES -> cache entries per filter; returns the files written."""
+    """MineFrameSets' NEW_SCORES -> cache entries per filter that is on; returns the files
+    written (none for a filter that is off: no empty shard either)."""
 
     def __init__(self, cache: VideoCacheSpec):
         super().__init__()
@@ -179,19 +187,24 @@ class StoreNewScores(beam.PTransform):
 
     def expand(self, new_scores):
         cache = self._cache
+        # only filters that are on have score keys, so only they can have new scores
+        names = [name for name in SCORE_FILTERS if name in cache.filter_fingerprints]
+        if not names:
+            return new_scores.pipeline | "No score files" >> beam.Create([])
         by_filter = new_scores | "By filter" >> beam.Partition(
-            lambda item, _: SCORE_FILTERS.index(item[0]), len(SCORE_FILTERS))
+            lambda item, _: names.index(item[0]), len(names))
         written = [by_filter[i]
                    | f"Encode {name}" >> beam.MapTuple(lambda _, key, values: (key, encode_scores(values)))
                    | f"Store {name}" >> WriteCache(cache.root, name, cache.run_id)
-                   for i, name in enumerate(SCORE_FILTERS)]
+                   for i, name in enumerate(names)]
         return written | "Score files" >> beam.Flatten()
 
 
 # --- the join ------------------------------------------------------------------------------
 
 class _LookUpVideos(beam.PTransform):
-    """VideoRef -> _Looked: hashed, keyed, and joined with every cached part."""
+    """VideoRef -> _Looked: hashed, keyed, and joined with every cached part (one cache
+    join for all parts, then one join per video)."""
 
     def __init__(self, root: str, keys):
         super().__init__()
@@ -203,27 +216,30 @@ class _LookUpVideos(beam.PTransform):
                   # the manifest stage hashed every video already; hash only refs made elsewhere
                   | "Hash" >> beam.Map(lambda v: _Looked(v, v.content_sha256 or content_sha256(v.path)))
                   | "Keys" >> beam.Map(lambda v: replace(v, keys=keys(v.sha256))))
-        parts = {"looked": hashed | "By video" >> beam.Map(lambda v: (v.video.key, v))}
-        for part in (SHOT_LIST, FRAME_EMBEDDING, *SCORE_FILTERS):
-            merge = merge_json_dicts if part in SCORE_FILTERS else None
-            found = (hashed
-                     | f"Ask {part}" >> beam.FlatMap(
-                         lambda v, part=part: [(v.keys[part], v.video.key)] if part in v.keys else [])
-                     | f"Look up {part}" >> LookupCache(self._root, part, merge))
-            parts[part] = found[HITS] | f"Found {part}" >> beam.MapTuple(
-                lambda _, video_key, value: (video_key, value))
-        return parts | "Join per video" >> beam.CoGroupByKey() | "Assemble" >> beam.MapTuple(_assemble)
+        parts = (SHOT_LIST, FRAME_EMBEDDING, *SCORE_FILTERS)
+        merges = {part: merge_json_dicts if part in SCORE_FILTERS else None for part in parts}
+        found = (hashed
+                 | "Ask" >> beam.FlatMap(lambda v: [((part, v.keys[part]), v.video.key)
+                                                    for part in parts if part in v.keys])
+                 | "Look up parts" >> LookupCacheStages(self._root, merges))
+        if not has_entries(self._root, parts):  # nothing cached yet: all missed, nothing to join
+            return hashed | "Nothing found" >> beam.Map(
+                lambda v: replace(v, known_scores={name: {} for name in SCORE_FILTERS}))
+        found_by_video = found[HITS] | "Found" >> beam.MapTuple(
+            lambda part_key, video_key, value: (video_key, (part_key[0], value)))
+        return ({"looked": hashed | "By video" >> beam.Map(lambda v: (v.video.key, v)),
+                 "found": found_by_video}
+                | "Join per video" >> beam.CoGroupByKey() | "Assemble" >> beam.MapTuple(_assemble))
 
 
 def _assemble(_video_key, parts) -> _Looked:
     (looked,) = parts["looked"]
-    found = {part: next(iter(parts[part]), None) for part in (SHOT_LIST, FRAME_EMBEDDING, *SCORE_FILTERS)}
+    found = dict(parts["found"])  # one value per part: the cache join merged or picked it
     return replace(
         looked,
-        shot_list=decode_json(found[SHOT_LIST]) if found[SHOT_LIST] is not None else None,
-        embeddings=(decode_array(found[FRAME_EMBEDDING])
-                    if found[FRAME_EMBEDDING] is not None else None),
-        known_scores={name: decode_scores(found[name]) if found[name] is not None else {}
+        shot_list=decode_json(found[SHOT_LIST]) if SHOT_LIST in found else None,
+        embeddings=decode_array(found[FRAME_EMBEDDING]) if FRAME_EMBEDDING in found else None,
+        known_scores={name: decode_scores(found[name]) if name in found else {}
                       for name in SCORE_FILTERS})
 
 

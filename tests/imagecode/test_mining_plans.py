@@ -1,13 +1,18 @@
 """MineFrameSets over video plans: known scores are used and never computed again,
 score_all_frames changes what is scored but not what is selected, and calibration's
 count from known scores equals what the miner makes."""
+import glob
+
 import apache_beam as beam
 import numpy as np
+import pyarrow.parquet as pq
 
 from pipelines.imagecode.mining import NEW_SCORES, MineFrameSets, sets_from_known_scores
 from pipelines.imagecode.quality_gate import QualityGate
 from pipelines.imagecode.records import VideoPlan
+from pipelines.imagecode.video_plans import StoreNewScores, VideoCacheSpec, decode_scores
 from schemas.records import ShotFrames, VideoRef
+from tests.beam_testing import local_test_pipeline
 
 N_FRAMES = 40
 
@@ -90,3 +95,18 @@ def test_scoring_every_frame_selects_the_same_sets(tmp_path):
     sets, scored = mine(tmp_path / "b", plan(), score_all=True)
     assert sets == lazy_sets
     assert scored["brisque"] == scored["ocr"] == set(range(N_FRAMES))
+
+
+def test_new_scores_are_stored_only_for_the_filters_that_are_on(tmp_path):
+    root = str(tmp_path / "cache")
+    for run_id, filters in (("run-on", {"ocr": "f1"}), ("run-off", {})):
+        spec = VideoCacheSpec(root=root, run_id=run_id, encoder_fingerprint="e",
+                              filter_fingerprints=filters)
+        p = local_test_pipeline()
+        scores = [("ocr", "key-1", {3: 2, 5: 0})] if filters else []
+        _ = p | beam.Create(scores) | StoreNewScores(spec)
+        p.run().wait_until_finish()
+    shards = sorted(glob.glob(f"{root}/*/*.parquet"))
+    assert [s[len(root) + 1:] for s in shards] == ["ocr/run-on-00000-of-00001.parquet"]
+    rows = pq.read_table(shards[0]).to_pylist()
+    assert [(r["key"], decode_scores(r["value"])) for r in rows] == [("key-1", {3: 2, 5: 0})]

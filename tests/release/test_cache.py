@@ -12,8 +12,9 @@ from apache_beam.testing.util import assert_that, equal_to
 from pipelines.release import cache as cache_cli
 from pipelines.release import runs
 from tests.beam_testing import local_test_pipeline
-from transforms.cache.store import (CACHE_SCHEMA, HITS, MISSES, LookupCache, WriteCache, cache_key,
-                                    checksum, decode_array, decode_json, encode_array, encode_json,
+from transforms.cache.store import (CACHE_SCHEMA, HITS, MISSES, LookupCache, LookupCacheStages,
+                                    WriteCache, cache_key, checksum, decode_array, decode_json,
+                                    encode_array, encode_json, has_entries, merge_json_dicts,
                                     relative_cache_path)
 from transforms.core.stage import read_stage_counts, reconcile
 
@@ -103,6 +104,51 @@ def test_reusing_a_run_id_is_refused(tmp_path):
 def test_missing_stage_folder_means_all_misses(tmp_path):
     counts = _expect(str(tmp_path / "nothing"), ["k1", "k2"], hits=[])
     assert counts["miss"] == 2 and "corrupt" not in counts
+
+
+def test_a_cold_cache_misses_without_a_join_and_counts_as_the_join_would(tmp_path):
+    cold, warm = str(tmp_path / "cold"), str(tmp_path / "warm")
+    _write(warm, ["other"], "run-a")   # a shard, of no key asked for: the join runs
+    assert not has_entries(cold, [STAGE]) and has_entries(warm, [STAGE])
+    p = local_test_pipeline()
+    _ = p | beam.Create([("k1", 1)]) | LookupCache(cold, STAGE)
+    labels = {t.unique_name for t in p.to_runner_api().components.transforms.values()}
+    assert not any("Group" in label or "Match" in label for label in labels)
+    keys = ["k1", "k2", "k2"]
+    assert _expect(cold, keys, hits=[]) == _expect(warm, keys, hits=[]) == {
+        "item.in": 3, "item.out": 3, "miss": 3}
+
+
+def _expect_stages(root, requests, hits):
+    """LookupCacheStages on ((stage, key), item) requests; returns every stage's counters."""
+    p = local_test_pipeline()
+    merges = {"shots": None, "scores": merge_json_dicts}
+    out = p | beam.Create(requests) | LookupCacheStages(root, merges)
+    assert_that(out[HITS], equal_to(hits), label="hits")
+    assert_that(out[MISSES], equal_to([r for r in requests
+                                       if r[0] not in {h[0] for h in hits}]), label="misses")
+    run = p.run()
+    run.wait_until_finish()
+    counts = read_stage_counts(run)
+    return {stage: counts.get(f"cache.{stage}", {}) for stage in merges}
+
+
+def test_several_stages_are_looked_up_in_one_join_with_each_stage_counted(tmp_path):
+    root = str(tmp_path / "cache")
+    requests = [(("shots", "k1"), "v1"), (("shots", "k2"), "v2"), (("scores", "k1"), "v1")]
+    cold = _expect_stages(root, requests, hits=[])
+    assert cold == {"shots": {"item.in": 2, "item.out": 2, "miss": 2},
+                    "scores": {"item.in": 1, "item.out": 1, "miss": 1}}
+    _write(root, ["k1"], "run-a", stage="shots")
+    for run_id, value in (("run-a", b'{"1":0.5}'), ("run-b", b'{"2":0.7}')):
+        p = local_test_pipeline()
+        _ = p | beam.Create([("k1", value)]) | WriteCache(root, "scores", run_id)
+        p.run().wait_until_finish()
+    warm = _expect_stages(root, requests, hits=[
+        (("shots", "k1"), "v1", _value("k1")),
+        (("scores", "k1"), "v1", b'{"1":0.5,"2":0.7}')])  # every run's scores merged
+    assert warm == {"shots": {"hit": 1, "item.in": 2, "item.out": 2, "miss": 1},
+                    "scores": {"hit": 1, "item.in": 1, "item.out": 1}}
 
 
 def test_truncated_shard_becomes_misses(tmp_path):

@@ -30,7 +30,7 @@ import hashlib
 import io
 import json
 import logging
-from typing import Callable, List, Optional
+from typing import Callable, Dict, Iterable, List, Optional, Sequence
 
 import apache_beam as beam
 import numpy as np
@@ -51,6 +51,7 @@ CACHE_SCHEMA = pa.schema([("key", pa.string()), ("value", pa.binary()),
                           ("checksum", pa.string())])
 
 _LOGGER = logging.getLogger(__name__)
+Merge = Callable[[List[bytes]], bytes]  # several entries under one key -> one value
 
 
 # --- keys and values -------------------------------------------------------------------
@@ -127,19 +128,22 @@ def relative_cache_path(root: str, path: str) -> str:
 # --- lookup ----------------------------------------------------------------------------
 
 class _ReadShard(beam.DoFn):
-    """One shard file -> (key, (checksum, value)) for each row whose checksum holds.
+    """One shard file -> (key, (checksum, value)) for each row whose checksum holds; with
+    `by_stage`, ((stage, key), (checksum, value)), the stage being the shard's folder.
 
     An unreadable file (truncated, not Parquet, wrong columns) is logged and counted;
     rows read before the damage were checksum-verified, so they stay usable."""
 
-    def __init__(self, stage: str):
-        self.stage = stage
+    def __init__(self, by_stage: bool = False):
+        self.by_stage = by_stage
 
     def setup(self):
-        self.counts = StageCounts("cache." + self.stage)
+        self.counts = {}
 
     def process(self, metadata):
         path = metadata.path
+        stage = FileSystems.split(FileSystems.split(path)[0])[1]
+        counts = self.counts.setdefault(stage, StageCounts("cache." + stage))
         try:
             with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
                 for batch in pq.ParquetFile(f).iter_batches(columns=["key", "value", "checksum"]):
@@ -147,70 +151,132 @@ class _ReadShard(beam.DoFn):
                     for key, value, sha in zip(rows["key"], rows["value"], rows["checksum"]):
                         if value is None or key is None or checksum(value) != sha:
                             _LOGGER.warning("cache %s: bad checksum for key %s in %s",
-                                            self.stage, key, path)
-                            self.counts.note("corrupt")
+                                            stage, key, path)
+                            counts.note("corrupt")
                             continue
-                        yield key, (sha, value)
+                        yield ((stage, key) if self.by_stage else key), (sha, value)
         except Exception as err:  # any damage means "recompute", never a failed run
-            _LOGGER.warning("cache %s: skipping unreadable shard %s: %s", self.stage, path, err)
-            self.counts.note("corrupt")
+            _LOGGER.warning("cache %s: skipping unreadable shard %s: %s", stage, path, err)
+            counts.note("corrupt")
 
 
 class _Join(beam.DoFn):
-    """(key, {requests, entries}) -> one HIT or MISS per request."""
+    """(key, {requests, entries}) -> one HIT or MISS per request. `merges`: stage ->
+    merge (or None); with `stage` set, keys are plain, else (stage, key) pairs."""
 
-    def __init__(self, stage: str, merge: Optional[Callable[[List[bytes]], bytes]]):
+    def __init__(self, merges: Dict[str, Optional[Merge]], stage: Optional[str] = None):
+        self.merges = merges
         self.stage = stage
-        self.merge = merge
 
     def setup(self):
-        self.counts = StageCounts("cache." + self.stage)
+        self.counts = {stage: StageCounts("cache." + stage) for stage in self.merges}
 
     def process(self, joined):
         key, groups = joined
+        stage = self.stage or key[0]
+        merge, counts = self.merges[stage], self.counts[stage]
         items = list(groups["requests"])  # none: an entry nobody asked for
         entries = sorted(groups["entries"])  # sorted: the same answer on every runner
         if not entries:
             value = None
-        elif self.merge is not None:  # entries that each hold a part (see merge_json_dicts)
-            value = self.merge([v for _, v in entries])
+        elif merge is not None:  # entries that each hold a part (see merge_json_dicts)
+            value = merge([v for _, v in entries])
         else:  # two runs stored the same value: any valid copy will do
             value = entries[0][1]
         for item in items:
-            self.counts.seen()
-            self.counts.count_out()
-            if value is None:
-                self.counts.note("miss")
-                yield beam.pvalue.TaggedOutput(MISSES, (key, item))
-            else:
-                self.counts.note("hit")
-                yield beam.pvalue.TaggedOutput(HITS, (key, item, value))
+            yield _answer(counts, key, item, value)
+
+
+class _Miss(beam.DoFn):
+    """(key, item) -> a MISS, counted as _Join counts one: the lookup of a cache whose
+    stages hold no shard yet (see has_entries)."""
+
+    def __init__(self, stages: Sequence[str], stage: Optional[str] = None):
+        self.stages = tuple(stages)
+        self.stage = stage
+
+    def setup(self):
+        self.counts = {stage: StageCounts("cache." + stage) for stage in self.stages}
+
+    def process(self, request):
+        key, item = request
+        yield _answer(self.counts[self.stage or key[0]], key, item, None)
+
+
+def _answer(counts: StageCounts, key, item, value: Optional[bytes]):
+    counts.seen()
+    counts.count_out()
+    if value is None:
+        counts.note("miss")
+        return beam.pvalue.TaggedOutput(MISSES, (key, item))
+    counts.note("hit")
+    return beam.pvalue.TaggedOutput(HITS, (key, item, value))
+
+
+def has_entries(root: str, stages: Iterable[str]) -> bool:
+    """Whether any of `stages` holds a finished shard, asked when the graph is built.
+    Without one the lookup is all misses: the join (a file match, a shuffle and a
+    group per lookup) is left out of the graph, and the counters stay the same."""
+    patterns = [shard_pattern(root, stage) for stage in stages]
+    return any(result.metadata_list for result in FileSystems.match(patterns))
 
 
 class LookupCache(beam.PTransform):
     """(key, item) -> {HITS: (key, item, value bytes), MISSES: (key, item)}.
 
     A join of the requests with every entry of `<root>/<stage>/`, not one read per
-    item. A missing stage folder means all misses. `merge` combines the values of
-    several entries under one key (in sorted order); without it they are copies."""
+    item. A stage without shards (no folder yet) means all misses, and no join in the
+    graph (has_entries). `merge` combines the values of several entries under one key
+    (in sorted order); without it they are copies."""
 
-    def __init__(self, root: str, stage: str,
-                 merge: Optional[Callable[[List[bytes]], bytes]] = None):
+    def __init__(self, root: str, stage: str, merge: Optional[Merge] = None):
         super().__init__()
         self.root = root
         self.stage = stage
         self.merge = merge
 
     def expand(self, requests):
+        if not has_entries(self.root, [self.stage]):
+            return requests | "All miss" >> beam.ParDo(
+                _Miss([self.stage], self.stage)).with_outputs(HITS, MISSES)
         entries = (requests.pipeline
                    | "Match" >> fileio.MatchFiles(
                        shard_pattern(self.root, self.stage),
                        empty_match_treatment=fileio.EmptyMatchTreatment.ALLOW)
                    | "Spread" >> beam.Reshuffle()  # one worker per file, not one for all
-                   | "Read" >> beam.ParDo(_ReadShard(self.stage)))
+                   | "Read" >> beam.ParDo(_ReadShard()))
         return ({"requests": requests, "entries": entries}
                 | "Group" >> beam.CoGroupByKey()
-                | "Join" >> beam.ParDo(_Join(self.stage, self.merge)).with_outputs(HITS, MISSES))
+                | "Join" >> beam.ParDo(_Join({self.stage: self.merge}, self.stage))
+                .with_outputs(HITS, MISSES))
+
+
+class LookupCacheStages(beam.PTransform):
+    """LookupCache for several stages in one join: ((stage, key), item) ->
+    {HITS: ((stage, key), item, value bytes), MISSES: ((stage, key), item)}.
+
+    `merges` maps each stage asked about to its merge (None: copies). Counters are each
+    stage's, as LookupCache's; one match, read and join instead of one per stage."""
+
+    def __init__(self, root: str, merges: Dict[str, Optional[Merge]]):
+        super().__init__()
+        self.root = root
+        self.merges = dict(merges)
+
+    def expand(self, requests):
+        if not has_entries(self.root, self.merges):
+            return requests | "All miss" >> beam.ParDo(
+                _Miss(self.merges)).with_outputs(HITS, MISSES)
+        patterns = [shard_pattern(self.root, stage) for stage in sorted(self.merges)]
+        entries = (requests.pipeline
+                   | "Once" >> beam.Impulse()
+                   | "Patterns" >> beam.FlatMap(lambda _: patterns)
+                   | "Match" >> fileio.MatchAll(fileio.EmptyMatchTreatment.ALLOW)
+                   | "Spread" >> beam.Reshuffle()  # one worker per file, not one for all
+                   | "Read" >> beam.ParDo(_ReadShard(by_stage=True)))
+        return ({"requests": requests, "entries": entries}
+                | "Group" >> beam.CoGroupByKey()
+                | "Join" >> beam.ParDo(_Join(self.merges)).with_outputs(HITS, MISSES))
 
 
 # --- write -----------------------------------------------------------------------------

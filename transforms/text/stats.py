@@ -191,8 +191,9 @@ class LanguageStatsFn(beam.CombineFn):
         self._nlp = None
         self._parser = None
 
-    def setup(self):
-        # Loaded once per worker; lazily too, for runners that skip CombineFn.setup.
+    def _load(self):
+        # On first use, not in setup(): a lifted combine runs this CombineFn in three
+        # stages (add, merge, extract), and only the one that adds texts needs spaCy.
         if self._nlp is None:
             self._nlp = tokenizer_nlp()
             self._parser = load_parser(self.parser_name)
@@ -204,7 +205,7 @@ class LanguageStatsFn(beam.CombineFn):
         return self.add_inputs(counts, [text])
 
     def add_inputs(self, counts, texts):
-        self.setup()
+        self._load()
         return count_texts(texts, self._nlp, self._parser, counts)
 
     def merge_accumulators(self, accumulators):
