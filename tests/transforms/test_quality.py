@@ -18,8 +18,8 @@ from PIL import Image, ImageDraw, ImageFont
 from pipelines.imagecode import reasons
 from pipelines.imagecode.quality_gate import QualityGate, build_quality_gate
 from transforms.image.brisque import (MODEL_DIR_KEY, BrisqueScorer, ModelNotFoundError,
-                                      _convolve_same, _gaussian_window, _grey, _half_size,
-                                      default_model_dir, load_svr_model, parse_libsvm_model)
+                                      _aggd_moments, _convolve_same, _gaussian_window, _grey,
+                                      _half_size, _local_means, _log_phi, default_model_dir, load_svr_model, parse_libsvm_model)
 from transforms.core.errors import UserError
 from transforms.image.ocr import (TESSDATA_KEY, TesseractNotFoundError, TextDetector,
                                   ocr_identity, parse_tsv)
@@ -174,6 +174,37 @@ def test_the_local_mean_is_scipys_convolution_bit_for_bit():
             ours = _convolve_same(torch.from_numpy(x)[None])[0].numpy()
             assert np.array_equal(ours, scipy.signal.convolve2d(x, _gaussian_window(), "same"))
 
+
+
+def test_the_compiled_local_means_are_the_torch_operations_bit_for_bit():
+    """On CPU the local means come from one compiled loop (issue 14): the same values as
+    the tensor operations (and so as scipy), on photos, a blocky frame whose flat areas
+    make x - mean rounding noise, half-size frames, and several frames in one call."""
+    frames = [_grey(photo("coffee")), _grey(photo("astronaut")), _grey(_blocky()[:240, :320]),
+              _grey(blur(photo("rocket"), 4))]
+    grey = torch.from_numpy(np.stack(frames))
+    for x in (grey, _half_size(grey), grey[2:3]):
+        reference = _convolve_same(torch.cat([x, x ** 2]))
+        assert torch.equal(_local_means(x), reference)
+
+
+def test_the_moments_and_phi_are_the_original_expressions_bit_for_bit():
+    """_aggd_moments (clamped squares, one comparison) and _log_phi (one lgamma call)
+    were rewritten for speed (issue 14); they give what the plain formulas give."""
+    x = torch.from_numpy(np.random.default_rng(0).standard_normal((3, 5000)))
+    x[0, :100] = 0.0                                   # zeros count on the right
+    left, right = x < 0, x >= 0
+    sl2 = (x ** 2 * left).sum(1) / left.sum(1)
+    sr2 = (x ** 2 * right).sum(1) / right.sum(1)
+    r_hat, l2, r2 = _aggd_moments(x)
+    assert torch.equal(l2, sl2) and torch.equal(r2, sr2)
+    g = sl2.sqrt() / sr2.sqrt()
+    expected = (x.abs().mean(1) ** 2 / (x ** 2).mean(1)) * (g ** 3 + 1) * (g + 1) / (g ** 2 + 1) ** 2
+    assert torch.equal(r_hat, expected)
+    alpha = torch.exp(torch.linspace(np.log(0.01), np.log(100.0), 999, dtype=torch.float64))
+    alpha = alpha.reshape(333, 3)
+    plain = 2 * torch.lgamma(2 / alpha) - torch.lgamma(1 / alpha) - torch.lgamma(3 / alpha)
+    assert torch.equal(_log_phi(alpha), plain)
 
 # --- OCR -------------------------------------------------------------------------------
 
