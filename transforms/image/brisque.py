@@ -20,6 +20,7 @@ import functools
 import importlib.util
 import pathlib
 import pickle
+import threading
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence
 
@@ -339,6 +340,10 @@ def piq_features(rgb: torch.Tensor) -> torch.Tensor:
     return torch.cat(features, dim=-1)
 
 
+_THREADS_LOCK = threading.Lock()
+_THREADS_HELD = [0, 1]   # [scorers inside _one_cpu_thread, torch's thread count before the first]
+
+
 @contextlib.contextmanager
 def _one_cpu_thread():
     """Run torch's CPU ops on one thread for the duration.
@@ -346,13 +351,24 @@ def _one_cpu_thread():
     A multi-threaded CPU reduction sums in an order that depends on the thread setup, so
     the same frame scored in-process and on a multi-process worker differed in the last
     bits (~1e-13). Scores must be the same on every runner (a frame at the threshold must
-    not flip), and single-frame calls gain little from threads anyway."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
+    not flip), and single-frame calls gain little from threads anyway.
+
+    torch's thread count is global and frames may be scored on several threads at once
+    (the miner's lookahead): the first scorer in sets it to one, the last one out
+    restores it, so no scorer ever runs with more than one."""
+    with _THREADS_LOCK:
+        if _THREADS_HELD[0] == 0:
+            _THREADS_HELD[1] = torch.get_num_threads()
+        # In every entering thread: with OpenMP the count is also per thread.
+        torch.set_num_threads(1)
+        _THREADS_HELD[0] += 1
     try:
         yield
     finally:
-        torch.set_num_threads(previous)
+        with _THREADS_LOCK:
+            _THREADS_HELD[0] -= 1
+            if _THREADS_HELD[0] == 0:
+                torch.set_num_threads(_THREADS_HELD[1])
 
 
 class BrisqueScorer:
