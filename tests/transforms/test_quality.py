@@ -292,6 +292,20 @@ def test_the_library_engine_is_loaded_once_and_never_pickled():
     assert clone._engine is None and clone.text_chars(photo("coffee")) == 0
 
 
+
+def test_a_count_does_not_depend_on_what_the_engine_read_before():
+    """The miner's lookahead reads some frames on other threads' engines, in another
+    order; that is only sound because an engine learns nothing from one page to the next."""
+    frames = [with_caption(photo("chelsea"), "Breaking News"), photo("coffee"),
+              with_caption(photo("rocket"), "Live at five", fill=(255, 255, 0)),
+              with_caption(photo("coffee"), "SALE 50%", size=24)]
+    one = TextDetector()
+    forwards = [one.text_chars(f) for f in frames]
+    other = TextDetector()
+    backwards = [other.text_chars(f) for f in reversed(frames)][::-1]
+    fresh = [TextDetector().text_chars(f) for f in frames]
+    assert forwards == backwards == fresh and max(forwards) > 10
+
 def test_tesseract_tsv_rows_are_parsed_as_the_program_reports_them():
     tsv = ("level\tpage_num\tblock_num\tpar_num\tline_num\tword_num\tleft\ttop\twidth\theight\tconf\ttext\n"
            "1\t1\t0\t0\t0\t0\t0\t0\t320\t608\t-1\t\n"
