@@ -203,6 +203,11 @@ class _MineVideo(StageFn):
         if getattr(self, "_lookahead", None) is not None:
             self._lookahead.close()
 
+    def __getstate__(self):
+        state = super().__getstate__()
+        state.pop("_lookahead", None)     # threads: made again by setup() where it runs
+        return state
+
     def judge(self, plan: VideoPlan):
         reader = ForwardFrameReader(plan.video.path, self._max_side)
         known = {name: plan.known_scores.get(name, {}) for name in SCORE_FILTERS}
