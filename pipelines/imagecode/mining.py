@@ -266,7 +266,9 @@ class _MineVideo(StageFn):
         def foresee(position: int, asked_next: Iterator[int]) -> None:
             # Ahead only while the gate rejects: then the guess "rejected again" is what a
             # blurred or captioned shot makes true frame after frame; elsewhere it is not.
-            if not rejecting[0]:
+            # And only once the shot is decoded: a guess must never decode a shot whose
+            # scores all come from the cache.
+            if not rejecting[0] or not pixels.loaded:
                 return
             window = itertools.islice(itertools.chain([position], asked_next), lookahead.width)
             for ahead in window:
@@ -387,12 +389,11 @@ class _Lookahead:
         return job.result().pop(name, None)
 
     def settle(self) -> Dict[str, int]:
-        """End of a shot: cancel the jobs not started, wait for the others; how many values
-        per filter were scored ahead and never asked for."""
+        """End of a shot: wait for every job; how many values per filter were scored ahead
+        and never asked for. No job is cancelled: which jobs exist follows from the
+        verdicts alone, so the count is the same on every run, whatever the timing."""
         unused: Dict[str, int] = {}
         for job in self._jobs.values():
-            if job.cancel():
-                continue
             for name in job.result():
                 unused[name] = unused.get(name, 0) + 1
         self._jobs = {}
@@ -411,6 +412,11 @@ class _ShotPixels:
     def __init__(self, shot: ShotFrames, reader: ForwardFrameReader):
         self._shot, self._reader = shot, reader
         self._by_number = None
+
+    @property
+    def loaded(self) -> bool:
+        """Are the shot's pixels at hand (carried, or decoded already)?"""
+        return bool(self._shot.frames) or self._by_number is not None
 
     def __getitem__(self, position: int) -> np.ndarray:
         shot = self._shot
