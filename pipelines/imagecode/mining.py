@@ -12,10 +12,14 @@ filtering every frame first (tests/imagecode/test_mining.py proves it).
 """
 from __future__ import annotations
 
+import concurrent.futures
 import io
+import itertools
 import logging
+import pickle
+import threading
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Tuple
 
 import apache_beam as beam
 import numpy as np
@@ -34,6 +38,8 @@ log = logging.getLogger(__name__)
 
 # accept(position) -> None when the frame is acceptable, else a reason code.
 AcceptFn = Callable[[int], Optional[str]]
+# foresee(position, the positions asked next if it is rejected): see mine_sets.
+ForeseeFn = Callable[[int, Iterator[int]], None]
 
 
 @dataclass
@@ -46,8 +52,12 @@ class MiningResult:
 
 
 def mine_sets(embeddings: np.ndarray, threshold: float, set_size: int,
-              accept: AcceptFn) -> MiningResult:
-    """Run the greedy miner over one shot's (n, d) L2-normalised embeddings."""
+              accept: AcceptFn, foresee: Optional[ForeseeFn] = None) -> MiningResult:
+    """Run the greedy miner over one shot's (n, d) L2-normalised embeddings.
+
+    `foresee`, when given, is told before each verdict which positions the miner would
+    ask about next should this one be rejected (lazily: an iterator), so a caller can
+    score them ahead; it changes nothing the miner decides."""
     result = MiningResult()
     current: List[int] = []
     for position in range(len(embeddings)):
@@ -58,6 +68,8 @@ def mine_sets(embeddings: np.ndarray, threshold: float, set_size: int,
                 result.rejected[position] = reasons.TOO_SIMILAR
                 result.nearest[position] = (current[closest], float(distances[closest]))
                 continue
+        if foresee is not None:
+            foresee(position, _asked_after(embeddings, threshold, list(current), position))
         verdict = accept(position)
         if verdict is not None:
             result.rejected[position] = verdict
@@ -68,6 +80,18 @@ def mine_sets(embeddings: np.ndarray, threshold: float, set_size: int,
             current = []
     result.unfinished = current
     return result
+
+
+def _asked_after(embeddings: np.ndarray, threshold: float, current: List[int],
+                 position: int) -> Iterator[int]:
+    """The positions after `position` the miner asks about, in order, while the set stays
+    `current` (i.e. while every verdict is a rejection): the distance rule of mine_sets."""
+    for later in range(position + 1, len(embeddings)):
+        if current:
+            distances = np.linalg.norm(embeddings[current] - embeddings[later], axis=1)
+            if not np.all(distances > threshold):
+                continue
+        yield later
 
 
 def sets_from_known_scores(plan: VideoPlan, threshold: float, set_size: int,
@@ -128,17 +152,27 @@ class MineFrameSets(beam.PTransform):
     that needs pixels). The selected frames are written as JPEG under
     `<staging_dir>/frames/<set>/`; the release step moves the sets it keeps into compat/.
 
+    While the gate keeps rejecting (a blurred or captioned shot, where it is asked about
+    every frame), the frames it will be asked about next, should the current one be
+    rejected too, are scored ahead on `lookahead_threads` threads (BRISQUE's compiled
+    loop, torch and Tesseract release the GIL, so two cores score two frames at once).
+    Only values the gate then asks for are used; the sets, rejects and scores are those
+    of scoring one frame at a time.
+
     Counters (stage "mining"): shot/frame/set in, out, rejected; frame.brisque_evaluations
-    and frame.ocr_evaluations (computed), frame.brisque_cached and frame.ocr_cached
-    (taken from the plan), frame.decoded (frames decoded again for pixels).
+    and frame.ocr_evaluations (values the gate asked for that were computed, here or
+    ahead), frame.brisque_cached and frame.ocr_cached (taken from the plan),
+    frame.brisque_unused and frame.ocr_unused (scored ahead, never asked for: work a
+    one-frame-at-a-time run would not have done; not cached), frame.decoded (frames
+    decoded again for pixels).
     """
 
     def __init__(self, threshold: float, set_size: int, gate_factory: GateFactory,
                  staging_dir: str, jpeg_quality: int = 95, max_side: Optional[int] = None,
-                 score_all_frames: bool = False):
+                 score_all_frames: bool = False, lookahead_threads: int = 2):
         super().__init__()
         self._dofn = _MineVideo(threshold, set_size, gate_factory, staging_dir, jpeg_quality,
-                                max_side, score_all_frames)
+                                max_side, score_all_frames, lookahead_threads)
 
     def expand(self, plans):
         return plans | stage_pardo(self._dofn, outputs=(BRISQUE_SCORES, NEW_SCORES))
@@ -150,8 +184,9 @@ class _MineVideo(StageFn):
     counts_in = False  # a plan is no set: sets are born here and counted in as they form
 
     def __init__(self, threshold, set_size, gate_factory, staging_dir, jpeg_quality, max_side,
-                 score_all_frames):
+                 score_all_frames, lookahead_threads):
         self._score_all_frames = score_all_frames
+        self._lookahead_threads = lookahead_threads
         self._threshold = threshold
         self._set_size = set_size
         self._gate_factory = gate_factory
@@ -161,6 +196,17 @@ class _MineVideo(StageFn):
 
     def setup(self):
         self._gate = self._gate_factory()
+        self._lookahead = (_Lookahead(self._gate, self._lookahead_threads)
+                           if self._gate is not None and self._lookahead_threads > 0 else None)
+
+    def teardown(self):
+        if getattr(self, "_lookahead", None) is not None:
+            self._lookahead.close()
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        state.pop("_lookahead", None)     # threads: made again by setup() where it runs
+        return state
 
     def judge(self, plan: VideoPlan):
         reader = ForwardFrameReader(plan.video.path, self._max_side)
@@ -178,6 +224,8 @@ class _MineVideo(StageFn):
 
     def _mine_shot(self, shot: ShotFrames, pixels: "_ShotPixels", known, new):
         verdicts = {}
+        lookahead = self._lookahead
+        rejecting = [False]          # was the gate's last verdict in this shot a rejection?
 
         resolved = {name: {} for name in SCORE_FILTERS}  # asked before in this shot: not counted again
 
@@ -190,7 +238,9 @@ class _MineVideo(StageFn):
                 value = known[name][number]
             else:
                 self.counts.note(f"frame.{name}_evaluations")
-                value = new[name][number] = compute(pixels[position])
+                ahead = lookahead.take(name, number) if lookahead is not None else None
+                value = ahead if ahead is not None else compute(pixels[position])
+                new[name][number] = value
             resolved[name][number] = value
             return value
 
@@ -210,11 +260,33 @@ class _MineVideo(StageFn):
                 lambda: score("brisque", position,
                               lambda f: float(gate.brisque.score_normalised([f])[0])),
                 lambda: score("ocr", position, gate.text.text_chars))
+            rejecting[0] = not verdict.ok
             return None if verdict.ok else verdict.reason
+
+        def foresee(position: int, asked_next: Iterator[int]) -> None:
+            # Ahead only while the gate rejects: then the guess "rejected again" is what a
+            # blurred or captioned shot makes true frame after frame; elsewhere it is not.
+            # And only once the shot is decoded: a guess must never decode a shot whose
+            # scores all come from the cache.
+            if not rejecting[0] or not pixels.loaded:
+                return
+            window = itertools.islice(itertools.chain([position], asked_next), lookahead.width)
+            for ahead in window:
+                number = shot.frame_indices[ahead]
+                brisque = resolved["brisque"].get(number, known["brisque"].get(number))
+                lookahead.submit(number, lambda ahead=ahead: pixels[ahead], brisque,
+                                 need_brisque=number not in known["brisque"],
+                                 need_ocr=number not in known["ocr"])
 
         self.counts.seen(len(shot.frame_indices), level="frame")
         self.counts.seen(level="shot")
-        result = mine_sets(shot.embeddings, self._threshold, self._set_size, accept)
+        try:
+            result = mine_sets(shot.embeddings, self._threshold, self._set_size, accept,
+                               foresee if lookahead is not None else None)
+        finally:
+            if lookahead is not None:
+                for name, unused in lookahead.settle().items():
+                    self.counts.note(f"frame.{name}_unused", unused)
         for position in sorted(verdicts):
             if verdicts[position].brisque is not None:
                 yield beam.pvalue.TaggedOutput(BRISQUE_SCORES, verdicts[position].brisque)
@@ -264,6 +336,75 @@ class _MineVideo(StageFn):
                            split=video.split, detail=detail)
 
 
+class _Lookahead:
+    """Scores frames ahead of the gate's questions on a few threads, one frame per job:
+    BRISQUE, then (if the frame is not blurry) OCR, each only where the plan has no
+    value. Each thread reads text with its own Tesseract engine (an engine is not
+    shared between threads); the BRISQUE scorer is shared (it holds no per-call state)."""
+
+    def __init__(self, gate, threads: int):
+        self._gate = gate
+        self._threads = threads
+        self._pool: Optional[concurrent.futures.ThreadPoolExecutor] = None
+        self._local = threading.local()
+        self._jobs: Dict[int, concurrent.futures.Future] = {}   # frame number -> {filter: value}
+
+    @property
+    def width(self) -> int:
+        """How many frames, from the one being judged on, are scored at once: one per
+        thread, so at most threads - 1 frames are scored in vain when the guess fails."""
+        return self._threads
+
+    def submit(self, number: int, frame: Callable[[], np.ndarray], brisque: Optional[float],
+               need_brisque: bool, need_ocr: bool) -> None:
+        """Score frame `number` ahead; `brisque` is its known score (None: not known)."""
+        if number in self._jobs or not (need_brisque or need_ocr):
+            return
+        if self._pool is None:
+            self._pool = concurrent.futures.ThreadPoolExecutor(
+                self._threads, thread_name_prefix="mining-lookahead")
+        pixels = frame()             # decoded here: the frame reader is not thread-safe
+        self._jobs[number] = self._pool.submit(self._score, pixels, brisque, need_brisque,
+                                               need_ocr)
+
+    def _score(self, frame: np.ndarray, brisque: Optional[float], need_brisque: bool,
+               need_ocr: bool) -> Dict[str, float]:
+        gate, values = self._gate, {}
+        if gate.brisque is not None:
+            if brisque is None and need_brisque:
+                brisque = values["brisque"] = float(gate.brisque.score_normalised([frame])[0])
+            if brisque is None or gate.is_blurry(brisque):
+                return values        # unknown: the gate's own call decides; blurry: no OCR
+        if gate.text is not None and need_ocr:
+            if getattr(self._local, "text", None) is None:
+                self._local.text = pickle.loads(pickle.dumps(gate.text))  # engine-less copy
+            values["ocr"] = self._local.text.text_chars(frame)
+        return values
+
+    def take(self, name: str, number: int):
+        """Frame `number`'s `name` value if it was scored ahead (waiting for it), else None."""
+        job = self._jobs.get(number)
+        if job is None:
+            return None
+        return job.result().pop(name, None)
+
+    def settle(self) -> Dict[str, int]:
+        """End of a shot: wait for every job; how many values per filter were scored ahead
+        and never asked for. No job is cancelled: which jobs exist follows from the
+        verdicts alone, so the count is the same on every run, whatever the timing."""
+        unused: Dict[str, int] = {}
+        for job in self._jobs.values():
+            for name in job.result():
+                unused[name] = unused.get(name, 0) + 1
+        self._jobs = {}
+        return unused
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+
 class _ShotPixels:
     """A shot's frames by position: its own when it carries them, else decoded (once,
     on first use) by the video's forward reader."""
@@ -271,6 +412,11 @@ class _ShotPixels:
     def __init__(self, shot: ShotFrames, reader: ForwardFrameReader):
         self._shot, self._reader = shot, reader
         self._by_number = None
+
+    @property
+    def loaded(self) -> bool:
+        """Are the shot's pixels at hand (carried, or decoded already)?"""
+        return bool(self._shot.frames) or self._by_number is not None
 
     def __getitem__(self, position: int) -> np.ndarray:
         shot = self._shot

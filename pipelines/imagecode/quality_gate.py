@@ -40,6 +40,11 @@ class QualityGate:
         self.max_text_chars = max_text_chars
         self.evaluations = {"brisque": 0, "text": 0}
 
+    def is_blurry(self, score: float) -> bool:
+        """The BRISQUE rule alone (the paper: "larger than 0.65" is removed); a blurry
+        frame is not read by OCR."""
+        return score > self.max_brisque
+
     def check(self, frame: np.ndarray) -> QualityVerdict:
         return self.judge(lambda: float(self.brisque.score_normalised([frame])[0]),
                           lambda: self.text.text_chars(frame))
@@ -54,7 +59,7 @@ class QualityGate:
         if self.brisque is not None:
             self.evaluations["brisque"] += 1
             score = brisque_score()
-            if score > self.max_brisque:   # paper: "larger than 0.65" is removed
+            if self.is_blurry(score):
                 return QualityVerdict(False, reasons.BLURRY, brisque=score)
         chars = None
         if self.text is not None:

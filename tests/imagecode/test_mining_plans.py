@@ -1,7 +1,9 @@
 """MineFrameSets over video plans: known scores are used and never computed again,
 score_all_frames changes what is scored but not what is selected, and calibration's
 count from known scores equals what the miner makes."""
+import collections
 import glob
+import threading
 
 import apache_beam as beam
 import numpy as np
@@ -110,3 +112,80 @@ def test_new_scores_are_stored_only_for_the_filters_that_are_on(tmp_path):
     assert [s[len(root) + 1:] for s in shards] == ["ocr/run-on-00000-of-00001.parquet"]
     rows = pq.read_table(shards[0]).to_pylist()
     assert [(r["key"], decode_scores(r["value"])) for r in rows] == [("key-1", {3: 2, 5: 0})]
+
+
+COMPUTED = collections.Counter()   # values the counting stand-ins computed, any thread
+COMPUTED_LOCK = threading.Lock()
+
+
+def computed(name):
+    with COMPUTED_LOCK:
+        COMPUTED[name] += 1
+        if threading.current_thread() is not threading.main_thread():
+            COMPUTED[f"{name} ahead"] += 1
+
+
+class CountingBrightness(MeanBrightness):
+    def score_normalised(self, frames):
+        computed("brisque")
+        return super().score_normalised(frames)
+
+
+class CountingText(MarkedText):   # module-level: the lookahead's threads get pickled copies
+    def text_chars(self, frame):
+        computed("ocr")
+        return super().text_chars(frame)
+
+
+def runs_plan():
+    """A shot with runs the gate rejects frame after frame (a blurred stretch, a captioned
+    one) among clean frames: what the lookahead is for."""
+    the_plan = plan()
+    frames = [frame(40 if 4 <= i < 17 else 200, 30 if 24 <= i < 33 else 0)
+              for i in range(N_FRAMES)]
+    shot = the_plan.shots[0]
+    embeddings = np.eye(N_FRAMES, dtype=np.float32)   # all frames far apart, but:
+    embeddings[18] = embeddings[17]   # the first clean frame after the blur passes; the next
+    shot = ShotFrames(video=shot.video, shot_index=0, start_frame=0, end_frame=N_FRAMES,
+                      fps=25.0, frame_indices=list(range(N_FRAMES)), frames=frames,
+                      embeddings=embeddings)   # is too close to it: scored ahead in vain
+    return VideoPlan(the_plan.video, [shot], {}, the_plan.score_keys)
+
+
+def mine_counted(tmp_path, the_plan, lookahead_threads):
+    """Every output (sets, rejects with their details, new scores) and the counters."""
+    COMPUTED.clear()
+    gate = QualityGate(CountingBrightness(), 0.65, CountingText(), 10)
+    dofn = MineFrameSets(threshold=1.0, set_size=3, gate_factory=lambda: gate,
+                         staging_dir=str(tmp_path), lookahead_threads=lookahead_threads)._dofn
+    dofn.setup()
+    counters = collections.Counter()
+    dofn.counts._inc = lambda name, n=1: counters.update({name: n})
+    outputs = []
+    for out in dofn.process(the_plan):
+        if isinstance(out, beam.pvalue.TaggedOutput):
+            outputs.append((out.tag, repr(out.value)))
+        else:
+            outputs.append(("set", out.set_name, tuple(out.frame_indices),
+                            tuple(out.brisque_scores), tuple(out.text_chars)))
+    dofn.teardown()
+    return outputs, counters, dict(COMPUTED)
+
+
+def test_scoring_ahead_decides_and_counts_as_one_frame_at_a_time(tmp_path):
+    """The lookahead changes no output and no evaluation counter; what it scored in vain
+    is counted as frame.<filter>_unused, so computed = evaluations + unused."""
+    alone, alone_counts, alone_computed = mine_counted(tmp_path / "a", runs_plan(), 0)
+    ahead, ahead_counts, ahead_computed = mine_counted(tmp_path / "b", runs_plan(), 2)
+    assert ahead == alone
+    rejects = [out[1] for out in ahead if out[0] == "rejects"]
+    assert any("'blurry'" in r for r in rejects) and any("'text'" in r for r in rejects)
+    assert {k: v for k, v in ahead_counts.items() if not k.endswith("_unused")} == alone_counts
+    for name in ("brisque", "ocr"):
+        assert alone_computed[name] == alone_counts[f"frame.{name}_evaluations"]
+        assert ahead_computed[name] == (ahead_counts[f"frame.{name}_evaluations"]
+                                        + ahead_counts[f"frame.{name}_unused"])
+    assert alone_computed.get("brisque ahead", 0) == 0
+    assert ahead_computed["brisque ahead"] >= 10 and ahead_computed["ocr ahead"] >= 6
+    # the guess "rejected again" failed once: frame 18 was scored ahead, never asked about
+    assert ahead_counts["frame.brisque_unused"] == ahead_counts["frame.ocr_unused"] == 1

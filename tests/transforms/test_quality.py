@@ -18,8 +18,8 @@ from PIL import Image, ImageDraw, ImageFont
 from pipelines.imagecode import reasons
 from pipelines.imagecode.quality_gate import QualityGate, build_quality_gate
 from transforms.image.brisque import (MODEL_DIR_KEY, BrisqueScorer, ModelNotFoundError,
-                                      _convolve_same, _gaussian_window, _grey, _half_size,
-                                      default_model_dir, load_svr_model, parse_libsvm_model)
+                                      _aggd_moments, _convolve_same, _gaussian_window, _grey,
+                                      _half_size, _local_means, _log_phi, default_model_dir, load_svr_model, parse_libsvm_model)
 from transforms.core.errors import UserError
 from transforms.image.ocr import (TESSDATA_KEY, TesseractNotFoundError, TextDetector,
                                   ocr_identity, parse_tsv)
@@ -175,6 +175,37 @@ def test_the_local_mean_is_scipys_convolution_bit_for_bit():
             assert np.array_equal(ours, scipy.signal.convolve2d(x, _gaussian_window(), "same"))
 
 
+
+def test_the_compiled_local_means_are_the_torch_operations_bit_for_bit():
+    """On CPU the local means come from one compiled loop (issue 14): the same values as
+    the tensor operations (and so as scipy), on photos, a blocky frame whose flat areas
+    make x - mean rounding noise, half-size frames, and several frames in one call."""
+    frames = [_grey(photo("coffee")), _grey(photo("astronaut")), _grey(_blocky()[:240, :320]),
+              _grey(blur(photo("rocket"), 4))]
+    grey = torch.from_numpy(np.stack(frames))
+    for x in (grey, _half_size(grey), grey[2:3]):
+        reference = _convolve_same(torch.cat([x, x ** 2]))
+        assert torch.equal(_local_means(x), reference)
+
+
+def test_the_moments_and_phi_are_the_original_expressions_bit_for_bit():
+    """_aggd_moments (clamped squares, one comparison) and _log_phi (one lgamma call)
+    were rewritten for speed (issue 14); they give what the plain formulas give."""
+    x = torch.from_numpy(np.random.default_rng(0).standard_normal((3, 5000)))
+    x[0, :100] = 0.0                                   # zeros count on the right
+    left, right = x < 0, x >= 0
+    sl2 = (x ** 2 * left).sum(1) / left.sum(1)
+    sr2 = (x ** 2 * right).sum(1) / right.sum(1)
+    r_hat, l2, r2 = _aggd_moments(x)
+    assert torch.equal(l2, sl2) and torch.equal(r2, sr2)
+    g = sl2.sqrt() / sr2.sqrt()
+    expected = (x.abs().mean(1) ** 2 / (x ** 2).mean(1)) * (g ** 3 + 1) * (g + 1) / (g ** 2 + 1) ** 2
+    assert torch.equal(r_hat, expected)
+    alpha = torch.exp(torch.linspace(np.log(0.01), np.log(100.0), 999, dtype=torch.float64))
+    alpha = alpha.reshape(333, 3)
+    plain = 2 * torch.lgamma(2 / alpha) - torch.lgamma(1 / alpha) - torch.lgamma(3 / alpha)
+    assert torch.equal(_log_phi(alpha), plain)
+
 # --- OCR -------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -260,6 +291,20 @@ def test_the_library_engine_is_loaded_once_and_never_pickled():
     clone = pickle.loads(pickle.dumps(detector))
     assert clone._engine is None and clone.text_chars(photo("coffee")) == 0
 
+
+
+def test_a_count_does_not_depend_on_what_the_engine_read_before():
+    """The miner's lookahead reads some frames on other threads' engines, in another
+    order; that is only sound because an engine learns nothing from one page to the next."""
+    frames = [with_caption(photo("chelsea"), "Breaking News"), photo("coffee"),
+              with_caption(photo("rocket"), "Live at five", fill=(255, 255, 0)),
+              with_caption(photo("coffee"), "SALE 50%", size=24)]
+    one = TextDetector()
+    forwards = [one.text_chars(f) for f in frames]
+    other = TextDetector()
+    backwards = [other.text_chars(f) for f in reversed(frames)][::-1]
+    fresh = [TextDetector().text_chars(f) for f in frames]
+    assert forwards == backwards == fresh and max(forwards) > 10
 
 def test_tesseract_tsv_rows_are_parsed_as_the_program_reports_them():
     tsv = ("level\tpage_num\tblock_num\tpar_num\tline_num\tword_num\tleft\ttop\twidth\theight\tconf\ttext\n"

@@ -16,9 +16,11 @@ sigma 2 gives 0.57-0.78, sigma 4 0.74-0.89.
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib.util
 import pathlib
 import pickle
+import threading
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence
 
@@ -163,18 +165,81 @@ def _convolve_same(x: torch.Tensor) -> torch.Tensor:
     return acc
 
 
+@functools.lru_cache(maxsize=None)
+def _compiled_local_means():
+    """The 7x7 local means of x and x^2 as one compiled loop (numba, imported and
+    compiled on first use, cached on disk). Per output pixel it performs exactly the
+    operations of `_convolve_same`, in the same order (numba keeps IEEE semantics: no
+    fast-math, so no reassociation and no fused multiply-add), so the values are the
+    same bit for bit (tests/transforms/test_quality.py checks it); it only avoids the
+    98 full-frame passes through memory, ~5x faster on one core (issue 14)."""
+    import numba
+
+    @numba.njit(cache=True, nogil=True)
+    def local_means(grey, k):
+        n, h, w = grey.shape
+        padded = np.zeros((2, h + 6, w + 6))
+        out = np.empty((2 * n, h, w))
+        for f in range(n):
+            for m in range(h):
+                for c in range(w):
+                    v = grey[f, m, c]
+                    padded[0, m + 3, c + 3] = v
+                    padded[1, m + 3, c + 3] = v * v       # torch's x ** 2 is x * x
+            for q in range(2):                            # mean of x into out[f], of x^2 into out[n + f]
+                target = f + q * n
+                for m in range(h):
+                    for c in range(w):
+                        acc = 0.0
+                        for j in range(7):                # term (j, l) = k[j, l] * x[m + 3 - j, c + 3 - l]
+                            row = m + 6 - j
+                            block = k[7 * j] * padded[q, row, c + 6]
+                            block += k[7 * j + 1] * padded[q, row, c + 5]
+                            block += k[7 * j + 2] * padded[q, row, c + 4]
+                            block += k[7 * j + 3] * padded[q, row, c + 3]
+                            acc += block
+                            acc += k[7 * j + 4] * padded[q, row, c + 2]
+                            acc += k[7 * j + 5] * padded[q, row, c + 1]
+                            acc += k[7 * j + 6] * padded[q, row, c]
+                        out[target, m, c] = acc
+        return out
+
+    return local_means
+
+
+def _local_means(grey: torch.Tensor) -> torch.Tensor:
+    """(N, H, W) -> (2N, H, W): the 7x7 Gaussian means of grey, then of grey ** 2.
+    The compiled loop on CPU; on a GPU the same operations as full-frame tensor ops."""
+    if grey.device.type == "cpu":
+        window = np.array(_WINDOW)
+        return torch.from_numpy(_compiled_local_means()(grey.contiguous().numpy(), window))
+    return _convolve_same(torch.cat([grey, grey ** 2]))
+
+
 def _mscn(grey: torch.Tensor) -> torch.Tensor:
-    """Mean-subtracted contrast-normalised coefficients, as brisque's formula (C = 1/255)."""
+    """Mean-subtracted contrast-normalised coefficients, as brisque's formula (C = 1/255).
+    The rest stays in torch: its vectorised sqrt rounds differently from numba's on a
+    few hundred pixels a frame."""
     n = grey.shape[0]
-    blurred = _convolve_same(torch.cat([grey, grey ** 2]))  # one pass for mean and E[x^2]
+    blurred = _local_means(grey)           # one pass for mean and E[x^2]
     mu, mean_sq = blurred[:n], blurred[n:]
     sigma = (mu ** 2 - mean_sq).abs().sqrt()
     return (grey - mu) / (sigma + 1 / 255)
 
 
+_ONE_TWO_THREE = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64)
+
+
 def _log_phi(alpha: torch.Tensor) -> torch.Tensor:
-    # log of Gamma(2/a)^2 / (Gamma(1/a) Gamma(3/a)), increasing in a (0 -> 0.75).
-    return 2 * torch.lgamma(2 / alpha) - torch.lgamma(1 / alpha) - torch.lgamma(3 / alpha)
+    """log of Gamma(2/a)^2 / (Gamma(1/a) Gamma(3/a)), increasing in a (0 -> 0.75).
+
+    The bisection calls this 64 times on a handful of values, so its cost is torch's
+    per-operation overhead: the three Gamma arguments are made and evaluated as one
+    tensor. torch computes `k / a` as `a.reciprocal() * k` (Tensor.__rdiv__), so the
+    values are those of the three separate `lgamma(k / alpha)`, bit for bit."""
+    shape = (3,) + (1,) * alpha.dim()
+    lg = torch.lgamma(alpha.reciprocal() * _ONE_TWO_THREE.to(alpha.device).view(shape))
+    return 2 * lg[1] - lg[0] - lg[2]
 
 
 def _solve_alpha(target: torch.Tensor, iterations: int = 64) -> torch.Tensor:
@@ -193,9 +258,13 @@ def _solve_alpha(target: torch.Tensor, iterations: int = 64) -> torch.Tensor:
 def _aggd_moments(x: torch.Tensor):
     """Moments of (N, M) samples for an asymmetric generalised Gaussian fit:
     -> R_hat (the target of phi(alpha)), sigma_l^2, sigma_r^2."""
-    left, right = x < 0, x >= 0           # the package counts zeros on the right
-    sl2 = (x ** 2 * left).sum(1) / left.sum(1)
-    sr2 = (x ** 2 * right).sum(1) / right.sum(1)
+    # The package counts zeros on the right. The squares of one side are taken as the
+    # squares of x clamped to that side: the same values as squares times a boolean
+    # mask (x is finite, so a masked square is +0.0 either way), at half the cost.
+    n_left = (x < 0).sum(1)
+    n_right = x.shape[1] - n_left
+    sl2 = (x.clamp(max=0) ** 2).sum(1) / n_left
+    sr2 = (x.clamp(min=0) ** 2).sum(1) / n_right
     r_hat = x.abs().mean(1) ** 2 / (x ** 2).mean(1)
     g = sl2.sqrt() / sr2.sqrt()
     return r_hat * (g ** 3 + 1) * (g + 1) / (g ** 2 + 1) ** 2, sl2, sr2
@@ -271,6 +340,10 @@ def piq_features(rgb: torch.Tensor) -> torch.Tensor:
     return torch.cat(features, dim=-1)
 
 
+_THREADS_LOCK = threading.Lock()
+_THREADS_HELD = [0, 1]   # [scorers inside _one_cpu_thread, torch's thread count before the first]
+
+
 @contextlib.contextmanager
 def _one_cpu_thread():
     """Run torch's CPU ops on one thread for the duration.
@@ -278,13 +351,24 @@ def _one_cpu_thread():
     A multi-threaded CPU reduction sums in an order that depends on the thread setup, so
     the same frame scored in-process and on a multi-process worker differed in the last
     bits (~1e-13). Scores must be the same on every runner (a frame at the threshold must
-    not flip), and single-frame calls gain little from threads anyway."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
+    not flip), and single-frame calls gain little from threads anyway.
+
+    torch's thread count is global and frames may be scored on several threads at once
+    (the miner's lookahead): the first scorer in sets it to one, the last one out
+    restores it, so no scorer ever runs with more than one."""
+    with _THREADS_LOCK:
+        if _THREADS_HELD[0] == 0:
+            _THREADS_HELD[1] = torch.get_num_threads()
+        # In every entering thread: with OpenMP the count is also per thread.
+        torch.set_num_threads(1)
+        _THREADS_HELD[0] += 1
     try:
         yield
     finally:
-        torch.set_num_threads(previous)
+        with _THREADS_LOCK:
+            _THREADS_HELD[0] -= 1
+            if _THREADS_HELD[0] == 0:
+                torch.set_num_threads(_THREADS_HELD[1])
 
 
 class BrisqueScorer:
