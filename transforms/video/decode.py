@@ -22,12 +22,13 @@ import logging
 import os
 import queue
 import re
+import stat
 import subprocess
 import threading
 import time
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Iterator, Optional, Tuple
+from typing import Iterator, Mapping, Optional, Tuple
 
 import ffmpeg
 import numpy as np
@@ -353,27 +354,34 @@ class ForwardFrameReader:
 
     For stages that need pixels again after the shots were found (or came from a
     cache): ask for shots in order; decoding starts on the first request and skips the
-    shots nobody asks for. No seeking, so frame numbers are exact on any container."""
+    shots nobody asks for. No seeking, so frame numbers are exact on any container.
+
+    A consumer often looks at few of the frames it asks for (the miner publishes ten
+    of a shot's frames). So where PyAV decodes to the very pixels of `iter_frames`
+    (see `_PyAVFrames`), frames are decoded in process and converted to RGB only when
+    looked at; a video PyAV cannot match, or that fails in PyAV, is read through
+    `iter_frames` (from its first frame again, if PyAV had started)."""
 
     def __init__(self, path: str, max_side: Optional[int] = None,
                  stall_timeout: float = DEFAULT_STALL_TIMEOUT):
         self._path, self._max_side, self._stall_timeout = path, max_side, stall_timeout
-        self._frames: Optional[Iterator[Tuple[int, np.ndarray]]] = None
+        self._frames: Optional[Iterator[Tuple[int, object]]] = None
         self._next_index = 0  # the first frame not yet read off the stream
         self.frames_decoded = 0
+        self.decoder = ""     # "pyav" or "ffmpeg", once decoding has started
 
-    def frames_of(self, start_frame: int, end_frame: int, frame_indices) -> dict:
+    def frames_of(self, start_frame: int, end_frame: int, frame_indices) -> Mapping[int, np.ndarray]:
         """{frame number: RGB frame} for `frame_indices` (within [start, end), after any
-        shot asked before). Raises VideoError when the video ends before them."""
+        shot asked before), each frame converted on first look. Raises VideoError when
+        the video ends before them."""
         if start_frame < self._next_index:
             raise ValueError(f"{self._path}: frames from {start_frame} asked after frame "
                              f"{self._next_index - 1} was read; ask for shots in order")
         if self._frames is None:
-            self._frames = iter_frames(self._path, self._max_side,
-                                       stall_timeout=self._stall_timeout)
+            self._frames = self._open()
         wanted, out = set(frame_indices), {}
         while len(out) < len(wanted) and self._next_index < end_frame:
-            item = next(self._frames, None)
+            item = self._next()
             if item is None:
                 break
             index, frame = item
@@ -384,9 +392,139 @@ class ForwardFrameReader:
         if len(out) != len(wanted):
             raise VideoError(f"{self._path}: the video ended before frame "
                              f"{max(wanted - set(out))}, which its shot list names")
-        return out
+        return _LazyRgb(out)
 
     def close(self) -> None:
         if self._frames is not None:
-            self._frames.close()  # stops ffmpeg
+            self._frames.close()  # stops ffmpeg, or closes PyAV's container
             self._frames = None
+
+    def _open(self):
+        if _PyAVFrames.usable(self._path, self._max_side):
+            self.decoder = "pyav"
+            return _PyAVFrames(self._path, self._stall_timeout).frames()
+        return self._pipe(skip=0)
+
+    def _pipe(self, skip: int):
+        self.decoder = "ffmpeg"
+        frames = iter_frames(self._path, self._max_side, stall_timeout=self._stall_timeout)
+        return frames if not skip else _skipping(frames, skip)
+
+    def _next(self):
+        try:
+            return next(self._frames, None)
+        except _NotLikeThePipe as e:
+            # Frame numbers and pixels must be iter_frames's (shot lists come from it):
+            # read the rest through it, past the frames PyAV already gave.
+            log.info("%s: %s; decoding with ffmpeg from frame %d", self._path, e, self._next_index)
+            self._frames.close()
+            self._frames = self._pipe(skip=self._next_index)
+            return next(self._frames, None)
+
+
+def _skipping(frames, n: int):
+    with contextlib.closing(frames):
+        for index, frame in frames:
+            if index >= n:
+                yield index, frame
+
+
+class _NotLikeThePipe(Exception):
+    """PyAV would not give iter_frames's frames from here on (or failed)."""
+
+
+class _PyAVFrames:
+    """A video decoded in process by PyAV (frame threads), frames left in their decoded
+    form (YUV) until converted with `rgb`.
+
+    Used only where the result is the pipe's exactly: a regular file (a FIFO could
+    stall us where the pipe's watchdog cannot reach), no downscale, and frames in
+    8-bit yuv420p of even width and height, limited range, BT.601, BT.709 or unspecified
+    matrix, no rotation. There
+    the pipe's `scale` filter converts with the same libswscale routine PyAV calls,
+    and the pixels are equal (tests/transforms/test_video.py compares every frame);
+    any frame outside these conditions, any PyAV error, or the end of PyAV's stream
+    (only a damaged video ends before the frames its shot list names) raises
+    _NotLikeThePipe."""
+
+    _FORMATS = ("yuv420p",)
+    _RANGES = (0, 1)          # unspecified, MPEG (limited)
+    _MATRICES = (1, 2, 5, 6)  # BT.709, unspecified, BT.470BG, SMPTE 170M (BT.601)
+
+    def __init__(self, path: str, stall_timeout: float):
+        self._path, self._timeout = path, stall_timeout
+
+    @staticmethod
+    def usable(path: str, max_side: Optional[int]) -> bool:
+        try:
+            import av  # noqa: F401
+        except ImportError:
+            return False
+        try:
+            if not stat.S_ISREG(os.stat(path).st_mode):
+                return False
+        except OSError:
+            return False  # the pipe reports the missing file as it always has
+        if max_side:
+            try:
+                info = probe(path)
+            except VideoError:
+                return False
+            if output_size(info, max_side) != (info.width, info.height):
+                return False
+        return True
+
+    def frames(self) -> Iterator[Tuple[int, "av.VideoFrame"]]:
+        import av
+        try:
+            container = av.open(self._path, timeout=self._timeout)
+        except av.error.FFmpegError as e:
+            raise _NotLikeThePipe(f"PyAV cannot open it ({e})") from None
+        with container:
+            try:
+                if not container.streams.video:
+                    raise _NotLikeThePipe("PyAV finds no video stream")
+                stream = container.streams.video[0]  # the pipe's "v:0"
+                stream.thread_type = "AUTO"
+                index = -1
+                for index, frame in enumerate(container.decode(stream)):
+                    why = self._unlike_the_pipe(frame)
+                    if why:
+                        raise _NotLikeThePipe(why)
+                    yield index, frame
+            except av.error.FFmpegError as e:
+                raise _NotLikeThePipe(f"PyAV failed ({e})") from None
+        # Asked for more than PyAV decoded: a damaged file, where the pipe (ffmpeg
+        # conceals and reads on) may get further. The pipe says where the video ends.
+        raise _NotLikeThePipe(f"PyAV's stream ended after {index + 1} frames")
+
+    def _unlike_the_pipe(self, frame) -> str:
+        if frame.format.name not in self._FORMATS:
+            return f"pixel format {frame.format.name}"
+        if frame.color_range not in self._RANGES or frame.colorspace not in self._MATRICES:
+            return f"colour range {frame.color_range}, matrix {frame.colorspace}"
+        if frame.rotation:
+            return f"rotation {frame.rotation}"
+        if frame.width % 2 or frame.height % 2:  # the two convert the odd edge differently
+            return f"odd frame size {frame.width}x{frame.height}"
+        return ""
+
+
+class _LazyRgb(Mapping):
+    """{frame number: RGB uint8 HxWx3} whose PyAV frames are converted on first look
+    (a fresh, writable, contiguous array each, kept for later looks)."""
+
+    def __init__(self, frames: dict):
+        self._frames = frames
+
+    def __getitem__(self, index: int) -> np.ndarray:
+        frame = self._frames[index]
+        if not isinstance(frame, np.ndarray):
+            frame = self._frames[index] = np.ascontiguousarray(frame.to_ndarray(format="rgb24"))
+        return frame
+
+    def __iter__(self):
+        return iter(self._frames)
+
+    def __len__(self) -> int:
+        return len(self._frames)
