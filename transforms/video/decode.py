@@ -369,6 +369,7 @@ class ForwardFrameReader:
         self._next_index = 0  # the first frame not yet read off the stream
         self.frames_decoded = 0
         self.decoder = ""     # "pyav" or "ffmpeg", once decoding has started
+        self._reformatter = None  # PyAV's: one for the video, so its scaler is set up once
 
     def frames_of(self, start_frame: int, end_frame: int, frame_indices) -> Mapping[int, np.ndarray]:
         """{frame number: RGB frame} for `frame_indices` (within [start, end), after any
@@ -392,12 +393,21 @@ class ForwardFrameReader:
         if len(out) != len(wanted):
             raise VideoError(f"{self._path}: the video ended before frame "
                              f"{max(wanted - set(out))}, which its shot list names")
-        return _LazyRgb(out)
+        return _LazyRgb(out, self._to_rgb)
 
     def close(self) -> None:
         if self._frames is not None:
             self._frames.close()  # stops ffmpeg, or closes PyAV's container
             self._frames = None
+
+    def _to_rgb(self, frame) -> np.ndarray:
+        """A PyAV frame as a fresh RGB array. PyAV's own to_ndarray() builds a new
+        libswscale context per call, ~7x the cost of the conversion itself."""
+        if self._reformatter is None:
+            from av.video.reformatter import VideoReformatter
+            self._reformatter = VideoReformatter()
+        rgb = self._reformatter.reformat(frame, format="rgb24").to_ndarray()
+        return np.ascontiguousarray(rgb)  # rows can be padded: a copy only then
 
     def _open(self):
         if _PyAVFrames.usable(self._path, self._max_side):
@@ -511,16 +521,16 @@ class _PyAVFrames:
 
 
 class _LazyRgb(Mapping):
-    """{frame number: RGB uint8 HxWx3} whose PyAV frames are converted on first look
-    (a fresh, writable, contiguous array each, kept for later looks)."""
+    """{frame number: RGB uint8 HxWx3} whose PyAV frames are converted (by `to_rgb`) on
+    first look: a fresh, writable, contiguous array each, kept for later looks."""
 
-    def __init__(self, frames: dict):
-        self._frames = frames
+    def __init__(self, frames: dict, to_rgb):
+        self._frames, self._to_rgb = frames, to_rgb
 
     def __getitem__(self, index: int) -> np.ndarray:
         frame = self._frames[index]
         if not isinstance(frame, np.ndarray):
-            frame = self._frames[index] = np.ascontiguousarray(frame.to_ndarray(format="rgb24"))
+            frame = self._frames[index] = self._to_rgb(frame)
         return frame
 
     def __iter__(self):
