@@ -9,7 +9,8 @@ import psutil
 import pytest
 
 from transforms.video import synthetic
-from transforms.video.decode import (DecodeReport, ForwardFrameReader, VideoError, VideoInfo, iter_frames,
+from transforms.video.decode import (DecodeReport, ForwardFrameReader, VideoError, VideoInfo,
+                                     _pipe_frames, iter_frames,
                                      iter_scored_frames, output_size, probe, truncation)
 
 SEGMENTS = [("astronaut", 20, "pan"), ("chelsea", 15, "zoom"), ("coffee", 12, "still")]
@@ -202,9 +203,18 @@ def variants(videos, tmp_path_factory):
     ("clip", 400, "pyav"),        # max_side above the frame size: no downscale
     ("clip", 80, "ffmpeg"), ("odd", None, "ffmpeg"), ("rotated", None, "ffmpeg"),
     ("full_range", None, "ffmpeg")])
-def test_the_forward_reader_gives_iter_frames_pixels(videos, variants, name, max_side, decoder):
+def test_in_process_decoding_gives_the_pipes_pixels(videos, variants, name, max_side, decoder):
+    """iter_frames and the forward reader decode in process only where the frames are
+    the ffmpeg pipe's, pixel for pixel."""
     path = {**videos, **variants}[name]
-    expected = dict(iter_frames(path, max_side))
+    expected = dict(_pipe_frames(path, max_side, None, 30.0))
+    report = DecodeReport()
+    streamed = dict(iter_frames(path, max_side, report=report))
+    assert sorted(streamed) == sorted(expected)
+    for number, frame in expected.items():
+        np.testing.assert_array_equal(streamed[number], frame)
+    assert (report.frames, report.exit_code, report.errors) == (len(expected), 0, "")
+    assert report.expected == len(expected)
     reader = ForwardFrameReader(path, max_side)
     try:
         got = reader.frames_of(0, len(expected), sorted(expected))

@@ -1,5 +1,9 @@
 """Streaming video decode with ffmpeg: one frame in memory at a time.
 
+Where PyAV (FFmpeg's libraries in process) gives the pipe's very pixels, frames are
+decoded in process, cheaper than through a pipe (`_PyAVFrames`); anything else, and
+anything PyAV fails on, goes through the ffmpeg program as below.
+
 ffmpeg-python builds the command line; we run the process ourselves so that we control
 its pipes: frames arrive as raw RGB on stdout, stderr is drained by a thread (a full
 stderr pipe would block ffmpeg and so our read), and, on request, ffmpeg's own scene
@@ -139,9 +143,15 @@ def iter_frames(path: str, max_side: Optional[int] = None, *,
                 report: Optional[DecodeReport] = None,
                 ) -> Iterator[Tuple[int, np.ndarray]]:
     """Yield (frame_index, RGB uint8 HxWx3) for every frame, in order, from index 0.
-    `report`, when given, is filled in once the stream has ended."""
-    for index, frame, _ in _stream(path, max_side, info, False, stall_timeout, report):
-        yield index, frame
+    `report`, when given, is filled in once the stream has ended.
+
+    Decoded in process by PyAV where that gives the pipe's very pixels and the
+    container promises a frame count (`_in_process_then_pipe`), else through the pipe."""
+    info = info or probe(path)
+    if expected_frames(info)[0] and _PyAVFrames.usable(path, max_side, info):
+        yield from _in_process_then_pipe(path, info, stall_timeout, report)
+    else:
+        yield from _pipe_frames(path, max_side, info, stall_timeout, report)
 
 
 def iter_scored_frames(path: str, max_side: Optional[int] = None, *,
@@ -156,6 +166,39 @@ def iter_scored_frames(path: str, max_side: Optional[int] = None, *,
 
 
 # --- internals -----------------------------------------------------------------------
+
+def _pipe_frames(path, max_side, info, stall_timeout, report=None):
+    for index, frame, _ in _stream(path, max_side, info, False, stall_timeout, report):
+        yield index, frame
+
+
+def _in_process_then_pipe(path, info, stall_timeout, report):
+    """Every frame from PyAV while it matches the pipe. A video PyAV decodes whole (at
+    least the frames its container promises) is reported as the pipe reports a clean
+    run; on anything else (a frame PyAV cannot give as the pipe would, a PyAV error,
+    fewer frames than promised) the pipe takes over from the first frame not yet given
+    and, having decoded the video itself, makes the report: truncated and damaged
+    videos are judged on ffmpeg's own word, as before."""
+    expected, basis = expected_frames(info)
+    to_rgb = _RgbConverter()
+    given = 0
+    frames = _PyAVFrames(path, stall_timeout).frames()
+    try:
+        with contextlib.closing(frames):
+            for index, frame in frames:
+                yield index, to_rgb(frame)
+                given = index + 1
+    except _NotLikeThePipe as e:
+        log.info("%s: %s; decoding with ffmpeg from frame %d", path, e, given)
+    else:
+        if given >= expected:
+            if report is not None:
+                report.frames, report.exit_code, report.errors = given, 0, ""
+                report.expected, report.basis = expected, basis
+            return
+        log.info("%s: PyAV decoded %d of %d frames; ffmpeg decides", path, given, expected)
+    yield from _skipping(_pipe_frames(path, None, info, stall_timeout, report), given)
+
 
 def _stream(path, max_side, info, scene_scores, stall_timeout, report=None):
     info = info or probe(path)
@@ -369,7 +412,7 @@ class ForwardFrameReader:
         self._next_index = 0  # the first frame not yet read off the stream
         self.frames_decoded = 0
         self.decoder = ""     # "pyav" or "ffmpeg", once decoding has started
-        self._reformatter = None  # PyAV's: one for the video, so its scaler is set up once
+        self._to_rgb = _RgbConverter()
 
     def frames_of(self, start_frame: int, end_frame: int, frame_indices) -> Mapping[int, np.ndarray]:
         """{frame number: RGB frame} for `frame_indices` (within [start, end), after any
@@ -400,15 +443,6 @@ class ForwardFrameReader:
             self._frames.close()  # stops ffmpeg, or closes PyAV's container
             self._frames = None
 
-    def _to_rgb(self, frame) -> np.ndarray:
-        """A PyAV frame as a fresh RGB array. PyAV's own to_ndarray() builds a new
-        libswscale context per call, ~7x the cost of the conversion itself."""
-        if self._reformatter is None:
-            from av.video.reformatter import VideoReformatter
-            self._reformatter = VideoReformatter()
-        rgb = self._reformatter.reformat(frame, format="rgb24").to_ndarray()
-        return np.ascontiguousarray(rgb)  # rows can be padded: a copy only then
-
     def _open(self):
         if _PyAVFrames.usable(self._path, self._max_side):
             self.decoder = "pyav"
@@ -417,12 +451,17 @@ class ForwardFrameReader:
 
     def _pipe(self, skip: int):
         self.decoder = "ffmpeg"
-        frames = iter_frames(self._path, self._max_side, stall_timeout=self._stall_timeout)
+        frames = _pipe_frames(self._path, self._max_side, None, self._stall_timeout)
         return frames if not skip else _skipping(frames, skip)
 
     def _next(self):
         try:
-            return next(self._frames, None)
+            item = next(self._frames, None)
+            if item is None and self.decoder == "pyav":
+                # Asked for more than PyAV decoded: a damaged file, where the pipe
+                # (ffmpeg conceals and reads on) may get further. The pipe decides.
+                raise _NotLikeThePipe(f"PyAV's stream ended after frame {self._next_index - 1}")
+            return item
         except _NotLikeThePipe as e:
             # Frame numbers and pixels must be iter_frames's (shot lists come from it):
             # read the rest through it, past the frames PyAV already gave.
@@ -453,9 +492,8 @@ class _PyAVFrames:
     matrix, no rotation. There
     the pipe's `scale` filter converts with the same libswscale routine PyAV calls,
     and the pixels are equal (tests/transforms/test_video.py compares every frame);
-    any frame outside these conditions, any PyAV error, or the end of PyAV's stream
-    (only a damaged video ends before the frames its shot list names) raises
-    _NotLikeThePipe."""
+    any frame outside these conditions, or any PyAV error, raises _NotLikeThePipe.
+    Where PyAV's stream ends, its caller decides whether to believe it."""
 
     _FORMATS = ("yuv420p",)
     _RANGES = (0, 1)          # unspecified, MPEG (limited)
@@ -465,7 +503,7 @@ class _PyAVFrames:
         self._path, self._timeout = path, stall_timeout
 
     @staticmethod
-    def usable(path: str, max_side: Optional[int]) -> bool:
+    def usable(path: str, max_side: Optional[int], info: Optional[VideoInfo] = None) -> bool:
         try:
             import av  # noqa: F401
         except ImportError:
@@ -477,14 +515,14 @@ class _PyAVFrames:
             return False  # the pipe reports the missing file as it always has
         if max_side:
             try:
-                info = probe(path)
+                info = info or probe(path)
             except VideoError:
                 return False
             if output_size(info, max_side) != (info.width, info.height):
                 return False
         return True
 
-    def frames(self) -> Iterator[Tuple[int, "av.VideoFrame"]]:
+    def frames(self) -> Iterator[Tuple[int, object]]:  # (index, av.VideoFrame)
         import av
         try:
             container = av.open(self._path, timeout=self._timeout)
@@ -496,7 +534,6 @@ class _PyAVFrames:
                     raise _NotLikeThePipe("PyAV finds no video stream")
                 stream = container.streams.video[0]  # the pipe's "v:0"
                 stream.thread_type = "AUTO"
-                index = -1
                 for index, frame in enumerate(container.decode(stream)):
                     why = self._unlike_the_pipe(frame)
                     if why:
@@ -504,9 +541,6 @@ class _PyAVFrames:
                     yield index, frame
             except av.error.FFmpegError as e:
                 raise _NotLikeThePipe(f"PyAV failed ({e})") from None
-        # Asked for more than PyAV decoded: a damaged file, where the pipe (ffmpeg
-        # conceals and reads on) may get further. The pipe says where the video ends.
-        raise _NotLikeThePipe(f"PyAV's stream ended after {index + 1} frames")
 
     def _unlike_the_pipe(self, frame) -> str:
         if frame.format.name not in self._FORMATS:
@@ -518,6 +552,21 @@ class _PyAVFrames:
         if frame.width % 2 or frame.height % 2:  # the two convert the odd edge differently
             return f"odd frame size {frame.width}x{frame.height}"
         return ""
+
+
+class _RgbConverter:
+    """PyAV frames as fresh RGB arrays, through one reformatter: PyAV's own to_ndarray()
+    sets up a new libswscale context per call, ~7x the cost of the conversion itself."""
+
+    def __init__(self):
+        self._reformatter = None
+
+    def __call__(self, frame) -> np.ndarray:
+        if self._reformatter is None:
+            from av.video.reformatter import VideoReformatter
+            self._reformatter = VideoReformatter()
+        rgb = self._reformatter.reformat(frame, format="rgb24").to_ndarray()
+        return np.ascontiguousarray(rgb)  # rows can be padded: a copy only then
 
 
 class _LazyRgb(Mapping):
