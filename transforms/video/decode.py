@@ -402,8 +402,8 @@ class ForwardFrameReader:
     A consumer often looks at few of the frames it asks for (the miner publishes ten
     of a shot's frames). So where PyAV decodes to the very pixels of `iter_frames`
     (see `_PyAVFrames`), frames are decoded in process and converted to RGB only when
-    looked at; a video PyAV cannot match, or that fails in PyAV, is read through
-    `iter_frames` (from its first frame again, if PyAV had started)."""
+    looked at; a video PyAV cannot match, or that fails in PyAV, is read through the
+    ffmpeg pipe (from its first frame again, if PyAV had started)."""
 
     def __init__(self, path: str, max_side: Optional[int] = None,
                  stall_timeout: float = DEFAULT_STALL_TIMEOUT):
@@ -463,8 +463,8 @@ class ForwardFrameReader:
                 raise _NotLikeThePipe(f"PyAV's stream ended after frame {self._next_index - 1}")
             return item
         except _NotLikeThePipe as e:
-            # Frame numbers and pixels must be iter_frames's (shot lists come from it):
-            # read the rest through it, past the frames PyAV already gave.
+            # Frame numbers and pixels must be the pipe's (shot lists name them): read
+            # the rest through it, past the frames PyAV already gave.
             log.info("%s: %s; decoding with ffmpeg from frame %d", self._path, e, self._next_index)
             self._frames.close()
             self._frames = self._pipe(skip=self._next_index)
@@ -484,16 +484,16 @@ class _NotLikeThePipe(Exception):
 
 class _PyAVFrames:
     """A video decoded in process by PyAV (frame threads), frames left in their decoded
-    form (YUV) until converted with `rgb`.
+    form (YUV) until converted by an `_RgbConverter`.
 
     Used only where the result is the pipe's exactly: a regular file (a FIFO could
-    stall us where the pipe's watchdog cannot reach), no downscale, and frames in
-    8-bit yuv420p of even width and height, limited range, BT.601, BT.709 or unspecified
-    matrix, no rotation. There
-    the pipe's `scale` filter converts with the same libswscale routine PyAV calls,
-    and the pixels are equal (tests/transforms/test_video.py compares every frame);
-    any frame outside these conditions, or any PyAV error, raises _NotLikeThePipe.
-    Where PyAV's stream ends, its caller decides whether to believe it."""
+    stall us where the pipe's watchdog cannot reach), no downscale, and frames in 8-bit
+    yuv420p of even width and height, limited range, BT.601, BT.709 or unspecified
+    matrix, no rotation. There PyAV's libswscale and the ffmpeg program's convert to
+    the same RGB, and both demux and decode the same frames (tests/transforms/
+    test_video.py compares every frame and the counts, inside and outside these
+    conditions). Any frame outside them, or any PyAV error, raises _NotLikeThePipe;
+    where PyAV's stream ends, its caller decides whether to believe it."""
 
     _FORMATS = ("yuv420p",)
     _RANGES = (0, 1)          # unspecified, MPEG (limited)
