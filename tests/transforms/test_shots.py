@@ -63,6 +63,32 @@ def test_backends_find_the_true_cuts(videos, backend):
         assert s.frames[0].shape == (144, 192, 3)
 
 
+def test_the_rgb_content_score_is_the_stock_detectors_bit_for_bit(videos):
+    """Our ContentDetector scores RGB frames its own cheaper way (shots.py): every score,
+    and so every cut, must equal the stock detector's on the BGR frame."""
+    import cv2
+    from scenedetect import FrameTimecode
+    from scenedetect.detectors import ContentDetector
+
+    from transforms.video.decode import iter_frames
+    from transforms.video.shots import _rgb_content_detector
+
+    rng = np.random.default_rng(0)
+    noise = [rng.integers(0, 256, (37, 53, 3), dtype=np.uint8) for _ in range(20)]
+    flat = [np.full((37, 53, 3), v, np.uint8) for v in (0, 0, 255, 7)]
+    for frames in ([f for _, f in iter_frames(videos["clip"])], noise + flat):
+        stock, ours = ContentDetector(min_scene_len=2), _rgb_content_detector()(min_scene_len=2)
+        stock_cuts, our_cuts, scores = [], [], []
+        for i, frame in enumerate(frames):
+            tc = FrameTimecode(i, 25.0)
+            stock_cuts += stock.process_frame(tc, cv2.cvtColor(frame, cv2.COLOR_RGB2BGR))
+            our_cuts += ours.process_frame(tc, frame)
+            scores.append((stock._frame_score, ours._frame_score))
+        assert all(a == b for a, b in scores), scores
+        assert [t.frame_num for t in our_cuts] == [t.frame_num for t in stock_cuts]
+    assert any(a > 0 for a, _ in scores)  # the comparison saw real scores
+
+
 @pytest.mark.parametrize("backend", ["ffmpeg", "pyscenedetect"])
 def test_stride_keeps_every_kth_frame_from_each_shot_start(videos, backend):
     full = list(iter_shots(ref(videos["clip"]), backend=backend))

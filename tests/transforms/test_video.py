@@ -1,4 +1,5 @@
 """Streaming decode (transforms/video/decode.py) on generated videos."""
+import contextlib
 import os
 import threading
 import tracemalloc
@@ -8,7 +9,8 @@ import psutil
 import pytest
 
 from transforms.video import synthetic
-from transforms.video.decode import (DecodeReport, VideoError, VideoInfo, iter_frames,
+from transforms.video.decode import (DecodeReport, ForwardFrameReader, VideoError, VideoInfo,
+                                     _pipe_frames, iter_frames,
                                      iter_scored_frames, output_size, probe, truncation)
 
 SEGMENTS = [("astronaut", 20, "pan"), ("chelsea", 15, "zoom"), ("coffee", 12, "still")]
@@ -168,3 +170,95 @@ def test_stalled_ffmpeg_is_killed(tmp_path):
     with pytest.raises(VideoError, match="stalled"):
         list(iter_frames(fifo, info=info, stall_timeout=1.0))
     assert not _ffmpeg_children()
+
+
+# --- ForwardFrameReader: the second pass, PyAV where it gives the pipe's pixels ----------
+
+def _reencoded(src, dst, *args):
+    """`src` through ffmpeg again with `args` (another codec, size or container tag)."""
+    import subprocess
+    subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-y", "-i", src, *args, dst], check=True)
+    return dst
+
+
+@pytest.fixture(scope="module")
+def variants(videos, tmp_path_factory):
+    """Videos PyAV reads (plain, BT.709) and ones it must leave to the pipe (odd size,
+    rotated, full range)."""
+    d = tmp_path_factory.mktemp("variants")
+    clip = videos["clip"]
+    return {
+        "bt709": _reencoded(clip, str(d / "bt709.mp4"), "-c:v", "libx264", "-colorspace", "bt709",
+                            "-color_primaries", "bt709", "-color_trc", "bt709"),
+        "odd": _reencoded(clip, str(d / "odd.mp4"), "-vf", "scale=157:117", "-c:v", "mpeg4"),
+        "rotated": _reencoded(clip, str(d / "rotated.mp4"), "-c", "copy",
+                              "-metadata:s:v:0", "rotate=90"),
+        "full_range": _reencoded(clip, str(d / "full.mp4"), "-c:v", "libx264",
+                                 "-pix_fmt", "yuvj420p"),
+    }
+
+
+@pytest.mark.parametrize("name, max_side, decoder", [
+    ("clip", None, "pyav"), ("long", None, "pyav"), ("bt709", None, "pyav"),
+    ("clip", 400, "pyav"),        # max_side above the frame size: no downscale
+    ("clip", 80, "ffmpeg"), ("odd", None, "ffmpeg"), ("rotated", None, "ffmpeg"),
+    ("full_range", None, "ffmpeg")])
+def test_in_process_decoding_gives_the_pipes_pixels(videos, variants, name, max_side, decoder):
+    """iter_frames and the forward reader decode in process only where the frames are
+    the ffmpeg pipe's, pixel for pixel."""
+    path = {**videos, **variants}[name]
+    expected = dict(_pipe_frames(path, max_side, None, 30.0))
+    report = DecodeReport()
+    streamed = dict(iter_frames(path, max_side, report=report))
+    assert sorted(streamed) == sorted(expected)
+    for number, frame in expected.items():
+        np.testing.assert_array_equal(streamed[number], frame)
+    assert (report.frames, report.exit_code, report.errors) == (len(expected), 0, "")
+    assert report.expected == len(expected)
+    reader = ForwardFrameReader(path, max_side)
+    try:
+        got = reader.frames_of(0, len(expected), sorted(expected))
+        assert reader.decoder == decoder
+        assert reader.frames_decoded == len(expected)
+    finally:
+        reader.close()
+    assert sorted(got) == sorted(expected)
+    for number, frame in expected.items():  # looked at after close(): still there
+        assert got[number].flags.c_contiguous and got[number].flags.writeable
+        np.testing.assert_array_equal(got[number], frame)
+
+
+def test_the_forward_reader_converts_only_the_frames_looked_at(videos):
+    reader = ForwardFrameReader(videos["clip"])
+    with contextlib.closing(reader):
+        first = reader.frames_of(0, 20, range(20))
+        second = reader.frames_of(20, 35, [20, 27])   # shots in order; frames in between skipped
+        assert reader.decoder == "pyav" and reader.frames_decoded == 28
+        assert all(not isinstance(f, np.ndarray) for f in first._frames.values())
+        a = first[3]
+        assert first[3] is a                            # converted once
+        a[:] = 0                                        # independent of the other frames
+        assert first[4].any() and second[27].any()
+        with pytest.raises(ValueError, match="in order"):
+            reader.frames_of(10, 20, [10])
+
+
+def test_the_forward_reader_on_a_truncated_video_falls_back_and_stops_where_the_pipe_does(videos):
+    path = videos["truncated"]
+    decodable = dict(iter_frames(path))
+    reader = ForwardFrameReader(path)
+    with contextlib.closing(reader):
+        got = reader.frames_of(0, len(decodable), sorted(decodable))
+        for number, frame in decodable.items():
+            np.testing.assert_array_equal(got[number], frame)
+        with pytest.raises(VideoError, match="ended before frame"):
+            reader.frames_of(len(decodable), len(decodable) + 5, [len(decodable) + 4])
+    assert reader.decoder == "ffmpeg"  # PyAV stops at the damaged data; the pipe read on
+
+
+@pytest.mark.parametrize("name", ["corrupt", "empty", "missing"])
+def test_the_forward_reader_raises_video_error_on_unreadable_files(videos, tmp_path, name):
+    path = videos.get(name, str(tmp_path / "missing.mp4"))
+    reader = ForwardFrameReader(path)
+    with contextlib.closing(reader), pytest.raises(VideoError):
+        reader.frames_of(0, 1, [0])

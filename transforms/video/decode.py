@@ -1,5 +1,9 @@
 """Streaming video decode with ffmpeg: one frame in memory at a time.
 
+Where PyAV (FFmpeg's libraries in process) gives the pipe's very pixels, frames are
+decoded in process, cheaper than through a pipe (`_PyAVFrames`); anything else, and
+anything PyAV fails on, goes through the ffmpeg program as below.
+
 ffmpeg-python builds the command line; we run the process ourselves so that we control
 its pipes: frames arrive as raw RGB on stdout, stderr is drained by a thread (a full
 stderr pipe would block ffmpeg and so our read), and, on request, ffmpeg's own scene
@@ -22,12 +26,13 @@ import logging
 import os
 import queue
 import re
+import stat
 import subprocess
 import threading
 import time
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Iterator, Optional, Tuple
+from typing import Iterator, Mapping, Optional, Tuple
 
 import ffmpeg
 import numpy as np
@@ -138,9 +143,15 @@ def iter_frames(path: str, max_side: Optional[int] = None, *,
                 report: Optional[DecodeReport] = None,
                 ) -> Iterator[Tuple[int, np.ndarray]]:
     """Yield (frame_index, RGB uint8 HxWx3) for every frame, in order, from index 0.
-    `report`, when given, is filled in once the stream has ended."""
-    for index, frame, _ in _stream(path, max_side, info, False, stall_timeout, report):
-        yield index, frame
+    `report`, when given, is filled in once the stream has ended.
+
+    Decoded in process by PyAV where that gives the pipe's very pixels and the
+    container promises a frame count (`_in_process_then_pipe`), else through the pipe."""
+    info = info or probe(path)
+    if expected_frames(info)[0] and _PyAVFrames.usable(path, max_side, info):
+        yield from _in_process_then_pipe(path, info, stall_timeout, report)
+    else:
+        yield from _pipe_frames(path, max_side, info, stall_timeout, report)
 
 
 def iter_scored_frames(path: str, max_side: Optional[int] = None, *,
@@ -155,6 +166,39 @@ def iter_scored_frames(path: str, max_side: Optional[int] = None, *,
 
 
 # --- internals -----------------------------------------------------------------------
+
+def _pipe_frames(path, max_side, info, stall_timeout, report=None):
+    for index, frame, _ in _stream(path, max_side, info, False, stall_timeout, report):
+        yield index, frame
+
+
+def _in_process_then_pipe(path, info, stall_timeout, report):
+    """Every frame from PyAV while it matches the pipe. A video PyAV decodes whole (at
+    least the frames its container promises) is reported as the pipe reports a clean
+    run; on anything else (a frame PyAV cannot give as the pipe would, a PyAV error,
+    fewer frames than promised) the pipe takes over from the first frame not yet given
+    and, having decoded the video itself, makes the report: truncated and damaged
+    videos are judged on ffmpeg's own word, as before."""
+    expected, basis = expected_frames(info)
+    to_rgb = _RgbConverter()
+    given = 0
+    frames = _PyAVFrames(path, stall_timeout).frames()
+    try:
+        with contextlib.closing(frames):
+            for index, frame in frames:
+                yield index, to_rgb(frame)
+                given = index + 1
+    except _NotLikeThePipe as e:
+        log.info("%s: %s; decoding with ffmpeg from frame %d", path, e, given)
+    else:
+        if given >= expected:
+            if report is not None:
+                report.frames, report.exit_code, report.errors = given, 0, ""
+                report.expected, report.basis = expected, basis
+            return
+        log.info("%s: PyAV decoded %d of %d frames; ffmpeg decides", path, given, expected)
+    yield from _skipping(_pipe_frames(path, None, info, stall_timeout, report), given)
+
 
 def _stream(path, max_side, info, scene_scores, stall_timeout, report=None):
     info = info or probe(path)
@@ -353,27 +397,35 @@ class ForwardFrameReader:
 
     For stages that need pixels again after the shots were found (or came from a
     cache): ask for shots in order; decoding starts on the first request and skips the
-    shots nobody asks for. No seeking, so frame numbers are exact on any container."""
+    shots nobody asks for. No seeking, so frame numbers are exact on any container.
+
+    A consumer often looks at few of the frames it asks for (the miner publishes ten
+    of a shot's frames). So where PyAV decodes to the very pixels of `iter_frames`
+    (see `_PyAVFrames`), frames are decoded in process and converted to RGB only when
+    looked at; a video PyAV cannot match, or that fails in PyAV, is read through the
+    ffmpeg pipe (from its first frame again, if PyAV had started)."""
 
     def __init__(self, path: str, max_side: Optional[int] = None,
                  stall_timeout: float = DEFAULT_STALL_TIMEOUT):
         self._path, self._max_side, self._stall_timeout = path, max_side, stall_timeout
-        self._frames: Optional[Iterator[Tuple[int, np.ndarray]]] = None
+        self._frames: Optional[Iterator[Tuple[int, object]]] = None
         self._next_index = 0  # the first frame not yet read off the stream
         self.frames_decoded = 0
+        self.decoder = ""     # "pyav" or "ffmpeg", once decoding has started
+        self._to_rgb = _RgbConverter()
 
-    def frames_of(self, start_frame: int, end_frame: int, frame_indices) -> dict:
+    def frames_of(self, start_frame: int, end_frame: int, frame_indices) -> Mapping[int, np.ndarray]:
         """{frame number: RGB frame} for `frame_indices` (within [start, end), after any
-        shot asked before). Raises VideoError when the video ends before them."""
+        shot asked before), each frame converted on first look. Raises VideoError when
+        the video ends before them."""
         if start_frame < self._next_index:
             raise ValueError(f"{self._path}: frames from {start_frame} asked after frame "
                              f"{self._next_index - 1} was read; ask for shots in order")
         if self._frames is None:
-            self._frames = iter_frames(self._path, self._max_side,
-                                       stall_timeout=self._stall_timeout)
+            self._frames = self._open()
         wanted, out = set(frame_indices), {}
         while len(out) < len(wanted) and self._next_index < end_frame:
-            item = next(self._frames, None)
+            item = self._next()
             if item is None:
                 break
             index, frame = item
@@ -384,9 +436,154 @@ class ForwardFrameReader:
         if len(out) != len(wanted):
             raise VideoError(f"{self._path}: the video ended before frame "
                              f"{max(wanted - set(out))}, which its shot list names")
-        return out
+        return _LazyRgb(out, self._to_rgb)
 
     def close(self) -> None:
         if self._frames is not None:
-            self._frames.close()  # stops ffmpeg
+            self._frames.close()  # stops ffmpeg, or closes PyAV's container
             self._frames = None
+
+    def _open(self):
+        if _PyAVFrames.usable(self._path, self._max_side):
+            self.decoder = "pyav"
+            return _PyAVFrames(self._path, self._stall_timeout).frames()
+        return self._pipe(skip=0)
+
+    def _pipe(self, skip: int):
+        self.decoder = "ffmpeg"
+        frames = _pipe_frames(self._path, self._max_side, None, self._stall_timeout)
+        return frames if not skip else _skipping(frames, skip)
+
+    def _next(self):
+        try:
+            item = next(self._frames, None)
+            if item is None and self.decoder == "pyav":
+                # Asked for more than PyAV decoded: a damaged file, where the pipe
+                # (ffmpeg conceals and reads on) may get further. The pipe decides.
+                raise _NotLikeThePipe(f"PyAV's stream ended after frame {self._next_index - 1}")
+            return item
+        except _NotLikeThePipe as e:
+            # Frame numbers and pixels must be the pipe's (shot lists name them): read
+            # the rest through it, past the frames PyAV already gave.
+            log.info("%s: %s; decoding with ffmpeg from frame %d", self._path, e, self._next_index)
+            self._frames.close()
+            self._frames = self._pipe(skip=self._next_index)
+            return next(self._frames, None)
+
+
+def _skipping(frames, n: int):
+    with contextlib.closing(frames):
+        for index, frame in frames:
+            if index >= n:
+                yield index, frame
+
+
+class _NotLikeThePipe(Exception):
+    """PyAV would not give iter_frames's frames from here on (or failed)."""
+
+
+class _PyAVFrames:
+    """A video decoded in process by PyAV (frame threads), frames left in their decoded
+    form (YUV) until converted by an `_RgbConverter`.
+
+    Used only where the result is the pipe's exactly: a regular file (a FIFO could
+    stall us where the pipe's watchdog cannot reach), no downscale, and frames in 8-bit
+    yuv420p of even width and height, limited range, BT.601, BT.709 or unspecified
+    matrix, no rotation. There PyAV's libswscale and the ffmpeg program's convert to
+    the same RGB, and both demux and decode the same frames (tests/transforms/
+    test_video.py compares every frame and the counts, inside and outside these
+    conditions). Any frame outside them, or any PyAV error, raises _NotLikeThePipe;
+    where PyAV's stream ends, its caller decides whether to believe it."""
+
+    _FORMATS = ("yuv420p",)
+    _RANGES = (0, 1)          # unspecified, MPEG (limited)
+    _MATRICES = (1, 2, 5, 6)  # BT.709, unspecified, BT.470BG, SMPTE 170M (BT.601)
+
+    def __init__(self, path: str, stall_timeout: float):
+        self._path, self._timeout = path, stall_timeout
+
+    @staticmethod
+    def usable(path: str, max_side: Optional[int], info: Optional[VideoInfo] = None) -> bool:
+        try:
+            import av  # noqa: F401
+        except ImportError:
+            return False
+        try:
+            if not stat.S_ISREG(os.stat(path).st_mode):
+                return False
+        except OSError:
+            return False  # the pipe reports the missing file as it always has
+        if max_side:
+            try:
+                info = info or probe(path)
+            except VideoError:
+                return False
+            if output_size(info, max_side) != (info.width, info.height):
+                return False
+        return True
+
+    def frames(self) -> Iterator[Tuple[int, object]]:  # (index, av.VideoFrame)
+        import av
+        try:
+            container = av.open(self._path, timeout=self._timeout)
+        except av.error.FFmpegError as e:
+            raise _NotLikeThePipe(f"PyAV cannot open it ({e})") from None
+        with container:
+            try:
+                if not container.streams.video:
+                    raise _NotLikeThePipe("PyAV finds no video stream")
+                stream = container.streams.video[0]  # the pipe's "v:0"
+                stream.thread_type = "AUTO"
+                for index, frame in enumerate(container.decode(stream)):
+                    why = self._unlike_the_pipe(frame)
+                    if why:
+                        raise _NotLikeThePipe(why)
+                    yield index, frame
+            except av.error.FFmpegError as e:
+                raise _NotLikeThePipe(f"PyAV failed ({e})") from None
+
+    def _unlike_the_pipe(self, frame) -> str:
+        if frame.format.name not in self._FORMATS:
+            return f"pixel format {frame.format.name}"
+        if frame.color_range not in self._RANGES or frame.colorspace not in self._MATRICES:
+            return f"colour range {frame.color_range}, matrix {frame.colorspace}"
+        if frame.rotation:
+            return f"rotation {frame.rotation}"
+        if frame.width % 2 or frame.height % 2:  # the two convert the odd edge differently
+            return f"odd frame size {frame.width}x{frame.height}"
+        return ""
+
+
+class _RgbConverter:
+    """PyAV frames as fresh RGB arrays, through one reformatter: PyAV's own to_ndarray()
+    sets up a new libswscale context per call, ~7x the cost of the conversion itself."""
+
+    def __init__(self):
+        self._reformatter = None
+
+    def __call__(self, frame) -> np.ndarray:
+        if self._reformatter is None:
+            from av.video.reformatter import VideoReformatter
+            self._reformatter = VideoReformatter()
+        rgb = self._reformatter.reformat(frame, format="rgb24").to_ndarray()
+        return np.ascontiguousarray(rgb)  # rows can be padded: a copy only then
+
+
+class _LazyRgb(Mapping):
+    """{frame number: RGB uint8 HxWx3} whose PyAV frames are converted (by `to_rgb`) on
+    first look: a fresh, writable, contiguous array each, kept for later looks."""
+
+    def __init__(self, frames: dict, to_rgb):
+        self._frames, self._to_rgb = frames, to_rgb
+
+    def __getitem__(self, index: int) -> np.ndarray:
+        frame = self._frames[index]
+        if not isinstance(frame, np.ndarray):
+            frame = self._frames[index] = self._to_rgb(frame)
+        return frame
+
+    def __iter__(self):
+        return iter(self._frames)
+
+    def __len__(self) -> int:
+        return len(self._frames)
