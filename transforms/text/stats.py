@@ -27,6 +27,7 @@ vocabulary), so no split's texts are ever collected in one place.
 """
 from __future__ import annotations
 
+import importlib.metadata
 import os
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, List, Optional, Set
@@ -60,10 +61,19 @@ def _missing(name: str) -> ParserNotInstalled:
 
 
 def check_parser(name: Optional[str]) -> None:
-    """Fail before any work when `name` is neither an installed package nor a path."""
-    import spacy.util
-    if name and not (spacy.util.is_package(name) or os.path.isdir(name)):
+    """Fail before any work when `name` is neither an installed package nor a path. Asks
+    the package metadata, as spacy.util.is_package does, without importing spaCy (~0.9 s
+    of every build's start-up, whether or not a description is parsed)."""
+    if name and not (_is_installed(name) or os.path.isdir(name)):
         raise _missing(name)
+
+
+def _is_installed(distribution: str) -> bool:
+    try:
+        importlib.metadata.distribution(distribution)
+        return True
+    except importlib.metadata.PackageNotFoundError:
+        return False
 
 
 def load_parser(name: Optional[str]):
