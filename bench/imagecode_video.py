@@ -150,9 +150,10 @@ def workers(work: str, n_videos: int, n_shots: int, frames_per_shot: int) -> dic
     ratio of their differences (the work without the fixed start-up, which each worker
     process pays too)."""
     videos = []
-    for i in range(2 * n_videos):
-        segs = segments(n_shots, frames_per_shot, mixed=False)
-        segs = segs[i % len(segs):] + segs[:i % len(segs)]  # other content per video
+    photos = segments(len(PHOTOS), frames_per_shot, mixed=False)  # one shot per photo
+    for i in range(2 * n_videos):  # other content per video: a rotation, forwards or backwards
+        order = photos if (i // len(photos)) % 2 == 0 else photos[::-1]
+        segs = (order[i % len(order):] + order[:i % len(order)])[:n_shots]
         videos.append(make_inputs(work, f"workers-{i}", segs).replace(".jsonl", ".mp4"))
     manifests = {}
     for size in (n_videos, 2 * n_videos):

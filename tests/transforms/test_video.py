@@ -46,6 +46,20 @@ def test_probe(videos):
     assert info.duration == pytest.approx(N / 25, abs=0.05)
 
 
+def test_probe_runs_ffprobe_once_per_version_of_a_file(videos, tmp_path, monkeypatch):
+    import shutil
+
+    import ffmpeg
+    runs = []
+    real = ffmpeg.probe
+    monkeypatch.setattr(ffmpeg, "probe", lambda path, **kw: runs.append(path) or real(path, **kw))
+    copy = str(tmp_path / "clip.mp4")
+    shutil.copyfile(videos["clip"], copy)
+    assert probe(copy) == probe(copy) and runs == [copy]
+    shutil.copyfile(videos["long"], copy)  # another version of the file: probed again
+    assert (probe(copy).width, probe(copy).width) == (320, 320) and runs == [copy, copy]
+
+
 def test_decodes_every_frame_in_order_as_rgb(videos):
     seen = []
     for index, frame in iter_frames(videos["clip"]):

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import functools
 import logging
 import os
 import queue
@@ -58,9 +59,18 @@ class VideoInfo:
 
 
 def probe(path: str) -> VideoInfo:
-    """Read the first video stream's properties with ffprobe."""
+    """Read the first video stream's properties with ffprobe. Remembered per version of
+    the file (inode, size, modification time) in this process: the shot detector, the
+    miner and the explorer each ask about the same file, and one ffprobe run costs ~70 ms
+    of every build's start-up. A failure is not remembered."""
     if not os.path.isfile(path):
         raise VideoError(f"no such file: {path}")
+    version = os.stat(path)
+    return _probe_version(path, version.st_ino, version.st_size, version.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=1024)
+def _probe_version(path: str, inode: int, size: int, mtime_ns: int) -> VideoInfo:
     try:
         meta = ffmpeg.probe(path, v="error")
     except ffmpeg.Error as e:
