@@ -216,12 +216,16 @@ def child(manifest: str, out: str, *overrides: str) -> None:
         start = time.perf_counter()
         build_graph(p, plan, staging_dir)
         graph["construct_seconds"] = time.perf_counter() - start
+        counting, counting_cpu = time.perf_counter(), time.process_time()
         graph["transforms"] = len(p.to_runner_api().components.transforms)
+        # the count converts the whole graph once more: the bench's work, not the build's
+        graph["counting"] = (time.perf_counter() - counting, time.process_time() - counting_cpu)
     benchmark.build = timed_build
     start, cpu_start = time.perf_counter(), time.process_time()
     release = runner.build(benchmark, ["--config", CONFIG, "--set", f"inputs.videos={manifest}",
                              "--output", out, "--version", "1.0.0", *sets, *beam_options])
-    seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
+    seconds = time.perf_counter() - start - graph["counting"][0]
+    cpu_seconds = time.process_time() - cpu_start - graph.pop("counting")[1]
     stages = json.load(open(os.path.join(release, "MANIFEST.json")))["stages"]
     peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     print(json.dumps({"seconds": seconds, "cpu_seconds": cpu_seconds, "stages": stages,
