@@ -16,8 +16,8 @@ Without a cache root the same plans are built the cold way, and nothing is store
 cache with no entries yet (a cold build) is asked nothing it cannot answer: the graph then
 has no per-video join and no warm branch (transforms/cache/store.py has_entries), and the
 cache counters are the same as the join's.
-Pixels never cross a shuffle: after embedding, shots travel without their frames and
-the miner decodes the frames it needs (transforms/video/decode.py ForwardFrameReader).
+Pixels never cross a shuffle: shots leave the encoder without their frames and the
+miner decodes the frames it needs (transforms/video/decode.py ForwardFrameReader).
 """
 from __future__ import annotations
 
@@ -121,7 +121,7 @@ class PlanVideos(beam.PTransform):
                                                         truncation_tolerance=self._tolerance,
                                                         **self._shot_params))
         embedded = (shots[MAIN] | "Embed frames" >> EmbedShots(self._spec)
-                    | "Drop pixels" >> beam.Map(lambda s: (s.video.key, replace(s, frames=[]))))
+                    | "Key embedded shots" >> beam.Map(lambda s: (s.video.key, s)))  # pixels dropped
         listed = shots[SHOT_LISTS] | "Key shot lists" >> beam.MapTuple(lambda v, l: (v.key, l))
         plans = ({"looked": refs, "shots": embedded, "listing": listed}
                  | "Group shots per video" >> beam.CoGroupByKey()

@@ -206,14 +206,15 @@ def make_shots(photos, n_shots=5):
 
 
 def check_embedded(expected_dim, expected):
-    """assert_that matcher: each shot comes back whole, with unit-norm (n, d) embeddings
-    equal to the encoder's output outside Beam."""
+    """assert_that matcher: each shot comes back without its pixels, with unit-norm (n, d)
+    embeddings, one per frame, equal to the encoder's output outside Beam."""
     def check(shots):
         assert sorted(s.shot_index for s in shots) == sorted(expected)
         for shot in shots:
-            assert shot.embeddings.shape == (len(shot.frames), expected_dim)
+            assert shot.frames == []
+            assert shot.embeddings.shape == (len(shot.frame_indices), expected_dim)
             assert shot.embeddings.dtype == np.float32
-            if len(shot.frames):
+            if len(shot.frame_indices):
                 np.testing.assert_allclose(np.linalg.norm(shot.embeddings, axis=1), 1.0, atol=1e-5)
             np.testing.assert_allclose(shot.embeddings, expected[shot.shot_index], atol=1e-5)
     return check

@@ -125,10 +125,14 @@ class StageFn(beam.DoFn):
         raise NotImplementedError
 
 
-def stage_pardo(fn: beam.DoFn, *args, outputs=(), **kwargs):
+def stage_pardo(fn: beam.DoFn, *args, outputs=(), main_type=None, **kwargs):
     """`ParDo(fn)` with its REJECTS output tagged (and any `outputs` named): the result
-    is read as result[MAIN], result[REJECTS], result[<output>]."""
-    return beam.ParDo(fn, *args, **kwargs).with_outputs(REJECTS, *outputs, main=MAIN)
+    is read as result[MAIN], result[REJECTS], result[<output>]. `main_type`: the type of
+    MAIN's elements, for a record with a coder of its own (schemas/records.py)."""
+    pardo = beam.ParDo(fn, *args, **kwargs)
+    if main_type is not None:
+        pardo = pardo.with_output_types(main_type)
+    return pardo.with_outputs(REJECTS, *outputs, main=MAIN)
 
 
 class _KeepFirstFn(StageFn):

@@ -5,6 +5,8 @@ process (RunInference's shared-model mechanism), each RunInference batch holds a
 shots, and their frames go through the model in sub-batches of `batch_size` frames.
 No shuffle is involved (BatchElements without a duration limit is a plain DoFn), so the
 stage fuses between the shot decoder and the miner and pixels never leave the worker.
+Shots leave the model without their pixels: every step a record passes costs Beam a
+size estimate of it, and no step after the encoder needs them.
 
 `EmbedImages` is the same for still images (static sets): RunInference over ImageRefs;
 the worker reads and decodes each file itself (transforms/image/decode.py), so only
@@ -67,7 +69,8 @@ class _EncoderHandler(ModelHandler):
 
 
 class ShotEncoderHandler(_EncoderHandler):
-    """RunInference handler: ShotFrames in, PredictionResult(shot, (n, d) embeddings) out."""
+    """RunInference handler: ShotFrames in, PredictionResult(shot without its pixels,
+    (n, d) embeddings) out."""
 
     def run_inference(self, batch: Sequence[ShotFrames], model,
                       inference_args: Optional[Dict[str, Any]] = None) -> Iterable[PredictionResult]:
@@ -75,7 +78,8 @@ class ShotEncoderHandler(_EncoderHandler):
         # All frames of the batch's shots in one stream: sub-batches fill across shots.
         embeddings = model.encode([frame for shot in batch for frame in shot.frames])
         parts = np.split(embeddings, np.cumsum(sizes)[:-1])
-        return [PredictionResult(shot, part) for shot, part in zip(batch, parts)]
+        return [PredictionResult(dataclasses.replace(shot, frames=[]), part)
+                for shot, part in zip(batch, parts)]
 
     def get_num_bytes(self, batch: Sequence[ShotFrames]) -> int:
         # The default pickles the whole batch just to measure it; frames know their size.
@@ -99,7 +103,8 @@ class _AttachEmbeddings(StageFn):
 
 
 class EmbedShots(beam.PTransform):
-    """ShotFrames -> the same ShotFrames with `embeddings` ((n, d) float32, unit rows).
+    """ShotFrames -> the same shots with `embeddings` ((n, d) float32, unit rows, one per
+    frame) and without their pixels (`frames` empty; `frame_indices` says which frames).
 
     Counters (namespace "stage.embed"): shot.in, shot.out, frame.embedded, model.loaded
     (once per worker process that embedded anything).

@@ -145,7 +145,8 @@ class SplitIntoShots(beam.PTransform):
 
     def expand(self, videos):
         return videos | "DetectShots" >> stage_pardo(
-            _ShotsDoFn(self._params, self._min_frames, self._tolerance), outputs=(SHOT_LISTS,))
+            _ShotsDoFn(self._params, self._min_frames, self._tolerance), outputs=(SHOT_LISTS,),
+            main_type=ShotFrames)  # its coder estimates a shot's size without pickling its pixels
 
 
 class _ShotsDoFn(StageFn):
