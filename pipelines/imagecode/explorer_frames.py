@@ -4,7 +4,10 @@ A frame the mining filters dropped (blurry, text, too_similar, unfinished_set, .
 not in the release: its reject names it as `<source>/<video_id>/shot<k>/frame<n>`, and
 the explorer asks for the frames on each reason's first page. They are decoded again
 from the videos the build's manifest lists, one forward pass per video up to the last
-frame asked (as the miner reads them: no seeking, exact frame numbers), at a small size.
+frame asked (as the miner reads them: no seeking, exact frame numbers), and shrunk to
+MAX_SIDE: decoded at full size in process where PyAV can (only the pictured frames are
+converted, then shrunk), else by the ffmpeg pipe at that size (it converts every frame it
+passes, so small is cheaper).
 A `too_similar` frame comes with the frame it was too close to (its reject's detail names
 it: `nearest=frame<n>`), the two side by side. A video that cannot be read now simply has
 no pictures.
@@ -18,15 +21,17 @@ import re
 from collections import defaultdict
 from typing import Dict, List
 
+import cv2
+
 from schemas.records import VideoRef
-from transforms.video.decode import ForwardFrameReader, VideoError
+from transforms.video.decode import ForwardFrameReader, VideoError, decodes_in_process
 from transforms.video.manifest import parse_manifest_line
 
 log = logging.getLogger(__name__)
 
 FRAME = re.compile(r"/frame(\d+)$")
 NEAREST = re.compile(r"\bnearest=frame(\d+)\b")
-MAX_SIDE = 256   # decoded this small: the explorer shows 128px thumbnails
+MAX_SIDE = 256   # pictures at most this large: the explorer shows 128px thumbnails
 
 
 def rejected_frames(videos_manifest: str):
@@ -51,21 +56,33 @@ def rejected_frames(videos_manifest: str):
             if video not in paths:
                 continue
             numbers = sorted(by_frame)
-            reader = ForwardFrameReader(paths[video], max_side=MAX_SIDE)
+            path = paths[video]
+            reader = ForwardFrameReader(path, max_side=None if decodes_in_process(path) else MAX_SIDE)
             try:
                 frames = reader.frames_of(0, numbers[-1] + 1, numbers)
             except (VideoError, OSError) as e:
-                log.warning("explorer: no pictures of rejected frames of %s: %s", paths[video], e)
+                log.warning("explorer: no pictures of rejected frames of %s: %s", path, e)
                 continue
             finally:
                 reader.close()
             for number in numbers:   # the rejected frame first, then its nearest
                 if number in frames:
+                    picture = shrunk(frames[number])
                     for item_id, name in by_frame[number]:
-                        out.setdefault(item_id, []).append((name, frames[number]))
+                        out.setdefault(item_id, []).append((name, picture))
         return {item: sorted(shown, key=lambda named: named[0].startswith("nearest"))
                 for item, shown in out.items()}
     return pictures
+
+
+def shrunk(frame):
+    """The frame scaled (area averaging) so that its longer side is at most MAX_SIDE."""
+    height, width = frame.shape[:2]
+    scale = MAX_SIDE / max(height, width)
+    if scale >= 1:
+        return frame
+    size = (max(1, round(width * scale)), max(1, round(height * scale)))
+    return cv2.resize(frame, size, interpolation=cv2.INTER_AREA)
 
 
 def _video_paths(videos_manifest: str) -> Dict[tuple, str]:

@@ -38,3 +38,25 @@ def test_frames_named_by_rejects_come_from_their_video(tmp_path):
     [(first, a), (second, b)] = rejected_frames(str(manifest))([similar])["msr-vtt/v1/shot1/frame8"]
     assert (first, second) == ("frame8", "nearest: frame7")
     assert np.array_equal(a, decoded[8]) and np.array_equal(b, decoded[7])
+
+
+def test_pictures_of_a_larger_video_are_shrunk_whichever_decoder(tmp_path, monkeypatch):
+    """320x240: decoded whole in process and shrunk to 256x192 by area averaging; where
+    PyAV cannot be used, the ffmpeg pipe scales it to that size itself."""
+    import cv2
+
+    from pipelines.imagecode import explorer_frames
+    video = str(tmp_path / "big.mp4")
+    make_video(video, [("astronaut", 8, "pan")], size=(320, 240))
+    manifest = tmp_path / "videos.jsonl"
+    manifest.write_text(json.dumps({"path": "big.mp4", "source": "msr-vtt", "video_id": "v1",
+                                    "split": "train"}) + "\n")
+    rejects = [_reject("msr-vtt/v1/shot0/frame5")]
+    full = dict(iter_frames(video))[5]
+    [(_, picture)] = rejected_frames(str(manifest))(rejects)["msr-vtt/v1/shot0/frame5"]
+    assert picture.shape == (192, 256, 3)
+    assert np.array_equal(picture, cv2.resize(full, (256, 192), interpolation=cv2.INTER_AREA))
+
+    monkeypatch.setattr(explorer_frames, "decodes_in_process", lambda path: False)
+    [(_, piped)] = rejected_frames(str(manifest))(rejects)["msr-vtt/v1/shot0/frame5"]
+    assert np.array_equal(piped, dict(iter_frames(video, 256))[5])

@@ -175,6 +175,13 @@ def iter_scored_frames(path: str, max_side: Optional[int] = None, *,
     yield from _stream(path, max_side, info, True, stall_timeout, report)
 
 
+def decodes_in_process(path: str, max_side: Optional[int] = None) -> bool:
+    """Whether `iter_frames` and `ForwardFrameReader` start this video in process (PyAV):
+    there a frame is decoded without being converted, and only the frames looked at are
+    converted to RGB, while the pipe converts (and scales) every frame it passes."""
+    return _PyAVFrames.usable(path, max_side)
+
+
 # --- internals -----------------------------------------------------------------------
 
 def _pipe_frames(path, max_side, info, stall_timeout, report=None):
