@@ -19,7 +19,7 @@ import logging
 import pickle
 import threading
 from dataclasses import dataclass, field
-from typing import Callable, Dict, Iterator, List, Optional, Tuple
+from typing import Callable, Dict, FrozenSet, Iterator, List, Optional, Tuple
 
 import apache_beam as beam
 import numpy as np
@@ -256,12 +256,25 @@ class _MineVideo(StageFn):
             if self._gate is None:
                 return None
             gate = self._gate
+            if lookahead is not None and not rejecting[0]:
+                read_alongside(position)
             verdict = verdicts[position] = gate.judge(
                 lambda: score("brisque", position,
                               lambda f: float(gate.brisque.score_normalised([f])[0])),
                 lambda: score("ocr", position, gate.text.text_chars))
             rejecting[0] = not verdict.ok
             return None if verdict.ok else verdict.reason
+
+        def read_alongside(position: int) -> None:
+            # Outside a run of rejections a frame is most often sharp, and then both
+            # filters must score it: its text is read on a lookahead thread while the gate
+            # computes BRISQUE here. Only for a frame with neither score yet, so it decodes
+            # nothing the gate would not; read in vain when the frame is blurry.
+            number = shot.frame_indices[position]
+            if gate.brisque is None or gate.text is None or any(
+                    number in resolved[name] or number in known[name] for name in SCORE_FILTERS):
+                return
+            lookahead.submit_text(number, lambda: pixels[position])
 
         def foresee(position: int, asked_next: Iterator[int]) -> None:
             # Ahead only while the gate rejects: then the guess "rejected again" is what a
@@ -339,7 +352,8 @@ class _MineVideo(StageFn):
 class _Lookahead:
     """Scores frames ahead of the gate's questions on a few threads, one frame per job:
     BRISQUE, then (if the frame is not blurry) OCR, each only where the plan has no
-    value. Each thread reads text with its own Tesseract engine (an engine is not
+    value (`submit`); or a frame's text alone, read while the gate computes its BRISQUE
+    on the caller's thread (`submit_text`). Each thread reads text with its own Tesseract engine (an engine is not
     shared between threads); the BRISQUE scorer is shared (it holds no per-call state)."""
 
     def __init__(self, gate, threads: int):
@@ -347,7 +361,8 @@ class _Lookahead:
         self._threads = threads
         self._pool: Optional[concurrent.futures.ThreadPoolExecutor] = None
         self._local = threading.local()
-        self._jobs: Dict[int, concurrent.futures.Future] = {}   # frame number -> {filter: value}
+        # frame number -> (the job: {filter: value}, the filters it may score)
+        self._jobs: Dict[int, Tuple[concurrent.futures.Future, FrozenSet[str]]] = {}
 
     @property
     def width(self) -> int:
@@ -360,12 +375,25 @@ class _Lookahead:
         """Score frame `number` ahead; `brisque` is its known score (None: not known)."""
         if number in self._jobs or not (need_brisque or need_ocr):
             return
+        pixels = self._start(frame)
+        may_score = frozenset(name for name, needed in (("brisque", need_brisque), ("ocr", need_ocr))
+                              if needed)
+        self._jobs[number] = (self._pool.submit(self._score, pixels, brisque, need_brisque,
+                                                need_ocr), may_score)
+
+    def submit_text(self, number: int, frame: Callable[[], np.ndarray]) -> None:
+        """Read frame `number`'s text ahead, whatever its BRISQUE score will be."""
+        if number in self._jobs:
+            return
+        pixels = self._start(frame)
+        self._jobs[number] = (self._pool.submit(lambda: {"ocr": self._read_text(pixels)}),
+                              frozenset({"ocr"}))
+
+    def _start(self, frame: Callable[[], np.ndarray]) -> np.ndarray:
         if self._pool is None:
             self._pool = concurrent.futures.ThreadPoolExecutor(
                 self._threads, thread_name_prefix="mining-lookahead")
-        pixels = frame()             # decoded here: the frame reader is not thread-safe
-        self._jobs[number] = self._pool.submit(self._score, pixels, brisque, need_brisque,
-                                               need_ocr)
+        return frame()               # decoded here: the frame reader is not thread-safe
 
     def _score(self, frame: np.ndarray, brisque: Optional[float], need_brisque: bool,
                need_ocr: bool) -> Dict[str, float]:
@@ -376,15 +404,19 @@ class _Lookahead:
             if brisque is None or gate.is_blurry(brisque):
                 return values        # unknown: the gate's own call decides; blurry: no OCR
         if gate.text is not None and need_ocr:
-            if getattr(self._local, "text", None) is None:
-                self._local.text = pickle.loads(pickle.dumps(gate.text))  # engine-less copy
-            values["ocr"] = self._local.text.text_chars(frame)
+            values["ocr"] = self._read_text(frame)
         return values
 
+    def _read_text(self, frame: np.ndarray) -> int:
+        if getattr(self._local, "text", None) is None:
+            self._local.text = pickle.loads(pickle.dumps(self._gate.text))  # engine-less copy
+        return self._local.text.text_chars(frame)
+
     def take(self, name: str, number: int):
-        """Frame `number`'s `name` value if it was scored ahead (waiting for it), else None."""
-        job = self._jobs.get(number)
-        if job is None:
+        """Frame `number`'s `name` value if it was scored ahead (waiting for it), else None
+        (at once when no job may score it: the caller computes it meanwhile)."""
+        job, may_score = self._jobs.get(number, (None, frozenset()))
+        if name not in may_score:
             return None
         return job.result().pop(name, None)
 
@@ -393,7 +425,7 @@ class _Lookahead:
         and never asked for. No job is cancelled: which jobs exist follows from the
         verdicts alone, so the count is the same on every run, whatever the timing."""
         unused: Dict[str, int] = {}
-        for job in self._jobs.values():
+        for job, _ in self._jobs.values():
             for name in job.result():
                 unused[name] = unused.get(name, 0) + 1
         self._jobs = {}
