@@ -7,7 +7,8 @@ from the videos the build's manifest lists, one forward pass per video up to the
 frame asked (as the miner reads them: no seeking, exact frame numbers), and shrunk to
 MAX_SIDE: decoded at full size in process where PyAV can (only the pictured frames are
 converted, then shrunk), else by the ffmpeg pipe at that size (it converts every frame it
-passes, so small is cheaper).
+passes, so small is cheaper). A video whose frames PyAV turns out unable to give as the
+pipe would (a rare pixel format) goes on through the pipe at full size, then shrunk.
 A `too_similar` frame comes with the frame it was too close to (its reject's detail names
 it: `nearest=frame<n>`), the two side by side. A video that cannot be read now simply has
 no pictures.

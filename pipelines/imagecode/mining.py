@@ -353,8 +353,9 @@ class _Lookahead:
     """Scores frames ahead of the gate's questions on a few threads, one frame per job:
     BRISQUE, then (if the frame is not blurry) OCR, each only where the plan has no
     value (`submit`); or a frame's text alone, read while the gate computes its BRISQUE
-    on the caller's thread (`submit_text`). Each thread reads text with its own Tesseract engine (an engine is not
-    shared between threads); the BRISQUE scorer is shared (it holds no per-call state)."""
+    on the caller's thread (`submit_text`). Each thread reads text with its own
+    Tesseract engine (an engine is not shared between threads); the BRISQUE scorer is
+    shared (it holds no per-call state)."""
 
     def __init__(self, gate, threads: int):
         self._gate = gate

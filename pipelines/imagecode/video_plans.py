@@ -121,7 +121,7 @@ class PlanVideos(beam.PTransform):
                                                         truncation_tolerance=self._tolerance,
                                                         **self._shot_params))
         embedded = (shots[MAIN] | "Embed frames" >> EmbedShots(self._spec)
-                    | "Key embedded shots" >> beam.Map(lambda s: (s.video.key, s)))  # pixels dropped
+                    | "Key embedded shots" >> beam.Map(lambda s: (s.video.key, s)))  # no pixels now
         listed = shots[SHOT_LISTS] | "Key shot lists" >> beam.MapTuple(lambda v, l: (v.key, l))
         plans = ({"looked": refs, "shots": embedded, "listing": listed}
                  | "Group shots per video" >> beam.CoGroupByKey()

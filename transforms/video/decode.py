@@ -176,9 +176,10 @@ def iter_scored_frames(path: str, max_side: Optional[int] = None, *,
 
 
 def decodes_in_process(path: str, max_side: Optional[int] = None) -> bool:
-    """Whether `iter_frames` and `ForwardFrameReader` start this video in process (PyAV):
-    there a frame is decoded without being converted, and only the frames looked at are
-    converted to RGB, while the pipe converts (and scales) every frame it passes."""
+    """Whether `ForwardFrameReader` starts this video in process (PyAV): there a frame
+    is decoded without being converted, and only the frames looked at are converted to
+    RGB, while the pipe converts (and scales) every frame it passes. A frame PyAV cannot
+    give as the pipe would still sends the rest of the video through the pipe."""
     return _PyAVFrames.usable(path, max_side)
 
 
