@@ -31,7 +31,7 @@ fi
 [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
 stamp="$VENV/.installed-$(cat requirements.txt requirements-dev.txt setup.py | sha256sum | cut -c1-16)"
 if [ ! -f "$stamp" ]; then
-  echo "setup: installing Python packages into $VENV (first run downloads several GB: torch)"
+  echo "setup: installing Python packages into $VENV (first run: about 9 GB, mostly torch)"
   # The packages take about 9 GB installed: torch's CUDA build with its NVIDIA libraries
   # and triton ~5.3 GB (the only torch/torchvision pair on PyPI, it runs on CPU too),
   # tensorflow-cpu for the tests ~1.3 GB. Say so before pip fails half-way on a full disk.
