@@ -23,7 +23,7 @@ def _report(tmp_path, sets, videos, rejects=()):
     with local_test_pipeline() as p:
         _ = ({"video_sets": p | "sets" >> beam.Create(sets),
               "videos": p | "videos" >> beam.Create(videos),
-              "manifest_rejects": p | "rejects" >> beam.Create(list(rejects)),
+              "video_rejects": p | "rejects" >> beam.Create(list(rejects)),
               "static_rows": p | "static" >> beam.Create([])}
              | CheckLeakage() | beam.Map(lambda r: out.write_text(json.dumps(r))))
     return json.loads(out.read_text())
@@ -38,7 +38,7 @@ def test_two_ids_with_the_same_bytes_in_two_splits_are_leakage(tmp_path):
                                 _set("z", "test")], videos)
     assert report["video_leakage"] is True
     assert report["videos_in_several_splits"] == [
-        {"content_sha256": "ab" * 32, "videos": ["s/x", "s/y"], "splits": ["test", "train"]}]
+        {"content": "bytes:" + "ab" * 32, "videos": ["s/x", "s/y"], "splits": ["test", "train"]}]
 
 
 def test_split_conflicts_rejected_by_the_manifest_are_counted_and_named(tmp_path):
