@@ -123,10 +123,16 @@ class ImageRef:
 
 @dataclass
 class ImageEmbedding:
-    """An image and its encoding: (d,) float32, L2-normalised (see transforms/image/embed.py)."""
+    """An image and its encoding: (d,) float32, L2-normalised (see transforms/image/embed.py).
+
+    `pixels_sha256` is the PixelDigest (transforms.core.hashing) of the pixels the encoder
+    saw, set wherever the image was decoded (or its embedding came from a cache entry that
+    kept it): duplicates are judged on it, so a JPEG saved again as PNG, or one file
+    under two ids, is one image. None for a vector that is no decoded image (a text)."""
     image_id: str
     path: str
     content_sha256: str
     embedding: np.ndarray
+    pixels_sha256: Optional[str] = None
 
 

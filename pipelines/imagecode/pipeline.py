@@ -2,7 +2,8 @@
 
     videos -> shots -> CLIP embeddings -> one video per decoded content
            -> greedy sets (lazy BRISQUE / OCR) -> sampling                             (§3.1)
-    images -> dedupe -> CLIP embeddings -> sampled queries + 9 exact nearest neighbours  (§3.1)
+    images -> byte dedupe -> CLIP embeddings -> one image per decoded content
+           -> sampled queries + 9 exact nearest neighbours                              (§3.1)
     sets -> describer tasks -> descriptions -> retriever tasks -> keep rule               (§3.2-3.3)
          -> release: tables, compat/ (public image sets + annotation files), rejects,
             statistics and plots (§4), manifest, data card
@@ -44,6 +45,7 @@ from transforms.cache.store import relative_cache_path
 from transforms.core.histograms import HistogramFn
 from transforms.core.stage import MAIN, REJECTS
 from transforms.image.collection import HashAndDedupe, ReadImageCollection
+from transforms.image.content import OneImagePerContent
 from transforms.image.embed import EmbedImages
 from transforms.image.embed_cache import EmbedImagesCached
 from transforms.io.release import WriteRejects, WriteReport, WriteTable
@@ -142,15 +144,18 @@ def _static_sets(p, cfg: ImageCodeConfig, rules: ImageCodeRules, staging_dir: st
         cache_files = [embedded[WRITTEN]]
     else:
         embedded = unique[MAIN] | "Embed images" >> EmbedImages(rules.encoder, cfg.static.max_pixels)
-    sets = embedded[MAIN] | "Nearest neighbours" >> BuildStaticSets(
+    # the same pixels in other bytes (a PNG of a JPEG's pixels) are known once decoded
+    distinct = embedded[MAIN] | "One image per decoded content" >> OneImagePerContent()
+    sets = distinct[MAIN] | "Nearest neighbours" >> BuildStaticSets(
         seed=cfg.seed, n_sets=cfg.static.sets, k=cfg.static.neighbours,
         num_shards=cfg.static.shards, split_ratios=cfg.static.split_ratios,
         source=cfg.static.source)
-    rows = ((sets[MAIN], embedded[MAIN]) | "Publish static sets" >> PublishStaticSets(
+    rows = ((sets[MAIN], distinct[MAIN]) | "Publish static sets" >> PublishStaticSets(
         staging_dir, cfg.static.source, cfg.release.jpeg_quality, cfg.static.max_pixels))
     _ = rows | "Write static sets" >> WriteTable(staging_dir, STATIC_SETS, STATIC_SET_SCHEMA,
                                                  lambda row: row)
-    return rows, [images[REJECTS], unique[REJECTS], embedded[REJECTS], sets[REJECTS]], cache_files
+    return rows, [images[REJECTS], unique[REJECTS], embedded[REJECTS], distinct[REJECTS],
+                  sets[REJECTS]], cache_files
 
 
 def _crowd_rounds(p, cfg: ImageCodeConfig, staging_dir: str, sets) -> list:
