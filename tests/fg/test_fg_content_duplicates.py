@@ -2,7 +2,8 @@
 a target in the pool is the target under another id (same_as_target), never one of its
 similar images; one pool file under two ids, or a PNG of a pool image's pixels, is one
 image (duplicate_image) and the public image list names it once; another target with a
-target's pixels is never in that target's similar set."""
+target's pixels is never in that target's similar set. With precomputed vectors the
+images are still decoded for their digest."""
 import json
 import os
 import shutil
@@ -86,3 +87,27 @@ def test_one_pool_file_under_two_ids_and_a_png_of_its_pixels_are_listed_once(rel
     pool = table(release, "parquet/pool")
     assert not {r["image_id"] for r in pool} & {BYTE_COPY, PNG_COPY, POOL_FILE_AGAIN, POOL_PNG}
     assert len({r["path"] for r in pool}) == len(pool)
+
+
+def test_a_precomputed_vector_still_needs_an_image_that_decodes(tmp_path):
+    import apache_beam as beam
+    from apache_beam.testing.util import assert_that, equal_to
+
+    from pipelines.fg.inputs import AttachPrecomputed
+    from schemas.records import ImageRef
+    from tests.beam_testing import local_test_pipeline
+    from transforms.core.hashing import pixels_sha256
+    from transforms.core.stage import MAIN, REJECTS
+    good = np.full((8, 8, 3), 200, np.uint8)
+    Image.fromarray(good).save(tmp_path / "good.png")
+    (tmp_path / "broken.jpg").write_bytes(b"\xff\xd8 not a JPEG")
+    vector = np.ones(4, np.float32) / 2
+    with local_test_pipeline() as p:
+        refs = p | "Refs" >> beam.Create([ImageRef(str(tmp_path / "good.png"), "good"),
+                                          ImageRef(str(tmp_path / "broken.jpg"), "broken")])
+        vectors = p | "Vectors" >> beam.Create([("good", vector), ("broken", vector)])
+        attached = refs | AttachPrecomputed(vectors)
+        assert_that(attached[MAIN] | beam.Map(lambda e: (e.image_id, e.pixels_sha256)),
+                    equal_to([("good", pixels_sha256(good))]), label="kept")
+        assert_that(attached[REJECTS] | beam.Map(lambda r: (r.stage, r.reason, r.item_id)),
+                    equal_to([("embed", reasons.UNREADABLE_IMAGE, "broken")]), label="rejected")
