@@ -129,7 +129,7 @@ def _write_table(files: "_Files", path: str, render: "_Renderer") -> dict:
     groups = _Groups(("split", "source"))
     cards = _Chunks(files, f"{path}/cards")
     search = ColumnIndex(files.data, f"{path}/index", no_facet=(
-        render.key_column, *render.text_names, "images", "choices"))
+        render.key_column, *render.text_names, "images", "choices", *render.note_ranges()))
     for card, values in render.cards_and_index("rows"):
         groups.add(card)
         cards.add(card)
@@ -267,9 +267,7 @@ class _Renderer:
         card = {"k": self.key(row), "s": _text(row.get("split")), "o": _text(row.get("source"))}
         images = self.image_values(row)
         if images:
-            labels = [(n, n.rsplit(".", 1)[-1]) if isinstance(n, str) else (n[1], n[0])
-                      for n in view.image_notes]
-            notes = [(label, _as_list(row.get(column))) for column, label in labels]
+            notes = [(label, _as_list(row.get(column))) for column, label in self._notes()]
             named = len(notes) > 1    # one note needs no name ("image", not "sources image")
             card["i"] = [self.image(value, [
                 (f"{label} " if named else "") + _fmt(values[i])
@@ -300,13 +298,22 @@ class _Renderer:
             values["images"] = " ".join(os.path.basename(n) or n for n in names)
         if self.view.choices:
             values["choices"] = " | ".join(_text(x) for x in _as_list(row.get(self.view.choices)))
-        for note in self.view.image_notes:
-            column, label = (note, note.rsplit(".", 1)[-1]) if isinstance(note, str) else (note[1], note[0])
+        for (column, _), (low, high) in zip(self._notes(), zip(*[iter(self.note_ranges())] * 2)):
             numbers = [v for v in _as_list(row.get(column))
                        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)]
             if numbers:
-                values[f"{label} min"], values[f"{label} max"] = min(numbers), max(numbers)
+                values[low], values[high] = min(numbers), max(numbers)
         return values
+
+    def _notes(self) -> List[Tuple[str, str]]:
+        """(column, label) of each image note: "brisque_scores" as ("brisque_scores",
+        "brisque_scores"), ("brisque", "brisque_scores") as ("brisque_scores", "brisque")."""
+        return [(n, n.rsplit(".", 1)[-1]) if isinstance(n, str) else (n[1], n[0])
+                for n in self.view.image_notes]
+
+    def note_ranges(self) -> List[str]:
+        """The index columns of each image note's least and greatest value (ranges only)."""
+        return [f"{label} {end}" for _, label in self._notes() for end in ("min", "max")]
 
     def image(self, value, notes: Sequence[str] = (), target: bool = False, link: str = "") -> dict:
         """{n: name, t: thumbnail, u: URL, l: notes, target}; a name that is the URL's

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from typing import Dict, List, Optional
+from typing import List, Optional
 
 import numpy as np
 import pyarrow as pa
@@ -232,14 +232,3 @@ def _round(value: float) -> float:
         return value
     return float(f"{value:.6g}")
 
-
-def column_stats(batches, schema: pa.Schema, again) -> Dict[str, object]:
-    """Statistics of a table: `batches` every batch once, `again(columns)` the batches
-    of those columns a second time (for the histograms)."""
-    stats = TableStats(schema)
-    for batch in batches:
-        stats.add(batch)
-    if stats.second_pass_columns:
-        for batch in again(stats.second_pass_columns):
-            stats.add_second_pass(batch)
-    return {"rows": stats.rows, "columns": stats.result()}

@@ -289,7 +289,7 @@ var EXPLORER = (function () {
   function figure(image) {
     var name = imageName(image);
     var shown = image.t && /^thumbs\//.test(image.t)
-      ? el("img", {src: image.t, alt: name, title: name, loading: "lazy"})
+      ? el("img", {src: image.t, alt: name, title: name})
       : el("div", {"class": "missing", title: "not in the release nor on this machine", text: name});
     if (image.u) {
       shown = el("a", {href: image.u, target: "_blank", rel: "noopener noreferrer",
@@ -375,10 +375,10 @@ var EXPLORER = (function () {
       el("span", {id: "where", text: total ? n(first) + "–" + n(last) + " of " + n(total) : "none"})]);
   }
 
-  function searchNames(view) {
-    var names = view.index.columns.filter(function (c) { return c.kind === "text"; })
-      .map(function (c) { return c.name; });
-    return names.slice(0, 4).join(", ") + (names.length > 4 ? ", …" : "");
+  function searchNames(view) {   // the key and the texts first: what one searches for
+    var texts = view.index.columns.filter(function (c) { return c.kind === "text"; }).map(function (c) { return c.name; });
+    var first = [view.key].concat(view.text).filter(function (name) { return texts.indexOf(name) >= 0; });
+    return first.join(", ") + (texts.length > first.length ? ", …" : "");
   }
 
   function toolbar(view, s) {
@@ -388,11 +388,12 @@ var EXPLORER = (function () {
     form.addEventListener("submit", function (e) {
       e.preventDefault();
       clearTimeout(typing);
+      typing = null;
       go(link({q: q.value.trim()}));
     });
     q.addEventListener("input", function () {   // search as one types, without a history entry each
       clearTimeout(typing);
-      typing = setTimeout(function () { go(link({q: q.value.trim()}), true); }, 250);
+      typing = setTimeout(function () { typing = null; go(link({q: q.value.trim()}), true); }, 250);
     });
     var controls = [form];
     view.index.columns.forEach(function (c) {
@@ -440,7 +441,7 @@ var EXPLORER = (function () {
 
   function syncToolbar(s) {   // the controls show the state (a back button, a link)
     var q = document.getElementById("q");
-    if (q && document.activeElement !== q) q.value = s.q;
+    if (q && !typing && q.value.trim() !== s.q) q.value = s.q;   // not while one types
     document.querySelectorAll("select[data-facet]").forEach(function (x) { x.value = s.f[x.getAttribute("data-facet")] || ""; });
     var sort = document.getElementById("sort");
     if (sort) sort.value = s.sort;
