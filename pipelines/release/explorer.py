@@ -120,11 +120,10 @@ def diff_key(value) -> str:
 # --- items ----------------------------------------------------------------------------
 
 def _write_table(files: "_Files", path: str, render: "_Renderer") -> dict:
-    """One view: every row's card and index values in (split, source, key) order, its
-    groups, its statistics."""
+    """One view: every row's card and index values in (split, source, key) order
+    (_Renderer.order), its groups, its statistics."""
     view = render.view
-    stats = render.load_rows("rows", lambda row: (_text(row.get("split")),
-                                                  _text(row.get("source")), render.key(row)))
+    stats = render.load_rows("rows", render.order)
     files.data(f"{path}/stats", stats)
     groups = _Groups(("split", "source"))
     cards = _Chunks(files, f"{path}/cards")
@@ -135,9 +134,9 @@ def _write_table(files: "_Files", path: str, render: "_Renderer") -> dict:
         cards.add(card)
         search.add(values)
     cards.flush()
-    return {"table": view.table, "title": view.label, "rows": cards.count, "key": render.key_column,
-            "groups": groups.result(), "group_by": list(groups.columns), "path": path, "text": render.text_names,
-            "figures": render.figure_names, "index": search.close()}
+    return {"table": view.table, "title": view.label, "path": path, "rows": cards.count,
+            "key": render.key_column, "groups": groups.groups, "group_by": list(groups.columns),
+            "text": render.text_names, "figures": render.figure_names, "index": search.close()}
 
 
 class _Renderer:
@@ -158,6 +157,12 @@ class _Renderer:
     def describe_key(self) -> Tuple[str, Callable[[dict], str]]:
         return table_key(self.folder, self.view.table) if self.schema else ("", _no_key)
 
+    def order(self, row: dict) -> tuple:
+        """Where a row's card goes: by split, source, then key in natural order
+        (dev-9 before dev-10)."""
+        key = self.key(row)
+        return _text(row.get("split")), _text(row.get("source")), _natural(key), key
+
     def describe_columns(self) -> Tuple[List[str], List[str]]:
         """(figures, texts) a card shows: the declared ones, or for a plain view every
         scalar column but the key, split and source."""
@@ -169,17 +174,16 @@ class _Renderer:
 
     # reading
 
-    def columns(self) -> Optional[List[str]]:
-        """The table's columns a card needs (None: all)."""
+    def columns(self) -> List[str]:
+        """The table's columns a card needs (a joined table's come with the join)."""
         view = self.view
         named = [self.key_column, "split", "source", view.choices, view.choice_notes,
                  *view.images, *view.image_links, *self.text_names, *self.figure_names,
-                 *(n if isinstance(n, str) else n[1] for n in view.image_notes),
-                 *(j.on for j in view.join)]
+                 *(column for column, _ in self._notes()), *(j.on for j in view.join)]
         if isinstance(view.target, str):
             named.append(view.target)
-        return list(dict.fromkeys(c for c in named if c and "." not in c
-                                  or c in (self.schema.names if self.schema else ())))
+        joined = tuple(f"{j.table}." for j in view.join)
+        return list(dict.fromkeys(c for c in named if c and not c.startswith(joined)))
 
     def load_rows(self, name: str, order: Callable[[dict], tuple],
                   keep: Callable[[dict], bool] = lambda row: True,
@@ -298,16 +302,16 @@ class _Renderer:
             values["images"] = " ".join(os.path.basename(n) or n for n in names)
         if self.view.choices:
             values["choices"] = " | ".join(_text(x) for x in _as_list(row.get(self.view.choices)))
-        for (column, _), (low, high) in zip(self._notes(), zip(*[iter(self.note_ranges())] * 2)):
+        for column, label in self._notes():
             numbers = [v for v in _as_list(row.get(column))
                        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)]
             if numbers:
-                values[low], values[high] = min(numbers), max(numbers)
+                values[f"{label} min"], values[f"{label} max"] = min(numbers), max(numbers)
         return values
 
     def _notes(self) -> List[Tuple[str, str]]:
-        """(column, label) of each image note: "brisque_scores" as ("brisque_scores",
-        "brisque_scores"), ("brisque", "brisque_scores") as ("brisque_scores", "brisque")."""
+        """(column, label) of each image note: a column is labelled by its name's last
+        part ("similar_sets.sources": "sources"), a (label, column) pair by its label."""
         return [(n, n.rsplit(".", 1)[-1]) if isinstance(n, str) else (n[1], n[0])
                 for n in self.view.image_notes]
 
@@ -342,7 +346,8 @@ class _Renderer:
         """A benchmark's picture of a reject: a local file, or RGB pixels."""
         if isinstance(picture, str):
             return self.image(picture)
-        return {"n": name, "t": self.thumbs.of_pixels(picture)}
+        thumbnail = self.thumbs.of_pixels(picture)
+        return {"n": name, "t": thumbnail} if thumbnail else {"n": name}
 
     def local_path(self, value: str) -> Optional[str]:
         """A local file for an image value: a release path, a local path, or an id."""
@@ -402,10 +407,15 @@ class _RejectRenderer(_Renderer):
     def describe_key(self) -> Tuple[str, Callable[[dict], str]]:
         return "item_id", lambda row: _text(row.get("item_id"))
 
+    def order(self, row: dict) -> tuple:
+        """By reason (a group each), stage, level, item (natural order), input and line."""
+        return (row["reason"], row["stage"], row["level"], _natural(row["item_id"]), row["item_id"],
+                _text(row.get("file")), row.get("line") or 0)
+
     def describe_columns(self) -> Tuple[List[str], List[str]]:
         return ["stage", "level", "video_id", "input"], ["detail"]
 
-    def columns(self) -> Optional[List[str]]:
+    def columns(self) -> List[str]:
         return self.schema.names if self.schema else []
 
     def image_id_path(self, value: str) -> Optional[str]:
@@ -454,13 +464,11 @@ class _RejectRenderer(_Renderer):
 
 def _write_rejects(files: "_Files", release_dir: str, thumbs: Thumbnails, store: RowStore,
                    images: _ImageLookup, reject_images: Optional[RejectImages]) -> dict:
-    """Every reject as a card, in (reason, stage, level, item, file, line) order; the
+    """Every reject as a card, in (reason, stage, level, item, file, line) order (_RejectRenderer.order); the
     first PAGE_SIZE of each reason pictured by `reject_images` when the benchmark can
     (asked once, for all of them)."""
     render = _RejectRenderer(release_dir, thumbs, store, images)
-    order = lambda r: (r["reason"], r["stage"], r["level"], r["item_id"], _text(r.get("file")),
-                       r.get("line") or 0)
-    files.data(f"{REJECTS}/stats", render.load_rows("rows", order))
+    files.data(f"{REJECTS}/stats", render.load_rows("rows", render.order))
     first, per_reason, stages = [], Counter(), Counter()
     for row in render.rows("rows"):
         stages[(row["reason"], f"{row['stage']}/{row['level']}")] += 1
@@ -477,12 +485,12 @@ def _write_rejects(files: "_Files", release_dir: str, thumbs: Thumbnails, store:
         search.add(values)
     cards.flush()
     reasons = []
-    for group in groups.result():
+    for group in groups.groups:
         reason = group["reason"]
         reasons.append(dict(group, stages={s: n for (r, s), n in sorted(stages.items()) if r == reason}))
-    return {"table": REJECTS, "title": "Rejects", "rows": cards.count, "total": cards.count,
-            "key": "item_id", "groups": reasons, "group_by": list(groups.columns), "path": REJECTS, "text": render.text_names,
-            "figures": render.figure_names, "index": search.close()}
+    return {"table": REJECTS, "title": "Rejects", "path": REJECTS, "rows": cards.count,
+            "total": cards.count, "key": "item_id", "groups": reasons, "group_by": list(groups.columns),
+            "text": render.text_names, "figures": render.figure_names, "index": search.close()}
 
 
 def _detail_figures(detail: str) -> List[Tuple[str, str]]:
@@ -514,9 +522,8 @@ def _write_diff(files: "_Files", diff: dict, views: Sequence[ExplorerView], prev
         before_keys = []
         if wanted:
             render = _Renderer(view, previous_dir, thumbs, store, images, "before")
-            render.load_rows("diff", lambda row: (_text(row.get("split")), _text(row.get("source")),
-                                                  render.key(row)),
-                             keep=lambda row: render.key(row) in wanted, with_stats=False)
+            render.load_rows("diff", render.order, keep=lambda row: render.key(row) in wanted,
+                             with_stats=False)
             cards = _Chunks(files, f"diff/{n}/before")
             for card, _ in render.cards_and_index("diff"):
                 cards.add(card)
@@ -554,9 +561,6 @@ class _Groups:
             self.groups.append(dict(values, start=self.rows, count=0))
         self.groups[-1]["count"] += 1
         self.rows += 1
-
-    def result(self) -> List[dict]:
-        return self.groups
 
 
 class _Chunks:
@@ -605,6 +609,12 @@ def _json(value) -> str:
 def _scalar(kind: pa.DataType) -> bool:
     return not (pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_struct(kind)
                 or pa.types.is_map(kind) or pa.types.is_binary(kind))
+
+
+def _natural(text: str) -> str:
+    """Text whose plain order is the natural order of `text`: numbers by value
+    ("frame9" before "frame10"), as zero-padded digits."""
+    return re.sub(r"\d+", lambda m: m.group().zfill(20), text)
 
 
 def _no_key(row: dict) -> str:

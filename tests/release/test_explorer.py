@@ -166,6 +166,19 @@ def test_the_order_does_not_depend_on_how_the_runner_sharded_the_table(release, 
     assert mismatch == [] and errors == []
 
 
+def test_keys_are_in_natural_order(tmp_path):
+    """A person reads dev-9 before dev-10 (NLVR2's sets, ImageCoDe's frames)."""
+    folder = str(tmp_path / "demo" / "1.0.0")
+    os.makedirs(f"{folder}/parquet/sets")
+    names = ["dev-10", "dev-9", "dev-100", "dev-9-1", "dev-09"]
+    pq.write_table(pa.Table.from_pylist([{"set_name": n, "split": "dev"} for n in names]),
+                   f"{folder}/parquet/sets/dev-00000-of-00001.parquet")
+    write_explorer(folder, benchmark="demo", version="1.0.0", tables=["sets"])
+    explorer = os.path.join(folder, "explorer")
+    assert [c["k"] for c in view_cards(explorer, _view(explorer), PAGE_SIZE)] == \
+        ["dev-09", "dev-9", "dev-9-1", "dev-10", "dev-100"]
+
+
 def test_tables_are_read_in_batches_never_whole(release, monkeypatch):
     """Memory is bounded by a batch: with batches of two rows and index chunks of five,
     the explorer is the same as with the defaults, and no table is ever read whole."""

@@ -103,6 +103,7 @@ var EXPLORER = (function () {
     s.mark = p.get("mark");
     s.tab = p.get("tab") || "rows";
     s.diff = p.get("diff") || "";
+    if (s.diff && (!diffOf(s.view) || ["added", "removed", "moved", "changed"].indexOf(s.diff) < 0)) s.diff = "";
     p.forEach(function (value, key) {
       var dot = key.indexOf(".");
       if (dot > 0 && value !== "") {
@@ -383,6 +384,7 @@ var EXPLORER = (function () {
 
   function toolbar(view, s) {
     var q = el("input", {type: "search", id: "q", value: s.q, placeholder: "Search " + searchNames(view),
+                         title: "words, all of them, anywhere in the row's texts (press / to come here)",
                          autocomplete: "off", spellcheck: "false"});
     var form = el("form", {id: "search"}, [q, el("button", {type: "submit", text: "Search"})]);
     form.addEventListener("submit", function (e) {
@@ -408,7 +410,7 @@ var EXPLORER = (function () {
       });
       controls.push(el("label", {"class": "facet"}, [el("span", {text: c.name}), select]));
     });
-    var numbers = view.index.columns.filter(function (c) { return c.kind === "number"; });
+    var numbers = view.index.columns.filter(function (c) { return c.kind === "number"; }), ranges = null;
     if (numbers.length) {
       var sort = el("select", {id: "sort"}, [el("option", {value: "", text: "release order"})]
         .concat([].concat.apply([], numbers.map(function (c) {
@@ -418,7 +420,7 @@ var EXPLORER = (function () {
       sort.addEventListener("change", function () { go(link({sort: sort.value})); });
       controls.push(el("label", {"class": "facet"}, [el("span", {text: "sort"}), sort]));
       var ranged = numbers.some(function (c) { return s.min[c.name] || s.max[c.name]; });
-      var ranges = el("details", {id: "ranges", open: ranged ? "open" : null}, [el("summary", {text: "ranges"})]);
+      ranges = el("details", {id: "ranges", open: ranged ? "open" : null}, [el("summary", {text: "ranges"})]);
       numbers.forEach(function (c) {
         var low = el("input", {type: "number", step: "any", "data-min": c.name, placeholder: String(c.min), value: s.min[c.name] || ""});
         var high = el("input", {type: "number", step: "any", "data-max": c.name, placeholder: String(c.max), value: s.max[c.name] || ""});
@@ -432,10 +434,10 @@ var EXPLORER = (function () {
         });
         ranges.appendChild(el("label", {"class": "range"}, [el("span", {text: c.name}), low, "–", high]));
       });
-      controls.push(ranges);
     }
     controls.push(el("a", {href: hashOf({area: "view", view: view.table, f: {}, min: {}, max: {}, tab: "rows"}),
                            "class": "clear", text: "clear"}));
+    if (ranges) controls.push(ranges);   // last: opened, it takes a line of its own
     return el("div", {"class": "toolbar", id: "toolbar"}, controls);
   }
 
@@ -715,6 +717,14 @@ var EXPLORER = (function () {
   }
 
   window.addEventListener("hashchange", render);
+  document.addEventListener("keydown", function (e) {   // "/" to search, as on most sites
+    var q = document.getElementById("q");
+    if (e.key === "/" && q && document.activeElement !== q && !/^(INPUT|SELECT|TEXTAREA)$/.test(document.activeElement.tagName)) {
+      e.preventDefault();
+      q.focus();
+      q.select();
+    }
+  });
   document.addEventListener("DOMContentLoaded", render);
   return {
     index: function (value) { index = value; },
