@@ -70,13 +70,14 @@ def caption_view(pair) -> TaskView:
     and the two concepts. VSR never reads pixels: a COCO file name names one image."""
     return view({"images": [[i.file_name, i.coco_url] for i in pair.images],
                  "subj": pair.subj, "obj": pair.obj, "template": TEMPLATE},
-                {"images": [i.file_name for i in pair.images], "concepts": f"{pair.subj} / {pair.obj}"})
+                {"images": [i.file_name for i in pair.images], "links": [i.coco_url for i in pair.images],
+                 "concepts": f"{pair.subj} / {pair.obj}"})
 
 
 def validation_view(example) -> TaskView:
     """What a validator sees (§3.2): the image and the caption."""
     return view({"image": [example.image, example.image_link], "caption": example.caption},
-                {"image": example.image, "caption": example.caption})
+                {"image": example.image, "link": example.image_link, "caption": example.caption})
 
 
 def caption_task(pair) -> dict:
