@@ -47,9 +47,12 @@ def check_imagecode(cfg: ImageCodeConfig) -> None:
             except InputError as e:
                 raise PreflightError(f"{key}: {e}") from None
             # and one that cannot show what its workers saw (rounds.py, stale_answer)
-            check_evidence(path, key, getattr(cfg.crowd.tasks_release, round_),
-                           f"crowd.tasks_release.{round_}", "imagecode",
-                           [f"crowd/{tasks}.jsonl"], "task_id")
+            try:
+                check_evidence(path, key, getattr(cfg.crowd.tasks_release, round_),
+                               f"crowd.tasks_release.{round_}", "imagecode",
+                               [f"crowd/{tasks}.jsonl"], "task_id")
+            except InputError as e:
+                raise PreflightError(str(e)) from None
     if cfg.stats.parser:
         from transforms.text.stats import ParserNotInstalled, check_parser
         try:

@@ -66,9 +66,6 @@ class Shown(NamedTuple):
     missing_reason: str = reasons.STALE_ANSWER
     route: str = ""
 
-    def evidence(self, row: dict) -> Evidence:
-        return self.evidence_of(row) if self.evidence_of is not None else carried(row, self.labels_of)
-
 
 class ReadAnswerRows(beam.PTransform):
     """Answer file (CSV or JSON Lines by extension; a glob is fine) -> {MAIN: records,
@@ -88,15 +85,17 @@ class ReadAnswerRows(beam.PTransform):
 
     def expand(self, p):
         side = () if self._context is None else (self._context,)
-        evidence = self._shown.evidence if self._shown is not None else None
+        evidence = (None if self._shown is None
+                    else _EvidenceOf(self._shown.evidence_of, self._shown.labels_of))
         checked = (p | "Read" >> _ReadRows(self._path, self._columns)
                    | "Validate" >> stage_pardo(_CheckRowFn(self._stage, self._columns, self._check,
                                                            self._problem_fields, evidence), *side))
         rows, rejects = checked[MAIN], [checked[REJECTS]]
         if self._shown is not None:
             shown, fields = self._shown, _RowFields(self._duplicate_fields)
+            task_of = shown.task_of   # not `shown`: it holds PCollections, never pickled into a step
             answers = rows | "As answers" >> beam.Map(
-                lambda row: Answer(shown.task_of(row.record), row.evidence, fields(row), row))
+                lambda row: Answer(task_of(row.record), row.evidence, fields(row), row))
             seen = answers | "What the worker saw" >> CheckShown(
                 self._stage, "line", shown.now, shown.then, shown.missing_reason, shown.route)
             rows = seen[MAIN]
@@ -172,6 +171,16 @@ class _CheckRowFn(StageFn):
         key, record = checked
         evidence = self._evidence(row) if self._evidence is not None else Evidence()
         yield _CheckedRow(key, parsed.row_id, parsed.path, record, evidence)
+
+
+class _EvidenceOf:
+    """What a row says its worker saw (Shown.evidence without the PCollections)."""
+
+    def __init__(self, evidence_of, labels_of):
+        self._evidence_of, self._labels_of = evidence_of, labels_of
+
+    def __call__(self, row: dict) -> Evidence:
+        return self._evidence_of(row) if self._evidence_of is not None else carried(row, self._labels_of)
 
 
 class _RowFields:
