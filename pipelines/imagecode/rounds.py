@@ -139,8 +139,8 @@ class WriteTasks(beam.PTransform):
 
     def expand(self, tasks):
         names = tuple(self._columns)
-        return (tasks | "Row" >> beam.FlatMap(
-                    lambda t: [(name, (t.task_id, task_row(t))) for name in names])
+        return (tasks | "Row" >> beam.Map(lambda t: (t.task_id, task_row(t)))
+                | "One per file" >> beam.FlatMap(lambda keyed: [(name, keyed) for name in names])
                 | "Write" >> WriteTaskFiles(self._folder, columns=self._columns))
 
 

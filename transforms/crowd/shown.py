@@ -42,12 +42,12 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from schemas import reasons
+from schemas.layout import MANIFEST
 from transforms.core.errors import InputError
-from transforms.core.stage import MAIN, REJECTS, StageFn, stage_pardo
+from transforms.core.stage import StageFn, stage_pardo
 from transforms.io.lines import ReadNumberedLines, parse_json_object, read_numbered_lines
 
 FINGERPRINT = "task_fingerprint"   # the column of every task row, and of answers that carry it
-RELEASE_MANIFEST = "MANIFEST.json"
 _SHOWN = 8   # list items a detail names before "and n more"
 
 Label = Union[str, Tuple[str, ...]]
@@ -287,9 +287,9 @@ def check_task_release(folder: str, benchmark: str, task_files: Sequence[str],
     """The paths of `task_files` (relative to the release `folder`) once they are known
     to be task files with fingerprints of a release of `benchmark`; raises InputError
     saying what is wrong otherwise (the caller names its config key)."""
-    manifest = FileSystems.join(folder, RELEASE_MANIFEST)
+    manifest = FileSystems.join(folder, MANIFEST)
     if not FileSystems.exists(manifest):
-        raise InputError(f"{folder} is not a release folder (no {RELEASE_MANIFEST}): name the "
+        raise InputError(f"{folder} is not a release folder (no {MANIFEST}): name the "
                          f"version folder the tasks were exported in, e.g. releases/{benchmark}/1.0.0")
     with FileSystems.open(manifest, compression_type="uncompressed") as f:
         try:
