@@ -2,9 +2,10 @@
 
     python -m bench.crowd_ingest [--rows 100000] [--sets 20000]
 
-Writes a describer-output CSV for synthetic sets (with a few bad rows), then times
-ReadDescriptions (parse, validate against the sets, drop duplicates, reject bad rows) on
-Beam's in-process runner. Prints rows/s; the figure includes Beam's start-up, so it is
+Writes a describer-output CSV for synthetic sets (with a few bad rows; each row carries
+its describe task's task_fingerprint, as a platform export does), then times
+ReadDescriptions (parse, validate against the sets, check what each worker saw against
+the describe tasks, drop duplicates, reject bad rows) on Beam's in-process runner. Prints rows/s; the figure includes Beam's start-up, so it is
 a floor for larger files.
 """
 from __future__ import annotations
@@ -19,25 +20,30 @@ import time
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from pipelines.imagecode.rounds import ReadDescriptions
-from pipelines.imagecode.rounds_schema import AnnotationSet
+from pipelines.imagecode.rounds import MakeDescribeTasks, ReadDescriptions, describe_tasks
+from pipelines.imagecode.rounds_schema import AnnotationSet, frame_identity
 from pipelines.runners import runner_for
 from transforms.core.stage import MAIN, REJECTS, read_stage_counts
 
 
+SEED = 0
+
+
 def make_inputs(folder: str, n_rows: int, n_sets: int):
     sets = [AnnotationSet(f"msr-vtt-videov{i}-shot0_0", "msr-vtt", ("train", "valid", "test")[i % 3],
-                          True, tuple(f"compat/image-sets/s{i}/img{k}.jpg" for k in range(10)))
+                          True, tuple(f"compat/image-sets/s{i}/img{k}.jpg" for k in range(10)),
+                          tuple(frame_identity(f"{i:064x}", k) for k in range(10)))
             for i in range(n_sets)]
+    tasks = [describe_tasks(s, SEED) for s in sets]
     path = os.path.join(folder, "descriptions.csv")
     with open(path, "w", newline="") as f:
         writer = csv.writer(f)
-        writer.writerow(["set_name", "target_index", "text", "worker"])
+        writer.writerow(["set_name", "target_index", "text", "worker", "task_fingerprint"])
         for r in range(n_rows):
-            s = sets[r % n_sets]
-            target = 12 if r % 1000 == 7 else (r // n_sets) % 10  # a few out-of-range indices
-            writer.writerow([s.set_name, target, f"The person on the left raises a hand, take {r}.",
-                             f"w{r % 97}"])
+            task = tasks[r % n_sets][(r // n_sets) % 3]
+            target = 12 if r % 1000 == 7 else task.target_index  # a few out-of-range indices
+            writer.writerow([task.set_name, target, f"The person on the left raises a hand, take {r}.",
+                             f"w{r % 97}", task.view().fingerprint])
     return sets, path
 
 
@@ -47,7 +53,8 @@ def run(n_rows: int, n_sets: int) -> dict:
         options = PipelineOptions([])
         pipeline = beam.Pipeline(runner=runner_for(options), options=options)
         known = pipeline | "Sets" >> beam.Create(sets)
-        read = pipeline | ReadDescriptions(path, known)
+        tasks = known | MakeDescribeTasks(SEED)
+        read = pipeline | ReadDescriptions(path, known, tasks[MAIN])
         _ = read[MAIN] | "Count kept" >> beam.combiners.Count.Globally()
         _ = read[REJECTS] | "Count rejected" >> beam.combiners.Count.Globally()
         start = time.perf_counter()

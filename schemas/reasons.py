@@ -33,6 +33,9 @@ NOT_SAMPLED = "not_sampled"        # frame/set of a complete set that sampling l
 # crowd answer files (transforms/crowd/answer_files.py)
 MALFORMED_ROW = "malformed_row"              # a CSV row with the wrong number of fields, or not CSV
 RUNAWAY_QUOTE = "runaway_quote"              # a CSV quote left open over later rows (those are read again)
+# an answer whose worker saw something else than this build shows for its task, or of
+# which nothing shows what the worker saw (transforms/crowd/shown.py)
+STALE_ANSWER = "stale_answer"
 
 # COCO instances files (transforms/coco/instances.py)
 MALFORMED_COCO = "malformed_coco"            # an instances file that is not COCO JSON: the whole file is dropped
@@ -45,5 +48,5 @@ VOCABULARY = (BAD_JSON, BAD_ENCODING, NOT_A_FILE, MISSING_FIELD, BAD_FIELD, PATH
               DUPLICATE_VIDEO, DUPLICATE_VIDEO_CONTENT, SAME_CONTENT_OTHER_SPLIT,
               UNREADABLE_VIDEO, NO_FRAMES, TRUNCATED_VIDEO, SHOT_TOO_SHORT, DUPLICATE_IMAGE_ID,
               DUPLICATE_IMAGE, UNREADABLE_IMAGE, TOO_MANY_PIXELS, NOT_SAMPLED, MALFORMED_ROW,
-              RUNAWAY_QUOTE, MALFORMED_COCO, BAD_COCO_RECORD, DUPLICATE_COCO_IMAGE,
+              RUNAWAY_QUOTE, STALE_ANSWER, MALFORMED_COCO, BAD_COCO_RECORD, DUPLICATE_COCO_IMAGE,
               UNKNOWN_IMAGE, UNKNOWN_CATEGORY)

@@ -4,13 +4,15 @@ The paper sampled 100 renovated texts, found minor errors in about 40% and had s
 fix them "with as few words as possible". A release therefore writes the review sheet a
 correction round starts from (review/review_sheet.jsonl: `corrections.review_size`
 renovated captions chosen by a seeded hash of their key, each with the original, the
-model's text and `human_text` to edit), and a build with `inputs.corrections` applies
-the edited lines:
+model's text, `human_text` to edit and `task_fingerprint`, the digest of the text to
+correct), and a build with `inputs.corrections` applies the edited lines:
     {"image_id": "...", "caption_index": 0-4, "model_text": "...", "human_text": "..."}
-A line is applied when `model_text` is the text this build renovated the caption to
-(stale_correction otherwise: the correction was made against another build); a line for
-a caption this build did not renovate is unknown_caption, a second line for one caption
-duplicate_line. Stage "corrections", level "line".
+A line is applied only where its worker corrected what this build shows
+(transforms/crowd/shown.py): the line names the text it corrected (`model_text`), so the
+evidence is that text's digest, compared with the text this build renovated the caption
+to (stale_answer otherwise, naming both texts: the correction was made against another
+build); a line for a caption this build did not renovate is unknown_caption, a second
+line for one caption duplicate_line. Stage "corrections", level "line".
 """
 from __future__ import annotations
 
@@ -20,9 +22,16 @@ from pipelines.fg import reasons
 from pipelines.fg.records import caption_key, parse_caption_line
 from transforms.core.sampling import priority
 from transforms.core.stage import MAIN, REJECTS, StageFn, stage_pardo
+from transforms.crowd.shown import Evidence, TaskView, judge, view
 from transforms.io.lines import ReadNumberedLines
 
 FIELDS = ("image_id", "model_text", "human_text")
+
+
+def correction_view(model_text: str) -> TaskView:
+    """What a corrector is asked to fix: the renovated caption's text."""
+    text = model_text.strip()
+    return view({"model_text": text}, {"model_text": text})
 
 
 class _ParseCorrection(StageFn):
@@ -58,10 +67,12 @@ class _Apply(StageFn):
         where = {"file": path, "line": number}
         if renovated is None:
             yield self.reject(reasons.UNKNOWN_CAPTION, key, detail="this build did not renovate it", **where)
-        elif model_text.strip() != renovated.strip():
-            yield self.reject(reasons.STALE_CORRECTION, key,
-                              detail=f"model_text {model_text[:80]!r} but this build gave {renovated[:80]!r}",
-                              **where)
+            return
+        # the line carries the text its worker corrected: that is the evidence
+        seen = correction_view(model_text)
+        problem = judge(key, Evidence(seen.fingerprint, seen.labels), correction_view(renovated))
+        if problem is not None:
+            yield self.reject(problem[0], key, detail=problem[1][:500], **where)
         else:
             yield key, human_text.strip()
 

@@ -28,7 +28,7 @@ from pipelines.fg import reasons
 from pipelines.fg.captions import CAPTIONS_PER_IMAGE
 from pipelines.fg.coarse import FINE, DetectCoarse
 from pipelines.fg.config import FgConfig
-from pipelines.fg.corrections import ApplyCorrections, review_sheet
+from pipelines.fg.corrections import ApplyCorrections, correction_view, review_sheet
 from pipelines.fg.filetexts import JoinFileTexts
 from pipelines.fg.generators import Gpt2Merger, ModelDetails, RuleMerger, StandinDetails
 from pipelines.fg.inputs import (AttachPrecomputed, DropCopiesOfTargets, DropTargetsFromPool,
@@ -43,6 +43,7 @@ from pipelines.fg.similar import BuildSimilarSets, NewPool, pool_rows, targets_s
 from pipelines.fg.tagger import NONE
 from schemas.records import ImageEmbedding
 from transforms.core.stage import MAIN, REJECTS, stage_pardo
+from transforms.crowd.shown import FINGERPRINT
 from transforms.image.collection import ReadImageCollection
 from transforms.image.content import OneImagePerContent
 from transforms.image.embed import EmbedImages
@@ -186,7 +187,8 @@ def build_pipeline(p: beam.Pipeline, cfg: FgConfig, captions: Dict[str, List[str
     sheet = FileSystems.join(staging_dir, "review", "review_sheet.jsonl")
     _ = (picked[MAIN] | "Sheet rows" >> beam.Map(lambda c: {
             "image_id": c.image_id, "caption_index": c.index, "original": c.original,
-            "model_text": c.merged, "human_text": c.merged})
+            "model_text": c.merged, "human_text": c.merged,
+            FINGERPRINT: correction_view(c.merged).fingerprint})
          | "Gather sheet" >> beam.combiners.ToList()
          | "Write review sheet" >> beam.Map(lambda rows: write_json_lines(sheet, review_sheet(rows, seed, size))))
     corrections = p | "No corrections" >> beam.Create([])

@@ -27,10 +27,11 @@ NO_CANDIDATE = "no_candidate"                # F14: a coarse caption with no sur
 
 # manual correction (F15)
 UNKNOWN_CAPTION = "unknown_caption"          # a correction for a caption this build did not renovate
-STALE_CORRECTION = "stale_correction"        # a correction whose model_text is not the renovated text of this build
+# a correction whose model_text is not the renovated text of this build: the library's
+# stale_answer (schemas/reasons.py, transforms/crowd/shown.py), as for every crowd answer
 
 VOCABULARY = LIBRARY_VOCABULARY + (NO_IMAGE, NO_CAPTIONS, NO_EMBEDDING, TARGET_IN_POOL, SAME_AS_TARGET,
                                    ALREADY_IN_POOL, NOT_COARSE, NO_PROMPT, NO_DETAIL,
                                    UNKNOWN_PROMPT, DUPLICATE_LINE, CLIPSCORE_NOT_HIGHER,
                                    MERGE_FAILED, NO_SPLIT, NOT_BEST, NO_CANDIDATE,
-                                   UNKNOWN_CAPTION, STALE_CORRECTION)
+                                   UNKNOWN_CAPTION)

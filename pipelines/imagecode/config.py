@@ -94,10 +94,19 @@ class StaticConfig:
 
 
 @dataclass
+class TasksReleaseConfig:
+    """Per round, the release folder whose crowd/ task files the answers were collected
+    against: what shows what a worker saw when an answer row carries no task_fingerprint."""
+    descriptions: Optional[InputPath] = None    # its crowd/describe_tasks.jsonl
+    retrievals: Optional[InputPath] = None      # its crowd/retrieve_tasks.jsonl
+
+
+@dataclass
 class CrowdConfig:
     targets_per_set: int = 3
     descriptions: Optional[InputPath] = None    # describer output (CSV or JSON Lines)
     retrievals: Optional[InputPath] = None      # retriever output (CSV or JSON Lines)
+    tasks_release: TasksReleaseConfig = field(default_factory=TasksReleaseConfig)
 
 
 @dataclass

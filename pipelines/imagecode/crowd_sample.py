@@ -1,10 +1,12 @@
 """Simulated crowd answers for the embedded sample, so the rounds run offline.
 
-Given the sets that enter the rounds, writes what a crowdsourcing tool would return:
-describer output (one description per target chosen by pipelines.imagecode.rounds.choose_targets
-with the same seed) and retriever output (1 retriever per description in train, 3 in
-valid/test, §3.3). Everything is a hash of (seed, key), so the files are byte-identical
-for the same input. On purpose the files also hold what real exports hold: wrong
+Given the tasks a build exports (crowd/describe_tasks.jsonl, then crowd/retrieve_tasks.jsonl
+of a build with the descriptions), writes what a crowdsourcing tool would return:
+describer output (one description per describe task) and retriever output (1 retriever
+per description in train, 3 in valid/test, §3.3). Like a platform export, every answer
+row carries its task's columns through, task_fingerprint among them, so the sample's
+answers are bound to what their simulated workers saw (transforms/crowd/shown.py).
+Everything is a hash of (seed, key), so the files are byte-identical for the same input. On purpose the files also hold what real exports hold: wrong
 retrievers (so some descriptions are rejected), a description nobody retrieved, and bad
 rows (malformed, unknown set, index 12, missing text, duplicates, a self-retrieval).
 `SampleCrowdFiles.injected` counts the bad rows by reason, for tests.
@@ -24,10 +26,13 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Sequence
 
 from pipelines.imagecode import reasons
-from pipelines.imagecode.rounds import choose_targets
-from pipelines.imagecode.rounds_schema import (DESCRIPTION_COLUMNS, RETRIEVAL_COLUMNS, RETRIEVERS,
-                                               AnnotationSet, description_id)
+from pipelines.imagecode.rounds import describe_tasks, retrieve_task, task_row
+from pipelines.imagecode.rounds_schema import (DESCRIBE_TASK_COLUMNS, DESCRIPTION_COLUMNS,
+                                               RETRIEVAL_COLUMNS, RETRIEVE_TASK_COLUMNS,
+                                               RETRIEVERS, AnnotationSet, Description,
+                                               description_id)
 from transforms.core.sampling import priority
+from transforms.crowd.task_files import csv_cell
 
 P_CORRECT = 0.8   # chance that a simulated retriever finds the target
 
@@ -87,56 +92,77 @@ def _wrong_guess(seed: int, key: str, target: int, is_video: bool, n: int) -> in
     return _pick(seed, key + "/other", [i for i in range(n) if i != target])
 
 
-def simulate(sets: Sequence[AnnotationSet], seed: int = 0):
-    """(description rows, retrieval rows): the well-formed answers, as dicts.
+def _described(describe_rows: Sequence[dict], seed: int):
+    """(task row, worker, description id) per describe task, in (set, target) order."""
+    described = []
+    for task in sorted(describe_rows, key=lambda t: (t["set_name"], int(t["target_index"]))):
+        worker = _pick(seed, f"describer/{task['task_id']}", _pool(task["split"], DESCRIBERS))
+        described.append((task, worker, description_id(task["set_name"], int(task["target_index"]), worker)))
+    return described
+
+
+def simulate_descriptions(describe_rows: Sequence[dict], seed: int = 0) -> List[dict]:
+    """One description per exported describe task (`describe_rows`: rows of
+    crowd/describe_tasks.jsonl): the task's columns carried through, as a platform
+    export does (task_fingerprint among them), then the answer (text, worker)."""
+    return [dict(task, text=sentence(seed, task["task_id"]), worker=worker)
+            for task, worker, _ in _described(describe_rows, seed)]
+
+
+def simulate_retrievals(describe_rows: Sequence[dict], retrieve_rows: Sequence[dict],
+                        seed: int = 0) -> List[dict]:
+    """Retrievals of the descriptions: 1 retriever in train, 3 in valid/test, each row
+    the retrieve task's columns (`retrieve_rows`: crowd/retrieve_tasks.jsonl of a build
+    with the descriptions) and the answer (worker, guessed_index).
 
     Besides chance misses (P_CORRECT), one train and one valid/test description are
     "hard" (their first two retrievers miss), so both reject reasons of the keep rule
     occur in any sample, and one other description gets no retrieval at all.
     """
-    described = []   # (set, target, worker, description id), in set-name order
-    for s in sorted(sets, key=lambda s: s.set_name):
-        for target in choose_targets(seed, s.set_name, len(s.image_paths)):
-            worker = _pick(seed, f"describer/{s.set_name}#{target}", _pool(s.split, DESCRIBERS))
-            described.append((s, target, worker, description_id(s.set_name, target, worker)))
+    described = _described(describe_rows, seed)
+    tasks = {t["description_id"]: t for t in retrieve_rows}
+
     def pick_one(what, items):
-        return min(items, key=lambda d: priority(seed, f"{what}/{d[3]}"))[3] if items else None
+        return min(items, key=lambda d: priority(seed, f"{what}/{d[2]}"))[2] if items else None
 
-    hard = {pick_one("hard", [d for d in described if d[0].split == "train"]),
-            pick_one("hard", [d for d in described if d[0].split != "train"])}
+    hard = {pick_one("hard", [d for d in described if d[0]["split"] == "train"]),
+            pick_one("hard", [d for d in described if d[0]["split"] != "train"])}
     # not the first description: the bad retrieval rows copy its first retrieval
-    unretrieved = pick_one("unretrieved", [d for d in described[1:] if d[3] not in hard])
+    unretrieved = pick_one("unretrieved", [d for d in described[1:] if d[2] not in hard])
 
-    descriptions, retrievals = [], []
-    for s, target, worker, desc_id in described:
-        descriptions.append(dict(set_name=s.set_name, target_index=target,
-                                 text=sentence(seed, f"{s.set_name}#{target}"), worker=worker))
-        if desc_id == unretrieved:
+    retrievals = []
+    for task, worker, desc_id in described:
+        if desc_id == unretrieved or desc_id not in tasks:
             continue
-        candidates = [w for w in _pool(s.split, RETRIEVER_POOL) if w != worker]
+        target, n = int(task["target_index"]), len(task["shown_order"])
+        candidates = [w for w in _pool(task["split"], RETRIEVER_POOL) if w != worker]
         chosen = sorted(candidates, key=lambda w: priority(seed, f"retriever/{desc_id}/{w}"))
-        for k, w in enumerate(chosen[:RETRIEVERS.get(s.split, 1)]):
+        for k, w in enumerate(chosen[:RETRIEVERS.get(task["split"], 1)]):
             rkey = f"{desc_id}@{w}"
             found = _uniform(seed, "correct/" + rkey) < P_CORRECT and not (desc_id in hard and k < 2)
-            guess = target if found else _wrong_guess(seed, rkey, target, s.is_video, len(s.image_paths))
-            retrievals.append(dict(set_name=s.set_name, description_id=desc_id, worker=w,
-                                   guessed_index=guess))
-    return descriptions, retrievals
+            guess = target if found else _wrong_guess(seed, rkey, target, bool(task["is_video"]), n)
+            retrievals.append(dict(tasks[desc_id], worker=w, guessed_index=guess))
+    return retrievals
 
 
-def _bad_rows(descriptions, retrievals):
+def _bad_descriptions(descriptions):
     """Rows a real export holds too, each tagged with the reason it must be rejected for."""
-    d0, r0 = descriptions[0], retrievals[0]
-    bad_d = [(reasons.UNKNOWN_SET, dict(d0, set_name="no-such-set")),
-             (reasons.INDEX_OUT_OF_RANGE, dict(d0, target_index=12)),
-             (reasons.MISSING_FIELD, dict(d0, text="")),
-             (reasons.DUPLICATE_DESCRIPTION, dict(d0, text="A second answer from the same worker."))]
-    bad_r = [(reasons.UNKNOWN_SET, dict(r0, set_name="no-such-set")),
-             (reasons.INDEX_OUT_OF_RANGE, dict(r0, guessed_index=12)),
-             (reasons.DUPLICATE_RETRIEVAL, dict(r0)),
-             (reasons.UNKNOWN_DESCRIPTION, dict(r0, description_id=r0["set_name"] + "#0#nobody")),
-             (reasons.SELF_RETRIEVAL, dict(r0, worker=r0["description_id"].rsplit("#", 1)[1]))]
-    return bad_d, bad_r
+    d0 = descriptions[0]
+    return [(reasons.UNKNOWN_SET, dict(d0, set_name="no-such-set")),
+            (reasons.INDEX_OUT_OF_RANGE, dict(d0, target_index=12)),
+            (reasons.MISSING_FIELD, dict(d0, text="")),
+            (reasons.DUPLICATE_DESCRIPTION, dict(d0, text="A second answer from the same worker."))]
+
+
+def _bad_retrievals(retrievals):
+    r0 = retrievals[0]
+    return [(reasons.UNKNOWN_SET, dict(r0, set_name="no-such-set")),
+            (reasons.INDEX_OUT_OF_RANGE, dict(r0, guessed_index=12)),
+            (reasons.DUPLICATE_RETRIEVAL, dict(r0)),
+            # typed in by hand: no task behind it, so no task columns either
+            (reasons.UNKNOWN_DESCRIPTION, {c: r0[c] for c in RETRIEVAL_COLUMNS} | dict(
+                description_id=r0["set_name"] + "#0#nobody")),
+            (reasons.SELF_RETRIEVAL, dict(r0, worker=r0["description_id"].rsplit("#", 1)[1]))]
 
 
 def _write(path: str, columns, rows, bad) -> Dict[str, int]:
@@ -149,31 +175,63 @@ def _write(path: str, columns, rows, bad) -> Dict[str, int]:
         if path.endswith(".csv"):
             writer = csv.writer(f, lineterminator="\n")
             writer.writerow(columns)
-            writer.writerows([row[c] for c in columns] for row in rows)
+            writer.writerows([csv_cell(row.get(c, "")) for c in columns] for row in rows)
             f.write("only,three,fields\n")
             injected[reasons.MALFORMED_ROW] = 1
         else:
             for row in rows:
-                f.write(json.dumps({c: row[c] for c in columns}) + "\n")
+                f.write(json.dumps({c: row[c] for c in columns if c in row}, ensure_ascii=False) + "\n")
             f.write('{"set_name": "truncated\n')
             injected[reasons.BAD_JSON] = 1
     return injected
 
 
+# The columns of the answer files: the task's, carried through, then the answer's.
+DESCRIPTION_FILE_COLUMNS = DESCRIBE_TASK_COLUMNS + tuple(c for c in DESCRIPTION_COLUMNS
+                                                         if c not in DESCRIBE_TASK_COLUMNS)
+RETRIEVAL_FILE_COLUMNS = RETRIEVE_TASK_COLUMNS + tuple(c for c in RETRIEVAL_COLUMNS
+                                                       if c not in RETRIEVE_TASK_COLUMNS)
+
+
+def write_descriptions(describe_rows: Sequence[dict], out_dir: str, seed: int = 0,
+                       fmt: str = "csv"):
+    """`descriptions.<fmt>` under out_dir; returns (path, {reason: injected bad rows})."""
+    os.makedirs(out_dir, exist_ok=True)
+    descriptions = simulate_descriptions(describe_rows, seed)
+    if not descriptions:
+        raise ValueError("the crowd sample needs at least one describe task")
+    path = os.path.join(out_dir, f"descriptions.{fmt}")
+    return path, _write(path, DESCRIPTION_FILE_COLUMNS, descriptions, _bad_descriptions(descriptions))
+
+
+def write_retrievals(describe_rows: Sequence[dict], retrieve_rows: Sequence[dict], out_dir: str,
+                     seed: int = 0, fmt: str = "jsonl"):
+    """`retrievals.<fmt>` under out_dir; returns (path, {reason: injected bad rows})."""
+    os.makedirs(out_dir, exist_ok=True)
+    retrievals = simulate_retrievals(describe_rows, retrieve_rows, seed)
+    if not retrievals:
+        raise ValueError("the crowd sample needs at least one retrieve task")
+    path = os.path.join(out_dir, f"retrievals.{fmt}")
+    return path, _write(path, RETRIEVAL_FILE_COLUMNS, retrievals, _bad_retrievals(retrievals))
+
+
 def write_sample_crowd_outputs(sets: Sequence[AnnotationSet], out_dir: str, seed: int = 0,
                                describer_format: str = "csv",
                                retriever_format: str = "jsonl") -> SampleCrowdFiles:
-    """Writes `descriptions.<fmt>` and `retrievals.<fmt>` under out_dir (needs >= 1 set)."""
+    """Both answer files for `sets` (>= 1), their tasks made in process by the rounds'
+    own rules (rounds.describe_tasks / retrieve_task), as a build would export them."""
     if not sets:
         raise ValueError("the crowd sample needs at least one set")
-    os.makedirs(out_dir, exist_ok=True)
-    descriptions, retrievals = simulate(sets, seed)
-    bad_d, bad_r = _bad_rows(descriptions, retrievals)
-    files = SampleCrowdFiles(os.path.join(out_dir, f"descriptions.{describer_format}"),
-                             os.path.join(out_dir, f"retrievals.{retriever_format}"))
-    files.injected["descriptions"] = _write(files.descriptions, DESCRIPTION_COLUMNS, descriptions, bad_d)
-    files.injected["retrievals"] = _write(files.retrievals, RETRIEVAL_COLUMNS, retrievals, bad_r)
-    return files
+    describe = [task_row(t) for s in sets for t in describe_tasks(s, seed)]
+    by_name = {s.set_name: s for s in sets}
+    retrieve = [task_row(retrieve_task(
+        Description(description_id(d["set_name"], d["target_index"], d["worker"]), d["set_name"],
+                    d["target_index"], d["text"], d["worker"], d["split"]), by_name[d["set_name"]], seed))
+        for d in simulate_descriptions(describe, seed)]
+    descriptions, injected_d = write_descriptions(describe, out_dir, seed, describer_format)
+    retrievals, injected_r = write_retrievals(describe, retrieve, out_dir, seed, retriever_format)
+    return SampleCrowdFiles(descriptions, retrievals,
+                            {"descriptions": injected_d, "retrievals": injected_r})
 
 
 def main(argv=None) -> int:
@@ -184,7 +242,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     with open(args.sets, encoding="utf-8") as f:
         rows = [json.loads(line) for line in f if line.strip()]
-    sets = [AnnotationSet(**dict(row, image_paths=tuple(row["image_paths"]))) for row in rows]
+    sets = [AnnotationSet(**dict(row, image_paths=tuple(row["image_paths"]),
+                                 image_ids=tuple(row["image_ids"]))) for row in rows]
     files = write_sample_crowd_outputs(sets, args.out, args.seed)
     print(f"descriptions: {files.descriptions}\nretrievals: {files.retrievals}")
     return 0

@@ -339,7 +339,8 @@ class _MineVideo(StageFn):
             brisque_scores=[_score(verdicts.get(p), "brisque", float("nan")) for p in positions],
             text_chars=[int(_score(verdicts.get(p), "text_chars", -1)) for p in positions],
             distance_min=float(distances.min()), distance_mean=float(distances.mean()),
-            distance_max=float(distances.max()), staged_images=staged)
+            distance_max=float(distances.max()), staged_images=staged,
+            video_sha256=video.content_sha256 or "")
 
     def _frame_reject(self, shot: ShotFrames, position: int, reason: str,
                       detail: str = "") -> Reject:

@@ -29,7 +29,9 @@ from pipelines.imagecode.publish import (VIDEO_SETS, DescriptionRows, PublishCom
                                          WriteFrameSets)
 from pipelines.imagecode.rounds import (JUDGED, ApplyKeepRule, MakeDescribeTasks, MakeRetrieveTasks,
                                         ReadDescriptions, ReadRetrievals, WriteTasks)
-from pipelines.imagecode.rounds_schema import AnnotationSet, DescribeTask, RetrieveTask
+from pipelines.imagecode.rounds_schema import (DESCRIBE_TASKS, RETRIEVE_TASKS, AnnotationSet,
+                                               DescribeTask, RetrieveTask, describe_row_labels,
+                                               retrieve_row_labels)
 from pipelines.imagecode.sampling import SampleSetsPerSource
 from pipelines.imagecode.set_stats import WithinSetDistanceStats
 from pipelines.imagecode.static_publish import PublishStaticSets
@@ -44,6 +46,7 @@ from transforms.cache.read_through import WRITTEN
 from transforms.cache.store import relative_cache_path
 from transforms.core.histograms import HistogramFn
 from transforms.core.stage import MAIN, REJECTS
+from transforms.crowd.shown import ReadTaskViews
 from transforms.image.collection import HashAndDedupe, ReadImageCollection
 from transforms.image.content import OneImagePerContent
 from transforms.image.embed import EmbedImages
@@ -56,6 +59,7 @@ BENCHMARK = "imagecode"
 STATIC_SETS = "static_sets"
 BRISQUE_BINS = (0.0, 1.3, 65)  # BRISQUE/100 from 0 to 1.3 in steps of 0.02 (data card plot)
 DESCRIPTIONS = "descriptions"
+CROWD_DIR = "crowd"   # <release>/crowd/: the exported task files of both rounds
 log = logging.getLogger("pipelines.imagecode.pipeline")
 
 
@@ -77,9 +81,7 @@ def build_pipeline(p: beam.Pipeline, cfg: ImageCodeConfig, rules: ImageCodeRules
 
     annotation_sets = (
         (video_sets | "Video sets for the rounds" >> beam.Map(AnnotationSet.from_frame_set),
-         static_rows | "Static sets for the rounds" >> beam.Map(
-             lambda r: AnnotationSet(r["set_name"], r["source"], r["split"], False,
-                                     tuple(r["image_paths"]))))
+         static_rows | "Static sets for the rounds" >> beam.Map(AnnotationSet.from_static_row))
         | "Sets for the rounds" >> beam.Flatten())
     rejects += _crowd_rounds(p, cfg, staging_dir, annotation_sets)
 
@@ -159,22 +161,28 @@ def _static_sets(p, cfg: ImageCodeConfig, rules: ImageCodeRules, staging_dir: st
 
 
 def _crowd_rounds(p, cfg: ImageCodeConfig, staging_dir: str, sets) -> list:
-    """§3.2 describer tasks -> descriptions -> §3.3 retriever tasks -> the keep rule."""
-    crowd = FileSystems.join(staging_dir, "crowd")
+    """§3.2 describer tasks -> descriptions -> §3.3 retriever tasks -> the keep rule. Each
+    answer is read against the task as this build shows it (rounds.py)."""
+    crowd = FileSystems.join(staging_dir, CROWD_DIR)
     tasks = sets | "Describer tasks" >> MakeDescribeTasks(cfg.seed, cfg.crowd.targets_per_set)
     _ = tasks[MAIN] | "Export describer tasks" >> WriteTasks(
-        FileSystems.join(crowd, "describe_tasks"), DescribeTask)
+        FileSystems.join(crowd, DESCRIBE_TASKS), DescribeTask)
     rejects = [tasks[REJECTS]]
     if not cfg.crowd.descriptions:
         return rejects
-    described = p | "Read descriptions" >> ReadDescriptions(cfg.crowd.descriptions, sets)
+    earlier = cfg.crowd.tasks_release
+    described = p | "Read descriptions" >> ReadDescriptions(
+        cfg.crowd.descriptions, sets, tasks[MAIN],
+        _earlier_tasks(p, earlier.descriptions, DESCRIBE_TASKS, describe_row_labels))
     retrieve_tasks = described[MAIN] | "Retriever tasks" >> MakeRetrieveTasks(cfg.seed, sets)
     _ = retrieve_tasks[MAIN] | "Export retriever tasks" >> WriteTasks(
-        FileSystems.join(crowd, "retrieve_tasks"), RetrieveTask)
+        FileSystems.join(crowd, RETRIEVE_TASKS), RetrieveTask)
     rejects += [described[REJECTS], retrieve_tasks[REJECTS]]
     if not cfg.crowd.retrievals:
         return rejects
-    retrieved = p | "Read retrievals" >> ReadRetrievals(cfg.crowd.retrievals, sets)
+    retrieved = p | "Read retrievals" >> ReadRetrievals(
+        cfg.crowd.retrievals, sets, retrieve_tasks[MAIN],
+        _earlier_tasks(p, earlier.retrievals, RETRIEVE_TASKS, retrieve_row_labels))
     judged = ({"descriptions": described[MAIN], "retrievals": retrieved[MAIN], "sets": sets}
               | "Keep rule" >> ApplyKeepRule())
     kept = judged[MAIN]
@@ -190,6 +198,20 @@ def _crowd_rounds(p, cfg: ImageCodeConfig, staging_dir: str, sets) -> list:
          | "Language statistics" >> LanguageStatsPerSplit(cfg.stats.parser)
          | "Write language stats" >> WriteReport(staging_dir, "language"))
     return rejects + [retrieved[REJECTS], judged[REJECTS]]
+
+
+def crowd_task_file(release: str, name: str) -> str:
+    """A release's exported task file: <release>/crowd/<name>.jsonl."""
+    return FileSystems.join(release, CROWD_DIR, f"{name}.jsonl")
+
+
+def _earlier_tasks(p, release: Optional[str], name: str, labels_of):
+    """(task id, TaskView) of the task file `name` of an earlier release (route 2 of
+    transforms/crowd/shown.py), or None when no release is named."""
+    if not release:
+        return None
+    return p | f"Tasks of {name} as exported" >> ReadTaskViews(
+        [crowd_task_file(release, name)], "task_id", labels_of)
 
 
 # What one stage passes on, the next must take in (checked before a release is written).

@@ -7,10 +7,12 @@ import glob
 import os
 
 from pipelines.imagecode.config import ImageCodeConfig
-from pipelines.imagecode.rounds_schema import DESCRIPTION_COLUMNS, RETRIEVAL_COLUMNS
+from pipelines.imagecode.rounds_schema import (DESCRIBE_TASKS, DESCRIPTION_COLUMNS,
+                                               RETRIEVAL_COLUMNS, RETRIEVE_TASKS)
 from pipelines.preflight import check_not_empty, require_program
 from transforms.core.errors import InputError, PreflightError
 from transforms.crowd.answer_files import check_answer_file
+from transforms.crowd.shown import check_evidence
 from transforms.image.ocr import tessdata_dir
 
 
@@ -36,13 +38,21 @@ def check_imagecode(cfg: ImageCodeConfig) -> None:
             _check_folder_has_images(images, "static.images")
         else:
             check_not_empty(images, "static.images")
-    for key, path, columns in (("crowd.descriptions", cfg.crowd.descriptions, DESCRIPTION_COLUMNS),
-                               ("crowd.retrievals", cfg.crowd.retrievals, RETRIEVAL_COLUMNS)):
+    for round_, columns, tasks in (("descriptions", DESCRIPTION_COLUMNS, DESCRIBE_TASKS),
+                                   ("retrievals", RETRIEVAL_COLUMNS, RETRIEVE_TASKS)):
+        key, path = f"crowd.{round_}", getattr(cfg.crowd, round_)
         if path:  # paid answers: a file that cannot be read whole stops the build here
             try:
                 check_answer_file(path, columns)
             except InputError as e:
                 raise PreflightError(f"{key}: {e}") from None
+            # and one that cannot show what its workers saw (rounds.py, stale_answer)
+            try:
+                check_evidence(path, key, getattr(cfg.crowd.tasks_release, round_),
+                               f"crowd.tasks_release.{round_}", "imagecode",
+                               [f"crowd/{tasks}.jsonl"], "task_id")
+            except InputError as e:
+                raise PreflightError(str(e)) from None
     if cfg.stats.parser:
         from transforms.text.stats import ParserNotInstalled, check_parser
         try:

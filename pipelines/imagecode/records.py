@@ -37,6 +37,7 @@ class FrameSet:
     distance_mean: float
     distance_max: float
     staged_images: List[str] = field(default_factory=list)  # where the JPEGs wait before release
+    video_sha256: str = ""   # the video file's content: a frame's identity in crowd tasks (not a column)
 
 
 @dataclass

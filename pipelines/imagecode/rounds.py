@@ -1,9 +1,14 @@
 """The crowd rounds of ImageCoDe as Beam stages: describe (§3.2), retrieve and keep (§3.3).
 
     sets -> MakeDescribeTasks -> WriteTasks            (to the crowdsourcing tool)
-    describer file -> ReadDescriptions -> MakeRetrieveTasks -> WriteTasks
-    retriever file -> ReadRetrievals
+    describer file (+ describe tasks) -> ReadDescriptions -> MakeRetrieveTasks -> WriteTasks
+    retriever file (+ retrieve tasks) -> ReadRetrievals
     {descriptions, retrievals, sets} -> ApplyKeepRule -> KeptDescription | Reject (+ judged)
+
+An answer is read against the task it answers as this build shows it: one whose worker saw
+other content (the set behind a name changed with a threshold, say) is a stale_answer
+reject naming what changed, never re-attached (transforms/crowd/shown.py; the evidence
+is the row's task_fingerprint, else the task files of `crowd.tasks_release`).
 
 Formats, ids and the meaning of every index: pipelines/imagecode/rounds_schema.py. Reading answer files
 (whole-file checks, bad rows, runaway quotes): transforms/crowd/answer_files.py; counting
@@ -14,13 +19,11 @@ description, retrieval); each level reconciles: in = out + rejected.
 """
 from __future__ import annotations
 
-import csv
 import functools
-import io
-import json
-from typing import Dict, Tuple
+from typing import Dict, List, Tuple
 
 import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
 
 from pipelines.imagecode import reasons
 from pipelines.imagecode.rounds_schema import (DESCRIBE_TASK_COLUMNS, DESCRIPTION_COLUMNS,
@@ -28,12 +31,14 @@ from pipelines.imagecode.rounds_schema import (DESCRIBE_TASK_COLUMNS, DESCRIPTIO
                                                RETRIEVE_TASK_COLUMNS, RETRIEVERS, SET_SIZE,
                                                TARGETS_PER_SET, AnnotationSet, DescribeTask,
                                                Description, JudgedDescription, KeptDescription,
-                                               Retrieval, RetrieveTask, canonical_order,
-                                               description_id)
+                                               Retrieval, RetrieveTask, describe_row_labels,
+                                               description_id, in_canonical_order,
+                                               retrieve_row_labels)
 from transforms.core.sampling import priority
 from transforms.core.stage import MAIN, REJECTS, StageFn, stage_pardo
 from transforms.crowd.answer_files import file_format
-from transforms.crowd.answer_rows import ReadAnswerRows, RowProblem, cell_text
+from transforms.crowd.answer_rows import ReadAnswerRows, RowProblem, Shown, cell_text
+from transforms.crowd.task_files import WriteTaskFiles
 
 JUDGED = "judged"   # ApplyKeepRule's third output: every judged description (for agreement)
 
@@ -81,17 +86,27 @@ class _DescribeTasksFn(StageFn):
             yield self.reject(reasons.WRONG_SET_SIZE, detail=f"{len(s.image_paths)} images", **reject)
             return
         try:  # indices only mean something over the canonical order
-            paths = canonical_order(s.image_paths)
+            tasks = describe_tasks(s, self._seed, self._k)
         except ValueError as e:
             yield self.reject(reasons.BAD_FIELD, detail=str(e), **reject)
             return
         self.counts.count_out(level="set")
-        for target in choose_targets(self._seed, s.set_name, len(paths), self._k):
-            task_id = f"{s.set_name}#{target}"
+        for task in tasks:
             self.counts.note("task.created")
-            yield DescribeTask(task_id, s.set_name, target,
-                               shown_order(self._seed, task_id, s.is_video, len(paths)),
-                               s.split, s.is_video, paths)
+            yield task
+
+
+def describe_tasks(s: AnnotationSet, seed: int, k: int = TARGETS_PER_SET) -> List[DescribeTask]:
+    """The describe tasks of one set: its k seeded targets, each shown in its own order.
+    Raises ValueError for paths that have no canonical order or no content id each."""
+    paths, ids = in_canonical_order(s.image_paths, s.image_ids)
+    tasks = []
+    for target in choose_targets(seed, s.set_name, len(paths), k):
+        task_id = f"{s.set_name}#{target}"
+        tasks.append(DescribeTask(task_id, s.set_name, target,
+                                  shown_order(seed, task_id, s.is_video, len(paths)),
+                                  s.split, s.is_video, paths, ids))
+    return tasks
 
 
 # --- exports ----------------------------------------------------------------------------
@@ -101,7 +116,8 @@ def task_row(task) -> dict:
     shown = [task.image_paths[i] for i in task.shown_order]
     images = {f"image_{k}": path for k, path in enumerate(shown)}
     common = dict(set_name=task.set_name, split=task.split, is_video=task.is_video,
-                  shown_order=list(task.shown_order), **images)
+                  shown_order=list(task.shown_order), **images,
+                  task_fingerprint=task.view().fingerprint)
     if isinstance(task, DescribeTask):
         return dict(task_id=task.task_id, target_index=task.target_index,
                     target_position=task.shown_order.index(task.target_index),
@@ -110,46 +126,22 @@ def task_row(task) -> dict:
                 assignments=task.assignments, text=task.text, **common)
 
 
-def _csv_cell(value) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (list, tuple)):
-        return json.dumps(list(value))
-    return str(value)
-
-
-def _csv_line(values) -> str:
-    buf = io.StringIO()
-    csv.writer(buf, lineterminator="").writerow([_csv_cell(v) for v in values])
-    return buf.getvalue()
-
-
 class WriteTasks(beam.PTransform):
-    """Tasks -> `<prefix>.csv` (header row) and `<prefix>.jsonl`, through Beam's text sink.
+    """Tasks -> `<prefix>.csv` (header row) and `<prefix>.jsonl`, rows in task id order
+    (transforms/crowd/task_files.py: the same bytes on any runner and any number of
+    workers). Returns the written file names."""
 
-    With num_shards=1 the files carry exactly those names; otherwise Beam's shard
-    suffixes. Rows are identified by task_id; their order in the file carries no meaning.
-    Returns the written file names.
-    """
-
-    def __init__(self, path_prefix: str, task_type=DescribeTask, num_shards: int = 1):
+    def __init__(self, path_prefix: str, task_type=DescribeTask):
         super().__init__()
-        self._prefix, self._num_shards = path_prefix, num_shards
-        self._columns = DESCRIBE_TASK_COLUMNS if task_type is DescribeTask else RETRIEVE_TASK_COLUMNS
+        self._folder, self._name = FileSystems.split(path_prefix.rstrip("/"))
+        columns = DESCRIBE_TASK_COLUMNS if task_type is DescribeTask else RETRIEVE_TASK_COLUMNS
+        self._columns = {f"{self._name}.csv": columns, f"{self._name}.jsonl": columns}
 
     def expand(self, tasks):
-        columns = self._columns
-        shards = dict(num_shards=self._num_shards,
-                      shard_name_template="" if self._num_shards == 1 else None)
-        rows = tasks | "Row" >> beam.Map(task_row)
-        csv_files = (rows
-                     | "CSV line" >> beam.Map(lambda r: _csv_line(r[c] for c in columns))
-                     | "Write CSV" >> beam.io.WriteToText(self._prefix, ".csv", header=_csv_line(columns),
-                                                          **shards))
-        jsonl_files = (rows
-                       | "JSON line" >> beam.Map(lambda r: json.dumps({c: r[c] for c in columns}))
-                       | "Write JSONL" >> beam.io.WriteToText(self._prefix, ".jsonl", **shards))
-        return (csv_files, jsonl_files) | beam.Flatten()
+        names = tuple(self._columns)
+        return (tasks | "Row" >> beam.Map(lambda t: (t.task_id, task_row(t)))
+                | "One per file" >> beam.FlatMap(lambda keyed: [(name, keyed) for name in names])
+                | "Write" >> WriteTaskFiles(self._folder, columns=self._columns))
 
 
 # --- ingestion --------------------------------------------------------------------------
@@ -217,40 +209,67 @@ def _set_info(sets):
         lambda s: (s.set_name, (s.split, len(s.image_paths), s.source))))
 
 
-class _ReadCrowdRows(beam.PTransform):
-    """An answer file of one round, read against the sets in the rounds."""
+def _description_task(d: Description) -> str:
+    return f"{d.set_name}#{d.target_index}"     # DescribeTask.task_id
 
-    def __init__(self, path, known_sets, stage, columns, build, duplicate_reason):
+
+def _retrieval_task(answer) -> str:
+    """The retrieve task of a Description, or of a Retrieval of it."""
+    return f"retrieve#{answer.description_id}"   # RetrieveTask.task_id
+
+
+def task_views(tasks):
+    """DescribeTask or RetrieveTask -> (task id, what it shows), for CheckShown."""
+    return tasks | "What each task shows" >> beam.Map(lambda t: (t.task_id, t.view()))
+
+
+class _ReadCrowdRows(beam.PTransform):
+    """An answer file of one round, read against the sets in the rounds and the tasks
+    this build shows (`tasks`); `then`: (task id, TaskView) of the release the tasks were
+    exported in (route 2), or None."""
+
+    def __init__(self, path, known_sets, tasks, then, stage, columns, build, duplicate_reason,
+                 task_of, labels_of, missing_reason, route):
         super().__init__()
         file_format(path)  # an unknown extension fails now, not on a worker
         self._rows = dict(path=path, stage=stage, columns=columns,
                           check=functools.partial(_in_known_set, build),
                           duplicate_reason=duplicate_reason, problem_fields=_set_fields,
                           duplicate_fields=_split_of)
-        self._sets = known_sets
+        self._sets, self._tasks, self._then = known_sets, tasks, then
+        self._shown = dict(task_of=task_of, labels_of=labels_of, missing_reason=missing_reason,
+                           route=route)
 
     def expand(self, p):
-        return p | "Rows" >> ReadAnswerRows(**self._rows, context=_set_info(self._sets))
+        shown = Shown(now=task_views(self._tasks), then=self._then, **self._shown)
+        return p | "Rows" >> ReadAnswerRows(**self._rows, context=_set_info(self._sets), shown=shown)
 
 
 class ReadDescriptions(_ReadCrowdRows):
     """Describer output (CSV or JSONL by extension; a glob is fine) -> Description | Reject.
 
-    `known_sets`: the PCollection of AnnotationSets in the rounds (a side input).
+    `known_sets`: the PCollection of AnnotationSets in the rounds (a side input);
+    `tasks`: the DescribeTasks of this build; `then`: the describe tasks' views of the
+    release named by crowd.tasks_release.descriptions (ReadTaskViews), or None.
     Returns {MAIN: descriptions, REJECTS: rejects}. Stage "describe", level "line".
     """
 
-    def __init__(self, path: str, known_sets):
-        super().__init__(path, known_sets, "describe", DESCRIPTION_COLUMNS, _build_description,
-                         reasons.DUPLICATE_DESCRIPTION)
+    def __init__(self, path: str, known_sets, tasks, then=None):
+        super().__init__(path, known_sets, tasks, then, "describe", DESCRIPTION_COLUMNS,
+                         _build_description, reasons.DUPLICATE_DESCRIPTION, _description_task,
+                         describe_row_labels, reasons.STALE_ANSWER, "crowd.tasks_release.descriptions")
 
 
 class ReadRetrievals(_ReadCrowdRows):
-    """Retriever output -> Retrieval | Reject; like ReadDescriptions, stage "retrieve"."""
+    """Retriever output -> Retrieval | Reject; like ReadDescriptions, stage "retrieve",
+    against this build's RetrieveTasks (a retrieval of a description this build has no
+    retrieve task for is unknown_description)."""
 
-    def __init__(self, path: str, known_sets):
-        super().__init__(path, known_sets, "retrieve", RETRIEVAL_COLUMNS, _build_retrieval,
-                         reasons.DUPLICATE_RETRIEVAL)
+    def __init__(self, path: str, known_sets, tasks, then=None):
+        super().__init__(path, known_sets, tasks, then, "retrieve", RETRIEVAL_COLUMNS,
+                         _build_retrieval, reasons.DUPLICATE_RETRIEVAL, _retrieval_task,
+                         retrieve_row_labels, reasons.UNKNOWN_DESCRIPTION,
+                         "crowd.tasks_release.retrievals")
 
 
 # --- retrieve tasks ---------------------------------------------------------------------
@@ -288,12 +307,17 @@ class _RetrieveTasksFn(StageFn):
             if not sets:
                 yield self.reject(reasons.UNKNOWN_SET, d.description_id, split=d.split)
                 continue
-            s = sets[0]
-            task_id = f"retrieve#{d.description_id}"
-            yield RetrieveTask(
-                task_id, d.description_id, s.set_name, s.split, s.is_video,
-                self._retrievers.get(s.split, 1), d.text,
-                shown_order(self._seed, task_id, s.is_video, len(s.image_paths)), s.image_paths)
+            yield retrieve_task(d, sets[0], self._seed, self._retrievers)
+
+
+def retrieve_task(d: Description, s: AnnotationSet, seed: int,
+                  retrievers: Dict[str, int] = RETRIEVERS) -> RetrieveTask:
+    """The retrieve task of one description of set `s` (in its own seeded order)."""
+    task_id = _retrieval_task(d)
+    return RetrieveTask(task_id, d.description_id, s.set_name, s.split, s.is_video,
+                        retrievers.get(s.split, 1), d.text,
+                        shown_order(seed, task_id, s.is_video, len(s.image_paths)),
+                        s.image_paths, s.image_ids)
 
 
 # --- keep rule --------------------------------------------------------------------------

@@ -36,7 +36,7 @@ STATIC_PHOTOS = ["astronaut", "chelsea", "coffee", "rocket", "motorcycle_left", 
 STATIC_VIEWS_PER_PHOTO = 12
 MANIFEST = "videos.jsonl"
 IMAGES_MANIFEST = "images.jsonl"
-DONE_MARKER = ".complete-v2"  # bump when the sample changes: older samples are rebuilt
+DONE_MARKER = ".complete-v3"  # bump when the sample changes: older samples are rebuilt
 
 
 SAMPLE_CONFIG = str(Path(__file__).with_name("configs") / "sample.yaml")
@@ -74,38 +74,38 @@ def make_imagecode_sample(out_dir: str) -> Path:
 
 
 def make_crowd_answers(out: Path) -> None:
-    """Simulated describer and retriever output for the sets the sample config mines.
+    """Simulated describer and retriever output for the sets the sample config mines, as a
+    crowdsourcing platform returns them: each answer row carries its task's columns.
 
-    The set names come from a build of the sample without crowd inputs (a temporary
-    release), read back from the describer tasks it exports: the same sets the real
-    build will mine, since both runs share config, inputs and seed."""
-    from pipelines import runner
-    from pipelines.imagecode.crowd_sample import write_sample_crowd_outputs
+    The tasks come from builds of the sample in a temporary folder, as in real use: one
+    without crowd inputs exports the describe tasks; the describers answer them; one
+    with those descriptions exports the retrieve tasks; the retrievers answer those. The
+    real build mines the same sets (same config, inputs and seed), so every answer's
+    task_fingerprint matches what it shows."""
+    from pipelines.imagecode.crowd_sample import write_descriptions, write_retrievals
+    crowd = str(out / CROWD_DIR)
     with tempfile.TemporaryDirectory() as tmp:
-        # by its registered name: this module is what benchmark.py calls to make the
-        # sample, so naming the benchmark object here would tie the two modules in a cycle
-        release = runner.build("imagecode", generate_sample=False, argv=[
-            "--config", SAMPLE_CONFIG, "--output", tmp, "--version", "0.0.0",
-            "--set", f"inputs.videos={out / MANIFEST}",
-            "--set", f"static.images={out / IMAGES_MANIFEST}",
-            "--set", "crowd.descriptions=null", "--set", "crowd.retrievals=null"])
-        tasks = Path(release, "crowd", "describe_tasks.jsonl").read_text().splitlines()
-    write_sample_crowd_outputs(annotation_sets(json.loads(t) for t in tasks), str(out / CROWD_DIR))
+        first = _temporary_build(out, tmp, "0.0.0")
+        describe = _task_rows(first, "describe_tasks")
+        descriptions, _ = write_descriptions(describe, crowd)
+        second = _temporary_build(out, tmp, "0.0.1", descriptions)
+        write_retrievals(describe, _task_rows(second, "retrieve_tasks"), crowd)
 
 
-def annotation_sets(describe_tasks) -> list:
-    """The sets behind exported describer tasks (image_k columns are in shown order)."""
-    from pipelines.imagecode.rounds_schema import AnnotationSet
-    sets = {}
-    for task in describe_tasks:
-        shown = [task[f"image_{k}"] for k in range(len(task["shown_order"]))]
-        canonical = [None] * len(shown)
-        for position, index in enumerate(task["shown_order"]):
-            canonical[index] = shown[position]
-        sets[task["set_name"]] = AnnotationSet(task["set_name"], task.get("source", ""),
-                                               task["split"], bool(task["is_video"]),
-                                               tuple(canonical))
-    return [sets[name] for name in sorted(sets)]
+def _temporary_build(out: Path, tmp: str, version: str, descriptions: str = "null") -> str:
+    from pipelines import runner
+    # by its registered name: this module is what benchmark.py calls to make the sample,
+    # so naming the benchmark object here would tie the two modules in a cycle
+    return runner.build("imagecode", generate_sample=False, argv=[
+        "--config", SAMPLE_CONFIG, "--output", tmp, "--version", version, "--quiet",
+        "--no-explorer", "--set", f"inputs.videos={out / MANIFEST}",
+        "--set", f"static.images={out / IMAGES_MANIFEST}",
+        "--set", f"crowd.descriptions={descriptions}", "--set", "crowd.retrievals=null"])
+
+
+def _task_rows(release: str, name: str) -> list:
+    lines = Path(release, "crowd", f"{name}.jsonl").read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
 
 
 def make_static_images(out: Path) -> Path:

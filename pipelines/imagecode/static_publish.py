@@ -11,6 +11,7 @@ the whole collection on one worker.
 """
 from __future__ import annotations
 
+import hashlib
 import io
 
 import apache_beam as beam
@@ -70,22 +71,26 @@ class _Publish(beam.DoFn):
         by_id = dict(grouped["vectors"])
         vectors = np.stack([by_id[i] for i in static_set.image_ids])
         compat = [compat_image_path(static_set.set_name, i) for i in range(len(static_set.image_ids))]
-        for source_path, relative in zip(static_set.image_paths, compat):
-            self._copy_as_jpeg(source_path, FileSystems.join(self._staging_dir, relative))
+        hashes = [self._copy_as_jpeg(source_path, FileSystems.join(self._staging_dir, relative))
+                  for source_path, relative in zip(static_set.image_paths, compat)]
         yield {
             "set_name": static_set.set_name, "source": self._source, "split": static_set.split,
             "query_id": static_set.query_id, "image_ids": list(static_set.image_ids),
             "image_paths": compat, "source_paths": list(static_set.image_paths),
             "distances": [float(d) for d in static_set.distances],
             "distance_mean": float(pairwise_distances(vectors).mean()),
+            # not a column: what each image is, for the crowd tasks' fingerprints
+            "image_sha256s": hashes,
         }
 
-    def _copy_as_jpeg(self, source: str, target: str) -> None:
+    def _copy_as_jpeg(self, source: str, target: str) -> str:
+        """Copies (or re-encodes) the image; returns the sha256 of the source's bytes."""
         # Every member's header passed HashAndDedupe and its bytes decoded for the encoder
         # (in this build, or in the one that cached its embedding): a problem here means
         # the file changed since, and ImageProblem stops the build naming it.
         with FileSystems.open(source, compression_type="uncompressed") as f:
             data = f.read()
+        sha256 = hashlib.sha256(data).hexdigest()
         header = read_header(data, source, self._max_pixels)
         if header.format not in COPIED_FORMATS or header.mode not in COPIED_MODES:
             buffer = io.BytesIO()
@@ -94,3 +99,4 @@ class _Publish(beam.DoFn):
             data = buffer.getvalue()
         with FileSystems.create(target) as f:
             f.write(data)
+        return sha256

@@ -29,7 +29,8 @@ from pipelines.nlvr2.collection_config import CollectionConfig
 from pipelines.nlvr2.queries import synset_queries
 from pipelines.nlvr2.rounds import (INTEREST_COLUMNS, PRUNING_COLUMNS, SENTENCE_COLUMNS,
                                     VALIDATION_COLUMNS, ImageRound, ValidationRound, WritingRound,
-                                    candidates, image_task, pair_sets, validation_task,
+                                    candidates, image_task, image_task_labels, pair_sets,
+                                    validation_task, validation_task_labels, writing_task_labels,
                                     writing_tasks)
 from pipelines.nlvr2.search import SEARCH_COLUMNS, AutoPrune, SearchSets
 from pipelines.nlvr2.similar_words import STAND_IN as SIMILAR_WORDS_STAND_IN
@@ -39,6 +40,7 @@ from pipelines.nlvr2.synsets import hypernym_table, ilsvrc_synsets, select_synse
 from transforms.core.errors import ConfigError
 from transforms.core.stage import MAIN, REJECTS, StageFn, stage_pardo
 from transforms.crowd.answer_files import check_answer_file
+from transforms.crowd.shown import ReadTaskViews, check_evidence
 from transforms.crowd.task_files import WriteTaskFiles
 
 QUERIES, IMAGE_SETS = "queries", "image_sets"
@@ -60,6 +62,14 @@ TABLE_SCHEMAS = {
 }
 TASK_FILES = ("search_queries.jsonl", "pruning.jsonl", "interest.jsonl", "writing.jsonl",
               "validation.jsonl", "extra_validation.jsonl")
+TASKS_DIR = "tasks"
+# each crowd round's answers: the task file its workers did (tasks/<file>), the task id
+# column there, and how its rows name what they show (for a stale answer's detail)
+ROUND_TASKS = {"pruning_answers": ("pruning.jsonl", "set", image_task_labels),
+               "interest_answers": ("interest.jsonl", "set", image_task_labels),
+               "sentences": ("writing.jsonl", "task", writing_task_labels),
+               "validations": ("validation.jsonl", "example", validation_task_labels),
+               "extra_validations": ("extra_validation.jsonl", "example", validation_task_labels)}
 
 
 def preflight(config: CollectionConfig) -> None:
@@ -78,6 +88,11 @@ def preflight(config: CollectionConfig) -> None:
         if key == "search_results" and config.search.local_similar.collection:
             columns = columns[:-1]
         check_answer_file(getattr(config.inputs, key), columns)
+        if key in ROUND_TASKS:   # and one that cannot show what its workers saw
+            file, id_column, _ = ROUND_TASKS[key]
+            check_evidence(getattr(config.inputs, key), f"collection.inputs.{key}",
+                           getattr(config.tasks_release, key), f"collection.tasks_release.{key}",
+                           "nlvr2", [f"{TASKS_DIR}/{file}"], id_column)
 
 
 def stand_ins(config: CollectionConfig) -> dict:
@@ -183,7 +198,7 @@ class CollectExamples(beam.PTransform):
             lambda q: ("search_queries.jsonl", (q.text, {"query": q.text, "synset": q.synset, "wide": q.wide}))))
         examples = self._rounds(queries[MAIN], rejects, tasks, out)
         _ = (tasks | "All tasks" >> beam.Flatten()
-             | "Write tasks" >> WriteTaskFiles(FileSystems.join(self.staging_dir, "tasks"), TASK_FILES))
+             | "Write tasks" >> WriteTaskFiles(FileSystems.join(self.staging_dir, TASKS_DIR), TASK_FILES))
         if examples is None:
             examples = p | "No examples yet" >> beam.Create([])
         if not rejects:
@@ -207,7 +222,8 @@ class CollectExamples(beam.PTransform):
                 lambda s, f=task_file: (f, (s.key, image_task(s)))))
             if not answers:
                 return None
-            judged = sets | stage >> ImageRound(stage, answers, cfg.pruning)
+            key = "pruning_answers" if stage == "crowd_pruning" else "interest_answers"
+            judged = sets | stage >> ImageRound(stage, answers, cfg.pruning, *self._earlier(p_of(sets), key))
             rejects.append(judged[REJECTS])
             sets = judged[MAIN]
         paired = pair_sets(sets, self.seed)
@@ -218,19 +234,39 @@ class CollectExamples(beam.PTransform):
             lambda p: [("writing.jsonl", (t["task"], t)) for t in writing_tasks(p)]))
         if not inputs.sentences:
             return None
-        written = paired | "Writing" >> WritingRound(inputs.sentences, cfg.pruning.set_images // 2)
+        written = paired | "Writing" >> WritingRound(inputs.sentences, cfg.pruning.set_images // 2,
+                                                     *self._earlier(p_of(paired), "sentences"))
         rejects.append(written[REJECTS])
         tasks.append(written[MAIN] | "Validation tasks" >> beam.FlatMap(_validation_tasks))
         if not inputs.validations:
             return None
-        validated = written[MAIN] | "Validation" >> ValidationRound(inputs.validations)
+        validated = written[MAIN] | "Validation" >> ValidationRound(
+            inputs.validations, *self._earlier(p_of(paired), "validations"))
         rejects.append(validated[REJECTS])
-        final = validated[MAIN] | "Splits" >> SplitAndValidate(inputs.extra_validations, cfg.splits, self.seed)
+        final = validated[MAIN] | "Splits" >> SplitAndValidate(
+            inputs.extra_validations, cfg.splits, self.seed,
+            *self._earlier(p_of(paired), "extra_validations"))
         rejects.append(final[REJECTS])
         tasks.append(final[HELD_OUT_ITEMS] | "Extra validation tasks" >> beam.MapTuple(
             lambda split, item: ("extra_validation.jsonl", (item.candidate.example_id,
                                                             {**validation_task(item.candidate), "split": split}))))
         return final[MAIN]
+
+
+    def _earlier(self, p, key: str):
+        """(views, route key) of a round's tasks as `collection.tasks_release.<key>`
+        exported them (transforms/crowd/shown.py, route 2); (None, key) without one."""
+        route = f"collection.tasks_release.{key}"
+        release = getattr(self.config.tasks_release, key)
+        if not release:
+            return None, route
+        file, id_column, labels_of = ROUND_TASKS[key]
+        path = FileSystems.join(release, TASKS_DIR, file)
+        return p | f"{key} tasks as exported" >> ReadTaskViews([path], id_column, labels_of), route
+
+
+def p_of(pcoll):
+    return pcoll.pipeline
 
 
 def _validation_tasks(sentence):

@@ -24,6 +24,18 @@ class CollectionInputs:
 
 
 @dataclass
+class TasksRelease:
+    """Per crowd round, the release folder whose tasks/ file the round's answers were
+    collected against: what shows what a worker saw when an answer row carries no
+    task_fingerprint (README, "Answers are bound to what the worker saw"). "" = none."""
+    pruning_answers: InputPath = ""     # its tasks/pruning.jsonl
+    interest_answers: InputPath = ""    # its tasks/interest.jsonl
+    sentences: InputPath = ""           # its tasks/writing.jsonl
+    validations: InputPath = ""         # its tasks/validation.jsonl
+    extra_validations: InputPath = ""   # its tasks/extra_validation.jsonl
+
+
+@dataclass
 class SynsetsConfig:
     names: List[str] = field(default_factory=list)   # [] = the 124 of the release
 
@@ -97,6 +109,7 @@ class SplitsConfig:
 @dataclass
 class CollectionConfig:
     inputs: CollectionInputs = field(default_factory=CollectionInputs)
+    tasks_release: TasksRelease = field(default_factory=TasksRelease)
     synsets: SynsetsConfig = field(default_factory=SynsetsConfig)
     queries: QueriesConfig = field(default_factory=QueriesConfig)
     search: SearchConfig = field(default_factory=SearchConfig)

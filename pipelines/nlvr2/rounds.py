@@ -11,6 +11,15 @@ answer_rows.py: a bad row is a line-level reject naming its file and line).
 Pairing (S6) sits between S5 and S7: the 8 images of a set in a seeded order, consecutive
 ones a pair (left, right), the same for both writing tasks of the set. The rules are pure
 functions over one set or task, wrapped as stages; the sample reuses them to answer.
+
+Every task row carries `task_fingerprint`, the digest of what it shows in content terms
+(transforms/crowd/shown.py): the synset and the images (position and sha256) of a pruning
+or interest task, the synset and the pairs' images of a writing task, the sentence and
+the pair's two images of a validation task. A set key (query#rank) is a name: after a
+rebuild with other pruning rules or other answers it can hold other images. An answer
+is used only where its row's fingerprint (or, for a row without one, the task file of
+`collection.tasks_release.<round>`) matches what this build shows for its task; else it
+is a stale_answer reject naming what changed.
 """
 from __future__ import annotations
 
@@ -25,7 +34,8 @@ from pipelines.nlvr2.image_sets import Image, ImageSet
 from pipelines.nlvr2.search import Drop, emit_verdicts, image_id
 from transforms.core.sampling import priority
 from transforms.core.stage import MAIN, REJECTS, StageFn, stage_pardo
-from transforms.crowd.answer_rows import ReadAnswerRows, RowProblem, cell_text
+from transforms.crowd.answer_rows import ReadAnswerRows, RowProblem, Shown, cell_text
+from transforms.crowd.shown import FINGERPRINT, TaskView, view
 
 VERDICTS = {"keep": None, "unloadable": why.UNLOADABLE, "inappropriate": why.INAPPROPRIATE,
             "artwork_or_collage": why.ARTWORK_OR_COLLAGE, "no_synset_instance": why.NO_SYNSET_INSTANCE}
@@ -204,23 +214,69 @@ def pair_up(image_set: ImageSet, seed: int) -> PairedSet:
     return PairedSet(image_set, tuple((order[i], order[i + 1]) for i in range(0, len(order), 2)))
 
 
+# --- what each task shows ------------------------------------------------------------------
+
+def _content(image: Image) -> str:
+    """An image's content identity: its bytes (S3 hashed every image it kept)."""
+    return f"image:{image.sha256}"
+
+
+def image_view(image_set: ImageSet) -> TaskView:
+    """A pruning or interest task (S4, S5): the synset and the images, by position."""
+    return view({"synset": image_set.synset,
+                 "images": [[i.position, _content(i)] for i in image_set.images]},
+                {"synset": image_set.synset, "images": [i.url for i in image_set.images]})
+
+
+def image_task_labels(row: dict) -> dict:
+    """The labels of an exported pruning / interest task row (as image_view names them)."""
+    return {"synset": row["synset"], "images": [i["url"] for i in row["images"]]}
+
+
+def writing_view(paired: PairedSet) -> TaskView:
+    """A writing task (S7): the synset and the pairs, left and right; both sentences of a
+    set are written on the same view."""
+    return view({"synset": paired.image_set.synset,
+                 "pairs": [[_content(l), _content(r)] for l, r in paired.pairs]},
+                {"pairs": [f"{l.url} | {r.url}" for l, r in paired.pairs]})
+
+
+def writing_task_labels(row: dict) -> dict:
+    return {"pairs": [f"{p['left_url']} | {p['right_url']}" for p in row["pairs"]]}
+
+
+def validation_view(candidate: Candidate) -> TaskView:
+    """A validation task (S8, and S9's extra judgements): the sentence on one pair."""
+    left, right = candidate.sentence.paired.pairs[candidate.pair]
+    return view({"sentence": candidate.sentence.text, "left": _content(left), "right": _content(right)},
+                {"sentence": candidate.sentence.text, "left": left.url, "right": right.url})
+
+
+def validation_task_labels(row: dict) -> dict:
+    return {"sentence": row["sentence"], "left": row["left_url"], "right": row["right_url"]}
+
+
 # --- tasks ------------------------------------------------------------------------------------
 
 def image_task(image_set: ImageSet) -> dict:
     return {"set": image_set.key, "synset": image_set.synset,
-            "images": [{"image": i.position, "url": i.url} for i in image_set.images]}
+            "images": [{"image": i.position, "url": i.url} for i in image_set.images],
+            FINGERPRINT: image_view(image_set).fingerprint}
 
 
 def writing_tasks(paired: PairedSet) -> List[dict]:
+    fingerprint = writing_view(paired).fingerprint
     return [{"task": writing_task_id(paired.key, s), "synset": paired.image_set.synset,
-             "pairs": [{"pair": n, "left_url": l.url, "right_url": r.url} for n, (l, r) in enumerate(paired.pairs)]}
+             "pairs": [{"pair": n, "left_url": l.url, "right_url": r.url} for n, (l, r) in enumerate(paired.pairs)],
+             FINGERPRINT: fingerprint}
             for s in (0, 1)]
 
 
 def validation_task(candidate: Candidate) -> dict:
     left, right = candidate.sentence.paired.pairs[candidate.pair]
     return {"example": candidate.example_id, "sentence": candidate.sentence.text,
-            "left_url": left.url, "right_url": right.url}
+            "left_url": left.url, "right_url": right.url,
+            FINGERPRINT: validation_view(candidate).fingerprint}
 
 
 def candidates(sentence: Sentence) -> List[Candidate]:
@@ -247,6 +303,11 @@ class _JoinedSetFn(StageFn):
                 self, self._rule(image_set, self._to_answers(groups["answers"]), self._cfg))
 
 
+def _first(answer) -> str:
+    """The task an answer record answers: its first field (set key, task or example id)."""
+    return answer[0]
+
+
 def _verdicts(answers) -> Dict[int, str]:
     return {position: verdict for _, position, verdict in answers}
 
@@ -262,16 +323,21 @@ class ImageRound(beam.PTransform):
     RULES = {"crowd_pruning": (PRUNING_COLUMNS, pruning_check, prune_round1, _verdicts),
              "set_construction": (INTEREST_COLUMNS, interest_check, construct_set, _interest)}
 
-    def __init__(self, stage: str, answers: str, cfg: PruningConfig):
+    def __init__(self, stage: str, answers: str, cfg: PruningConfig, then=None, route: str = ""):
         super().__init__()
         self._stage, self._answers, self._cfg = stage, answers, cfg
+        self._then, self._route = then, route
 
     def expand(self, sets):
         columns, check, rule, to_answers = self.RULES[self._stage]
         positions = beam.pvalue.AsDict(sets | "Positions" >> beam.Map(
             lambda s: (s.key, tuple(i.position for i in s.images))))
+        shown = Shown(now=sets | "What each task shows" >> beam.Map(lambda s: (s.key, image_view(s))),
+                      task_of=_first, then=self._then, missing_reason=why.UNKNOWN_ITEM,
+                      route=self._route)
         rows = sets.pipeline | "Read answers" >> ReadAnswerRows(
-            self._answers, self._stage + "_answers", columns, check, why.DUPLICATE_ANSWER, context=positions)
+            self._answers, self._stage + "_answers", columns, check, why.DUPLICATE_ANSWER,
+            context=positions, shown=shown)
         joined = ({"set": sets | "Set by key" >> beam.Map(lambda s: (s.key, s)),
                    "answers": rows[MAIN] | "Answer by set" >> beam.Map(lambda a: (a[0], a))}
                   | "Join" >> beam.CoGroupByKey()
@@ -311,17 +377,21 @@ class _Write(StageFn):
 class WritingRound(beam.PTransform):
     """Paired sets and the writers' answers -> {MAIN: Sentence, REJECTS}."""
 
-    def __init__(self, answers: str, n_pairs: int):
+    def __init__(self, answers: str, n_pairs: int, then=None, route: str = ""):
         super().__init__()
         self._answers, self._n_pairs = answers, n_pairs
+        self._then, self._route = then, route
 
     def expand(self, paired):
         tasks = paired | "Tasks" >> beam.FlatMap(
             lambda p: [(writing_task_id(p.key, s), (p, s)) for s in (0, 1)])
         known = beam.pvalue.AsDict(tasks | "Task ids" >> beam.MapTuple(lambda t, _: (t, True)))
+        shown = Shown(now=tasks | "What each task shows" >> beam.MapTuple(lambda t, ps: (t, writing_view(ps[0]))),
+                      task_of=_first, then=self._then, missing_reason=why.UNKNOWN_ITEM,
+                      route=self._route)
         rows = paired.pipeline | "Read sentences" >> ReadAnswerRows(
             self._answers, "writing_answers", SENTENCE_COLUMNS, sentence_check(self._n_pairs),
-            why.DUPLICATE_ANSWER, context=known)
+            why.DUPLICATE_ANSWER, context=known, shown=shown)
         written = ({"task": tasks, "answers": rows[MAIN] | "By task" >> beam.Map(lambda a: (a[0], a))}
                    | "Join" >> beam.CoGroupByKey() | "Written" >> stage_pardo(_Write()))
         return {MAIN: written[MAIN],
@@ -351,16 +421,19 @@ class _Validate(StageFn):
 class ValidationRound(beam.PTransform):
     """Sentences and the validators' answers -> {MAIN: Validated, REJECTS}."""
 
-    def __init__(self, answers: str):
+    def __init__(self, answers: str, then=None, route: str = ""):
         super().__init__()
-        self._answers = answers
+        self._answers, self._then, self._route = answers, then, route
 
     def expand(self, sentences):
         cands = sentences | "Candidates" >> beam.FlatMap(lambda s: [(c.example_id, c) for c in candidates(s)])
         known = beam.pvalue.AsDict(cands | "Ids" >> beam.MapTuple(lambda e, _: (e, True)))
+        shown = Shown(now=cands | "What each task shows" >> beam.MapTuple(lambda e, c: (e, validation_view(c))),
+                      task_of=_first, then=self._then, missing_reason=why.UNKNOWN_ITEM,
+                      route=self._route)
         rows = sentences.pipeline | "Read validations" >> ReadAnswerRows(
             self._answers, "validation_answers", VALIDATION_COLUMNS, judgement_check(JUDGEMENTS, False),
-            why.DUPLICATE_ANSWER, context=known)
+            why.DUPLICATE_ANSWER, context=known, shown=shown)
         checked = ({"candidate": cands, "answers": rows[MAIN] | "By example" >> beam.Map(lambda a: (a[0], a))}
                    | "Join" >> beam.CoGroupByKey() | "Validated" >> stage_pardo(_Validate()))
         return {MAIN: checked[MAIN], "candidates": cands | "Candidate" >> beam.Values(),

@@ -7,7 +7,8 @@ Images are variations (crops, flips, colour shifts) of scikit-image's bundled ph
 The simulated workers answer the tasks each round exports: the sample computes them with
 the stages' own pure rules (search.apply_caps / prune_query_sets, rounds.*,
 splits.assign_splits) under configs/sample.yaml, so the answers name exactly the items of
-each round, and then adds the bad rows.
+each round, and then adds the bad rows. Like a platform export, each answer row carries
+its task's task_fingerprint (what the worker saw), so the build can bind it to content.
 """
 from __future__ import annotations
 
@@ -23,13 +24,14 @@ import yaml
 from pipelines.config import from_dict
 from pipelines.nlvr2.collection_config import CollectionConfig
 from pipelines.nlvr2.rounds import (Sentence, candidates, construct_set, example_id, image_task,
-                                    pair_up, prune_round1, writing_tasks)
+                                    pair_up, prune_round1, validation_task, writing_tasks)
 from pipelines.nlvr2.queries import synset_queries
 from pipelines.nlvr2.image_sets import Image, ImageSet
 from pipelines.nlvr2.search import apply_caps, cap_for, prune_query_sets
 from pipelines.nlvr2.splits import assign_splits
 from pipelines.nlvr2.synsets import hypernym_table, select_synsets
 from transforms.core.sampling import priority
+from transforms.crowd.shown import FINGERPRINT
 
 CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "configs", "sample.yaml")
 IMAGES_PER_SET = 12
@@ -137,7 +139,8 @@ def answer_pruning(tasks: List[dict], seed: int) -> List[dict]:
                 verdict = verdicts[i % 4]
             if t == 0 and i == 2:
                 continue   # unanswered
-            rows.append({"set": task["set"], "image": str(image["image"]), "verdict": verdict})
+            rows.append({"set": task["set"], "image": str(image["image"]), "verdict": verdict,
+                         FINGERPRINT: task[FINGERPRINT]})
     return rows
 
 
@@ -152,7 +155,7 @@ def answer_interest(tasks: List[dict], seed: int) -> List[dict]:
             duplicate = i == 2 or (t == 1 and i < 6)
             interesting = not (t == 2 and i >= 2)
             rows.append({"set": task["set"], "image": image["image"], "duplicate": "yes" if duplicate else "no",
-                         "interesting": "yes" if interesting else "no"})
+                         "interesting": "yes" if interesting else "no", FINGERPRINT: task[FINGERPRINT]})
     return rows
 
 
@@ -164,7 +167,8 @@ def answer_writing(tasks: List[dict], seed: int) -> List[dict]:
         first = priority(seed, "select/" + task["task"]) % 4
         second = (first + 1 + priority(seed, "second/" + task["task"]) % 3) % 4
         rows.append({"task": task["task"], "writer": f"w{t % 3}", "selected": sorted([first, second]),
-                     "sentence": f"There are exactly two {task['synset']} things in pair {first} and {second} ({t})."})
+                     "sentence": f"There are exactly two {task['synset']} things in pair {first} and {second} ({t}).",
+                     FINGERPRINT: task[FINGERPRINT]})
     return rows
 
 
@@ -178,7 +182,8 @@ def answer_validation(tasks: List[dict], labels: Dict[str, bool]) -> List[dict]:
             judgement = "report"
         elif t == 2:
             judgement = str(not labels[task["example"]])
-        rows.append({"example": task["example"], "worker": f"v{t % 4}", "judgement": judgement})
+        rows.append({"example": task["example"], "worker": f"v{t % 4}", "judgement": judgement,
+                     FINGERPRINT: task[FINGERPRINT]})
     return rows
 
 
@@ -191,10 +196,11 @@ def answer_extra(tasks: List[dict], labels: Dict[str, bool], judgements: int) ->
             judgement = labels[task["example"]]
             if (t == 1 and k < 2) or (t == 3 and k == 0):
                 judgement = not judgement   # t == 1: removed; t == 3: kept with one dissent
-            rows.append({"example": task["example"], "worker": f"x{k}", "judgement": str(judgement)})
+            rows.append({"example": task["example"], "worker": f"x{k}", "judgement": str(judgement),
+                         FINGERPRINT: task[FINGERPRINT]})
         if t == 2:   # one judgement too many
             rows.append({"example": task["example"], "worker": f"x{judgements}",
-                         "judgement": str(labels[task["example"]])})
+                         "judgement": str(labels[task["example"]]), FINGERPRINT: task[FINGERPRINT]})
     return rows
 
 
@@ -230,7 +236,7 @@ def make_nlvr2_sample(folder: str) -> None:
     tasks = [image_task(s) for s in pruned]
     rows = answer_pruning(tasks, seed)
     with open(os.path.join(folder, "pruning_answers.csv"), "w", encoding="utf-8", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=["set", "image", "verdict"])
+        writer = csv.DictWriter(f, fieldnames=["set", "image", "verdict", FINGERPRINT])
         writer.writeheader()
         writer.writerows(rows)
         writer.writerow({"set": "no such set#0", "image": "0", "verdict": "keep"})      # unknown_item
@@ -268,7 +274,7 @@ def make_nlvr2_sample(folder: str) -> None:
     # S8
     cands = sorted((c for s in sentences for c in candidates(s)), key=lambda c: c.example_id)
     labels = {c.example_id: c.selected for c in cands}
-    tasks = [{"example": c.example_id} for c in cands]
+    tasks = [validation_task(c) for c in cands]
     rows = answer_validation(tasks, labels)
     _write_jsonl(os.path.join(folder, "validations.jsonl"), rows, bad=[
         json.dumps({"example": example_id("no such set#0#0", 0), "worker": "v9", "judgement": "True"}),  # unknown_item
@@ -279,7 +285,7 @@ def make_nlvr2_sample(folder: str) -> None:
     # S9
     splits = assign_splits({c.sentence.paired.key for c in cands if c.example_id in validated}, seed,
                            cfg.splits.held_out)
-    held = [{"example": c.example_id} for c in cands
+    held = [validation_task(c) for c in cands
             if c.example_id in validated and splits[c.sentence.paired.key] != "train"]
     rows = answer_extra(held, labels, cfg.splits.extra_judgements)
     _write_jsonl(os.path.join(folder, "extra_validations.jsonl"), rows, bad=[

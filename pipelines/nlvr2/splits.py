@@ -19,12 +19,12 @@ import apache_beam as beam
 
 from pipelines.nlvr2 import collection_reasons as why
 from pipelines.nlvr2.collection_config import SplitsConfig
-from pipelines.nlvr2.rounds import VALIDATION_COLUMNS, Validated, judgement_check
+from pipelines.nlvr2.rounds import VALIDATION_COLUMNS, Validated, judgement_check, validation_view
 from pipelines.nlvr2.schema import Example
 from transforms.core.sampling import priority
 from transforms.core.splits import split_ranked
 from transforms.core.stage import MAIN, REJECTS, StageFn, stage_pardo
-from transforms.crowd.answer_rows import ReadAnswerRows
+from transforms.crowd.answer_rows import ReadAnswerRows, Shown
 
 HELD_OUT = ("dev", "test1", "test2")
 HELD_OUT_ITEMS = "held_out"   # output: (split, Validated) of dev and test, for the extra round's tasks
@@ -101,9 +101,10 @@ class SplitAndValidate(beam.PTransform):
     """Validated -> {MAIN: Example, REJECTS}. Stages "splits", "extra_validation_answers"
     (level line) and "extra_validation" (level example)."""
 
-    def __init__(self, answers: str, cfg: SplitsConfig, seed: int):
+    def __init__(self, answers: str, cfg: SplitsConfig, seed: int, then=None, route: str = ""):
         super().__init__()
         self._answers, self._cfg, self._seed = answers, cfg, seed
+        self._then, self._route = then, route
 
     def expand(self, validated):
         seed, cfg = self._seed, self._cfg
@@ -116,9 +117,14 @@ class SplitAndValidate(beam.PTransform):
         if not self._answers:   # the extra round is still to run: its tasks only
             return {MAIN: None, HELD_OUT_ITEMS: held, REJECTS: split[REJECTS]}
         known = beam.pvalue.AsDict(held | "Held-out ids" >> beam.Map(lambda s: (s[1].candidate.example_id, True)))
+        shown = Shown(now=held | "What each task shows" >> beam.Map(
+                          lambda s: (s[1].candidate.example_id, validation_view(s[1].candidate))),
+                      task_of=lambda answer: answer[0], then=self._then,
+                      missing_reason=why.UNKNOWN_ITEM, route=self._route)
         rows = validated.pipeline | "Read extra validations" >> ReadAnswerRows(
             self._answers, "extra_validation_answers", VALIDATION_COLUMNS,
-            judgement_check(("True", "False"), per_worker=True), why.DUPLICATE_ANSWER, context=known)
+            judgement_check(("True", "False"), per_worker=True), why.DUPLICATE_ANSWER, context=known,
+            shown=shown)
         checked = ({"example": split[MAIN] | "By example" >> beam.Map(lambda s: (s[1].candidate.example_id, s)),
                     "answers": rows[MAIN] | "Answer by example" >> beam.Map(lambda a: (a[0], a))}
                    | "Join" >> beam.CoGroupByKey()

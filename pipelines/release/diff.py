@@ -19,6 +19,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from pipelines.release.manifest import read_parquet_columns
 from schemas.layout import MANIFEST
+from schemas.reasons import STALE_ANSWER
 
 # The column that identifies a row of each table (the others use "set_name").
 ROW_KEYS = {"descriptions": "description_id"}
@@ -105,6 +106,30 @@ def compare_tables(old_dir: str, new_dir: str, tables) -> dict:
     return report
 
 
+def stale_answers(manifest: dict) -> Dict[str, int]:
+    """{stage: crowd answers rejected as stale_answer} of a release, from the reject
+    counts its manifest holds (rejects/_counts.json): answers whose worker saw something
+    else than the release shows for their task (transforms/crowd/shown.py)."""
+    by_stage = manifest.get("counts", {}).get("rejects", {}).get("by_stage", {})
+    counts = {stage: sum(reasons.get(STALE_ANSWER, 0) for reasons in levels.values())
+              for stage, levels in by_stage.items()}
+    return {stage: n for stage, n in sorted(counts.items()) if n}
+
+
+def _render_stale(diff: dict) -> List[str]:
+    """The release notes' lines on stale answers (none when neither release has any)."""
+    stale = diff.get("stale_answers", {})
+    before, after = stale.get("from", {}), stale.get("to", {})
+    if not before and not after:
+        return []
+    stages = ", ".join(f"{stage} {n}" for stage, n in after.items()) or "none"
+    return ["", "## Stale crowd answers", "",
+            f"{sum(after.values())} answers not used (`{STALE_ANSWER}`; {sum(before.values())} in "
+            f"{diff['from']}): their workers saw something else than this release shows for "
+            f"their task, or nothing shows what they saw. By stage: {stages}. rejects/ names, "
+            "per answer, what changed."]
+
+
 def diff_releases(old_dir: str, new_dir: str, new_manifest: Optional[dict] = None) -> dict:
     """Compare two version folders; `new_manifest` stands in for a manifest not yet
     written (a build writes its notes before its manifest, which checksums them)."""
@@ -117,7 +142,8 @@ def diff_releases(old_dir: str, new_dir: str, new_manifest: Optional[dict] = Non
     return {"benchmark": new["benchmark"], "from": old["version"], "to": new["version"],
             "config": [{"key": k, "from": a, "to": b}
                        for k, a, b in config_changes(old.get("config", {}), new.get("config", {}))],
-            "tables": compare_tables(old_dir, new_dir, tables)}
+            "tables": compare_tables(old_dir, new_dir, tables),
+            "stale_answers": {"from": stale_answers(old), "to": stale_answers(new)}}
 
 
 def render(diff: dict, examples: int = 10) -> str:
@@ -146,6 +172,7 @@ def render(diff: dict, examples: int = 10) -> str:
                 shown = ", ".join(f"`{k}`" for k in keys[:examples])
                 more = f" and {len(keys) - examples} more" if len(keys) > examples else ""
                 lines.append(f"\n{label.capitalize()}: {shown}{more}.")
+    lines += _render_stale(diff)
     return "\n".join(lines) + "\n"
 
 

@@ -35,8 +35,10 @@ from pipelines.vsr import reasons
 from pipelines.vsr.captions import CaptionParser, render_caption
 from pipelines.vsr.schema import (PUBLIC_FIELDS, Example, ImagePair, coco_source, example_id,
                                   parse_vote_list)
+from pipelines.vsr.release import caption_view, validation_view
 from schemas.coco import is_file_name, is_link
 from transforms.core.stage import MAIN, REJECTS, KeepFirst, StageFn, stage_pardo
+from transforms.crowd.shown import Answer, CheckShown, carried
 from transforms.io.lines import ReadNumberedLines, SourceLine, parse_json_object
 
 ANNOTATIONS, CAPTIONS = "annotations", "captions"   # the stages of the two example sources
@@ -211,12 +213,17 @@ class ReadCaptions(beam.PTransform):
     def expand(self, pbegin):
         lines = pbegin | "Read lines" >> ReadNumberedLines(self._patterns)
         parsed = lines | "Parse" >> stage_pardo(_ParseCaptionLine())
-        joined = ({"answers": parsed[MAIN], "pairs": self._pairs | "Key pairs" >> beam.Map(
+        # what each writer saw: a pair id is a digest of the pair's images and concepts
+        seen = parsed[MAIN] | "What the writer saw" >> CheckShown(
+            CAPTIONS, "line", self._pairs | "Pair views" >> beam.Map(lambda p: (p.pair_id, caption_view(p))),
+            missing_reason=reasons.UNKNOWN_PAIR, ids_name_content=True)
+        joined = ({"answers": seen[MAIN], "pairs": self._pairs | "Key pairs" >> beam.Map(
             lambda p: (p.pair_id, p))}
             | "Join pairs" >> beam.CoGroupByKey()
             | "Examples" >> stage_pardo(_PairExamples(self._relations)))
         return {MAIN: joined[MAIN],
-                REJECTS: (parsed[REJECTS], joined[REJECTS]) | "Caption rejects" >> beam.Flatten()}
+                REJECTS: (parsed[REJECTS], seen[REJECTS], joined[REJECTS])
+                | "Caption rejects" >> beam.Flatten()}
 
 
 class _ParseCaptionLine(StageFn):
@@ -232,7 +239,7 @@ class _ParseCaptionLine(StageFn):
             reason, detail = record
             yield self.reject(reason, detail=detail, **_at(line))
             return
-        yield (record["pair_id"], (line, record))
+        yield Answer(record["pair_id"], carried(record), _at(line), (record["pair_id"], (line, record)))
 
 
 class _PairExamples(StageFn):
@@ -363,22 +370,30 @@ class JoinVotes(beam.PTransform):
 
     def expand(self, examples):
         lines = examples.pipeline | "Read votes" >> ReadNumberedLines(self._patterns)
-        parsed = lines | "Parse votes" >> stage_pardo(_ParseLabelLine("votes", "validator_id"))
+        parsed = lines | "Parse votes" >> stage_pardo(_ParseLabelLine("votes", "validator_id", answers=True))
+        # what each validator saw: an example id is a digest of its image and caption
+        seen = parsed[MAIN] | "What the validator saw" >> CheckShown(
+            "votes", "line", examples | "Example views" >> beam.Map(
+                lambda t: (t[0].example_id, validation_view(t[0]))),
+            missing_reason=reasons.UNKNOWN_EXAMPLE, ids_name_content=True)
         joined = ({"examples": examples | "Key examples" >> beam.Map(lambda t: (t[0].example_id, t)),
-                   "votes": parsed[MAIN]}
+                   "votes": seen[MAIN]}
                   | "Join votes" >> beam.CoGroupByKey()
                   | "Add votes" >> stage_pardo(_AddVotes()))
         return {MAIN: joined[MAIN],
-                REJECTS: (parsed[REJECTS], joined[REJECTS]) | "Vote rejects" >> beam.Flatten()}
+                REJECTS: (parsed[REJECTS], seen[REJECTS], joined[REJECTS])
+                | "Vote rejects" >> beam.Flatten()}
 
 
 class _ParseLabelLine(StageFn):
-    """{"example_id", <who>, "label"} -> (example_id, (who, label, SourceLine)); or a reject."""
+    """{"example_id", <who>, "label"} -> (example_id, (who, label, SourceLine)); or a reject.
+    With `answers`, each wrapped as an Answer with what its row says the worker saw
+    (transforms/crowd/shown.py), for CheckShown."""
     level = "line"
     counts_out = False   # counted out once joined to its example
 
-    def __init__(self, stage: str, who: str):
-        self.stage, self._who = stage, who
+    def __init__(self, stage: str, who: str, answers: bool = False):
+        self.stage, self._who, self._answers = stage, who, answers
 
     def judge(self, line: SourceLine):
         record = parse_record(line, ("example_id",))
@@ -391,7 +406,8 @@ class _ParseLabelLine(StageFn):
             reason, detail = record
             yield self.reject(reason, detail=detail, **_at(line))
             return
-        yield record["example_id"], (str(record[self._who]), _label(record["label"]), line)
+        keyed = record["example_id"], (str(record[self._who]), _label(record["label"]), line)
+        yield Answer(keyed[0], carried(record), _at(line), keyed) if self._answers else keyed
 
 
 class _AddVotes(StageFn):

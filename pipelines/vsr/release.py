@@ -19,6 +19,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from pipelines.vsr.schema import (SPLITS, TABLE_1, TEMPLATE, SplitExample, relation_category,
                                   to_public_line)
+from transforms.crowd.shown import FINGERPRINT, TaskView, view
 from transforms.crowd.task_files import WriteTaskFiles as WriteJsonLines
 
 COMPAT_ALL = "all_vsr_validated_data.jsonl"
@@ -64,6 +65,21 @@ def caption_relations() -> list:
                           for category, relations in TABLE_1 for r in relations))
 
 
+def caption_view(pair) -> TaskView:
+    """What a writer sees (§3.1): both images (COCO file name, the link the page loads)
+    and the two concepts. VSR never reads pixels: a COCO file name names one image."""
+    return view({"images": [[i.file_name, i.coco_url] for i in pair.images],
+                 "subj": pair.subj, "obj": pair.obj, "template": TEMPLATE},
+                {"images": [i.file_name for i in pair.images], "links": [i.coco_url for i in pair.images],
+                 "concepts": f"{pair.subj} / {pair.obj}"})
+
+
+def validation_view(example) -> TaskView:
+    """What a validator sees (§3.2): the image and the caption."""
+    return view({"image": [example.image, example.image_link], "caption": example.caption},
+                {"image": example.image, "link": example.image_link, "caption": example.caption})
+
+
 def caption_task(pair) -> dict:
     """The writer's task for one pair (§3.1, Figure 3): both images, both concepts, the
     template, the relation list to offer (a reference to tasks/caption_relations.jsonl,
@@ -72,13 +88,16 @@ def caption_task(pair) -> dict:
     return {"pair_id": pair.pair_id, "subj": pair.subj, "obj": pair.obj, "template": TEMPLATE,
             "images": [{"image": i.file_name, "image_link": i.coco_url} for i in pair.images],
             "relations": CAPTION_RELATIONS,
-            "answer": {"pair_id": pair.pair_id, "relation": "", "true_image": "", "annotator_id": ""}}
+            "answer": {"pair_id": pair.pair_id, "relation": "", "true_image": "", "annotator_id": "",
+                       FINGERPRINT: caption_view(pair).fingerprint},
+            FINGERPRINT: caption_view(pair).fingerprint}
 
 
 def validation_task(example) -> dict:
     """The validator's task (§3.2, Figure 4): image and caption, the writer's label hidden."""
     return {"example_id": example.example_id, "image": example.image,
-            "image_link": example.image_link, "caption": example.caption}
+            "image_link": example.image_link, "caption": example.caption,
+            FINGERPRINT: validation_view(example).fingerprint}
 
 
 class CheckVsrLeakage(beam.PTransform):

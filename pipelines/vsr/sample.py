@@ -18,7 +18,8 @@ writes
   extra_labels.jsonl      two extra annotators on some examples (§3.5)
   public_layout.jsonl     lines in the public raw layout, good and bad
 The answers are computed with the pipeline's own pure sampling functions for the sample
-config, so they name the pairs the build samples. A second call does nothing.
+config, so they name the pairs the build samples; like a platform export, each carries
+its task's task_fingerprint (what the worker saw). A second call does nothing.
 """
 from __future__ import annotations
 
@@ -26,19 +27,22 @@ import json
 import random
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 from pipelines.config import load_config
 from pipelines.vsr.captions import render_caption
 from pipelines.vsr.config import VsrConfig
 from pipelines.vsr.pairs import choose_images, concept_verdicts, draw_plan, pair_key
+from pipelines.vsr.release import caption_view, validation_view
 from pipelines.vsr.schema import RELATIONS, example_id
 from schemas.coco import CATEGORIES, ID_BY_NAME
 from transforms.coco.instances import source_of
+from transforms.crowd.shown import FINGERPRINT
 
 SAMPLE_CONFIG = str(Path(__file__).with_name("configs") / "sample.yaml")
 CONCEPTS = ("cat", "laptop", "dog", "bench", "person", "umbrella", "pizza", "dining table",
             "couch", "bed")
-DONE_MARKER = ".complete-v2"   # v2: a concept with a bad_coco_record annotation is not eligible
+DONE_MARKER = ".complete-v3"   # v3: answers carry task_fingerprint (v2: broken concepts not eligible)
 WRITERS = ("w1", "w2", "w3")
 VALIDATORS = tuple(f"v{i}" for i in range(1, 10))
 
@@ -127,11 +131,13 @@ def _answers(out: Path, pairs, rng: random.Random) -> None:
         true_image = pair.images[n % 2].file_name
         writer = WRITERS[n % len(WRITERS)]
         captions.append({"pair_id": pair.pair_id, "relation": relation, "true_image": true_image,
-                         "annotator_id": writer})
+                         "annotator_id": writer, FINGERPRINT: caption_view(pair).fingerprint})
         caption = render_caption(pair.subj, relation, pair.obj)
         for image in pair.images:
+            shown = validation_view(SimpleNamespace(image=image.file_name, image_link=image.coco_url,
+                                                    caption=caption))
             examples.append((example_id(image.file_name, caption), int(image.file_name == true_image),
-                             writer))
+                             writer, shown.fingerprint))
     first = captions[0]
     captions += [
         dict(first, annotator_id="w9"),                                   # duplicate_caption
@@ -142,22 +148,23 @@ def _answers(out: Path, pairs, rng: random.Random) -> None:
     ]
     lines = [json.dumps(c) for c in captions] + ["{not json"]
     (out / "captions.jsonl").write_text("\n".join(lines) + "\n")
-    for n, (eid, label, writer) in enumerate(examples):
+    for n, (eid, label, writer, shown) in enumerate(examples):
         validators = rng.sample(VALIDATORS, 3)
         wrong = 2 if n % 5 == 4 else (1 if n % 3 == 0 else 0)      # every 5th: low agreement
         for k, v in enumerate(validators):
             votes.append({"example_id": eid, "validator_id": v,
-                          "label": label if k >= wrong else 1 - label})
+                          "label": label if k >= wrong else 1 - label, FINGERPRINT: shown})
         if n % 4 == 0:
             extra += [{"example_id": eid, "annotator_id": a, "label": label if (n + i) % 9 else 1 - label}
                       for i, a in enumerate(("x1", "x2"))]
-    eid0, label0, writer0 = examples[0]
-    eid1, label1, _ = examples[1]
-    votes += [{"example_id": eid0, "validator_id": writer0, "label": label0},        # writer_vote
+    eid0, label0, writer0, shown0 = examples[0]
+    eid1, label1, _, shown1 = examples[1]
+    votes += [{"example_id": eid0, "validator_id": writer0, "label": label0,
+               FINGERPRINT: shown0},                                               # writer_vote
               {"example_id": eid1, "validator_id": votes[3]["validator_id"],
-               "label": votes[3]["label"]},                                        # duplicate_vote
+               "label": votes[3]["label"], FINGERPRINT: shown1},                   # duplicate_vote
               {"example_id": eid1, "validator_id": votes[4]["validator_id"],
-               "label": 1 - votes[4]["label"]},                                    # conflicting_votes
+               "label": 1 - votes[4]["label"], FINGERPRINT: shown1},               # conflicting_votes
               {"example_id": "0000000000000000", "validator_id": "v1", "label": 1}]  # unknown_example
     (out / "votes.jsonl").write_text("\n".join(json.dumps(v) for v in votes) + "\n{\"label\": 1}\n")
     extra.append({"example_id": "0000000000000000", "annotator_id": "x1", "label": 0})

@@ -124,7 +124,7 @@ def test_a_correction_round_applies_the_edited_review_sheet(releases, tmp_path):
     assert fixed["renovated"] == "a fixed caption" and fixed["corrected"] == 1
     assert sum(r["corrected"] for r in rows.values()) == 1
     got = {r["reason"] for r in rejects(release) if r["stage"] == "corrections"}
-    assert got == {reasons.UNKNOWN_CAPTION} | ({reasons.STALE_CORRECTION} if stale else set())
+    assert got == {reasons.UNKNOWN_CAPTION} | ({reasons.STALE_ANSWER} if stale else set())
     ann = json.load(open(os.path.join(release, "compat", "Annotations", "MSCOCO_FG_ann.json")))
     assert ann[edited["image_id"]][edited["caption_index"]] == "a fixed caption"
 

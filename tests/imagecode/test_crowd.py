@@ -1,6 +1,7 @@
 """The crowd rounds: seeded tasks, exports, ingestion of bad rows, the keep rule, and the
 whole chain over the simulated sample answers (pipelines/imagecode/crowd_sample.py)."""
 import csv
+import hashlib
 import json
 import pickle
 
@@ -13,10 +14,12 @@ from pipelines.imagecode.agreement import ComputeAgreement, WorkerPools
 from pipelines.imagecode.crowd_sample import write_sample_crowd_outputs
 from pipelines.imagecode.rounds import (JUDGED, ApplyKeepRule, MakeDescribeTasks, MakeRetrieveTasks,
                                         ReadDescriptions, ReadRetrievals, WriteTasks,
-                                        choose_targets, keep_decision, shown_order)
+                                        choose_targets, describe_tasks, keep_decision,
+                                        shown_order)
 from pipelines.imagecode.rounds_schema import (DESCRIBE_TASK_COLUMNS, DESCRIPTION_COLUMNS,
                                                RETRIEVAL_COLUMNS, RETRIEVE_TASK_COLUMNS,
-                                               AnnotationSet, RetrieveTask, canonical_order)
+                                               AnnotationSet, RetrieveTask, canonical_order,
+                                               frame_identity, image_identity)
 from tests.beam_testing import local_test_pipeline
 from transforms.core.stage import MAIN, REJECTS, check_links, read_stage_counts, reconcile
 from transforms.crowd.answer_files import parse_file
@@ -24,10 +27,16 @@ from transforms.crowd.answer_files import parse_file
 SEED = 7
 
 
-def make_set(name, split, is_video, n=10, numbers=None):
+def make_set(name, split, is_video, n=10, numbers=None, content=""):
+    """A set of n images; `content` stands for the bytes behind it (another content, the
+    same names: what a changed video looks like)."""
     numbers = numbers or ([3 + 17 * i for i in range(n)] if is_video else list(range(n)))
     paths = tuple(f"compat/image-sets/{name}/img{k}.jpg" for k in numbers)
-    return AnnotationSet(name, "vid" if is_video else "open-images", split, is_video, canonical_order(paths))
+    digest = lambda text: hashlib.sha256((content + text).encode()).hexdigest()  # noqa: E731
+    ids = tuple(frame_identity(digest(name), k) if is_video else image_identity(digest(f"{name}/{k}"))
+                for k in numbers)
+    return AnnotationSet(name, "vid" if is_video else "open-images", split, is_video,
+                         canonical_order(paths), ids)
 
 
 SETS = [make_set("open-images-1", "train", False), make_set("vid-video1-shot0_0", "train", True),
@@ -102,32 +111,37 @@ def test_keep_decision(split, correct, retrievers, expected):
 # --- keep rule and ingestion on hand-built cases ----------------------------------------
 
 def _hand_built_files(tmp_path):
-    """Describer CSV and retriever JSONL with good rows and one of each kind of bad row."""
+    """Describer CSV and retriever JSONL with good rows and one of each kind of bad row.
+    Most rows carry no task_fingerprint (answers collected before tasks had one: they are
+    read against the tasks as exported, route 2); line 14 carries a wrong one."""
+    wrong = next(t for t in _describe_tasks() if t.task_id == "open-images-1#8").view().fingerprint
     desc_csv = tmp_path / "descriptions.csv"
     with open(desc_csv, "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["set_name", "target_index", "text", "worker", "extra"])
-        w.writerow(["open-images-1", "2", "A dog, left; it says \"hi\"\nsecond line.", "a1", "x"])  # r2
-        w.writerow(["open-images-1", "5", "The cup is empty.", "a2", ""])       # train, wrong
-        w.writerow(["open-images-3", "4", "The lamp is off.", "a1", ""])        # valid, 2 of 3
-        w.writerow(["open-images-3", "6", "Nobody at the door.", "a3", ""])     # valid, 1 of 3
-        w.writerow(["vid-video3-shot1_0", "0", "He starts to turn.", "a4", ""])  # test, none
-        w.writerow(["no-such-set", "1", "Text.", "a1", ""])
-        w.writerow(["open-images-1", "12", "Text.", "a1", ""])
-        w.writerow(["open-images-1", "x", "Text.", "a1", ""])
-        w.writerow(["open-images-1", "1", "", "a1", ""])
-        w.writerow(["open-images-1", "2", "Again the dog.", "a1", ""])           # duplicate id
+        w.writerow(["set_name", "target_index", "text", "worker", "extra", "task_fingerprint"])
+        w.writerow(["open-images-1", "4", "A dog, left; it says \"hi\"\nsecond line.", "a1", "x", ""])  # r2
+        w.writerow(["open-images-1", "6", "The cup is empty.", "a2", "", ""])       # train, wrong
+        w.writerow(["open-images-3", "4", "The lamp is off.", "a1", "", ""])        # valid, 2 of 3
+        w.writerow(["open-images-3", "8", "Nobody at the door.", "a3", "", ""])     # valid, 1 of 3
+        w.writerow(["vid-video3-shot1_0", "2", "He starts to turn.", "a4", "", ""])  # test, none
+        w.writerow(["no-such-set", "1", "Text.", "a1", "", ""])
+        w.writerow(["open-images-1", "12", "Text.", "a1", "", ""])
+        w.writerow(["open-images-1", "x", "Text.", "a1", "", ""])
+        w.writerow(["open-images-1", "1", "", "a1", "", ""])
+        w.writerow(["open-images-1", "4", "Again the dog.", "a1", "", ""])           # duplicate id
+        w.writerow(["open-images-1", "5", "Not a target.", "a5", "", ""])            # no such task
+        w.writerow(["open-images-1", "6", "The cup again.", "a6", "", wrong])       # saw #8's view
         f.write("too,few\n")
     retr_jsonl = tmp_path / "retrievals.jsonl"
-    rows = [("open-images-1", "open-images-1#2#a1", "b1", 2), ("open-images-1", "open-images-1#5#a2", "b1", 4),
+    rows = [("open-images-1", "open-images-1#4#a1", "b1", 4), ("open-images-1", "open-images-1#6#a2", "b1", 4),
             ("open-images-3", "open-images-3#4#a1", "b1", 4), ("open-images-3", "open-images-3#4#a1", "b2", 4),
-            ("open-images-3", "open-images-3#4#a1", "b3", 0), ("open-images-3", "open-images-3#6#a3", "b1", 6),
-            ("open-images-3", "open-images-3#6#a3", "b2", 1), ("open-images-3", "open-images-3#6#a3", "b3", 1),
-            ("open-images-3", "open-images-3#6#a3", "b3", 6),   # duplicate retrieval (b3 again)
-            ("open-images-3", "open-images-3#6#a3", "a3", 6),   # the describer: self retrieval
+            ("open-images-3", "open-images-3#4#a1", "b3", 0), ("open-images-3", "open-images-3#8#a3", "b1", 8),
+            ("open-images-3", "open-images-3#8#a3", "b2", 1), ("open-images-3", "open-images-3#8#a3", "b3", 1),
+            ("open-images-3", "open-images-3#8#a3", "b3", 8),   # duplicate retrieval (b3 again)
+            ("open-images-3", "open-images-3#8#a3", "a3", 8),   # the describer: self retrieval
             ("open-images-1", "open-images-3#4#a1", "b4", 4),   # names another set
             ("open-images-1", "open-images-1#0#ghost", "b1", 0),  # unknown description
-            ("no-such-set", "no-such-set#1#a1", "b1", 1), ("open-images-1", "open-images-1#2#a1", "b2", 12)]
+            ("no-such-set", "no-such-set#1#a1", "b1", 1), ("open-images-1", "open-images-1#4#a1", "b2", 12)]
     with open(retr_jsonl, "w") as f:
         for s, d, w, g in rows:
             f.write(json.dumps(dict(set_name=s, description_id=d, worker=w, guessed_index=g)) + "\n")
@@ -136,51 +150,71 @@ def _hand_built_files(tmp_path):
     return str(desc_csv), str(retr_jsonl)
 
 
+def _describe_tasks(sets=SETS):
+    return [t for s in sets if len(s.image_paths) == 10 for t in describe_tasks(s, SEED)]
+
+
+def _as_exported(tasks, label):
+    """(task id, view) of tasks, as a release that exported them lists them (route 2)."""
+    return tasks | label >> beam.Map(lambda t: (t.task_id, t.view()))
+
+
 @pytest.mark.parametrize("mode", ["in_memory", "multi_processing"])  # the latter: pickling
 def test_ingestion_and_keep_rule_on_hand_built_rows(tmp_path, mode):
     desc_path, retr_path = _hand_built_files(tmp_path)
     p = local_test_pipeline(direct_running_mode=mode, direct_num_workers=2)
     sets = p | "Sets" >> beam.Create(SETS)
-    descriptions = p | ReadDescriptions(desc_path, sets)
-    retrievals = p | ReadRetrievals(retr_path, sets)
+    tasks = sets | MakeDescribeTasks(SEED)
+    descriptions = p | ReadDescriptions(desc_path, sets, tasks[MAIN], _as_exported(tasks[MAIN], "Exported"))
+    retrieve_tasks = descriptions[MAIN] | MakeRetrieveTasks(SEED, sets)
+    retrievals = p | ReadRetrievals(retr_path, sets, retrieve_tasks[MAIN],
+                                    _as_exported(retrieve_tasks[MAIN], "Exported retrieve"))
     kept = {"descriptions": descriptions[MAIN], "retrievals": retrievals[MAIN], "sets": sets} | ApplyKeepRule()
     for name, pcoll in [("descriptions", descriptions[MAIN]), ("kept", kept[MAIN]), ("judged", kept[JUDGED])]:
         collect(pcoll, tmp_path, name)
     rejects = (descriptions[REJECTS], retrievals[REJECTS], kept[REJECTS]) | beam.Flatten()
     collect(rejects | beam.Map(lambda r: (r.stage, r.level, r.reason, r.item_id)), tmp_path, "rejects")
+    collect(rejects | "Details" >> beam.Map(lambda r: (r.item_id, r.detail)), tmp_path, "details")
     counts = run(p)
 
-    first = [d for d in collected(tmp_path, "descriptions") if d.description_id == "open-images-1#2#a1"]
+    first = [d for d in collected(tmp_path, "descriptions") if d.description_id == "open-images-1#4#a1"]
     assert [d.text for d in first] == ["A dog, left; it says \"hi\"\nsecond line."]  # earliest row wins
     # (that quoted newline makes every later CSV row start one line further down)
     assert first[0].split == "train"
     kept_rows = {k.description_id: (k.retrievers, k.correct, k.split, k.worker) for k in collected(tmp_path, "kept")}
-    assert kept_rows == {"open-images-1#2#a1": (1, 1, "train", "a1"), "open-images-3#4#a1": (3, 2, "valid", "a1")}
+    assert kept_rows == {"open-images-1#4#a1": (1, 1, "train", "a1"), "open-images-3#4#a1": (3, 2, "valid", "a1")}
     assert sorted(collected(tmp_path, "rejects")) == sorted([
         ("describe", "line", reasons.UNKNOWN_SET, "descriptions.csv:8"),
         ("describe", "line", reasons.INDEX_OUT_OF_RANGE, "descriptions.csv:9"),
         ("describe", "line", reasons.BAD_FIELD, "descriptions.csv:10"),
         ("describe", "line", reasons.MISSING_FIELD, "descriptions.csv:11"),
         ("describe", "line", reasons.DUPLICATE_DESCRIPTION, "descriptions.csv:12"),
-        ("describe", "line", reasons.MALFORMED_ROW, "descriptions.csv:13"),
+        ("describe", "line", reasons.STALE_ANSWER, "descriptions.csv:13"),
+        ("describe", "line", reasons.STALE_ANSWER, "descriptions.csv:14"),
+        ("describe", "line", reasons.MALFORMED_ROW, "descriptions.csv:15"),
         ("retrieve", "line", reasons.DUPLICATE_RETRIEVAL, "retrievals.jsonl:9"),
+        ("retrieve", "line", reasons.UNKNOWN_DESCRIPTION, "retrievals.jsonl:12"),
         ("retrieve", "line", reasons.UNKNOWN_SET, "retrievals.jsonl:13"),
         ("retrieve", "line", reasons.INDEX_OUT_OF_RANGE, "retrievals.jsonl:14"),
         ("retrieve", "line", reasons.MISSING_FIELD, "retrievals.jsonl:15"),
         ("retrieve", "line", reasons.BAD_JSON, "retrievals.jsonl:16"),
         ("retrieve", "line", reasons.BAD_JSON, "retrievals.jsonl:17"),
-        ("retrieve", "retrieval", reasons.SELF_RETRIEVAL, "open-images-3#6#a3@a3"),
+        ("retrieve", "retrieval", reasons.SELF_RETRIEVAL, "open-images-3#8#a3@a3"),
         ("retrieve", "retrieval", reasons.SET_MISMATCH, "open-images-3#4#a1@b4"),
-        ("retrieve", "retrieval", reasons.UNKNOWN_DESCRIPTION, "open-images-1#0#ghost@b1"),
-        ("retrieve", "description", reasons.RETRIEVER_WRONG, "open-images-1#5#a2"),
-        ("retrieve", "description", reasons.TOO_FEW_CORRECT, "open-images-3#6#a3"),
-        ("retrieve", "description", reasons.NO_RETRIEVAL, "vid-video3-shot1_0#0#a4"),
+        ("retrieve", "description", reasons.RETRIEVER_WRONG, "open-images-1#6#a2"),
+        ("retrieve", "description", reasons.TOO_FEW_CORRECT, "open-images-3#8#a3"),
+        ("retrieve", "description", reasons.NO_RETRIEVAL, "vid-video3-shot1_0#2#a4"),
     ])
+    details = dict(collected(tmp_path, "details"))
+    assert details["descriptions.csv:13"] == "this build shows no task open-images-1#5"
+    # the worker saw target img8; this build asks about img6 of the same set
+    assert details["descriptions.csv:14"].startswith(
+        "task open-images-1#6 changed since the worker saw it (as its row says): the worker saw other")
     judged = {j.description_id: (j.guesses, j.kept) for j in collected(tmp_path, "judged")}
-    assert judged["open-images-3#6#a3"] == ((("b1", 6), ("b2", 1), ("b3", 1)), False)
-    assert "vid-video3-shot1_0#0#a4" not in judged   # nothing to agree on
+    assert judged["open-images-3#8#a3"] == ((("b1", 8), ("b2", 1), ("b3", 1)), False)
+    assert "vid-video3-shot1_0#2#a4" not in judged   # nothing to agree on
     assert reconcile(counts) == []
-    assert counts["describe"]["line.in"] == 11 and counts["retrieve"]["line.in"] == 17
+    assert counts["describe"]["line.in"] == 13 and counts["retrieve"]["line.in"] == 17
     assert check_links(counts, [("describe", "line.out", "retrieve", "description.in"),
                                 ("retrieve", "line.out", "retrieve", "retrieval.in")]) == []
 
@@ -200,7 +234,7 @@ def test_sample_files_parse_in_either_format(tmp_path):
 
 def test_unknown_file_extension_fails_before_running():
     with pytest.raises(ValueError, match=".csv or .jsonl"):
-        ReadDescriptions("answers.txt", None)
+        ReadDescriptions("answers.txt", None, None)
 
 
 def _hostile_describer_csv(path):
@@ -213,10 +247,11 @@ def _hostile_describer_csv(path):
         writer.writerow(DESCRIPTION_COLUMNS)
         for line in range(2, 46):
             if line == 8:
-                f.write(f'{names[0]},3,"The dog on the left,w{line:02d}\n')
+                f.write(f'{names[0]},4,"The dog on the left,w{line:02d}\n')
                 continue
             text = "A cat, on the mat." if line == 29 else f"The dog turns round in take {line}."
-            writer.writerow([names[line % len(names)], line % 10, text, f"w{line:02d}"])
+            name = names[line % len(names)]
+            writer.writerow([name, choose_targets(SEED, name)[line % 3], text, f"w{line:02d}"])
     with open(path, "ab") as f:
         f.write(f"{names[1]},4,Un caf\xe9 noir.,w46\n".encode("latin-1"))
         f.write(b"no-such-set,4,A cat.,w47\n")
@@ -227,7 +262,8 @@ def test_hostile_describer_file_loses_no_row_and_publishes_no_replacement_charac
     path = _hostile_describer_csv(tmp_path / "descriptions.csv")
     p = local_test_pipeline()
     sets = p | "Sets" >> beam.Create(SETS)
-    descriptions = p | ReadDescriptions(path, sets)
+    tasks = sets | MakeDescribeTasks(SEED)
+    descriptions = p | ReadDescriptions(path, sets, tasks[MAIN], _as_exported(tasks[MAIN], "Exported"))
     tasks = descriptions[MAIN] | MakeRetrieveTasks(SEED, sets)
     _ = tasks[MAIN] | WriteTasks(str(tmp_path / "retrieve_tasks"), RetrieveTask)
     collect(descriptions[MAIN], tmp_path, "descriptions")
@@ -249,7 +285,7 @@ def test_hostile_describer_file_loses_no_row_and_publishes_no_replacement_charac
     for ext in ("csv", "jsonl"):
         with open(tmp_path / f"retrieve_tasks.{ext}", "rb") as f:
             exported = f.read().decode("utf-8")
-        assert "\ufffd" not in exported and "caf" not in exported
+        assert "\ufffd" not in exported and "Un caf" not in exported
     with open(tmp_path / "retrieve_tasks.jsonl") as f:
         assert len(f.readlines()) == 43
 
@@ -265,10 +301,10 @@ def chain(tmp_path_factory):
     sets_pc = p | "Sets" >> beam.Create(sets)
     tasks = sets_pc | MakeDescribeTasks(SEED)
     _ = tasks[MAIN] | "Write describe" >> WriteTasks(str(tmp / "describe_tasks"))
-    descriptions = p | ReadDescriptions(sample.descriptions, sets_pc)
+    descriptions = p | ReadDescriptions(sample.descriptions, sets_pc, tasks[MAIN])
     retrieve_tasks = descriptions[MAIN] | MakeRetrieveTasks(SEED, sets_pc)
     _ = retrieve_tasks[MAIN] | "Write retrieve" >> WriteTasks(str(tmp / "retrieve_tasks"), RetrieveTask)
-    retrievals = p | ReadRetrievals(sample.retrievals, sets_pc)
+    retrievals = p | ReadRetrievals(sample.retrievals, sets_pc, retrieve_tasks[MAIN])
     kept = {"descriptions": descriptions[MAIN], "retrievals": retrievals[MAIN], "sets": sets_pc} | ApplyKeepRule()
     agreement = kept[JUDGED] | ComputeAgreement()
     pools = {"descriptions": descriptions[MAIN], "retrievals": retrievals[MAIN]} | WorkerPools()

@@ -218,6 +218,12 @@ def test_same_config_gives_the_same_sets_on_the_multi_process_runner(sample, rel
                   "--direct_num_workers=2")
     for table in ("video_sets", "static_sets", "descriptions"):
         assert set_rows(other, table) == set_rows(release, table), table
+    # the crowd task files, byte for byte (rows in task id order, whatever the workers)
+    for name in ("describe_tasks", "retrieve_tasks"):
+        for ext in ("csv", "jsonl"):
+            with open(os.path.join(release, "crowd", f"{name}.{ext}"), "rb") as a, \
+                    open(os.path.join(other, "crowd", f"{name}.{ext}"), "rb") as b:
+                assert a.read() == b.read(), f"{name}.{ext}"
     a = pq.read_table(os.path.join(release, "rejects")).to_pylist()
     b = pq.read_table(os.path.join(other, "rejects")).to_pylist()
     key = lambda r: (r["stage"], r["level"], r["item_id"], r["reason"])  # noqa: E731
@@ -333,7 +339,7 @@ def test_bytes_that_turn_bad_after_preflight_never_reach_the_release(sample, rel
     shutil.copy(os.path.join(crowd, "descriptions.csv"), answers)
     with open(answers, newline="") as f:
         lines = f.read().splitlines()
-    first = lines[1].split(",")   # set_name,target_index,text,worker: a valid row to copy
+    first = lines[1].split(",")   # task_id,set_name,...: its first two cells start a row
     bad_line = len(lines) + 1
 
     def check_then_corrupt(cfg):
@@ -359,3 +365,167 @@ def test_bytes_that_turn_bad_after_preflight_never_reach_the_release(sample, rel
         rows = pq.read_table(os.path.join(out, "parquet" if table == "descriptions" else "", table)).to_pylist()
         assert "\ufffd" not in json.dumps(rows, ensure_ascii=False, default=str), table
     assert json.load(open(os.path.join(out, "MANIFEST.json")))["reconciled"] is True
+
+
+# --- answers bound to what their worker saw (README, "Answers are bound to what the worker saw")
+
+def answer_rows(sample, name):
+    """The sample's well-formed answer rows, by file line: those whose task columns name
+    the task they answer (the injected bad rows aside), the first of each worker's."""
+    import csv
+    path = os.path.join(os.path.dirname(sample), "crowd", name)
+    if name.endswith(".csv"):
+        with open(path, newline="", encoding="utf-8") as f:
+            numbered = [(n + 2, r) for n, r in enumerate(csv.DictReader(f))]
+    else:
+        with open(path, encoding="utf-8") as f:
+            numbered = [(n + 1, json.loads(line)) for n, line in enumerate(f.read().splitlines())
+                        if line.endswith("}")]
+    good, seen = {}, set()
+    for line, row in numbered:
+        if name.startswith("descriptions"):
+            ok = row.get("task_id") == f"{row['set_name']}#{row['target_index']}" and row["text"]
+        else:
+            ok = (row.get("task_id") == f"retrieve#{row['description_id']}"
+                  and 0 <= int(row["guessed_index"]) < 10)
+        key = (row.get("task_id"), row.get("worker"))
+        if ok and key not in seen:
+            seen.add(key)
+            good[line] = row
+    return good
+
+
+def description_key(description_id):
+    """(set, target index, worker) of a description id."""
+    set_name, target, worker = description_id.rsplit("#", 2)
+    return set_name, int(target), worker
+
+
+def shown(row):
+    """What a describe task (or an answer row carrying its columns) showed: set members
+    and target, by path (a video frame's path names its frame number)."""
+    return sorted(row[f"image_{k}"] for k in range(10)), row["target_image"]
+
+
+@pytest.fixture(scope="module")
+def rebuilt(sample, release, tmp_path_factory):
+    """The users' core loop: 1.0.0 published, then a new threshold and the same answer
+    files (their rows carry task_fingerprint, as platform exports do). Built beside a
+    copy of 1.0.0, sharing its cache, so the release notes compare with 1.0.0."""
+    import shutil
+    out = tmp_path_factory.mktemp("rebuilt")
+    shutil.copytree(release, os.path.join(out, "imagecode", "1.0.0"))
+    cache = os.path.join(os.path.dirname(os.path.dirname(release)), ".cache")
+    return build(sample, out, "1.0.1", "--set", "mining.distance_threshold=0.3",
+                 "--set", f"cache.dir={cache}")
+
+
+def test_a_threshold_rebuild_publishes_no_description_on_frames_its_describer_did_not_see(
+        sample, release, rebuilt):
+    described = {(r["set_name"], int(r["target_index"]), r["worker"]): (line, shown(r))
+                 for line, r in answer_rows(sample, "descriptions.csv").items()}
+    with open(os.path.join(rebuilt, "crowd", "describe_tasks.jsonl"), encoding="utf-8") as f:
+        now = {t["task_id"]: shown(t) for t in map(json.loads, f)}
+    moved = {key: line for key, (line, seen) in described.items()
+             if now.get(f"{key[0]}#{key[1]}") != seen}
+    assert moved, "the threshold moves some sets: the sample must exercise this"
+    # every published description sits on the set and target its describer saw
+    published = set_rows(rebuilt, "descriptions")
+    assert published
+    for row in published:
+        key = (row["set_name"], row["target_index"], row["description_id"].rsplit("#", 1)[1])
+        assert key not in moved, row["description_id"]
+        members, target = described[key][1]
+        assert sorted(row["image_paths"]) == members
+        assert row["image_paths"][row["target_index"]] == target
+    # every moved one is a stale_answer naming what changed; none is used anywhere
+    rejects = pq.read_table(os.path.join(rebuilt, "rejects")).to_pylist()
+    stale = {r["line"]: r for r in rejects
+             if r["reason"] == reasons.STALE_ANSWER and r["file"].endswith("descriptions.csv")}
+    assert set(moved.values()) <= set(stale)
+    for key, line in moved.items():
+        detail, task = stale[line]["detail"], f"{key[0]}#{key[1]}"
+        if task not in now:           # the set is gone
+            assert detail.startswith(f"this build shows no task {task}")
+            continue
+        assert detail.startswith(f"task {task} changed since the worker saw it (as its row says): ")
+        (members, target), (members_now, target_now) = described[key][1], now[task]
+        if target != target_now:      # the target frame moved: old and new named
+            assert f"target: {os.path.basename(target)} -> {os.path.basename(target_now)}" in detail
+        for gone in set(members) - set(members_now):
+            assert os.path.basename(gone) in detail.split("added")[0]
+    # the unchanged sets keep their descriptions: the same rows as 1.0.0 where nothing moved
+    before = {r["description_id"]: r for r in set_rows(release, "descriptions")}
+    kept_before = {d for d, r in before.items()
+                   if (r["set_name"], r["target_index"], d.rsplit("#", 1)[1]) not in moved}
+    assert {r["description_id"] for r in published} == kept_before
+    # a retrieval of a description not used is not used either
+    for line, row in answer_rows(sample, "retrievals.jsonl").items():
+        if description_key(row["description_id"]) in moved:
+            assert [r["reason"] for r in rejects if r["item_id"] == f"retrievals.jsonl:{line}"] == [
+                reasons.STALE_ANSWER]
+    manifest = json.load(open(os.path.join(rebuilt, "MANIFEST.json")))
+    assert manifest["reconciled"] is True
+
+
+def test_release_notes_and_diff_count_stale_answers(release, rebuilt, capsys):
+    from pipelines.release import diff
+    counts = json.load(open(os.path.join(rebuilt, "rejects", "_counts.json")))["by_stage"]
+    stale = {stage: sum(levels.get(level, {}).get(reasons.STALE_ANSWER, 0) for level in levels)
+             for stage, levels in counts.items()}
+    stale = {stage: n for stage, n in stale.items() if n}
+    assert set(stale) == {"describe", "retrieve"}
+    line = (f"{sum(stale.values())} answers not used (`stale_answer`; 0 in 1.0.0): their workers "
+            "saw something else than this release shows for their task")
+    notes = open(os.path.join(rebuilt, "RELEASE_NOTES.md")).read()
+    assert "## Stale crowd answers" in notes and line in notes
+    assert f"By stage: describe {stale['describe']}, retrieve {stale['retrieve']}." in notes
+    assert diff.main([release, rebuilt]) == 0
+    assert line in capsys.readouterr().out
+    unchanged = open(os.path.join(release, "RELEASE_NOTES.md")).read()
+    assert "Stale crowd answers" not in unchanged
+
+
+def test_answers_without_fingerprints_need_the_release_their_tasks_came_from(sample, release, rebuilt, tmp_path):
+    """Answer files collected before tasks carried a fingerprint (only the answer
+    columns): refused before any work without crowd.tasks_release; with it, judged
+    against the task files of that release, exactly as the fingerprints would be."""
+    from pipelines.imagecode.rounds_schema import DESCRIPTION_COLUMNS, RETRIEVAL_COLUMNS
+    from transforms.core.errors import UserError
+    import csv
+    folder = os.path.join(os.path.dirname(sample), "crowd")
+    old_d, old_r = tmp_path / "descriptions.csv", tmp_path / "retrievals.jsonl"
+    with open(os.path.join(folder, "descriptions.csv"), newline="", encoding="utf-8") as f:
+        rows = [r for r in csv.DictReader(f) if None not in r]   # not the malformed last line
+    with open(old_d, "w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, DESCRIPTION_COLUMNS, extrasaction="ignore", lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+    with open(os.path.join(folder, "retrievals.jsonl"), encoding="utf-8") as f:
+        rows = [json.loads(line) for line in f.read().splitlines() if line.endswith("}")]
+    old_r.write_text("".join(json.dumps({c: r[c] for c in RETRIEVAL_COLUMNS if c in r}) + "\n"
+                             for r in rows))
+    args = ("--set", f"crowd.descriptions={old_d}", "--set", f"crowd.retrievals={old_r}",
+            "--set", f"cache.dir={os.path.dirname(os.path.dirname(release))}/.cache",
+            "--set", "mining.distance_threshold=0.3")
+    with pytest.raises(UserError, match=r"^crowd.descriptions: .*descriptions.csv has no task_fingerprint "
+                                        r"column and crowd.tasks_release.descriptions is not set"):
+        build(sample, tmp_path / "refused", "1.0.1", *args)
+    assert not os.path.exists(tmp_path / "refused" / "imagecode" / "1.0.1")
+    with pytest.raises(UserError, match=r"^crowd.tasks_release.descriptions: .* is not a release folder"):
+        build(sample, tmp_path / "refused", "1.0.1", *args, "--set",
+              f"crowd.tasks_release.descriptions={tmp_path}")
+    # 1.0.0 exported the describe tasks the describers did and the retrieve tasks the
+    # retrievers did: route 2 gives what route 1 gave
+    again = build(sample, tmp_path / "route2", "1.0.1", *args,
+                  "--set", f"crowd.tasks_release.descriptions={release}",
+                  "--set", f"crowd.tasks_release.retrievals={release}")
+    assert set_rows(again, "descriptions") == set_rows(rebuilt, "descriptions")
+
+    def stale(folder):
+        return sorted(r["item_id"] for r in pq.read_table(os.path.join(folder, "rejects")).to_pylist()
+                      if r["reason"] == reasons.STALE_ANSWER)
+    assert stale(again) == stale(rebuilt)
+    details = [r["detail"] for r in pq.read_table(os.path.join(again, "rejects")).to_pylist()
+               if r["reason"] == reasons.STALE_ANSWER and r["file"].endswith("descriptions.csv")]
+    assert all("as crowd.tasks_release.descriptions lists it" in d for d in details)

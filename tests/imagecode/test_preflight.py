@@ -46,7 +46,8 @@ def test_the_sample_config_passes(manifest):
 
 # --- crowd answer files: a file that cannot be read whole stops the build here ----------
 
-DESCRIBER_HEADER = "set_name,target_index,text,worker\n"
+# with the task's fingerprint carried through, as a platform export has it
+DESCRIBER_HEADER = "set_name,target_index,text,worker,task_fingerprint\n"
 
 
 def write(path, data: bytes):
@@ -88,7 +89,7 @@ def test_latin1_bytes_stop_the_build_naming_file_line_and_byte(manifest, tmp_pat
 
 def with_descriptions(tmp_path, *overrides):
     """Retrievals need the describer round they validate."""
-    answers = write(tmp_path / "d.csv", (DESCRIBER_HEADER + "s,1,A dog.,w\n").encode())
+    answers = write(tmp_path / "d.csv", (DESCRIBER_HEADER + "s,1,A dog.,w,f1\n").encode())
     return (f"crowd.descriptions={answers}", *overrides)
 
 
@@ -105,7 +106,8 @@ def test_a_field_missing_on_some_lines_only_is_left_to_the_rows(manifest, tmp_pa
     # those rows are rejected one by one (missing_field); the file as a whole is fine
     rows = ['{"set_name": "s", "description_id": "s#1#w", "worker": "b1"}',
             'not json at all',
-            '{"set_name": "s", "description_id": "s#1#w", "worker": "b2", "guessed_index": 1}']
+            '{"set_name": "s", "description_id": "s#1#w", "worker": "b2", "guessed_index": 1, '
+            '"task_fingerprint": "f2"}']
     answers = write(tmp_path / "r.jsonl", ("\n".join(rows) + "\n").encode())
     check_imagecode(config(manifest, *with_descriptions(tmp_path, f"crowd.retrievals={answers}")))
 
@@ -129,7 +131,7 @@ def test_empty_unreadable_or_ambiguous_files_stop_the_build(manifest, tmp_path, 
 
 def test_a_glob_is_checked_file_by_file(manifest, tmp_path):
     (tmp_path / "answers").mkdir()
-    write(tmp_path / "answers" / "part-0.csv", (DESCRIBER_HEADER + "s,1,A dog.,w1\n").encode())
+    write(tmp_path / "answers" / "part-0.csv", (DESCRIBER_HEADER + "s,1,A dog.,w1,f1\n").encode())
     write(tmp_path / "answers" / "part-1.csv", DESCRIBER_HEADER.encode())   # an empty shard is fine
     check_imagecode(config(manifest, f"crowd.descriptions={tmp_path}/answers/*.csv"))
     bad = write(tmp_path / "answers" / "part-2.csv", b"set_name,text,worker\ns,A dog.,w1\n")
@@ -143,3 +145,28 @@ def test_a_glob_matching_nothing_or_a_folder_stops_the_build(manifest, tmp_path)
     (tmp_path / "answers.csv").mkdir()
     with pytest.raises(PreflightError, match="answers.csv is a folder: give a file or a glob"):
         check_imagecode(config(manifest, f"crowd.descriptions={tmp_path}/answers.csv"))
+
+
+# --- answers bound to what their worker saw (README, "Answers are bound to what the worker saw")
+
+def test_answers_that_cannot_show_what_their_worker_saw_stop_the_build(manifest, tmp_path):
+    """No task_fingerprint column and no crowd.tasks_release: every row could only be a
+    stale_answer, so the file stops the build, naming both keys."""
+    answers = write(tmp_path / "d.csv", b"set_name,target_index,text,worker\ns,1,A dog.,w1\n")
+    with pytest.raises(PreflightError) as e:
+        check_imagecode(config(manifest, f"crowd.descriptions={answers}"))
+    assert str(e.value) == (
+        f"crowd.descriptions: {answers} has no task_fingerprint column and "
+        "crowd.tasks_release.descriptions is not set, so nothing shows which tasks its workers "
+        "saw: name the release whose crowd/describe_tasks.jsonl they answered "
+        "(--set crowd.tasks_release.descriptions=<release folder>)")
+    with pytest.raises(PreflightError, match=(
+            f"^crowd.tasks_release.descriptions: {tmp_path} is not a release folder .no MANIFEST.json.")):
+        check_imagecode(config(manifest, f"crowd.descriptions={answers}",
+                               f"crowd.tasks_release.descriptions={tmp_path}"))
+    release = tmp_path / "imagecode" / "1.0.0"
+    (release / "crowd").mkdir(parents=True)
+    (release / "MANIFEST.json").write_text('{"benchmark": "imagecode"}')
+    (release / "crowd" / "describe_tasks.jsonl").write_text('{"task_id": "s#1", "task_fingerprint": "f1"}\n')
+    check_imagecode(config(manifest, f"crowd.descriptions={answers}",
+                           f"crowd.tasks_release.descriptions={release}"))

@@ -87,6 +87,29 @@ def check_answer_file(pattern: str, required_columns: Sequence[str]) -> List[str
     return paths
 
 
+def files_without_column(pattern: str, column: str) -> List[str]:
+    """The files of `pattern` (checked by check_answer_file first) where no row can carry
+    `column`: a CSV whose header lacks it, a JSON Lines file none of whose lines has it."""
+    lacking = []
+    fmt = file_format(pattern)
+    for path in _matching_files(pattern):
+        found = False
+        for line in read_numbered_lines(path):
+            if fmt == "csv":
+                try:
+                    found = column in [c.strip() for c in next(csv.reader([line.text]))]
+                except csv.Error:
+                    found = False
+                break
+            record = parse_json_object(line) if line.error is None else None
+            if isinstance(record, dict) and column in record:
+                found = True
+                break
+        if not found:
+            lacking.append(path)
+    return lacking
+
+
 def _matching_files(pattern: str) -> List[str]:
     if "://" not in pattern and os.path.isdir(pattern):
         raise InputError(f"{pattern} is a folder: give a file or a glob such as {pattern}/*.csv")

@@ -14,6 +14,10 @@ each key. What a row means is the benchmark's: `check(row, context)` returns
 (key, record) or a RowProblem. `context` is an optional side input (e.g. the sets in the
 round, AsDict), `problem_fields(row, context)` the extra fields of a bad row's Reject
 (split, source, ...), `duplicate_fields(record)` those of a duplicate's.
+
+With `shown` (a Shown), a row is used only where its worker saw what this build shows
+for its task (transforms/crowd/shown.py): the others are stale_answer rejects, checked
+before duplicates are dropped (so a fresh second row stands in for a stale first one).
 """
 from __future__ import annotations
 
@@ -25,6 +29,7 @@ from apache_beam.io import fileio
 from schemas import reasons
 from transforms.core.stage import MAIN, REJECTS, KeepFirst, StageFn, stage_pardo
 from transforms.crowd.answer_files import AnswerRow, file_format, parse_file
+from transforms.crowd.shown import Answer, CheckShown, Evidence, carried
 
 
 class RowProblem(NamedTuple):
@@ -43,6 +48,25 @@ def _no_fields(*_) -> dict:
     return {}
 
 
+class Shown(NamedTuple):
+    """What ReadAnswerRows needs to check what each row's worker saw.
+
+    `now`: (task id, TaskView) of this build's tasks; `task_of(record)`: the task a
+    checked record answers; `then`: the same views read from the release the tasks were
+    exported in (ReadTaskViews; None: not named); `labels_of(row)`: the labels of a task
+    row, read from answer rows that carry the task's columns too; `evidence_of(row)`:
+    what a row says its worker saw, when it is more than the carried fingerprint (e.g.
+    the text a correction names); `missing_reason`: an answer naming a task this build
+    does not show, with no evidence that one was shown; `route`: route 2's config key."""
+    now: Any
+    task_of: Callable[[Any], str]
+    then: Any = None
+    labels_of: Optional[Callable[[dict], dict]] = None
+    evidence_of: Optional[Callable[[dict], Evidence]] = None
+    missing_reason: str = reasons.STALE_ANSWER
+    route: str = ""
+
+
 class ReadAnswerRows(beam.PTransform):
     """Answer file (CSV or JSON Lines by extension; a glob is fine) -> {MAIN: records,
     REJECTS: line-level Rejects}. Counters: stage `stage`, level "line"."""
@@ -50,23 +74,37 @@ class ReadAnswerRows(beam.PTransform):
     def __init__(self, path: str, stage: str, columns: Sequence[str],
                  check: Callable[[dict, Any], Any], duplicate_reason: str, context=None,
                  problem_fields: Callable[[Optional[dict], Any], dict] = _no_fields,
-                 duplicate_fields: Callable[[Any], dict] = _no_fields):
+                 duplicate_fields: Callable[[Any], dict] = _no_fields,
+                 shown: Optional[Shown] = None):
         super().__init__()
         file_format(path)  # an unknown extension fails now, not on a worker
         self._path, self._stage, self._columns = path, stage, tuple(columns)
         self._check, self._dup, self._context = check, duplicate_reason, context
         self._problem_fields, self._duplicate_fields = problem_fields, duplicate_fields
+        self._shown = shown
 
     def expand(self, p):
         side = () if self._context is None else (self._context,)
+        evidence = (None if self._shown is None
+                    else _EvidenceOf(self._shown.evidence_of, self._shown.labels_of))
         checked = (p | "Read" >> _ReadRows(self._path, self._columns)
                    | "Validate" >> stage_pardo(_CheckRowFn(self._stage, self._columns, self._check,
-                                                           self._problem_fields), *side))
-        unique = checked[MAIN] | "Drop duplicates" >> KeepFirst(
+                                                           self._problem_fields, evidence), *side))
+        rows, rejects = checked[MAIN], [checked[REJECTS]]
+        if self._shown is not None:
+            shown, fields = self._shown, _RowFields(self._duplicate_fields)
+            task_of = shown.task_of   # not `shown`: it holds PCollections, never pickled into a step
+            answers = rows | "As answers" >> beam.Map(
+                lambda row: Answer(task_of(row.record), row.evidence, fields(row), row))
+            seen = answers | "What the worker saw" >> CheckShown(
+                self._stage, "line", shown.now, shown.then, shown.missing_reason, shown.route)
+            rows = seen[MAIN]
+            rejects.append(seen[REJECTS])
+        unique = rows | "Drop duplicates" >> KeepFirst(
             self._stage, "line", key=lambda row: row.key, order=lambda row: row.order,
             why=_DuplicateOf(self._dup, self._duplicate_fields))
         records = unique[MAIN] | "Records" >> beam.Map(lambda row: row.record)
-        rejects = (checked[REJECTS], unique[REJECTS]) | "All rejects" >> beam.Flatten()
+        rejects = (*rejects, unique[REJECTS]) | "All rejects" >> beam.Flatten()
         return {MAIN: records, REJECTS: rejects}
 
 
@@ -90,11 +128,13 @@ class _ReadRows(beam.PTransform):
 
 
 class _CheckedRow(NamedTuple):
-    """A valid row's record, the key that makes two rows duplicates, and where it is."""
+    """A valid row's record, the key that makes two rows duplicates, where it is, and
+    what it says its worker saw."""
     key: Any
     row_id: Tuple[str, int]   # (file name, line)
     path: str
     record: Any
+    evidence: Evidence = Evidence()
 
     @property
     def order(self):
@@ -108,9 +148,10 @@ class _CheckRowFn(StageFn):
     level = "line"
     counts_out = False  # out once it is no duplicate (the KeepFirst after it)
 
-    def __init__(self, stage: str, columns, check, problem_fields):
+    def __init__(self, stage: str, columns, check, problem_fields, evidence=None):
         self.stage, self._columns = stage, columns
         self._check, self._problem_fields = check, problem_fields
+        self._evidence = evidence
 
     def judge(self, parsed: AnswerRow, context=None):
         row, problem = parsed.fields, parsed.error
@@ -128,7 +169,29 @@ class _CheckRowFn(StageFn):
                               line=parsed.line, **self._problem_fields(row, context))
             return
         key, record = checked
-        yield _CheckedRow(key, parsed.row_id, parsed.path, record)
+        evidence = self._evidence(row) if self._evidence is not None else Evidence()
+        yield _CheckedRow(key, parsed.row_id, parsed.path, record, evidence)
+
+
+class _EvidenceOf:
+    """What a row says its worker saw (Shown.evidence without the PCollections)."""
+
+    def __init__(self, evidence_of, labels_of):
+        self._evidence_of, self._labels_of = evidence_of, labels_of
+
+    def __call__(self, row: dict) -> Evidence:
+        return self._evidence_of(row) if self._evidence_of is not None else carried(row, self._labels_of)
+
+
+class _RowFields:
+    """The Reject fields of a checked row refused later (a stale answer)."""
+
+    def __init__(self, record_fields):
+        self._record_fields = record_fields
+
+    def __call__(self, row: _CheckedRow) -> dict:
+        return dict(item_id="%s:%d" % row.row_id, file=row.path, line=row.row_id[1],
+                    **self._record_fields(row.record))
 
 
 class _DuplicateOf:

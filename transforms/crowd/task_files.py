@@ -1,36 +1,80 @@
-"""Crowd task files: what a round asks people to do, one JSON object a line.
+"""Crowd task files: what a round asks people to do, one task a line.
 
     keyed | WriteTaskFiles(folder, always=["writing.jsonl"])
+    keyed | WriteTaskFiles(folder, columns={"tasks.csv": COLUMNS, "tasks.jsonl": COLUMNS})
 
 `keyed` holds (file path relative to `folder`, (sort key, task dict)); each file's lines
-are in sort-key order, so the same tasks give the same bytes on any runner. Every path in
+are in sort-key order, so the same tasks give the same bytes on any runner and any
+number of workers (a file is written by one worker, after a GroupByKey). Every path in
 `always` is written, empty when no task goes there (a round with nothing to do still has
 its file).
+
+A path ending in `.jsonl` gets one JSON object a line (with `columns[path]`: those keys,
+in that order); one ending in `.csv` a header row of `columns[path]` and a row per task
+(booleans `true`/`false`, lists as JSON, the form crowdsourcing tools take in).
 """
 from __future__ import annotations
 
+import csv
+import io
 import json
-from typing import Sequence
+from typing import Mapping, Optional, Sequence
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 
+def csv_cell(value) -> str:
+    """A task value as one CSV cell."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return json.dumps(list(value), ensure_ascii=False)
+    return str(value)
+
+
+def csv_line(values) -> str:
+    """Cells as one CSV record (quoted where needed), without the line end."""
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="").writerow([csv_cell(v) for v in values])
+    return buf.getvalue()
+
+
+def task_lines(path: str, tasks, columns: Optional[Sequence[str]] = None):
+    """The lines of one task file (header first for CSV), tasks in the order given."""
+    if path.endswith(".csv"):
+        if columns is None:
+            raise ValueError(f"{path}: a CSV task file needs its columns")
+        return [csv_line(columns)] + [csv_line(task[c] for c in columns) for task in tasks]
+    if columns is not None:
+        tasks = ({c: task[c] for c in columns} for task in tasks)
+    return [json.dumps(task, ensure_ascii=False) for task in tasks]
+
+
+def _order(item):
+    """By sort key; two tasks under one key by their content (never arrival order)."""
+    key, task = item
+    return key, json.dumps(task, sort_keys=True, ensure_ascii=False, default=str)
+
+
 class WriteTaskFiles(beam.PTransform):
-    def __init__(self, folder: str, always: Sequence[str] = ()):
+    def __init__(self, folder: str, always: Sequence[str] = (),
+                 columns: Optional[Mapping[str, Sequence[str]]] = None):
         super().__init__()
         self._folder = folder
-        self._always = tuple(always)
+        self._columns = {path: tuple(cols) for path, cols in (columns or {}).items()}
+        self._always = tuple(dict.fromkeys(tuple(always) + tuple(self._columns)))
 
     def expand(self, keyed):
-        folder = self._folder
+        folder, columns = self._folder, self._columns
         every = keyed.pipeline | "Every file" >> beam.Create([(p, None) for p in self._always])
 
         def write(path, items):
-            lines = [json.dumps(obj, ensure_ascii=False) for _, obj in
-                     sorted((i for i in items if i is not None), key=lambda kv: kv[0])]
+            ordered = [obj for _, obj in sorted((i for i in items if i is not None), key=_order)]
+            lines = task_lines(path, ordered, columns.get(path))
             full = FileSystems.join(folder, *path.split("/"))
-            with FileSystems.create(full, mime_type="application/jsonl") as f:
+            mime = "text/csv" if path.endswith(".csv") else "application/jsonl"
+            with FileSystems.create(full, mime_type=mime) as f:
                 f.write(("\n".join(lines) + ("\n" if lines else "")).encode("utf-8"))
             return full
 
