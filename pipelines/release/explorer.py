@@ -32,13 +32,14 @@ import os
 import re
 import shutil
 from collections import Counter, defaultdict
-from typing import Dict, Iterable, List, Optional, Sequence
+from typing import Dict, Iterable, List, Mapping, Optional, Sequence
 
 import pyarrow.parquet as pq
 
-from pipelines.release.diff import row_key
 from pipelines.release.explorer_thumbs import Thumbnails
 from pipelines.release.explorer_views import ExplorerView, ImageIndex, RejectImages
+from pipelines.release.diff import summary
+from pipelines.release.tables import key_text
 from schemas.layout import PARQUET_DIR, REJECTS_DIR
 
 log = logging.getLogger("pipelines.release.explorer")
@@ -51,12 +52,15 @@ IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".gif", ".bmp", ".webp", ".tif", ".ti
 _FIGURE = re.compile(r"([A-Za-z_][\w.]*)=(\S+)")
 
 
-def write_explorer(release_dir: str, *, benchmark: str, version: str, tables: Iterable[str],
+def write_explorer(release_dir: str, *, benchmark: str, version: str,
+                   tables: Mapping[str, Sequence[str]],
                    views: Sequence[ExplorerView] = (),
                    diff: Optional[dict] = None, previous_dir: Optional[str] = None,
                    reject_images: Optional[RejectImages] = None) -> dict:
     """Write `<release_dir>/explorer/`; returns {"files", "bytes", "thumbnails"}.
-    `tables` are the release's tables (those without a declared view get a plain one);
+    `tables` are the release's tables with their key columns (pipelines/release/tables.py:
+    a card is named by its row's key, as the diff names rows; a table without a declared
+    view gets a plain one);
     `diff` is release_diff.diff_releases(previous_dir, release_dir) when there is a
     previous version; `reject_images` pictures rejects whose image the release lacks."""
     root = os.path.join(release_dir, EXPLORER_DIR)
@@ -67,7 +71,8 @@ def write_explorer(release_dir: str, *, benchmark: str, version: str, tables: It
     cards: Dict[str, Dict[str, dict]] = {}
     index = {"benchmark": benchmark, "version": version, "page_size": PAGE_SIZE, "views": []}
     for n, view in enumerate(all_views):
-        entry, cards[view.table] = _write_view(pages, f"items/{n}", view, release_dir, thumbs)
+        entry, cards[view.table] = _write_view(pages, f"items/{n}", view, tables[view.table],
+                                               release_dir, thumbs)
         index["views"].append(entry)
     index["rejects"] = _write_rejects(pages, release_dir, thumbs, all_views, reject_images)
     index["diff"] = (_write_diff(pages, diff, all_views, cards, previous_dir, thumbs)
@@ -94,10 +99,10 @@ def views_for(tables: Iterable[str], declared: Sequence[ExplorerView]) -> List[E
 
 # --- items ----------------------------------------------------------------------------
 
-def _write_view(pages: "_Pages", prefix: str, view: ExplorerView, release_dir: str,
-                thumbs: Thumbnails):
+def _write_view(pages: "_Pages", prefix: str, view: ExplorerView, key: Sequence[str],
+                release_dir: str, thumbs: Thumbnails):
     """One view's cards, paged per (split, source); returns (index entry, {key: card})."""
-    render = _Renderer(view, release_dir, thumbs)
+    render = _Renderer(view, key, release_dir, thumbs)
     groups = defaultdict(list)
     for card in render.cards():
         groups[(card["split"], card["source"])].append(card)
@@ -113,11 +118,10 @@ def _write_view(pages: "_Pages", prefix: str, view: ExplorerView, release_dir: s
 class _Renderer:
     """Rows of one table as cards: {key, split, source, images, text, choices, figures}."""
 
-    def __init__(self, view: ExplorerView, release_dir: str, thumbs: Thumbnails):
-        self.view, self.release_dir, self.thumbs = view, release_dir, thumbs
-        folder = os.path.join(release_dir, PARQUET_DIR, view.table)
-        self.rows = _read_rows(folder)
-        self.key = row_key(folder, view.table) if self.rows else ""
+    def __init__(self, view: ExplorerView, key: Sequence[str], release_dir: str,
+                 thumbs: Thumbnails):
+        self.view, self.key, self.release_dir, self.thumbs = view, tuple(key), release_dir, thumbs
+        self.rows = _read_rows(os.path.join(release_dir, PARQUET_DIR, view.table))
         self.joined = {j.table: {r[j.key]: r for r in
                                  _read_rows(os.path.join(release_dir, PARQUET_DIR, j.table))}
                        for j in view.join}
@@ -147,7 +151,7 @@ class _Renderer:
         view = self.view
         row = self.with_joins(row)
         target = row.get(view.target) if isinstance(view.target, str) else view.target
-        card = {"key": str(row[self.key]), "split": str(row.get("split", "")),
+        card = {"key": key_text([row[c] for c in self.key]), "split": str(row.get("split", "")),
                 "source": str(row.get("source", ""))}
         images = [v for column in view.images for v in _as_list(row.get(column))]
         if images:
@@ -168,7 +172,7 @@ class _Renderer:
                                for i, x in enumerate(_as_list(row.get(view.choices)))]
         declared = view.images or view.text or view.choices or view.figures
         figures = view.figures if declared else [
-            c for c, v in row.items() if c not in (self.key, "split", "source")
+            c for c, v in row.items() if c not in (*self.key, "split", "source")
             and not isinstance(v, (list, dict))]
         card["figures"] = [[c, _fmt(row.get(c))] for c in figures]
         return card
@@ -214,7 +218,7 @@ def _write_rejects(pages: "_Pages", release_dir: str, thumbs: Thumbnails,
               for reason, group in by_reason.items()}
     pictured = (reject_images([r for g in groups.values() for r in g[:PAGE_SIZE]])
                 if reject_images else {})
-    images = _Renderer(ExplorerView("rejects"), release_dir, thumbs)
+    images = _Renderer(ExplorerView("rejects"), ("item_id",), release_dir, thumbs)  # images only
     for view in views:   # a reject of an image id the views know (FG's pool) shows it
         images.image_paths.update(_image_index(release_dir, view.image_index))
     reasons = []
@@ -260,7 +264,7 @@ def _write_diff(pages: "_Pages", diff: dict, views: Sequence[ExplorerView],
                 cards: Dict[str, Dict[str, dict]], previous_dir: str, thumbs: Thumbnails) -> dict:
     """The `release diff` comparison with the cards of what it names: added, moved and
     changed rows as they are now (a changed one with its images before), removed ones
-    as the previous version had them."""
+    as the previous version had them (cards named by the key the diff matched rows by)."""
     by_table = {v.table: v for v in views}
     tables = []
     for n, (table, change) in enumerate(sorted(diff["tables"].items())):
@@ -268,8 +272,10 @@ def _write_diff(pages: "_Pages", diff: dict, views: Sequence[ExplorerView],
         now = cards.get(table, {})
         before = {}
         if change["removed"] or change["changed"]:
-            before = {c["key"]: c for c in _Renderer(view, previous_dir, thumbs).cards()}
-        moved = {m["key"]: f"{m['from']} -> {m['to']}" for m in change["moved"]}
+            before = {c["key"]: c for c in _Renderer(view, change["key"], previous_dir,
+                                                      thumbs).cards()}
+        moved = {m["key"]: f"{m['from']} -> {m['to']}" + (", changed" if m["changed"] else "")
+                 for m in change["moved"]}
         kinds = []
         for kind, keys, source in (("added", change["added"], now),
                                    ("removed", change["removed"], before),
@@ -287,7 +293,8 @@ def _write_diff(pages: "_Pages", diff: dict, views: Sequence[ExplorerView],
             kinds.append({"kind": kind, "count": len(keys), "pages": pages.paged(path, shown),
                           "path": path})
         tables.append({"table": table, "title": view.label, "kinds": kinds,
-                       "per_split": change["per_split"]})
+                       "per_split": change["per_split"], "summary": summary(change),
+                       "compared": not change.get("not_compared")})
     return {"from": diff["from"], "to": diff["to"], "config": diff["config"], "tables": tables}
 
 

@@ -43,7 +43,7 @@ def _release(root, version, rows, rejects=(), config=None):
     pq.write_table(pa.Table.from_pylist([reject_to_row(r) for r in rejects], schema=REJECT_SCHEMA),
                    os.path.join(folder, "rejects", "rejects-00000-of-00001.parquet"))
     manifest = {"benchmark": "demo", "version": version, "config": config or {"t": 1},
-                "counts": {"tables": {"sets": {}}}}
+                "counts": {"tables": {"sets": {}}}, "table_keys": {"sets": ["set_name"]}}
     json.dump(manifest, open(os.path.join(folder, "MANIFEST.json"), "w"))
     return folder
 
@@ -72,7 +72,7 @@ def release(tmp_path):
 
 def _write(folder, **kwargs):
     return write_explorer(folder, benchmark="demo", version=os.path.basename(folder),
-                          tables=["sets"], views=(SETS,), **kwargs)
+                          tables={"sets": ("set_name",)}, views=(SETS,), **kwargs)
 
 
 def test_every_row_is_a_card_on_pages_of_page_size(release):
@@ -215,7 +215,7 @@ def test_declared_views_of_absent_tables_are_dropped_and_others_get_a_plain_view
     assert [v.table for v in views_for(["sets", "extra"], (SETS, ExplorerView("absent")))] == \
         ["sets", "extra"]
     _, folder = release
-    write_explorer(folder, benchmark="demo", version="1.0.0", tables=["sets"])
+    write_explorer(folder, benchmark="demo", version="1.0.0", tables={"sets": ("set_name",)})
     explorer = os.path.join(folder, "explorer")
     view, = load_index(explorer)["views"]
     card = load_page(explorer, view["groups"][0]["path"], 1)[0]
@@ -240,7 +240,8 @@ def test_a_join_and_an_image_index_resolve_ids_to_files(tmp_path):
     view = ExplorerView("captions", images=("similar.members",), target=0,
                         join=(Join("similar", on="image_id", key="target"),),
                         image_index=ImageIndex("pool", "image_id", "path"))
-    write_explorer(folder, benchmark="demo", version="1.0.0", tables=["captions"], views=(view,))
+    write_explorer(folder, benchmark="demo", version="1.0.0", tables={"captions": ("caption_id",)},
+                   views=(view,))
     explorer = os.path.join(folder, "explorer")
     card, = load_page(explorer, load_index(explorer)["views"][0]["groups"][0]["path"], 1)
     assert [i["n"] for i in card["images"]] == ["i1", "i2"]

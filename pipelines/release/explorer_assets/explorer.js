@@ -167,10 +167,11 @@ var EXPLORER = (function () {
           return el("span", {}, [k.count ? el("a", {href: "#diff/" + n + "/" + k.kind + "/1", text: k.count + " " + k.kind})
                                          : el("span", {text: "0 " + k.kind}), el("span", {text: "  "})]);
         })));
-        main.appendChild(summaryTable(["split", "before", "after", "added", "removed", "changed", "moved in", "moved out"],
+        main.appendChild(el("p", {text: t.summary}));
+        if (t.compared) main.appendChild(summaryTable(["split", "before", "after", "unchanged", "changed", "moved in", "moved out", "added", "removed"],
           Object.keys(t.per_split).map(function (s) {
             var c = t.per_split[s];
-            return [s, c.before, c.after, c.added, c.removed, c.changed, c.moved_in, c.moved_out];
+            return [s, c.before, c.after, c.unchanged, c.changed, c.moved_in, c.moved_out, c.added, c.removed];
           })));
       });
       return true;
