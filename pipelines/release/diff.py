@@ -12,11 +12,11 @@ new version is unchanged, changed, moved or added. So per table, and per split:
     after  = unchanged + changed + moved (in)  + added
 
 Every build also writes this comparison against the previous version as RELEASE_NOTES.md.
-The keys come from the manifests ("table_keys"), the new version's where a key changed;
-a table whose rows cannot be matched by it (the old version lacks one of its columns, or
-shares a key value between rows) is reported as not compared, with its row counts. A
-table that neither release declares a key for (releases built before keys were
-recorded) is an error: the diff never guesses a key.
+The keys come from the manifests ("table_keys"), the new version's where a key changed.
+The diff never guesses a key: a table whose rows cannot be matched (neither release
+records its key, as releases built before keys were recorded; the old version lacks a
+column of the key or shares a key value between rows) is reported as not compared, with
+its rows per split and the reason.
 
 It reads manifests and Parquet only, and imports no model, so `diff` starts quickly.
 """
@@ -42,8 +42,12 @@ VERSION = re.compile(r"^(\d+)\.(\d+)\.(\d+)(.*)$")
 
 
 class DiffError(UserError, ValueError):
-    """Two folders that cannot be compared: not releases, releases of two benchmarks, or
-    tables that declare no key (one line and exit 2)."""
+    """Two folders that cannot be compared: not releases, or releases of two benchmarks
+    (one line and exit 2)."""
+
+
+NO_KEY = ("neither release records the table's key (built before releases recorded "
+          "them): rebuild one of them to compare its rows")
 
 
 class Unmatched(ValueError):
@@ -103,6 +107,8 @@ def table_rows(version_dir: str, table: str, key: Sequence[str]) -> Dict[tuple, 
 def compare_table(old_dir: str, new_dir: str, table: str, key: Sequence[str]) -> dict:
     """One table's rows, old against new: each kind's keys (as key_text prints them),
     the counts of each kind, and the same per split."""
+    if not key:   # never a guess: the rows are counted, not matched
+        return _not_compared(old_dir, new_dir, table, key, NO_KEY)
     try:
         old_rows, new_rows = table_rows(old_dir, table, key), table_rows(new_dir, table, key)
     except Unmatched as e:
@@ -154,16 +160,11 @@ def _not_compared(old_dir: str, new_dir: str, table: str, key: Sequence[str], re
                           for s in sorted(before.keys() | after.keys(), key=str)}}
 
 
-def table_keys(old: dict, new: dict, tables: Sequence[str], old_dir: str, new_dir: str) -> Dict[str, tuple]:
-    """Each table's declared key from the manifests, the new version's first."""
+def table_keys(old: dict, new: dict, tables: Sequence[str]) -> Dict[str, tuple]:
+    """Each table's declared key from the manifests, the new version's first; () for a
+    table that neither records (both built before keys were recorded)."""
     declared = {**old.get(MANIFEST_KEYS, {}), **new.get(MANIFEST_KEYS, {})}
-    missing = [t for t in tables if not declared.get(t)]
-    if missing:
-        raise DiffError(
-            f"no declared key for table(s) {', '.join(missing)} in the manifest of {old_dir} "
-            f"or {new_dir} (built before releases recorded their tables' keys): rebuild one of "
-            "them with this version of the code; the diff never guesses a key")
-    return {t: tuple(declared[t]) for t in tables}
+    return {t: tuple(declared.get(t) or ()) for t in tables}
 
 
 def diff_releases(old_dir: str, new_dir: str, new_manifest: Optional[dict] = None) -> dict:
@@ -175,7 +176,7 @@ def diff_releases(old_dir: str, new_dir: str, new_manifest: Optional[dict] = Non
         raise DiffError(f"different benchmarks: {old.get('benchmark')} and {new.get('benchmark')}")
     tables = sorted(set(old.get("counts", {}).get("tables", {}))
                     | set(new.get("counts", {}).get("tables", {})))
-    keys = table_keys(old, new, tables, old_dir, new_dir)
+    keys = table_keys(old, new, tables)
     return {"benchmark": new["benchmark"], "from": old["version"], "to": new["version"],
             "config": [{"key": k, "from": a, "to": b}
                        for k, a, b in config_changes(old.get("config", {}), new.get("config", {}))],
@@ -186,8 +187,8 @@ def summary(table: dict) -> str:
     """One table's change in one sentence; its numbers add up as the module says."""
     c = table["counts"]
     if table.get("not_compared"):
-        return (f"{c['before']} rows before, {c['after']} after; rows not compared by key "
-                f"({', '.join(table['key'])}): {table['not_compared']}.")
+        return (f"{c['before']} rows before, {c['after']} after; rows not compared: "
+                f"{table['not_compared']}.")
     return (f"{c['before']} rows before, {c['after']} after: {c['unchanged']} unchanged, "
             f"{c['changed']} changed (same key and split, other content), {c['moved']} moved "
             f"between splits, {c['added']} added, {c['removed']} removed.")
@@ -203,8 +204,8 @@ def render(diff: dict, examples: int = 10) -> str:
     else:
         lines.append("No config change.")
     for table, t in diff["tables"].items():
-        lines += ["", f"## {table}", "", f"Key: {', '.join(f'`{c}`' for c in t['key'])}. "
-                  + summary(t)]
+        key = ", ".join(f"`{c}`" for c in t["key"]) or "none recorded"
+        lines += ["", f"## {table}", "", f"Key: {key}. " + summary(t)]
         if t.get("not_compared"):
             lines += ["", "| split | before | after |", "|---|---|---|"]
             lines += [f"| {s} | {c['before']} | {c['after']} |" for s, c in t["per_split"].items()]

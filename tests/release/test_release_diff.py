@@ -94,14 +94,18 @@ def test_a_composite_key_matches_rows_by_all_its_columns(tmp_path):
     assert "more than one row with the key 'e1'" in t["not_compared"]
 
 
-def test_a_table_without_a_declared_key_is_an_error_not_a_guess(tmp_path, capsys):
+def test_a_table_without_a_recorded_key_is_counted_never_matched_by_a_guess(tmp_path, capsys):
+    """Releases built before keys were recorded: the diff says so and counts the rows per
+    split; it does not take some column for the key."""
     a = make_release(str(tmp_path), "1.0.0", {}, {"video_sets": sets(s1=("train", [1]))}, keys=None)
-    b = make_release(str(tmp_path), "1.1.0", {}, {"video_sets": sets(s1=("train", [2]))}, keys=None)
-    with pytest.raises(DiffError, match="no declared key for table.s. video_sets"):
-        diff_releases(a, b)
-    assert pipelines_main(["imagecode", "diff", a, b]) == 2
-    err = capsys.readouterr().err
-    assert err.startswith("error: no declared key") and err.count("\n") == 1
+    b = make_release(str(tmp_path), "1.1.0", {}, {"video_sets": sets(s1=("train", [2]),
+                                                                      s2=("test", [3]))}, keys=None)
+    t = diff_releases(a, b)["tables"]["video_sets"]
+    assert t["key"] == [] and "neither release records the table's key" in t["not_compared"]
+    assert t["counts"] == {"before": 1, "after": 2} and not (t["added"] or t["changed"])
+    assert pipelines_main(["imagecode", "diff", a, b]) == 0
+    assert "Key: none recorded. 1 rows before, 2 after; rows not compared: neither release" \
+        in capsys.readouterr().out
     # one release that records the key is enough: the newer one's key is the declared one
     c = make_release(str(tmp_path), "1.2.0", {}, {"video_sets": sets(s1=("train", [2]))})
     assert diff_releases(a, c)["tables"]["video_sets"]["changed"] == ["s1"]
@@ -118,7 +122,8 @@ def test_rows_that_cannot_be_matched_by_the_new_key_are_reported_not_compared(tm
     assert "has no column video_id, set_index of the key" in t["not_compared"]
     assert t["counts"] == {"before": 1, "after": 2}
     assert t["per_split"] == {"test": {"before": 0, "after": 1}, "train": {"before": 1, "after": 1}}
-    assert "rows not compared by key (video_id, set_index)" in render(diff)
+    assert ("Key: `video_id`, `set_index`. 1 rows before, 2 after; rows not compared: "
+            f"{a} has no column video_id, set_index of the key.") in render(diff)
 
 
 def test_render_and_cli_print_the_same_numbers(tmp_path, capsys):
@@ -151,3 +156,15 @@ def test_previous_version_is_the_highest_complete_one_below(tmp_path):
     assert previous_version(bench, "1.11.0").endswith("1.10.0")
     assert previous_version(bench, "1.2.0").endswith("1.0.0")
     assert previous_version(bench, "0.1.0") is None
+
+
+def test_releases_of_two_benchmarks_are_not_compared(tmp_path, capsys):
+    a = make_release(str(tmp_path), "1.0.0", {}, {"video_sets": sets(s1=("train", [1]))})
+    other = os.path.join(str(tmp_path), "vsr", "1.0.0")
+    os.makedirs(other)
+    with open(os.path.join(other, "MANIFEST.json"), "w") as f:
+        json.dump({"benchmark": "vsr", "version": "1.0.0"}, f)
+    with pytest.raises(DiffError, match="different benchmarks: imagecode and vsr"):
+        diff_releases(a, other)
+    assert pipelines_main(["imagecode", "diff", a, other]) == 2
+    assert capsys.readouterr().err == "error: different benchmarks: imagecode and vsr\n"
