@@ -62,11 +62,12 @@ def build_release(*, benchmark: str, out: str, version: str, config,
 
     `tables` maps each table written under parquet/ to its Table: the (stage, counter)
     whose value must equal its rows and the key that identifies a row
-    (pipelines/release/tables.py; checked before anything starts); `splits` its split schemes (default: the `split` column), which
-    decide its files and its dataset card configs; `explorer` the declared views of the
-    release explorer (pipelines/release/explorer.py; None: no explorer/); `describe(facts)`
-    returns the data card's summary, thresholds and sections (it may write plots into facts["staging"]). While it runs the build
-    holds a lock beside its staging folder (and in the cache), so that the next build
+    (pipelines/release/tables.py; checked before anything starts); `splits` its split
+    schemes (default: the `split` column), which decide its files and its dataset card
+    configs; `explorer` the declared views of the release explorer
+    (pipelines/release/explorer.py; None: no explorer/); `describe(facts)` returns the
+    data card's summary, thresholds and sections (it may write plots into
+    facts["staging"]). While it runs the build holds a lock beside its staging folder (and in the cache), so that the next build
     can tell garbage from work in progress (pipelines/release/runs.py); before it starts it
     removes what builds that died left behind. On any failure, SIGTERM included, its
     own staging folder and its temp files in the cache are removed.
@@ -167,7 +168,8 @@ def _fill(staging: str, *, benchmark, version, config, result, models, inputs, l
     if explorer is not None:
         if FileSystems.get_scheme(staging) is None:
             written = write_explorer(staging, benchmark=benchmark, version=version,
-                                     tables={t: spec.key for t, spec in tables.items()}, views=explorer.views, diff=diff,
+                                     tables={t: spec.key for t, spec in tables.items()},
+                                     views=explorer.views, diff=diff,
                                      previous_dir=previous,
                                      reject_images=explorer.reject_images)
             manifest["explorer"] = {"files": written["files"], "bytes": written["bytes"]}
