@@ -82,6 +82,7 @@ check-portable: setup
 check-explorer:
 	@WITH_CHROMIUM=1 bash scripts/setup.sh
 	EXPLORER_BROWSER=1 $(PY) -m pytest -q tests/release/test_explorer_browser.py
+	@echo "explorer times (logged, not asserted; screenshots in build/explorer/):"; cat build/explorer/timings.json
 
 bench: setup
 	$(PY) -m bench.imagecode_video

@@ -14,8 +14,8 @@ PATH_NOT_FOUND = "path_not_found"
 
 # videos (transforms/video/)
 DUPLICATE_VIDEO = "duplicate_video"  # same source + video_id (so the same set names) as an earlier line
-DUPLICATE_VIDEO_CONTENT = "duplicate_video_content"  # same bytes (sha256) as an earlier line of the same split
-SAME_CONTENT_OTHER_SPLIT = "same_content_other_split"  # same bytes as an earlier line of another split (leakage)
+DUPLICATE_VIDEO_CONTENT = "duplicate_video_content"  # same content (bytes, or decoded frames) as an earlier line of the same split
+SAME_CONTENT_OTHER_SPLIT = "same_content_other_split"  # same content (bytes, or decoded frames) as an earlier line of another split (leakage)
 UNREADABLE_VIDEO = "unreadable_video"
 NO_FRAMES = "no_frames"
 TRUNCATED_VIDEO = "truncated_video"  # decoded fewer frames than the container promises (decode.truncation_tolerance)

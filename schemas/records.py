@@ -18,17 +18,37 @@ SPLITS = ("train", "valid", "test")
 
 @dataclass(frozen=True)
 class VideoRef:
-    """One line of the video manifest, validated. `content_sha256` is set once the
-    manifest stage hashed the file: leakage is judged on it and caches are keyed by it."""
+    """One line of the video manifest, validated.
+
+    `content_sha256` (the file's bytes) is set once the manifest stage hashed the file:
+    caches are keyed by it, and byte copies are caught by it before anything is decoded.
+    `frames_sha256` (transforms.core.hashing.PixelDigest of every decoded frame) is set
+    once the video was decoded whole: duplicates and split leakage are judged on it, so
+    one video muxed two ways is one video. `file` and `line` name the manifest line
+    (empty for a ref made elsewhere): of two lines with one content, the first is kept."""
     path: str
     source: str
     video_id: str
     split: str
     content_sha256: Optional[str] = None
+    frames_sha256: Optional[str] = None
+    file: str = ""
+    line: int = 0
 
     @property
     def key(self) -> str:
         return f"{self.source}/{self.video_id}"
+
+    @property
+    def where(self) -> str:
+        """The manifest line as file:line (the video's key for a ref made elsewhere)."""
+        return f"{self.file}:{self.line}" if self.file else self.key
+
+    @property
+    def listed_order(self):
+        """Which of two clashing lines is kept: the first in the manifest (by file, then
+        line number: a stable key, never the order in which workers see them)."""
+        return self.file, self.line, self.key
 
 
 @dataclass
@@ -103,10 +123,16 @@ class ImageRef:
 
 @dataclass
 class ImageEmbedding:
-    """An image and its encoding: (d,) float32, L2-normalised (see transforms/image/embed.py)."""
+    """An image and its encoding: (d,) float32, L2-normalised (see transforms/image/embed.py).
+
+    `pixels_sha256` is the PixelDigest (transforms.core.hashing) of the pixels the encoder
+    saw, set wherever the image was decoded (or its embedding came from a cache entry that
+    kept it): duplicates are judged on it, so a JPEG saved again as PNG, or one file
+    under two ids, is one image. None for a vector that is no decoded image (a text)."""
     image_id: str
     path: str
     content_sha256: str
     embedding: np.ndarray
+    pixels_sha256: Optional[str] = None
 
 

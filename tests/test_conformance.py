@@ -157,31 +157,40 @@ def test_every_table_reads_with_pandas(built):
 
 
 def test_its_explorer_shows_every_row_and_reject(built):
-    """explorer/ (pipelines/release/explorer.py): every row of every table is one card on
-    its pages, the first page is full (or holds the whole group), every reject is counted
-    by reason, every thumbnail is there, nothing refers to the network, and the manifest
-    checksums it (tests/release/test_explorer_browser.py opens it in Chromium)."""
+    """explorer/ (pipelines/release/explorer.py): every row of every table and every
+    reject is one card, in groups that add up, its key in the search index; every
+    thumbnail is there, every column has its statistics, nothing refers to the network,
+    and the manifest checksums it (tests/release/test_explorer_browser.py opens it in
+    Chromium)."""
     from pipelines.release.explorer import PAGE_SIZE
-    from tests.release.explorer_pages import all_cards, load_index, load_page, network_references
+    from tests.release.explorer_pages import (index_column, load_data, load_index, network_references,
+                                              view_cards, views)
 
+    CARD_FIELD = {"split": "s", "source": "o", "reason": "r"}
     benchmark, release, sample = built
     plan = benchmark.prepare(load_config(benchmark.config_path(sample), [], benchmark.config_type), None)
     explorer = os.path.join(release, "explorer")
     index = load_index(explorer)
     manifest = json.load(open(os.path.join(release, "MANIFEST.json")))
     assert {v["table"] for v in index["views"]} == set(benchmark.tables(plan))
-    for view in index["views"]:
-        rows = pq.read_table(os.path.join(release, "parquet", view["table"])).num_rows
-        assert sum(g["items"] for g in view["groups"]) == rows
-        for group in view["groups"]:
-            assert len(load_page(explorer, group["path"], 1)) == min(PAGE_SIZE, group["items"])
-            cards = all_cards(explorer, group["path"], group["pages"])
-            assert len(cards) == group["items"]
-            assert {(c["split"], c["source"]) for c in cards} == {(group["split"], group["source"])}
-            for image in (i for c in cards for i in c.get("images", ())):
-                assert image["t"] is None or os.path.isfile(os.path.join(explorer, image["t"]))
+    for view in views(index):
+        folder = os.path.join(release, "rejects" if view is index["rejects"] else f"parquet/{view['table']}")
+        table = pq.read_table(folder)
+        assert view["rows"] == table.num_rows == sum(g["count"] for g in view["groups"])
+        cards = view_cards(explorer, view, PAGE_SIZE)
+        assert len(cards) == view["rows"]
+        assert index_column(explorer, view, view["key"]) == [c["k"] or None for c in cards]
+        assert sorted(c["k"] for c in cards) == sorted(str(k) for k in table.column(view["key"]).to_pylist())
+        for group in view["groups"]:   # contiguous: (split, source) of a table, a reject's reason
+            shown = cards[group["start"]:group["start"] + group["count"]]
+            assert {tuple(c[CARD_FIELD[k]] for k in view["group_by"]) for c in shown} == \
+                {tuple(group[k] for k in view["group_by"])}
+        for image in (i for c in cards for i in c.get("i", ())):
+            assert "t" not in image or os.path.isfile(os.path.join(explorer, image["t"]))
+        stats = load_data(explorer, f"{view['path']}/stats")
+        assert stats["rows"] == table.num_rows and [c["name"] for c in stats["columns"]] == table.column_names
     assert index["rejects"]["total"] == manifest["counts"]["rejects"]["total"]
-    assert {r["reason"]: r["count"] for r in index["rejects"]["reasons"]} == \
+    assert {r["reason"]: r["count"] for r in index["rejects"]["groups"]} == \
         manifest["counts"]["rejects"]["by_reason"]
     assert index["diff"] is None   # the first version in its folder
     assert network_references(explorer) == []
@@ -244,7 +253,7 @@ def test_a_second_version_publishes_beside_the_first_and_its_diff_adds_up(second
     # the explorer of the second version shows the same changes
     from tests.release.explorer_pages import load_index
     index = load_index(os.path.join(new, "explorer"))
-    assert {t["table"]: {k["kind"]: k["count"] for k in t["kinds"]} for t in index["diff"]["tables"]} \
+    assert {t["table"]: t["counts"] for t in index["diff"]["tables"]} \
         == {table: {kind: t["counts"][kind] for kind in ("added", "removed", "moved", "changed")}
             for table, t in diff["tables"].items()}
 

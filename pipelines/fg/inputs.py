@@ -5,8 +5,13 @@ candidate pool, embedded.
       + target images -> Target per captioned image        stage inputs
     pool images whose id is a target's -> target_in_pool (the target is in the
       pool already: §3.1.1 "plus the old test images")                          stage pool_input
-Images are read by transforms/image/collection.py (stage images) and embedded by
-transforms/image/embed.py (stage embed); captions by EncodeCaptions (pipelines/fg/renovate.py).
+    pool images, embedded: one per decoded content (duplicate_image)            stage image_content
+      -> those whose pixels are a target's -> same_as_target (the target under
+         another id: it would be its own "similar" image, at cosine 1)          stage target_copies
+Images are read by transforms/image/collection.py (stage images), embedded by
+transforms/image/embed.py (stage embed; every image's decoded pixels digested there, or
+here for precomputed vectors) and kept once per content by transforms/image/content.py;
+captions by EncodeCaptions (pipelines/fg/renovate.py).
 """
 from __future__ import annotations
 
@@ -19,7 +24,10 @@ from pipelines.fg import reasons
 from pipelines.fg.records import Target
 from schemas.names import safe_name
 from schemas.records import ImageEmbedding
+from transforms.core.hashing import pixels_sha256
 from transforms.core.stage import StageFn, stage_pardo
+from transforms.image.content import image_content
+from transforms.image.decode import DEFAULT_MAX_PIXELS, ImageProblem, read_image
 from transforms.vectors.embedding_folders import ReadEmbeddingFolder
 
 
@@ -40,7 +48,7 @@ class JoinTargets(StageFn):
             yield self.reject(reasons.NO_CAPTIONS, image_id, detail=f"{images[0].path}: not in inputs.captions")
             return
         image = images[0]
-        yield Target(image_id, image.path, list(captions[0]), image.embedding)
+        yield Target(image_id, image.path, list(captions[0]), image.embedding, image.pixels_sha256)
 
 
 class DropTargetsFromPool(StageFn):
@@ -59,6 +67,44 @@ class DropTargetsFromPool(StageFn):
         yield ref
 
 
+class DropTargetCopies(StageFn):
+    """(content, {"pool": [ImageEmbedding], "target": [ImageEmbedding]}) -> the pool images
+    of a content no target has; the others are same_as_target: a target's pixels under
+    another id would be its own most similar image, and list its picture twice in the new
+    pool (the target joins the pool itself). Level "image"."""
+    stage, level = "target_copies", "image"
+    counts_in = False   # one group holds several pool images (or none)
+
+    def judge(self, grouped):
+        _, groups = grouped
+        pool = groups["pool"]
+        self.counts.seen(len(pool), level=self.level)
+        targets = sorted(groups["target"], key=lambda t: t.image_id)
+        for image in pool:
+            if targets:
+                target = targets[0]
+                yield self.reject(reasons.SAME_AS_TARGET, image.image_id,
+                                  detail=f"{image.path}: same decoded pixels as target {target.image_id} "
+                                         f"({target.path}); the target is in the pool already")
+                continue
+            yield image
+
+
+class DropCopiesOfTargets(beam.PTransform):
+    """Pool ImageEmbeddings + the targets' -> {MAIN: pool images that are no target's
+    pixels, REJECTS: same_as_target} (stage target_copies), joined on content."""
+
+    def __init__(self, targets):
+        super().__init__()
+        self._targets = targets
+
+    def expand(self, pool):
+        return ({"pool": pool | "Pool by content" >> beam.Map(lambda e: (image_content(e), e)),
+                 "target": self._targets | "Targets by content" >> beam.Map(lambda e: (image_content(e), e))}
+                | "Pool and targets per content" >> beam.CoGroupByKey()
+                | "Drop copies of targets" >> stage_pardo(DropTargetCopies()))
+
+
 def image_id_of(column: str):
     """A metadata value -> the image id ReadImageCollection gives the same image: for a
     path column the file's stem made safe, else the value made safe."""
@@ -68,6 +114,9 @@ def image_id_of(column: str):
 
 
 class _AttachVector(StageFn):
+    """An image and its precomputed vector. The image is still decoded, once, for the
+    digest of its pixels (what duplicates are judged on), so a file that does not decode
+    is a reject here as it is where images are embedded."""
     stage, level = "embed", "image"
     counts_in = False   # counted per image, not per id group (vectors of unused images are not items)
 
@@ -80,12 +129,18 @@ class _AttachVector(StageFn):
                 yield self.reject(reasons.NO_EMBEDDING, image_id,
                                   detail=f"{ref.path}: no vector in inputs.image_embeddings")
                 continue
-            yield ImageEmbedding(image_id, ref.path, "", vectors[0])
+            try:
+                pixels, sha = read_image(ref.path, max_pixels=DEFAULT_MAX_PIXELS)
+            except ImageProblem as e:
+                yield self.reject(e.reason, image_id, detail=e.detail)
+                continue
+            yield ImageEmbedding(image_id, ref.path, sha, vectors[0], pixels_sha256(pixels))
 
 
 class AttachPrecomputed(beam.PTransform):
-    """ImageRefs + the precomputed vectors (id, vector) -> {MAIN: ImageEmbedding,
-    REJECTS: no_embedding}; counted as stage "embed", level "image", like EmbedImages."""
+    """ImageRefs + the precomputed vectors (id, vector) -> {MAIN: ImageEmbedding with its
+    pixels' digest, REJECTS: no_embedding, unreadable_image, too_many_pixels}; counted as
+    stage "embed", level "image", like EmbedImages."""
 
     def __init__(self, vectors):
         super().__init__()

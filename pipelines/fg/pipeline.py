@@ -3,6 +3,7 @@ Image-text Retrieval", SIGIR '23, §3) as a Beam pipeline: one pipeline, two
 configurations (`configuration: mscoco | flickr30k`).
 
     captions + target images + candidate pool -> embeddings                F0-F2   §3.1.1-§3.1.2(1)
+      -> the pool once per decoded content, without the targets' copies
       -> image->image top-k' and text->image top-k'' (exact sharded kNN)   F3-F4   §3.1.2(2)
       -> S_t: the target plus 9 (similar.merge_rule)                       F5      §3.1.2(3)
       -> the new pool: union of all S_t, originals first                  F6      §3.1.3
@@ -30,20 +31,21 @@ from pipelines.fg.config import FgConfig
 from pipelines.fg.corrections import ApplyCorrections, review_sheet
 from pipelines.fg.filetexts import JoinFileTexts
 from pipelines.fg.generators import Gpt2Merger, ModelDetails, RuleMerger, StandinDetails
-from pipelines.fg.inputs import (AttachPrecomputed, DropTargetsFromPool, JoinTargets,
-                                 read_image_vectors, read_text_vectors)
+from pipelines.fg.inputs import (AttachPrecomputed, DropCopiesOfTargets, DropTargetsFromPool,
+                                 JoinTargets, read_image_vectors, read_text_vectors)
 from pipelines.fg.records import Caption
 from pipelines.fg.release import (CAPTION_SCHEMA, CAPTIONS, POOL, POOL_SCHEMA, SIMILAR_SCHEMA,
                                   SIMILAR_SETS, AssembleCaptions, pool_row, similar_row, with_split,
                                   write_compat, write_json_lines)
 from pipelines.fg.renovate import (ClipScoreFilter, EncodeCaptions, GenerateDetails, MakePrompts,
                                    MergeSentences, PickBest, SplitFineGrained)
-from pipelines.fg.similar import BuildSimilarSets, NewPool, pool_rows
+from pipelines.fg.similar import BuildSimilarSets, NewPool, pool_rows, targets_sharing_pixels
 from pipelines.fg.tagger import NONE
 from pipelines.release.tables import Table
 from schemas.records import ImageEmbedding
 from transforms.core.stage import MAIN, REJECTS, stage_pardo
 from transforms.image.collection import ReadImageCollection
+from transforms.image.content import OneImagePerContent
 from transforms.image.embed import EmbedImages
 from transforms.io.release import WriteRejects, WriteTable
 from transforms.vectors.knn import ShardedExactKnn
@@ -81,8 +83,12 @@ def build_pipeline(p: beam.Pipeline, cfg: FgConfig, captions: Dict[str, List[str
     targets = joined[MAIN]
     rejects.append(joined[REJECTS])
     target_vectors = targets | "Target vectors" >> beam.Map(lambda t: ImageEmbedding(
-        t.image_id, t.path, "", t.embedding))
-    database = (target_vectors, pool_images[MAIN]) | "Candidate pool" >> beam.Flatten()
+        t.image_id, t.path, "", t.embedding, t.pixels_sha256))
+    # duplicates by decoded pixels: one pool image per content, and none with a target's
+    distinct = pool_images[MAIN] | "One pool image per content" >> OneImagePerContent()
+    pool_kept = distinct[MAIN] | "Pool without targets' copies" >> DropCopiesOfTargets(target_vectors)
+    rejects += [distinct[REJECTS], pool_kept[REJECTS]]
+    database = (target_vectors, pool_kept[MAIN]) | "Candidate pool" >> beam.Flatten()
     images_side = beam.pvalue.AsDict(target_vectors | "Image by id" >> beam.Map(lambda e: (e.image_id, e.embedding)))
 
     captions_in = targets | "Captions of targets" >> beam.FlatMap(
@@ -107,7 +113,8 @@ def build_pipeline(p: beam.Pipeline, cfg: FgConfig, captions: Dict[str, List[str
     sets = ({"target": targets | "Key targets" >> beam.Map(lambda t: (t.image_id, t)),
              "image": by_image, "text": by_text}
             | "Group searches" >> beam.CoGroupByKey()
-            | "Similar sets" >> stage_pardo(BuildSimilarSets(sim.set_size, sim.merge_rule)))
+            | "Similar sets" >> stage_pardo(BuildSimilarSets(sim.set_size, sim.merge_rule),
+                                            beam.pvalue.AsDict(targets_sharing_pixels(target_vectors))))
     rejects.append(sets[REJECTS])
     _ = sets[MAIN] | "Write similar sets" >> WriteTable(staging_dir, SIMILAR_SETS, SIMILAR_SCHEMA, rows_of(similar_row))
     pooled = sets[MAIN] | "New pool" >> NewPool()
@@ -223,6 +230,7 @@ def _merger(cfg: FgConfig):
 def stage_links(cfg: FgConfig) -> list:
     """What one stage passes on, the next takes in (checked before a release is written)."""
     links = [("inputs", "target.out", "similar_sets", "target.in"),
+             ("image_content", "image.out", "target_copies", "image.in"),
              ("embed_text", "caption.out", "coarse", "caption.in"),
              ("embed_text", "caption.out", "release", "caption.in"),
              ("coarse", "caption.out", "prompts", "caption.in"),

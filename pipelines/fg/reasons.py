@@ -8,6 +8,7 @@ NO_IMAGE = "no_image"                        # a captioned target whose image is
 NO_CAPTIONS = "no_captions"                  # a target image without captions in inputs.captions
 NO_EMBEDDING = "no_embedding"                # inputs.image_embeddings has no vector for an image
 TARGET_IN_POOL = "target_in_pool"            # a pool entry with a target's id: the target itself is in the pool (§3.1.1)
+SAME_AS_TARGET = "same_as_target"            # a pool image whose decoded pixels are a target's: the target under another id
 
 # new pool (F6)
 ALREADY_IN_POOL = "already_in_pool"          # a membership of an image already in the new pool through another S_t
@@ -28,7 +29,7 @@ NO_CANDIDATE = "no_candidate"                # F14: a coarse caption with no sur
 UNKNOWN_CAPTION = "unknown_caption"          # a correction for a caption this build did not renovate
 STALE_CORRECTION = "stale_correction"        # a correction whose model_text is not the renovated text of this build
 
-VOCABULARY = LIBRARY_VOCABULARY + (NO_IMAGE, NO_CAPTIONS, NO_EMBEDDING, TARGET_IN_POOL,
+VOCABULARY = LIBRARY_VOCABULARY + (NO_IMAGE, NO_CAPTIONS, NO_EMBEDDING, TARGET_IN_POOL, SAME_AS_TARGET,
                                    ALREADY_IN_POOL, NOT_COARSE, NO_PROMPT, NO_DETAIL,
                                    UNKNOWN_PROMPT, DUPLICATE_LINE, CLIPSCORE_NOT_HIGHER,
                                    MERGE_FAILED, NO_SPLIT, NOT_BEST, NO_CANDIDATE,

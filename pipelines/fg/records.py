@@ -22,11 +22,14 @@ def split_caption_key(key: str) -> Tuple[str, int]:
 
 @dataclass
 class Target:
-    """An old test image with its captions and embedding (F0, F2)."""
+    """An old test image with its captions and embedding (F0, F2), and the digest of its
+    decoded pixels (ImageEmbedding.pixels_sha256): no image with these pixels is ever one
+    of its similar images."""
     image_id: str
     path: str
     captions: List[str]
     embedding: np.ndarray
+    pixels_sha256: Optional[str] = None
 
 
 @dataclass

@@ -11,7 +11,10 @@ combined into "the top-10"; `similar.merge_rule` names the rule used:
   image_first  image neighbours first, text neighbours fill what is left
 
 Text neighbours of the five captions are merged by their best rank over the captions,
-then their best cosine, then id. The target itself is never a "similar" image.
+then their best cosine, then id. The target itself is never a "similar" image: not under
+its own id (the search excludes it), not under another (a pool image with its pixels is
+rejected before the search, pipelines/fg/inputs.py; another target with its pixels is
+skipped here and counted as target.same_pixels_skipped).
 """
 from __future__ import annotations
 
@@ -22,6 +25,7 @@ import apache_beam as beam
 from pipelines.fg import reasons
 from pipelines.fg.records import Member, SimilarSet, Target
 from transforms.core.stage import KeepFirst, StageFn
+from transforms.image.content import image_content
 
 Scored = Tuple[float, str]   # (cosine, image id)
 
@@ -66,20 +70,39 @@ def merge_similar(target: str, by_image: Sequence[Scored], by_text: Sequence[Sco
     return chosen
 
 
+def targets_sharing_pixels(target_vectors):
+    """Target ImageEmbeddings -> (target id, content) of every target whose decoded pixels
+    another target has too (one test image under two ids; usually none): the side input
+    BuildSimilarSets skips them by."""
+    return (target_vectors
+            | "Targets by content" >> beam.Map(lambda e: (image_content(e), e.image_id))
+            | "Targets per content" >> beam.GroupByKey()
+            | "Shared contents" >> beam.FlatMap(
+                lambda kv: [(image_id, kv[0]) for image_id in kv[1]] if len(kv[1]) > 1 else []))
+
+
 class BuildSimilarSets(StageFn):
     """(target id, {"target": [Target], "image": [[(d, id, path)]], "text": [(i, [(d, id, path)])]})
     -> SimilarSet (F5). A set with fewer than `size` members (a tiny pool) is kept and
-    noted (counter target.short_set); nothing is dropped here."""
+    noted (counter target.short_set); nothing is dropped here. The side input `shared`
+    ({target id: content} of targets whose pixels another target has) keeps a target's
+    twin out of its set (noted as target.same_pixels_skipped)."""
     stage, level = "similar_sets", "target"
 
     def __init__(self, size: int, rule: str):
         self._size, self._rule = size, rule
 
-    def judge(self, keyed):
+    def judge(self, keyed, shared=None):
         target_id, groups = keyed
         target: Target = groups["target"][0]
         image_list = groups["image"][0] if groups["image"] else []   # one list per target
         text_lists = [found for _, found in sorted(groups["text"], key=lambda x: x[0])]
+        own = (shared or {}).get(target_id)
+        if own is not None:   # the same picture under another target's id is no similar image
+            twins = {i for i, content in shared.items() if content == own and i != target_id}
+            image_list = [hit for hit in image_list if hit[1] not in twins]
+            text_lists = [[hit for hit in found if hit[1] not in twins] for found in text_lists]
+            self.counts.note("target.same_pixels_skipped", len(twins))
         by_image = [(cosine_of_distance(d), i) for d, i, _ in image_list]
         by_text = text_ranking([[(cosine_of_distance(d), i) for d, i, _ in found] for found in text_lists])
         paths = {i: p for found in [image_list, *text_lists] for _, i, p in found}

@@ -29,6 +29,7 @@ from pipelines.config import apply_override, from_dict
 from pipelines.imagecode.config import ImageCodeConfig
 from pipelines.imagecode.mining import sets_from_known_scores
 from pipelines.imagecode.params import build_rules, shot_params
+from pipelines.imagecode.video_content import OnePlanPerContent
 from pipelines.imagecode.video_plans import UNCACHED, LookUpCachedPlans
 from pipelines.release.diff import load_manifest
 from pipelines.runners import runner_for
@@ -100,13 +101,15 @@ def calibrate(cfg: ImageCodeConfig, cache_root: str, runs: List[dict],
             videos = p | "Read manifest" >> ReadVideoManifest(cfg.inputs.videos)
             looked = videos[MAIN] | "Cached plans" >> LookUpCachedPlans(
                 shot_params(cfg), set_size, cache, cfg.decode.truncation_tolerance)
+            # as a build would: one video per decoded content (the cached lists know it)
+            unique = looked[MAIN] | "One video per decoded content" >> OnePlanPerContent()
 
             def per_candidate(plan):
                 for run in runs:
                     counts = sets_from_known_scores(plan, run["threshold"], set_size, run["max_scores"])
                     yield (run["value"], plan.video.source), (counts["sets"], counts["unscored"], 1)
 
-            totals = (looked[MAIN] | "Mine per candidate" >> beam.FlatMap(per_candidate)
+            totals = (unique[MAIN] | "Mine per candidate" >> beam.FlatMap(per_candidate)
                       | "Sum" >> beam.CombinePerKey(lambda rows: tuple(map(sum, zip(*rows)))))
             uncached = looked[UNCACHED] | "Uncached keys" >> beam.Map(lambda v: ("uncached", v.key))
             rows = totals | "Rows" >> beam.MapTuple(lambda key, t: ("rows", (key, t)))

@@ -113,7 +113,7 @@ class CacheConfig:
 
 @dataclass
 class LeakageConfig:
-    # a manifest line whose video content an earlier line listed in another split:
+    # a manifest line whose video content (bytes, or decoded frames) an earlier line listed in another split:
     # "reject" it (same_content_other_split) or "fail" the build, publishing nothing
     on_conflict: Literal["reject", "fail"] = "reject"
 

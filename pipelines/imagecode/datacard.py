@@ -41,14 +41,14 @@ def describe(cfg: ImageCodeConfig, rules: ImageCodeRules, facts: dict, cache_roo
         sections.append(_distance_section(stats["set_distances"][0]))
     if stats["leakage"]:
         leak = stats["leakage"][0]
-        verdict = ("**No video appears in more than one split** (judged on the videos' "
-                   "content sha256, not their ids)." if not leak["video_leakage"]
+        verdict = ("**No video appears in more than one split** (judged on the digest of "
+                   "the videos' decoded frames, not their ids or bytes)." if not leak["video_leakage"]
                    else f"**Videos in several splits: {leak['videos_in_several_splits']}**")
         conflicts = leak.get("video_split_conflicts_rejected", 0)
         if conflicts:
-            verdict += (f"\n\n{conflicts} manifest line(s) listed a video whose content an "
-                        "earlier line had listed in another split; they were rejected "
-                        "(`same_content_other_split`, see rejects/).")
+            verdict += (f"\n\n{conflicts} manifest line(s) listed a video whose content (bytes "
+                        "or decoded frames) an earlier line had listed in another split; they "
+                        "were rejected (`same_content_other_split`, see rejects/).")
         sections.append({"title": "Leakage check", "text": verdict + (
             f"\n\nStatic sets: {leak['static_images_in_several_splits']} of "
             f"{leak['static_images']} images are members of sets in more than one split "

@@ -1,7 +1,9 @@
 """ImageCoDe's collection (Krojer et al. 2022, §3.1-§4) as a Beam pipeline.
 
-    videos -> shots -> CLIP embeddings -> greedy sets (lazy BRISQUE / OCR) -> sampling  (§3.1)
-    images -> dedupe -> CLIP embeddings -> sampled queries + 9 exact nearest neighbours  (§3.1)
+    videos -> shots -> CLIP embeddings -> one video per decoded content
+           -> greedy sets (lazy BRISQUE / OCR) -> sampling                             (§3.1)
+    images -> byte dedupe -> CLIP embeddings -> one image per decoded content
+           -> sampled queries + 9 exact nearest neighbours                              (§3.1)
     sets -> describer tasks -> descriptions -> retriever tasks -> keep rule               (§3.2-3.3)
          -> release: tables, compat/ (public image sets + annotation files), rejects,
             statistics and plots (§4), manifest, data card
@@ -33,6 +35,7 @@ from pipelines.imagecode.set_stats import WithinSetDistanceStats
 from pipelines.imagecode.static_publish import PublishStaticSets
 from pipelines.imagecode.static_sets import BuildStaticSets
 from pipelines.imagecode.tables import DESCRIPTION_SCHEMA, STATIC_SET_SCHEMA
+from pipelines.imagecode.video_content import OnePlanPerContent
 from pipelines.imagecode.video_plans import PlanVideos, StoreNewScores
 from pipelines.release import build as release
 from pipelines.release.manifest import read_stats
@@ -43,6 +46,7 @@ from transforms.cache.store import relative_cache_path
 from transforms.core.histograms import HistogramFn
 from transforms.core.stage import MAIN, REJECTS
 from transforms.image.collection import HashAndDedupe, ReadImageCollection
+from transforms.image.content import OneImagePerContent
 from transforms.image.embed import EmbedImages
 from transforms.image.embed_cache import EmbedImagesCached
 from transforms.io.release import WriteRejects, WriteReport, WriteTable
@@ -86,7 +90,7 @@ def build_pipeline(p: beam.Pipeline, cfg: ImageCodeConfig, rules: ImageCodeRules
         | "All distances" >> beam.Flatten())
     _ = (distances | "Within-set distances" >> WithinSetDistanceStats((cfg.static.source,))
          | "Write distance stats" >> WriteReport(staging_dir, "set_distances"))
-    _ = ({"video_sets": video_sets, "videos": videos[MAIN], "manifest_rejects": videos[REJECTS],
+    _ = ({"video_sets": video_sets, "videos": videos[MAIN], "video_rejects": videos[REJECTS],
           "static_rows": static_rows}
          | "Leakage" >> CheckLeakage() | "Write leakage" >> WriteReport(staging_dir, "leakage"))
     _ = (rejects | "All rejects" >> beam.Flatten() | "Write rejects" >> WriteRejects(staging_dir))
@@ -94,13 +98,20 @@ def build_pipeline(p: beam.Pipeline, cfg: ImageCodeConfig, rules: ImageCodeRules
 
 def _video_sets(p, cfg: ImageCodeConfig, rules: ImageCodeRules, staging_dir: str,
                 cache_root: Optional[str], run_id: str):
-    """§3.1 Video Frames: shots, CLIP embeddings, greedy sets with lazy quality filters."""
-    videos = p | "Read manifest" >> ReadVideoManifest(cfg.inputs.videos)
+    """§3.1 Video Frames: shots, CLIP embeddings, greedy sets with lazy quality filters.
+    Returns {MAIN: the videos mined (with their frame digests), REJECTS: the manifest's
+    rejects and the duplicates found by their frames}, the released sets, all rejects and
+    the cache files."""
+    listed = p | "Read manifest" >> ReadVideoManifest(cfg.inputs.videos)
     cache = rules.video_cache_spec(cache_root, run_id) if cache_root else None
-    plans = videos[MAIN] | "Shots and embeddings" >> PlanVideos(
+    plans = listed[MAIN] | "Shots and embeddings" >> PlanVideos(
         shot_params(cfg), min_frames=cfg.mining.set_size, encoder_spec=rules.encoder, cache=cache,
         truncation_tolerance=cfg.decode.truncation_tolerance)
-    mined = plans[MAIN] | "Mine frame sets" >> MineFrameSets(
+    # the same frames in other bytes (one video muxed two ways) are known only now
+    unique = plans[MAIN] | "One video per decoded content" >> OnePlanPerContent()
+    videos = {MAIN: unique[MAIN] | "Mined videos" >> beam.Map(lambda plan: plan.video),
+              REJECTS: (listed[REJECTS], unique[REJECTS]) | "Video line rejects" >> beam.Flatten()}
+    mined = unique[MAIN] | "Mine frame sets" >> MineFrameSets(
         threshold=cfg.mining.distance_threshold, set_size=cfg.mining.set_size,
         gate_factory=rules.quality, staging_dir=work_dir(staging_dir),
         jpeg_quality=cfg.release.jpeg_quality, max_side=cfg.decode.max_side or None,
@@ -116,8 +127,8 @@ def _video_sets(p, cfg: ImageCodeConfig, rules: ImageCodeRules, staging_dir: str
         seed=cfg.seed, quotas=cfg.sampling.sets_per_source, default=cfg.sampling.default)
     released = sampled[MAIN] | "Publish images" >> PublishCompatImages(staging_dir)
     _ = released | "Write video sets" >> WriteFrameSets(staging_dir)
-    return (videos, released, [videos[REJECTS], plans[REJECTS], mined[REJECTS], sampled[REJECTS]],
-            cache_files)
+    return (videos, released, [listed[REJECTS], plans[REJECTS], unique[REJECTS], mined[REJECTS],
+                               sampled[REJECTS]], cache_files)
 
 
 def _static_sets(p, cfg: ImageCodeConfig, rules: ImageCodeRules, staging_dir: str,
@@ -134,15 +145,18 @@ def _static_sets(p, cfg: ImageCodeConfig, rules: ImageCodeRules, staging_dir: st
         cache_files = [embedded[WRITTEN]]
     else:
         embedded = unique[MAIN] | "Embed images" >> EmbedImages(rules.encoder, cfg.static.max_pixels)
-    sets = embedded[MAIN] | "Nearest neighbours" >> BuildStaticSets(
+    # the same pixels in other bytes (a PNG of a JPEG's pixels) are known once decoded
+    distinct = embedded[MAIN] | "One image per decoded content" >> OneImagePerContent()
+    sets = distinct[MAIN] | "Nearest neighbours" >> BuildStaticSets(
         seed=cfg.seed, n_sets=cfg.static.sets, k=cfg.static.neighbours,
         num_shards=cfg.static.shards, split_ratios=cfg.static.split_ratios,
         source=cfg.static.source)
-    rows = ((sets[MAIN], embedded[MAIN]) | "Publish static sets" >> PublishStaticSets(
+    rows = ((sets[MAIN], distinct[MAIN]) | "Publish static sets" >> PublishStaticSets(
         staging_dir, cfg.static.source, cfg.release.jpeg_quality, cfg.static.max_pixels))
     _ = rows | "Write static sets" >> WriteTable(staging_dir, STATIC_SETS, STATIC_SET_SCHEMA,
                                                  lambda row: row)
-    return rows, [images[REJECTS], unique[REJECTS], embedded[REJECTS], sets[REJECTS]], cache_files
+    return rows, [images[REJECTS], unique[REJECTS], embedded[REJECTS], distinct[REJECTS],
+                  sets[REJECTS]], cache_files
 
 
 def _crowd_rounds(p, cfg: ImageCodeConfig, staging_dir: str, sets) -> list:
@@ -183,17 +197,21 @@ def _crowd_rounds(p, cfg: ImageCodeConfig, staging_dir: str, sets) -> list:
 STAGE_LINKS = (
     ("manifest", "line.out", "shots", "video.in"),
     ("shots", "frame.out", "embed", "frame.in"),
-    ("shots", "shot.out", "mining", "shot.in"),
-    ("shots", "frame.out", "mining", "frame.in"),
+    ("shots", "video.out", "video_content", "video.in"),
+    ("shots", "shot.out", "video_content", "shot.in"),
+    ("shots", "frame.out", "video_content", "frame.in"),
+    ("video_content", "shot.out", "mining", "shot.in"),
+    ("video_content", "frame.out", "mining", "frame.in"),
     ("mining", "set.out", "sampling", "set.in"),
     ("mining", "frame.out", "sampling", "frame.in"),
 )
 
 
 def check_split_conflicts(cfg: ImageCodeConfig, staging_dir: str) -> None:
-    """With `leakage.on_conflict: fail`, a manifest that lists one video content in two
-    splits stops the build before anything is published. Judged after the run, on the
-    leakage report it wrote, so the decision is the same on every runner."""
+    """With `leakage.on_conflict: fail`, a manifest that lists one video content (bytes or
+    decoded frames) in two splits stops the build before anything is published. Judged
+    after the run, on the leakage report it wrote, so the decision is the same on every
+    runner."""
     if cfg.leakage.on_conflict != "fail":
         return
     report = (read_stats(staging_dir, "leakage") or [{}])[0]

@@ -47,8 +47,10 @@ SHOT_LIST, FRAME_EMBEDDING = "shot_list", "frame_embedding"
 UNCACHED = "uncached"  # output tag: videos without cached shots and embeddings
 # Bump when shot detection changes its output. v2: a shot list carries its decode facts
 # (frames decoded and promised), judged again on replay; v1 lists never are, since
-# some of them are of truncated videos taken for whole ones.
-SHOTS_CODE_VERSION = "shots/v2"
+# some of them are of truncated videos taken for whole ones. v3: it carries the digest of
+# the decoded frames (duplicates are judged on it); a v2 list lacks it, so its video is
+# decoded once more.
+SHOTS_CODE_VERSION = "shots/v3"
 
 
 @dataclass(frozen=True)
@@ -245,8 +247,11 @@ def _assemble(_video_key, parts) -> _Looked:
 
 # --- plans -----------------------------------------------------------------------------------
 
-def _plan(looked: _Looked, shots: List[ShotFrames]) -> VideoPlan:
-    return VideoPlan(video=looked.video, shots=shots, known_scores=looked.known_scores,
+def _plan(looked: _Looked, shots: List[ShotFrames], listing: dict) -> VideoPlan:
+    """The plan of a video decoded whole (now or when `listing` was cached): its ref
+    carries the digest of its decoded frames."""
+    video = replace(looked.video, frames_sha256=listing["frames_sha256"])
+    return VideoPlan(video=video, shots=shots, known_scores=looked.known_scores,
                      score_keys={name: looked.keys[name] for name in SCORE_FILTERS
                                  if name in looked.keys})
 
@@ -282,15 +287,18 @@ class _ReplayPlan(StageFn):
         parts = np.split(looked.embeddings, np.cumsum(sizes)[:-1]) if shots else []
         for name in ("frame.in", "frame.out", "frame.cached"):
             self._embed.note(name, sum(sizes))
-        yield _plan(looked, [replace(s, embeddings=e) for s, e in zip(shots, parts)])
+        yield _plan(looked, [replace(s, embeddings=e) for s, e in zip(shots, parts)],
+                    looked.shot_list)
 
 
 class _ColdPlan(StageFn):
     """A decoded video's embedded shots -> its plan (and, with `store`, what to cache).
 
     Only a video with a shot list (decoded whole, SplitIntoShots) gets a plan: the shots
-    of one rejected after they went out (truncated, broken half-way) stop here. Notes the
-    embed stage's frame.in/out (EmbedShots counts shots, not frames)."""
+    of one rejected after they went out (truncated, broken half-way) stop here. A video
+    whose shots were all too short gets a plan without shots, as a replayed one does
+    (every video decoded whole is judged for duplicates). Notes the embed stage's
+    frame.in/out (EmbedShots counts shots, not frames)."""
     stage, level = EMBED_STAGE, "frame"
     counts_in = counts_out = False  # a video's frames are counted in bulk below
 
@@ -315,8 +323,7 @@ class _ColdPlan(StageFn):
                           if shots else np.zeros((0, 0), np.float32))
                 yield beam.pvalue.TaggedOutput(FRAME_EMBEDDING,
                                                (looked.keys[FRAME_EMBEDDING], encode_array(matrix)))
-        if shots:
-            yield _plan(looked, shots)
+        yield _plan(looked, shots, listing)
 
 
 # --- score values ------------------------------------------------------------------------------

@@ -49,17 +49,17 @@ class Nlvr2(Benchmark):
         return ()
 
     def explorer(self, plan: Plan):
-        # an example's two images (local files of a collection; released files have URLs
-        # only, shown by name), its sentence and judgements; a set's pairs
+        # an example's two images (local files of a collection, with their URLs; released
+        # files have URLs only, shown as links), its sentence and judgements; a set's pairs
         return Explorer((
             ExplorerView(pipeline.EXAMPLES, "Examples", images=("left_path", "right_path"),
-                         text=("sentence",),
-                         figures=("label", "identifier", "synset", "query", "writer",
-                                  "extra_labels", "extra_agreeing", "left_url", "right_url")),
+                         image_links=("left_url", "right_url"), text=("sentence",),
+                         figures=("label", "synset", "query", "writer", "extra_labels",
+                                  "extra_agreeing")),
             ExplorerView(pipeline.SENTENCES, "Sentences", text=("sentence",),
-                         figures=("group", "pairs", "labels", "writer")),
-            ExplorerView(pipeline.SETS, "Sets", figures=("set", "synset", "query", "pairs",
-                                                         "left_urls", "right_urls"))))
+                         figures=("group", "pairs", "labels", "writer", "true_examples")),
+            ExplorerView(pipeline.SETS, "Sets", images=("left_urls", "right_urls"),
+                         figures=("set", "synset", "query", "pairs", "examples", "sentences"))))
 
     def links(self, plan: Plan):
         return pipeline.stage_links(plan.config)

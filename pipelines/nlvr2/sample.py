@@ -25,7 +25,8 @@ from pipelines.nlvr2.collection_config import CollectionConfig
 from pipelines.nlvr2.rounds import (Sentence, candidates, construct_set, example_id, image_task,
                                     pair_up, prune_round1, writing_tasks)
 from pipelines.nlvr2.queries import synset_queries
-from pipelines.nlvr2.search import Image, ImageSet, apply_caps, cap_for, prune_query_sets
+from pipelines.nlvr2.image_sets import Image, ImageSet
+from pipelines.nlvr2.search import apply_caps, cap_for, prune_query_sets
 from pipelines.nlvr2.splits import assign_splits
 from pipelines.nlvr2.synsets import hypernym_table, select_synsets
 from transforms.core.sampling import priority

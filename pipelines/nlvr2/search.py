@@ -23,40 +23,13 @@ import apache_beam as beam
 
 from pipelines.nlvr2 import collection_reasons as why
 from pipelines.nlvr2.collection_config import PruningConfig, SearchConfig
+from pipelines.nlvr2.image_sets import Image, ImageSet
 from pipelines.nlvr2.queries import Query
 from schemas import reasons
 from transforms.core.stage import MAIN, REJECTS, StageFn, stage_pardo
 from transforms.crowd.answer_rows import ReadAnswerRows, RowProblem, cell_text
 
 SEARCH_COLUMNS = ("query", "rank", "seed", "similar")
-
-
-class Image(NamedTuple):
-    position: int          # 0 = the search result itself, then the similar images in order
-    url: str
-    path: str              # the local file read
-    sha256: str = ""
-    width: int = 0
-    height: int = 0
-
-
-class ImageSet(NamedTuple):
-    """A query's result and its similar images; `images` shrink stage by stage."""
-    query: str
-    rank: int
-    synset: str
-    images: Tuple[Image, ...]
-    needs_similar: bool = False   # a seed alone, for the local similar-images stand-in
-
-    @property
-    def key(self) -> str:
-        """The set's id in every task and answer file."""
-        return f"{self.query}#{self.rank}"
-
-    @property
-    def query_field(self) -> str:
-        """The released `query`: the query text and the result index ("some cups38")."""
-        return f"{self.query}{self.rank}"
 
 
 class Drop(NamedTuple):

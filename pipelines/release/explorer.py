@@ -1,26 +1,35 @@
-"""The release explorer: `<version>/explorer/`, static pages to look at a release.
+"""The release explorer: `<version>/explorer/`, static pages to search and look at a release.
 
     explorer/index.html, explorer.css, explorer.js   the app (explorer_assets/), one page
-    explorer/data/index.js                           what there is: views, groups, pages
-    explorer/data/<area>/<n>/.../<page>.js           one page of cards each
+    explorer/data/index.js                           what there is: views, groups, columns
+    explorer/data/items/<v>/cards/<c>.js             a view's cards, PAGE_SIZE a chunk
+    explorer/data/items/<v>/index/<col>/<c>.js       its search index (explorer_index.py)
+    explorer/data/items/<v>/stats.js                 its per-column statistics (explorer_stats.py)
+    explorer/data/rejects/...                        the rejects, as one more view
+    explorer/data/diff/<t>.js, diff/<t>/before/<c>.js  the changes, and rows as they were
     explorer/thumbs/<k[:2]>/<k>.jpg                  thumbnails (explorer_thumbs.py)
 
 It opens from disk (file://) with no server and no network: browsers refuse fetch() of
-local files, so every page of data is a script (`EXPLORER.page(id, cards)`) that the app
-adds to the document when that page is shown, and a release of 10,000 sets loads one
-page of 24 cards at a time. Three areas:
+local files, so every piece of data is a script (`EXPLORER.data(id, value)`) that the app
+adds to the document when it needs it. A view's rows are in one order, (split, source,
+key) for a table and (reason, stage, level, item) for the rejects, and row i's card is
+in cards chunk i // PAGE_SIZE; searching, filtering and sorting load only the index
+columns they ask about, then the chunks of the cards they show. Three areas:
 
 - items: each table a benchmark declares (explorer_views.ExplorerView; undeclared tables
-  get a plain view), per split and source;
-- rejects: per reason, the first examples with the figures of their detail
-  ("brisque=0.69" -> brisque 0.69) and the images they name, when local;
+  get a plain view), every row a card, its groups (split, source) contiguous;
+- rejects: every reject as a card, with the figures of its detail ("brisque=0.69" ->
+  brisque 0.69) and the images it names, when local; the first PAGE_SIZE of each reason
+  pictured by the benchmark when it can (a frame decoded again from its video);
 - diff: against the previous version, the comparison `release diff` prints
-  (pipelines/release/diff.py), with the cards of rows added, removed, moved and changed,
-  under the config change between the two versions.
+  (pipelines/release/diff.py): the keys added, moved and changed (their cards are the
+  view's) and the cards of removed and changed rows as the previous version had them.
 
-The files are written before MANIFEST.json, so the manifest checksums them like any
-other file; table digests (pipelines/release/digest.py) never read them. The content is
-a function of the release (no clock, sorted keys), so two builds of the same release
+Tables are read in batches (explorer_rows.py), so memory is bounded by a batch and a
+chunk, not by the table. The files are written before MANIFEST.json, so the manifest
+checksums them like any other file; table digests (pipelines/release/digest.py) never
+read them. The content is a function of the release's rows (no clock, sorted keys, an
+order that does not depend on the runner's shards), so two builds of the same release
 write the same explorer.
 """
 from __future__ import annotations
@@ -31,14 +40,17 @@ import math
 import os
 import re
 import shutil
-from collections import Counter, defaultdict
-from typing import Dict, Iterable, List, Mapping, Optional, Sequence
+from collections import Counter
+from typing import Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
-import pyarrow.parquet as pq
+import pyarrow as pa
 
-from pipelines.release.explorer_thumbs import Thumbnails
-from pipelines.release.explorer_views import ExplorerView, ImageIndex, RejectImages
 from pipelines.release.diff import summary
+from pipelines.release.explorer_index import ColumnIndex
+from pipelines.release.explorer_rows import RowStore, read_batches, read_rows, read_schema
+from pipelines.release.explorer_stats import TableStats
+from pipelines.release.explorer_thumbs import Thumbnails
+from pipelines.release.explorer_views import ExplorerView, RejectImages
 from pipelines.release.tables import key_text
 from schemas.layout import PARQUET_DIR, REJECTS_DIR
 
@@ -46,10 +58,11 @@ log = logging.getLogger("pipelines.release.explorer")
 
 EXPLORER_DIR = "explorer"
 ASSETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "explorer_assets")
-PAGE_SIZE = 24
-REJECT_EXAMPLES = 240          # per reason: ten pages; the count says how many there are
+PAGE_SIZE = 24            # cards a page shows, and a cards chunk holds
+RENDER_ROWS = 256         # rows whose thumbnails are made together (in parallel)
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".gif", ".bmp", ".webp", ".tif", ".tiff")
 _FIGURE = re.compile(r"([A-Za-z_][\w.]*)=(\S+)")
+REJECTS = "rejects"       # the rejects' view name (no table has it: rejects/ is no table)
 
 
 def write_explorer(release_dir: str, *, benchmark: str, version: str,
@@ -64,26 +77,26 @@ def write_explorer(release_dir: str, *, benchmark: str, version: str,
     `diff` is release_diff.diff_releases(previous_dir, release_dir) when there is a
     previous version; `reject_images` pictures rejects whose image the release lacks."""
     root = os.path.join(release_dir, EXPLORER_DIR)
-    previous_explorer = os.path.join(previous_dir, EXPLORER_DIR) if previous_dir else None
-    pages = _Pages(root)
-    thumbs = Thumbnails(root, previous_explorer)
+    files = _Files(root)
+    thumbs = Thumbnails(root, os.path.join(previous_dir, EXPLORER_DIR) if previous_dir else None)
     all_views = views_for(tables, views)
-    cards: Dict[str, Dict[str, dict]] = {}
     index = {"benchmark": benchmark, "version": version, "page_size": PAGE_SIZE, "views": []}
-    for n, view in enumerate(all_views):
-        entry, cards[view.table] = _write_view(pages, f"items/{n}", view, tables[view.table],
-                                               release_dir, thumbs)
-        index["views"].append(entry)
-    index["rejects"] = _write_rejects(pages, release_dir, thumbs, all_views, reject_images)
-    index["diff"] = (_write_diff(pages, diff, all_views, cards, previous_dir, thumbs)
-                     if diff and previous_dir else None)
-    pages.script("data/index.js", f"EXPLORER.index({_json(index)});\n")
+    with RowStore() as store:
+        images = _ImageLookup(store, release_dir, all_views, "now")
+        for n, view in enumerate(all_views):
+            render = _Renderer(view, release_dir, thumbs, store, images, "now",
+                               key=tables[view.table])
+            index["views"].append(_write_table(files, f"items/{n}", render))
+        index["rejects"] = _write_rejects(files, release_dir, thumbs, store, images, reject_images)
+        index["diff"] = (_write_diff(files, diff, all_views, previous_dir, thumbs, store)
+                         if diff and previous_dir else None)
+    files.script("data/index.js", f"EXPLORER.index({_json(index)});\n")
     for name in sorted(os.listdir(ASSETS)):
         shutil.copyfile(os.path.join(ASSETS, name), os.path.join(root, name))
-    files, size = _size(root)
+    count, size = _size(root)
     log.info("explorer: %d files, %d bytes (%d thumbnails made, %d reused)",
-             files, size, thumbs.made, thumbs.reused)
-    return {"files": files, "bytes": size,
+             count, size, thumbs.made, thumbs.reused)
+    return {"files": count, "bytes": size,
             "thumbnails": {"made": thumbs.made, "reused": thumbs.reused,
                            "unreadable": thumbs.unreadable}}
 
@@ -97,202 +110,445 @@ def views_for(tables: Iterable[str], declared: Sequence[ExplorerView]) -> List[E
     return shown + [ExplorerView(t) for t in tables if t not in seen]
 
 
+def table_key(columns: Sequence[str]) -> Tuple[str, Callable[[dict], str]]:
+    """The name of a table's declared key (its column, or its columns joined by " / ")
+    and a row's key as text: the one place the explorer depends on how a release names
+    its rows, as the diff lists them (pipelines/release/tables.py, key_text)."""
+    return " / ".join(columns), lambda row: key_text([row.get(c) for c in columns])
+
+
+def diff_key(value) -> str:
+    """A key as pipelines/release/diff.py lists it, as text (table_key's form)."""
+    return _text(value)
+
+
 # --- items ----------------------------------------------------------------------------
 
-def _write_view(pages: "_Pages", prefix: str, view: ExplorerView, key: Sequence[str],
-                release_dir: str, thumbs: Thumbnails):
-    """One view's cards, paged per (split, source); returns (index entry, {key: card})."""
-    render = _Renderer(view, key, release_dir, thumbs)
-    groups = defaultdict(list)
-    for card in render.cards():
-        groups[(card["split"], card["source"])].append(card)
-    entry = {"table": view.table, "title": view.label, "groups": []}
-    for n, (split, source) in enumerate(sorted(groups)):
-        group = groups[(split, source)]
-        path = f"{prefix}/{n}"
-        entry["groups"].append({"split": split, "source": source, "items": len(group),
-                                "pages": pages.paged(path, group), "path": path})
-    return entry, {card["key"]: card for group in groups.values() for card in group}
+def _write_table(files: "_Files", path: str, render: "_Renderer") -> dict:
+    """One view: every row's card and index values in (split, source, key) order
+    (_Renderer.order), its groups, its statistics."""
+    view = render.view
+    stats = render.load_rows("rows", render.order)
+    files.data(f"{path}/stats", stats)
+    groups = _Groups(("split", "source"))
+    cards = _Chunks(files, f"{path}/cards")
+    search = ColumnIndex(files.data, f"{path}/index", no_facet=(
+        render.key_column, *render.text_names, "images", "choices", *render.note_ranges()))
+    for card, values in render.cards_and_index("rows"):
+        groups.add(card)
+        cards.add(card)
+        search.add(values)
+    cards.flush()
+    return {"table": view.table, "title": view.label, "path": path, "rows": cards.count,
+            "key": render.key_column, "groups": groups.groups, "group_by": list(groups.columns),
+            "text": render.text_names, "figures": render.figure_names, "index": search.close()}
 
 
 class _Renderer:
-    """Rows of one table as cards: {key, split, source, images, text, choices, figures}."""
+    """Rows of one table as cards: {k, s, o, i (images), x (texts), c (choices),
+    f (figures, in the view's order), m (more figures: name, value)}; and the values
+    its row gives the search index."""
 
-    def __init__(self, view: ExplorerView, key: Sequence[str], release_dir: str,
-                 thumbs: Thumbnails):
-        self.view, self.key, self.release_dir, self.thumbs = view, tuple(key), release_dir, thumbs
-        self.rows = _read_rows(os.path.join(release_dir, PARQUET_DIR, view.table))
-        self.joined = {j.table: {r[j.key]: r for r in
-                                 _read_rows(os.path.join(release_dir, PARQUET_DIR, j.table))}
-                       for j in view.join}
-        self.image_paths = _image_index(release_dir, view.image_index)
+    def __init__(self, view: ExplorerView, release_dir: str, thumbs: Thumbnails,
+                 store: RowStore, images: "_ImageLookup", tag: str, folder: str = "",
+                 key: Sequence[str] = ()):
+        self.view, self.release_dir, self.thumbs = view, release_dir, thumbs
+        self.key_columns = tuple(key)   # the table's declared key (pipelines/release/tables.py)
+        self.store, self.images, self.tag = store, images, tag
+        self.folder = folder or os.path.join(release_dir, PARQUET_DIR, view.table)
+        self.schema = read_schema(self.folder)
+        self.key_column, self.key = self.describe_key()
+        self.figure_names, self.text_names = self.describe_columns()
+        self._load_joins()
 
-    def cards(self) -> List[dict]:
-        self.thumbs.prefetch(path for row in self.rows for path in self.local_paths(row))
-        return sorted((self.card(row) for row in self.rows), key=lambda c: c["key"])
+    def describe_key(self) -> Tuple[str, Callable[[dict], str]]:
+        return table_key(self.key_columns) if self.schema and self.key_columns else ("", _no_key)
 
-    def local_paths(self, row: dict) -> Iterable[str]:
-        """The local image files a row's card shows (joined columns included)."""
-        row = self.with_joins(row)
-        for column in self.view.images:
-            for value in _as_list(row.get(column)):
-                path = self.local_path(str(value))
-                if path:
-                    yield path
+    def order(self, row: dict) -> tuple:
+        """Where a row's card goes: by split, source, then key in natural order
+        (dev-9 before dev-10)."""
+        key = self.key(row)
+        return _text(row.get("split")), _text(row.get("source")), _natural(key), key
+
+    def describe_columns(self) -> Tuple[List[str], List[str]]:
+        """(figures, texts) a card shows: the declared ones, or for a plain view every
+        scalar column but the key, split and source."""
+        view = self.view
+        declared = view.images or view.text or view.choices or view.figures
+        figures = view.figures if declared else [
+            f.name for f in self.schema or () if _scalar(f.type) and f.name not in ("split", "source")]
+        return [c for c in figures if c not in (self.key_column, *self.key_columns)], list(view.text)
+
+    # reading
+
+    def columns(self) -> List[str]:
+        """The table's columns a card needs (a joined table's come with the join)."""
+        view = self.view
+        named = [*self.key_columns, "split", "source", view.choices, view.choice_notes,
+                 *view.images, *view.image_links, *self.text_names, *self.figure_names,
+                 *(column for column, _ in self._notes()), *(j.on for j in view.join)]
+        if isinstance(view.target, str):
+            named.append(view.target)
+        joined = tuple(f"{j.table}." for j in view.join)
+        return list(dict.fromkeys(c for c in named if c and not c.startswith(joined)))
+
+    def load_rows(self, name: str, order: Callable[[dict], tuple],
+                  keep: Callable[[dict], bool] = lambda row: True,
+                  with_stats: bool = True) -> Optional[dict]:
+        """Read the table once, in batches, into the store: the columns a card needs of
+        the rows `keep` accepts, in `order`. With `with_stats`, returns the statistics of
+        every column (explorer_stats.py; histograms read the numeric columns again)."""
+        stats = TableStats(self.schema or pa.schema([]))
+        columns = self.columns()
+
+        def batches():
+            for batch in read_batches(self.folder):
+                if with_stats:
+                    stats.add(batch)
+                shown = batch.select([c for c in columns if c in batch.schema.names])
+                yield [row for row in shown.to_pylist() if keep(row)]
+
+        self.store.load(self._rows_name(name), batches(), order=order)
+        if not with_stats:
+            return None
+        if stats.second_pass_columns:
+            for batch in read_batches(self.folder, stats.second_pass_columns):
+                stats.add_second_pass(batch)
+        return {"rows": stats.rows, "columns": stats.result()}
+
+    def rows(self, name: str) -> Iterator[dict]:
+        return self.store.rows(self._rows_name(name))
+
+    def _rows_name(self, name: str) -> str:
+        return f"{self.tag}:{self.view.table}:{name}"
+
+    def _load_joins(self) -> None:
+        for join in self.view.join:
+            name = f"{self.tag}:join:{join.table}:{join.key}"
+            if name not in self.store:
+                self.store.load(name, read_rows(os.path.join(self.release_dir, PARQUET_DIR, join.table)),
+                                key=lambda row, k=join.key: _text(row.get(k)))
 
     def with_joins(self, row: dict) -> dict:
         row = dict(row)
         for join in self.view.join:
-            other = self.joined[join.table].get(row.get(join.on), {})
+            other = self.store.get(f"{self.tag}:join:{join.table}:{join.key}",
+                                   _text(row.get(join.on))) or {}
             row.update({f"{join.table}.{c}": v for c, v in other.items()})
         return row
 
+    # cards
+
+    def cards_and_index(self, name: str) -> Iterator[Tuple[dict, dict]]:
+        """(card, index values) of the stored rows, in order; thumbnails made
+        RENDER_ROWS rows at a time, in parallel."""
+        batch = []
+        for row in self.rows(name):
+            batch.append(self.with_joins(row))
+            if len(batch) == RENDER_ROWS:
+                yield from self._render(batch)
+                batch = []
+        yield from self._render(batch)
+
+    def _render(self, rows: List[dict]) -> Iterator[Tuple[dict, dict]]:
+        self.thumbs.prefetch(path for row in rows for path in self.local_paths(row))
+        for row in rows:
+            yield self.card(row), self.index_values(row)
+
+    def local_paths(self, row: dict) -> Iterable[str]:
+        """The local image files a row's card shows (joined columns included)."""
+        for value, _ in self.image_values(row):
+            path = self.local_path(_text(value))
+            if path:
+                yield path
+
+    def image_values(self, row: dict) -> List[Tuple[object, str]]:
+        """(image, its link or "") of a row, in order: an images column's values, or
+        where it has none (a released file naming URLs only) its link column's."""
+        out = []
+        for n, column in enumerate(self.view.images):
+            links = _as_list(row.get(self.view.image_links[n])) if self.view.image_links else []
+            values = _as_list(row.get(column)) or links
+            out += [(v, _text(links[i]) if i < len(links) else "") for i, v in enumerate(values)]
+        return out
+
     def card(self, row: dict) -> dict:
         view = self.view
-        row = self.with_joins(row)
         target = row.get(view.target) if isinstance(view.target, str) else view.target
-        card = {"key": key_text([row[c] for c in self.key]), "split": str(row.get("split", "")),
-                "source": str(row.get("source", ""))}
-        images = [v for column in view.images for v in _as_list(row.get(column))]
+        card = {"k": self.key(row), "s": _text(row.get("split")), "o": _text(row.get("source"))}
+        images = self.image_values(row)
         if images:
-            labels = [(n, n.rsplit(".", 1)[-1]) if isinstance(n, str) else (n[1], n[0])
-                      for n in view.image_notes]
-            notes = [(label, _as_list(row.get(column))) for column, label in labels]
+            notes = [(label, _as_list(row.get(column))) for column, label in self._notes()]
             named = len(notes) > 1    # one note needs no name ("image", not "sources image")
-            card["images"] = [self.image(value, [
+            card["i"] = [self.image(value, [
                 (f"{label} " if named else "") + _fmt(values[i])
                 for label, values in notes if i < len(values)],
-                target == i and not view.choices) for i, value in enumerate(images)]
-        if view.text:
-            card["text"] = [[c, _fmt(row.get(c))] for c in view.text]
+                target == i and not view.choices, link) for i, (value, link) in enumerate(images)]
+        if self.text_names:
+            card["x"] = [_fmt(row.get(c)) for c in self.text_names]
         if view.choices:
             labels = _as_list(row.get(view.choice_notes)) if view.choice_notes else []
-            card["choices"] = [{"x": _fmt(x), "n": _fmt(labels[i]) if i < len(labels) else "",
-                                "target": target == i}
-                               for i, x in enumerate(_as_list(row.get(view.choices)))]
-        declared = view.images or view.text or view.choices or view.figures
-        figures = view.figures if declared else [
-            c for c, v in row.items() if c not in (*self.key, "split", "source")
-            and not isinstance(v, (list, dict))]
-        card["figures"] = [[c, _fmt(row.get(c))] for c in figures]
+            card["c"] = [{"x": _fmt(x), "n": _fmt(labels[i]) if i < len(labels) else "",
+                          "target": target == i}
+                         for i, x in enumerate(_as_list(row.get(view.choices)))]
+        card["f"] = [_fmt(row.get(c)) for c in self.figure_names]
         return card
 
-    def image(self, value, notes: Sequence[str] = (), target: bool = False) -> dict:
-        value = str(value)
+    def index_values(self, row: dict) -> dict:
+        """What the search index holds of a row: its key, split and source, its texts,
+        the scalar figures, the images' names and the choices (searched), and the least
+        and greatest of each numeric image note (a set's worst BRISQUE score)."""
+        values = {self.key_column: self.key(row), "split": row.get("split"),
+                  "source": row.get("source")}
+        for column in [*self.text_names, *self.figure_names]:
+            value = row.get(column)
+            if not isinstance(value, (list, tuple, dict)):
+                values[column] = value
+        names = [_text(v) for v, _ in self.image_values(row)]
+        if names:
+            values["images"] = " ".join(os.path.basename(n) or n for n in names)
+        if self.view.choices:
+            values["choices"] = " | ".join(_text(x) for x in _as_list(row.get(self.view.choices)))
+        for column, label in self._notes():
+            numbers = [v for v in _as_list(row.get(column))
+                       if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)]
+            if numbers:
+                values[f"{label} min"], values[f"{label} max"] = min(numbers), max(numbers)
+        return values
+
+    def _notes(self) -> List[Tuple[str, str]]:
+        """(column, label) of each image note: a column is labelled by its name's last
+        part ("similar_sets.sources": "sources"), a (label, column) pair by its label."""
+        return [(n, n.rsplit(".", 1)[-1]) if isinstance(n, str) else (n[1], n[0])
+                for n in self.view.image_notes]
+
+    def note_ranges(self) -> List[str]:
+        """The index columns of each image note's least and greatest value (ranges only)."""
+        return [f"{label} {end}" for _, label in self._notes() for end in ("min", "max")]
+
+    def image(self, value, notes: Sequence[str] = (), target: bool = False, link: str = "") -> dict:
+        """{n: name, t: thumbnail, u: URL, l: notes, target}; a name that is the URL's
+        last part and an absent thumbnail are left out (the page derives the one)."""
+        value = _text(value)
         path = self.local_path(value)
-        image = {"n": os.path.basename(value) or value, "t": self.thumbs.of(path) if path else None}
+        image = {"n": os.path.basename(value) or value}
+        thumbnail = self.thumbs.of(path) if path else None
+        if thumbnail:
+            image["t"] = thumbnail
+        url = next((u for u in (link, value) if re.match(r"https?://", u)), "")
+        if url:
+            image["u"] = url   # a link the person may follow; the page never loads it
+            if image["n"] == _url_name(url):
+                del image["n"]
         if notes:
             image["l"] = list(notes)
         if target:
             image["target"] = True
         return image
 
+    def image_id_path(self, value: str) -> Optional[str]:
+        return self.images.path(self.view, value)
+
     def picture(self, picture, name: str) -> dict:
         """A benchmark's picture of a reject: a local file, or RGB pixels."""
         if isinstance(picture, str):
             return self.image(picture)
-        return {"n": name, "t": self.thumbs.of_pixels(picture)}
+        thumbnail = self.thumbs.of_pixels(picture)
+        return {"n": name, "t": thumbnail} if thumbnail else {"n": name}
 
     def local_path(self, value: str) -> Optional[str]:
         """A local file for an image value: a release path, a local path, or an id."""
-        value = self.image_paths.get(value, value)
+        value = self.image_id_path(value) or value
         if "://" in value:
             return None      # never fetched (and gs:// is not this machine's disk)
         candidate = value if os.path.isabs(value) else os.path.join(self.release_dir, value)
         return candidate if os.path.isfile(candidate) else None
 
 
+class _ImageLookup:
+    """Image ids to local files through the views' image indexes (FG's pool ids), from
+    the store: the id -> path columns only, never the table in memory."""
+
+    def __init__(self, store: RowStore, release_dir: str, views: Sequence[ExplorerView], tag: str):
+        self.store, self.names = store, {}
+        for view in views:
+            index = view.image_index
+            if index is None:
+                continue
+            name = f"{tag}:images:{index.table}:{index.id}:{index.path}"
+            if name not in store:
+                folder = os.path.join(release_dir, PARQUET_DIR, index.table)
+                store.load(name, read_rows(folder, [index.id, index.path]),
+                           key=lambda row, i=index.id: _text(row.get(i)))
+            self.names[view.table] = (name, index.path)
+
+    def path(self, view: ExplorerView, value: str) -> Optional[str]:
+        """The file of an image id of `view` (None: not an id it knows)."""
+        found = self.names.get(view.table)
+        if found is None:
+            return None
+        row = self.store.get(found[0], value)
+        return row[found[1]] if row else None
+
+    def any_path(self, value: str) -> Optional[str]:
+        """The file of an image id of any view (a reject names a pool id)."""
+        for name, column in sorted(set(self.names.values())):
+            row = self.store.get(name, value)
+            if row:
+                return row[column]
+        return None
+
+
 # --- rejects --------------------------------------------------------------------------
 
-def _write_rejects(pages: "_Pages", release_dir: str, thumbs: Thumbnails,
-                   views: Sequence[ExplorerView], reject_images: Optional[RejectImages]) -> dict:
-    """Per reason: its count by stage and level, and the first REJECT_EXAMPLES rejects
-    (ordered by stage, level, item) as cards; those of the first page pictured by
-    `reject_images` when the benchmark can (a frame from its video)."""
-    rows = _read_rows(os.path.join(release_dir, REJECTS_DIR))
-    by_reason = defaultdict(list)
-    for row in rows:
-        by_reason[row["reason"]].append(row)
-    groups = {reason: sorted(group, key=lambda r: (r["stage"], r["level"], r["item_id"],
-                                                   r.get("file", ""), r.get("line", 0)))
-              for reason, group in by_reason.items()}
-    pictured = (reject_images([r for g in groups.values() for r in g[:PAGE_SIZE]])
-                if reject_images else {})
-    images = _Renderer(ExplorerView("rejects"), ("item_id",), release_dir, thumbs)  # images only
-    for view in views:   # a reject of an image id the views know (FG's pool) shows it
-        images.image_paths.update(_image_index(release_dir, view.image_index))
+class _RejectRenderer(_Renderer):
+    """The rejects as cards: the item, its detail, the figures of the detail, the input
+    file and line, and the images it names."""
+
+    def __init__(self, release_dir: str, thumbs: Thumbnails, store: RowStore,
+                 images: _ImageLookup):
+        super().__init__(ExplorerView(REJECTS, "Rejects"), release_dir, thumbs, store, images,
+                         "now", folder=os.path.join(release_dir, REJECTS_DIR))
+        self.pictured: Dict[str, object] = {}
+
+    def describe_key(self) -> Tuple[str, Callable[[dict], str]]:
+        return "item_id", lambda row: _text(row.get("item_id"))
+
+    def order(self, row: dict) -> tuple:
+        """By reason (a group each), stage, level, item (natural order), input and line."""
+        return (row["reason"], row["stage"], row["level"], _natural(row["item_id"]), row["item_id"],
+                _text(row.get("file")), row.get("line") or 0)
+
+    def describe_columns(self) -> Tuple[List[str], List[str]]:
+        return ["stage", "level", "video_id", "input"], ["detail"]
+
+    def columns(self) -> List[str]:
+        return self.schema.names if self.schema else []
+
+    def image_id_path(self, value: str) -> Optional[str]:
+        return self.images.any_path(value)   # a reject may name any view's image id
+
+    def named_images(self, row: dict) -> List[str]:
+        words = [word.rstrip(":,;)") for text in (row["item_id"], row.get("detail", ""),
+                                                  row.get("file", "")) for word in _text(text).split()]
+        return [w for w in dict.fromkeys(words)
+                if (w.lower().endswith(IMAGE_SUFFIXES) or self.images.any_path(w))
+                and self.local_path(w)]
+
+    def local_paths(self, row: dict) -> Iterable[str]:
+        return [self.local_path(w) for w in self.named_images(row)]
+
+    def card(self, row: dict) -> dict:
+        detail = _text(row.get("detail"))
+        where = ""
+        if row.get("file"):
+            where = os.path.basename(row["file"]) + (f":{row['line']}" if row.get("line") else "")
+        card = {"k": row["item_id"], "s": _text(row.get("split")), "o": _text(row.get("source")),
+                "x": [detail], "f": [row["stage"], row["level"], _text(row.get("video_id")), where],
+                "r": row["reason"]}
+        figures = _detail_figures(detail)
+        if figures:
+            card["m"] = [[name, value] for name, value in figures]
+        images = [self.image(w) for w in self.named_images(row)]
+        picture = self.pictured.get(row["item_id"])
+        if picture is not None:   # one picture, or named ones (a frame beside its nearest)
+            shown = picture if isinstance(picture, list) else [(os.path.basename(row["item_id"]), picture)]
+            images[:0] = [self.picture(pixels, name) for name, pixels in shown]
+        if images:
+            card["i"] = images
+        return card
+
+    def index_values(self, row: dict) -> dict:
+        values = {"item_id": row["item_id"], "reason": row["reason"], "stage": row["stage"],
+                  "level": row["level"], "split": row.get("split"), "source": row.get("source"),
+                  "video_id": row.get("video_id"), "detail": row.get("detail"),
+                  "input": os.path.basename(row["file"]) if row.get("file") else None}
+        for name, value in _detail_figures(_text(row.get("detail"))):
+            if name not in values:
+                values[name] = _number(value)
+        return values
+
+
+def _write_rejects(files: "_Files", release_dir: str, thumbs: Thumbnails, store: RowStore,
+                   images: _ImageLookup, reject_images: Optional[RejectImages]) -> dict:
+    """Every reject as a card, in (reason, stage, level, item, file, line) order (_RejectRenderer.order); the
+    first PAGE_SIZE of each reason pictured by `reject_images` when the benchmark can
+    (asked once, for all of them)."""
+    render = _RejectRenderer(release_dir, thumbs, store, images)
+    files.data(f"{REJECTS}/stats", render.load_rows("rows", render.order))
+    first, per_reason, stages = [], Counter(), Counter()
+    for row in render.rows("rows"):
+        stages[(row["reason"], f"{row['stage']}/{row['level']}")] += 1
+        per_reason[row["reason"]] += 1
+        if per_reason[row["reason"]] <= PAGE_SIZE:
+            first.append(row)
+    render.pictured = reject_images(first) if reject_images and first else {}
+    groups = _Groups(("reason",))
+    cards = _Chunks(files, f"{REJECTS}/cards")
+    search = ColumnIndex(files.data, f"{REJECTS}/index", no_facet=("item_id", "detail"))
+    for card, values in render.cards_and_index("rows"):
+        groups.add(card)
+        cards.add(card)
+        search.add(values)
+    cards.flush()
     reasons = []
-    for n, reason in enumerate(sorted(groups)):
-        group = groups[reason]
-        stages = Counter(f"{r['stage']}/{r['level']}" for r in group)
-        cards = [_reject_card(r, images, pictured.get(r["item_id"]))
-                 for r in group[:REJECT_EXAMPLES]]
-        path = f"rejects/{n}"
-        reasons.append({"reason": reason, "count": len(group), "shown": len(cards),
-                        "stages": dict(sorted(stages.items())),
-                        "pages": pages.paged(path, cards), "path": path})
-    return {"total": len(rows), "reasons": reasons}
+    for group in groups.groups:
+        reason = group["reason"]
+        reasons.append(dict(group, stages={s: n for (r, s), n in sorted(stages.items()) if r == reason}))
+    return {"table": REJECTS, "title": "Rejects", "path": REJECTS, "rows": cards.count,
+            "total": cards.count, "key": "item_id", "groups": reasons, "group_by": list(groups.columns),
+            "text": render.text_names, "figures": render.figure_names, "index": search.close()}
 
 
-def _reject_card(row: dict, render: _Renderer, picture=None) -> dict:
-    detail = row.get("detail", "")
-    card = {"key": row["item_id"], "split": row.get("split", ""), "source": row.get("source", ""),
-            "text": [["detail", detail]] if detail else [],
-            "figures": [["stage", row["stage"]], ["level", row["level"]]]
-            + [[name, value.rstrip(",;")] for name, value in _FIGURE.findall(detail)]}
-    if row.get("video_id"):
-        card["figures"].append(["video_id", row["video_id"]])
-    if row.get("file"):
-        where = os.path.basename(row["file"]) + (f":{row['line']}" if row.get("line") else "")
-        card["figures"].append(["input", where])
-    named = [word.rstrip(":,;)") for text in (row["item_id"], detail, row.get("file", ""))
-             for word in str(text).split()]
-    images = [render.image(w) for w in dict.fromkeys(named)
-              if (w.lower().endswith(IMAGE_SUFFIXES) or w in render.image_paths)
-              and render.local_path(w)]
-    if picture is not None:   # one picture, or named ones (a frame beside its nearest)
-        shown = picture if isinstance(picture, list) else [(os.path.basename(row["item_id"]), picture)]
-        images[:0] = [render.picture(pixels, name) for name, pixels in shown]
-    if images:
-        card["images"] = images
-    return card
+def _detail_figures(detail: str) -> List[Tuple[str, str]]:
+    return [(name, value.rstrip(",;")) for name, value in _FIGURE.findall(detail)]
+
+
+def _number(text: str):
+    """A figure of a detail as a number when it reads as one (brisque=0.69), else text."""
+    try:
+        value = float(text)
+    except ValueError:
+        return text
+    return int(value) if re.fullmatch(r"[+-]?\d+", text) else value
 
 
 # --- diff -----------------------------------------------------------------------------
 
-def _write_diff(pages: "_Pages", diff: dict, views: Sequence[ExplorerView],
-                cards: Dict[str, Dict[str, dict]], previous_dir: str, thumbs: Thumbnails) -> dict:
-    """The `release diff` comparison with the cards of what it names: added, moved and
-    changed rows as they are now (a changed one with its images before), removed ones
-    as the previous version had them (cards named by the key the diff matched rows by)."""
-    by_table = {v.table: v for v in views}
+def _write_diff(files: "_Files", diff: dict, views: Sequence[ExplorerView], previous_dir: str,
+                thumbs: Thumbnails, store: RowStore) -> dict:
+    """The `release diff` comparison: per table its keys added, moved and changed (whose
+    cards are the view's) and removed, and the cards of the removed and changed rows as
+    the previous version had them (a changed set shows its frames now and before)."""
+    by_table = {v.table: (n, v) for n, v in enumerate(views)}
+    images = _ImageLookup(store, previous_dir, views, "before")
     tables = []
     for n, (table, change) in enumerate(sorted(diff["tables"].items())):
-        view = by_table.get(table, ExplorerView(table))
-        now = cards.get(table, {})
-        before = {}
-        if change["removed"] or change["changed"]:
-            before = {c["key"]: c for c in _Renderer(view, change["key"], previous_dir,
-                                                      thumbs).cards()}
-        moved = {m["key"]: f"{m['from']} -> {m['to']}" + (", changed" if m["changed"] else "")
-                 for m in change["moved"]}
-        kinds = []
-        for kind, keys, source in (("added", change["added"], now),
-                                   ("removed", change["removed"], before),
-                                   ("moved", sorted(moved), now),
-                                   ("changed", change["changed"], now)):
-            shown = []
-            for key in keys:
-                card = dict(source.get(str(key)) or {"key": str(key), "split": "", "source": ""})
-                if kind == "moved":
-                    card["figures"] = [["moved", moved[key]]] + card.get("figures", [])
-                if kind == "changed" and before.get(str(key), {}).get("images"):
-                    card["before"] = before[str(key)]["images"]
-                shown.append(card)
-            path = f"diff/{n}/{kind}"
-            kinds.append({"kind": kind, "count": len(keys), "pages": pages.paged(path, shown),
-                          "path": path})
-        tables.append({"table": table, "title": view.label, "kinds": kinds,
+        number, view = by_table.get(table, (None, ExplorerView(table)))
+        wanted = {diff_key(k) for k in [*change["removed"], *change["changed"]]}
+        before_keys = []
+        if wanted:
+            render = _Renderer(view, previous_dir, thumbs, store, images, "before",
+                               key=change["key"])
+            render.load_rows("diff", render.order, keep=lambda row: render.key(row) in wanted,
+                             with_stats=False)
+            cards = _Chunks(files, f"diff/{n}/before")
+            for card, _ in render.cards_and_index("diff"):
+                cards.add(card)
+                before_keys.append(card["k"])
+            cards.flush()
+            before_figures = render.figure_names
+        else:
+            before_figures = []
+        files.data(f"diff/{n}", {
+            "added": [diff_key(k) for k in change["added"]],
+            "removed": [diff_key(k) for k in change["removed"]],
+            "changed": [diff_key(k) for k in change["changed"]],
+            "moved": [[diff_key(m["key"]), m["from"], m["to"]] for m in change["moved"]],
+            "before": before_keys, "before_figures": before_figures})
+        tables.append({"table": table, "title": view.label, "view": number, "path": f"diff/{n}",
+                       "counts": {kind: len(change[kind])
+                                  for kind in ("added", "removed", "moved", "changed")},
                        "per_split": change["per_split"], "summary": summary(change),
                        "compared": not change.get("not_compared")})
     return {"from": diff["from"], "to": diff["to"], "config": diff["config"], "tables": tables}
@@ -300,20 +556,50 @@ def _write_diff(pages: "_Pages", diff: dict, views: Sequence[ExplorerView],
 
 # --- files ----------------------------------------------------------------------------
 
-class _Pages:
+class _Groups:
+    """Contiguous runs of rows with the same values of `columns` (the rows are in
+    order): [{column: value, ..., "start", "count"}]."""
+
+    def __init__(self, columns: Sequence[str]):
+        self.columns, self.groups, self.rows = columns, [], 0
+        self._card_field = {"split": "s", "source": "o", "reason": "r"}
+
+    def add(self, card: dict) -> None:
+        values = {c: card[self._card_field[c]] for c in self.columns}
+        if not self.groups or any(self.groups[-1][c] != v for c, v in values.items()):
+            self.groups.append(dict(values, start=self.rows, count=0))
+        self.groups[-1]["count"] += 1
+        self.rows += 1
+
+
+class _Chunks:
+    """Cards written PAGE_SIZE to a script, `data/<path>/<n>.js` (n from 0)."""
+
+    def __init__(self, files: "_Files", path: str):
+        self.files, self.path, self.cards, self.count, self.chunks = files, path, [], 0, 0
+
+    def add(self, card: dict) -> None:
+        self.cards.append(card)
+        self.count += 1
+        if len(self.cards) == PAGE_SIZE:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.cards:
+            self.files.data(f"{self.path}/{self.chunks}", self.cards)
+            self.chunks += 1
+            self.cards = []
+
+
+class _Files:
     """Writes the data scripts under `<explorer>/data/`."""
 
     def __init__(self, root: str):
         self.root = root
 
-    def paged(self, path: str, cards: List[dict]) -> int:
-        """Write `cards` as pages `data/<path>/<n>.js` (n from 1); returns the page count."""
-        count = math.ceil(len(cards) / PAGE_SIZE)
-        for page in range(count):
-            chunk = cards[page * PAGE_SIZE:(page + 1) * PAGE_SIZE]
-            self.script(f"data/{path}/{page + 1}.js",
-                        f"EXPLORER.page({_json(f'{path}/{page + 1}')}, {_json(chunk)});\n")
-        return count
+    def data(self, rel_id: str, value) -> None:
+        """`data/<rel_id>.js`, calling EXPLORER.data(rel_id, value)."""
+        self.script(f"data/{rel_id}.js", f"EXPLORER.data({_json(rel_id)},{_json(value)});\n")
 
     def script(self, rel: str, text: str) -> None:
         target = os.path.join(self.root, rel)
@@ -329,20 +615,28 @@ def _json(value) -> str:
         "</", "<\\/")
 
 
-def _read_rows(folder: str) -> List[dict]:
-    files = sorted(os.path.join(folder, n) for n in os.listdir(folder)
-                   if n.endswith(".parquet")) if os.path.isdir(folder) else []
-    rows = []
-    for path in files:
-        rows.extend(pq.read_table(path).to_pylist())
-    return rows
+def _scalar(kind: pa.DataType) -> bool:
+    return not (pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_struct(kind)
+                or pa.types.is_map(kind) or pa.types.is_binary(kind))
 
 
-def _image_index(release_dir: str, index: Optional[ImageIndex]) -> Dict[str, str]:
-    if index is None:
-        return {}
-    return {str(r[index.id]): r[index.path]
-            for r in _read_rows(os.path.join(release_dir, PARQUET_DIR, index.table))}
+def _natural(text: str) -> str:
+    """Text whose plain order is the natural order of `text`: numbers by value
+    ("frame9" before "frame10"), as zero-padded digits."""
+    return re.sub(r"\d+", lambda m: m.group().zfill(20), text)
+
+
+def _no_key(row: dict) -> str:
+    return ""
+
+
+def _text(value) -> str:
+    return "" if value is None else str(value)
+
+
+def _url_name(url: str) -> str:
+    """The name the page shows for a URL: its path's last part (explorer.js, imageName)."""
+    return url.split("?", 1)[0].split("#", 1)[0].rstrip("/").rsplit("/", 1)[-1] or url
 
 
 def _as_list(value) -> list:

@@ -2,8 +2,11 @@
 
 A benchmark declares one `ExplorerView` per table a person would browse, in its
 `Benchmark.explorer(plan)`; the explorer renders every row as a card (images as
-thumbnails, text, answer choices, figures), paged per split and source. Columns are
-named as in the table's Parquet schema; a joined table's columns as "<table>.<column>".
+thumbnails, text, answer choices, figures) and indexes it to be searched, filtered
+and sorted: the key and texts are searched, a scalar figure with few distinct values is
+a filter, a numeric one a range and a sort order (pipelines/release/explorer_index.py).
+Columns are named as in the table's Parquet schema; a joined table's columns as
+"<table>.<column>".
 
     ExplorerView("descriptions", "Descriptions", images=("image_paths",),
                  target="target_index", text=("description",),
@@ -12,6 +15,9 @@ named as in the table's Parquet schema; a joined table's columns as "<table>.<co
 An image value is a path relative to the release folder (compat/...), a local path, or
 an id that `image_index` maps to a local path. Anything else (a COCO file name whose
 image is not on this machine, a URL) is shown by its name: the explorer never fetches.
+`image_links` names, per images column, a column with each image's URL (VSR's COCO
+links, NLVR2's): shown as a link the person may follow, and in place of the image where
+the images column is empty (NLVR2's released files give URLs only).
 
 `Explorer` is what `Benchmark.explorer(plan)` returns: its views and, optionally, how to
 picture a reject whose image is not in the release (ImageCoDe decodes a rejected
@@ -47,6 +53,7 @@ class ExplorerView:
     table: str
     title: str = ""
     images: Tuple[str, ...] = ()          # columns holding an image or a list of them, in order
+    image_links: Tuple[str, ...] = ()     # per images column, the column of its URL(s), or ()
     # list columns with one value per image (a frame's score), each a column or (label, column)
     image_notes: Tuple[Union[str, Tuple[str, str]], ...] = ()
     target: Union[str, int, None] = None  # column (or fixed index) of the target image or choice
@@ -56,6 +63,11 @@ class ExplorerView:
     figures: Tuple[str, ...] = ()         # columns shown as "name: value" (lists comma-joined)
     join: Tuple[Join, ...] = ()
     image_index: Optional[ImageIndex] = None
+
+    def __post_init__(self):
+        if self.image_links and len(self.image_links) != len(self.images):
+            raise ValueError(f"explorer view {self.table}: image_links needs one column per "
+                             f"images column ({len(self.images)}), not {len(self.image_links)}")
 
     @property
     def label(self) -> str:

@@ -95,7 +95,7 @@ def row_keys(rows: Mapping[str, list], key: Sequence[str]) -> List[tuple]:
 def key_text(values: Sequence) -> str:
     """A row's key as the diff prints it and the explorer names its card: the value, or
     the values of a composite key joined by " / "."""
-    return " / ".join(str(v) for v in values)
+    return " / ".join("" if v is None else str(v) for v in values)
 
 
 def sort_key(values: Sequence) -> tuple:

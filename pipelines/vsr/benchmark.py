@@ -55,13 +55,15 @@ class Vsr(Benchmark):
                          total_counter=("coco", "annotation.in")))
 
     def explorer(self, plan: Plan):
-        # COCO images are shown when the release's paths are local (a sample has none)
+        # COCO images are shown when the release's paths are local (the build reads no
+        # image: a sample's are file names), each with its COCO link
         return Explorer((
-            ExplorerView(pipeline.EXAMPLES, "Examples", images=("image",), text=("caption",),
+            ExplorerView(pipeline.EXAMPLES, "Examples", images=("image",), image_links=("image_link",),
+                         text=("caption",),
                          figures=("label", "relation", "subj", "obj", "vote_true_validator_id",
                                   "vote_false_validator_id", "agreeing", "validators",
                                   "zeroshot_split", "pair_id")),
-            ExplorerView(pipeline.PAIRS, "Image pairs", images=("images",),
+            ExplorerView(pipeline.PAIRS, "Image pairs", images=("images",), image_links=("image_links",),
                          figures=("subj", "obj", "image_ids", "draw", "pool_size"))))
 
     def links(self, plan: Plan):

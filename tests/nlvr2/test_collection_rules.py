@@ -8,7 +8,8 @@ from pipelines.nlvr2.collection_config import (CollectionConfig, PruningConfig, 
 from pipelines.nlvr2.queries import plural, synset_queries
 from pipelines.nlvr2.rounds import (construct_set, judgement_check, pair_up, prune_round1,
                                     sentence_check)
-from pipelines.nlvr2.search import Drop, Image, ImageSet, apply_caps, prune_query_sets
+from pipelines.nlvr2.image_sets import Image, ImageSet
+from pipelines.nlvr2.search import Drop, apply_caps, prune_query_sets
 from pipelines.nlvr2.splits import assign_splits, number_sets
 from pipelines.nlvr2.synsets import hypernym_table, select_synsets
 from schemas import reasons

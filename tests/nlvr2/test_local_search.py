@@ -8,7 +8,7 @@ from PIL import Image as PILImage
 
 from pipelines.nlvr2.collection_config import LocalSimilarConfig
 from pipelines.nlvr2.local_search import LocalSimilarImages
-from pipelines.nlvr2.search import Image, ImageSet
+from pipelines.nlvr2.image_sets import Image, ImageSet
 from tests.beam_testing import local_test_pipeline
 from transforms.core.stage import MAIN
 

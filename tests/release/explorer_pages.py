@@ -1,6 +1,6 @@
 """Reading a release explorer's data scripts back (pipelines/release/explorer.py), as the
-page's JavaScript does: data/index.js calls EXPLORER.index(...), each page script
-EXPLORER.page(id, cards)."""
+page's JavaScript does: data/index.js calls EXPLORER.index(...), every other data script
+EXPLORER.data(id, value)."""
 import json
 import os
 import re
@@ -22,14 +22,39 @@ def load_index(explorer: str) -> dict:
     return _call(os.path.join(explorer, "data", "index.js"), "index")[0]
 
 
-def load_page(explorer: str, path: str, page: int) -> list:
-    page_id, cards = _call(os.path.join(explorer, "data", path, f"{page}.js"), "page")
-    assert page_id == f"{path}/{page}"
-    return cards
+def load_data(explorer: str, data_id: str):
+    got_id, value = _call(os.path.join(explorer, "data", f"{data_id}.js"), "data")
+    assert got_id == data_id
+    return value
 
 
-def all_cards(explorer: str, path: str, pages: int) -> list:
-    return [c for page in range(1, pages + 1) for c in load_page(explorer, path, page)]
+def views(index: dict) -> list:
+    """Every view of an explorer's index: the tables, then the rejects."""
+    return index["views"] + [index["rejects"]]
+
+
+def view_cards(explorer: str, view: dict, page_size: int) -> list:
+    """A view's cards in order, chunk by chunk."""
+    chunks = -(-view["rows"] // page_size)
+    return [c for n in range(chunks) for c in load_data(explorer, f"{view['path']}/cards/{n}")]
+
+
+def index_column(explorer: str, view: dict, name: str) -> list:
+    """One search-index column over every row of a view (None where a row has no value)."""
+    meta = view["index"]
+    column, = [c for c in meta["columns"] if c["name"] == name]
+    values = []
+    for chunk in range(-(-meta["rows"] // meta["chunk_rows"])):
+        size = min(meta["chunk_rows"], meta["rows"] - chunk * meta["chunk_rows"])
+        if chunk not in column["chunks"]:
+            values += [None] * size
+            continue
+        cells = load_data(explorer, f"{view['path']}/index/{column['n']}/{chunk}")
+        if isinstance(cells, dict):
+            cells = [None if c is None else cells["v"][c] for c in cells["c"]]
+        assert len(cells) == size
+        values += cells
+    return values
 
 
 def page_files(explorer: str) -> list:

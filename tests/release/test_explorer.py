@@ -1,10 +1,12 @@
-"""The release explorer's files (pipelines/release/explorer.py), without a browser: cards
-per page, paging, thumbnails, rejects, the diff, no network reference, determinism.
+"""The release explorer's files (pipelines/release/explorer.py), without a browser: every
+row and reject a card in a canonical order, groups, the search index, statistics,
+thumbnails, the diff, no network reference, determinism, reading in batches.
 tests/release/test_explorer_browser.py opens the sample releases in Chromium."""
 import filecmp
 import json
 import os
 import shutil
+from collections import Counter
 
 import numpy as np
 import pyarrow as pa
@@ -14,16 +16,17 @@ from PIL import Image
 
 from pipelines import runner
 from pipelines.release import explorer as explorer_module
+from pipelines.release import explorer_index, explorer_rows, explorer_stats
 from pipelines.release.diff import diff_releases
 from pipelines.release.explorer import PAGE_SIZE, views_for, write_explorer
 from pipelines.release.explorer_views import ExplorerView, ImageIndex, Join
 from pipelines.release.manifest import verify_manifest
 from schemas.rejects import REJECT_SCHEMA, Reject, reject_to_row
-from tests.release.explorer_pages import (all_cards, load_index, load_page, network_references,
-                                          page_files)
+from tests.release.explorer_pages import (index_column, load_data, load_index, network_references,
+                                          page_files, view_cards)
 
 SETS = ExplorerView("sets", "Sets", images=("image_paths",), image_notes=("scores",),
-                    target="target", text=("caption",), figures=("score",))
+                    target="target", text=("caption",), figures=("score", "votes", "kind"))
 
 
 def _image(path, colour, size=(320, 240)):
@@ -31,14 +34,16 @@ def _image(path, colour, size=(320, 240)):
     Image.new("RGB", size, colour).save(path)
 
 
-def _release(root, version, rows, rejects=(), config=None):
-    """A version folder with a `sets` table (one Parquet file per split), rejects and a
-    manifest as far as the diff reads it."""
+def _release(root, version, rows, rejects=(), config=None, shards=1):
+    """A version folder with a `sets` table (per split, `shards` Parquet files holding
+    its rows round robin), rejects and a manifest as far as the diff reads it."""
     folder = os.path.join(root, "demo", version)
+    os.makedirs(os.path.join(folder, "parquet", "sets"), exist_ok=True)
     for split in sorted({r["split"] for r in rows}):
-        table = pa.Table.from_pylist([r for r in rows if r["split"] == split])
-        os.makedirs(os.path.join(folder, "parquet", "sets"), exist_ok=True)
-        pq.write_table(table, os.path.join(folder, "parquet", "sets", f"{split}-00000-of-00001.parquet"))
+        mine = [r for r in rows if r["split"] == split]
+        for shard in range(shards):
+            pq.write_table(pa.Table.from_pylist(mine[shard::shards]),
+                           os.path.join(folder, "parquet", "sets", f"{split}-{shard:05d}-of-{shards:05d}.parquet"))
     os.makedirs(os.path.join(folder, "rejects"), exist_ok=True)
     pq.write_table(pa.Table.from_pylist([reject_to_row(r) for r in rejects], schema=REJECT_SCHEMA),
                    os.path.join(folder, "rejects", "rejects-00000-of-00001.parquet"))
@@ -50,21 +55,29 @@ def _release(root, version, rows, rejects=(), config=None):
 
 def _row(n, split="train", images=("compat/a.jpg", "compat/b.jpg")):
     return {"set_name": f"set{n:03d}", "split": split, "source": "src", "image_paths": list(images),
-            "scores": [0.5, float("nan")][:len(images)], "target": 1, "caption": f"caption {n}",
-            "score": n / 7}
+            "scores": [0.5, float("nan"), 0.9][:len(images)], "target": 1, "caption": f"caption {n}",
+            "score": n / 7, "votes": n % 3, "kind": ["plain", "odd"][n % 2]}
+
+
+def _rows():
+    rows = [_row(n) for n in range(PAGE_SIZE + 6)] + [_row(100 + n, "test") for n in range(5)]
+    rows.append(_row(200, "test", images=("compat/a.jpg", "compat/missing.jpg",
+                                          "https://example.org/c.jpg")))
+    return rows
+
+
+def _rejects(root):
+    rejects = [Reject("filter", "frame", "blurry", f"v/shot0/frame{n}", detail=f"brisque={0.6 + n / 100:.2f}")
+               for n in range(3)]
+    rejects.append(Reject("images", "image", "unreadable_image", "img7",
+                          detail=f"{root}/demo/1.0.0/compat/a.jpg: OSError: truncated"))
+    return rejects
 
 
 @pytest.fixture
 def release(tmp_path):
     root = str(tmp_path / "out")
-    rows = [_row(n) for n in range(PAGE_SIZE + 6)] + [_row(100 + n, "test") for n in range(5)]
-    rows.append(_row(200, "test", images=("compat/a.jpg", "compat/missing.jpg",
-                                          "https://example.org/c.jpg")))
-    rejects = [Reject("filter", "frame", "blurry", f"v/shot0/frame{n}", detail=f"brisque={0.6 + n / 100:.2f}")
-               for n in range(3)]
-    rejects.append(Reject("images", "image", "unreadable_image", "img7",
-                          detail=f"{root}/demo/1.0.0/compat/a.jpg: OSError: truncated"))
-    folder = _release(root, "1.0.0", rows, rejects)
+    folder = _release(root, "1.0.0", _rows(), _rejects(root))
     _image(os.path.join(folder, "compat", "a.jpg"), "red")
     _image(os.path.join(folder, "compat", "b.jpg"), "blue", size=(1000, 400))
     return root, folder
@@ -75,38 +88,137 @@ def _write(folder, **kwargs):
                           tables={"sets": ("set_name",)}, views=(SETS,), **kwargs)
 
 
-def test_every_row_is_a_card_on_pages_of_page_size(release):
+def _view(explorer, table="sets"):
+    index = load_index(explorer)
+    return index["rejects"] if table == "rejects" else {v["table"]: v for v in index["views"]}[table]
+
+
+def test_every_row_is_a_card_in_split_source_key_order_with_its_groups(release):
     _, folder = release
     _write(folder)
     explorer = os.path.join(folder, "explorer")
-    view, = load_index(explorer)["views"]
-    groups = {(g["split"], g["source"]): g for g in view["groups"]}
-    assert {k: (g["items"], g["pages"]) for k, g in groups.items()} == {
-        ("test", "src"): (6, 1), ("train", "src"): (PAGE_SIZE + 6, 2)}
-    train = groups[("train", "src")]
-    assert len(load_page(explorer, train["path"], 1)) == PAGE_SIZE
-    assert len(load_page(explorer, train["path"], 2)) == 6
-    cards = all_cards(explorer, train["path"], train["pages"])
-    assert [c["key"] for c in cards] == [f"set{n:03d}" for n in range(PAGE_SIZE + 6)]
-    first = cards[0]
-    assert first["text"] == [["caption", "caption 0"]] and first["figures"] == [["score", "0"]]
-    assert [i.get("target", False) for i in first["images"]] == [False, True]
-    assert [i["l"] for i in first["images"]] == [["0.5"], ["n/a"]]
-    assert not os.path.exists(os.path.join(explorer, "data", train["path"], "3.js"))
+    view = _view(explorer)
+    assert view["rows"] == PAGE_SIZE + 12 and view["key"] == "set_name"
+    assert view["group_by"] == ["split", "source"]
+    assert view["groups"] == [{"split": "test", "source": "src", "start": 0, "count": 6},
+                              {"split": "train", "source": "src", "start": 6, "count": PAGE_SIZE + 6}]
+    assert len(load_data(explorer, "items/0/cards/0")) == PAGE_SIZE
+    assert len(load_data(explorer, "items/0/cards/1")) == 12
+    assert not os.path.exists(os.path.join(explorer, "data", "items", "0", "cards", "2.js"))
+    cards = view_cards(explorer, view, PAGE_SIZE)
+    assert [c["k"] for c in cards] == [f"set{n:03d}" for n in (*range(100, 105), 200, *range(PAGE_SIZE + 6))]
+    first = cards[6]   # set000
+    assert (view["text"], view["figures"]) == (["caption"], ["score", "votes", "kind"])
+    assert first["x"] == ["caption 0"] and first["f"] == ["0", "0", "plain"]
+    assert (first["s"], first["o"]) == ("train", "src")
+    assert [i.get("target", False) for i in first["i"]] == [False, True]
+    assert [i["l"] for i in first["i"]] == [["0.5"], ["n/a"]]
     for name in ("index.html", "explorer.js", "explorer.css"):
         assert os.path.isfile(os.path.join(explorer, name))
 
 
-def test_images_are_small_shared_thumbnails_and_absent_ones_are_named(release):
+def test_the_search_index_holds_keys_texts_facets_and_figures(release, monkeypatch):
+    """Columns in chunks (here of 8 rows), the same rows in the same order as the cards;
+    repeated text written once per chunk; facets with their counts; numeric ranges; the
+    least and greatest of a numeric image note (a set's best and worst score)."""
+    monkeypatch.setattr(explorer_index, "CHUNK_ROWS", 8)
     _, folder = release
     _write(folder)
     explorer = os.path.join(folder, "explorer")
-    groups = {g["split"]: g for g in load_index(explorer)["views"][0]["groups"]}
-    cards = {c["key"]: c for c in all_cards(explorer, groups["test"]["path"], 1)}
-    shown = cards["set200"]["images"]
-    assert [i["n"] for i in shown] == ["a.jpg", "missing.jpg", "c.jpg"]
-    assert shown[0]["t"] and shown[1]["t"] is None and shown[2]["t"] is None   # never fetched
-    assert shown[0]["t"] == cards["set100"]["images"][0]["t"]                  # one per image
+    view = _view(explorer)
+    cards = view_cards(explorer, view, PAGE_SIZE)
+    rows = {r["set_name"]: r for r in _rows()}
+    ordered = [rows[c["k"]] for c in cards]
+    meta = {c["name"]: c for c in view["index"]["columns"]}
+    assert view["index"]["rows"] == len(cards) and view["index"]["chunk_rows"] == 8
+    assert meta["set_name"]["chunks"] == [0, 1, 2, 3, 4]
+    assert index_column(explorer, view, "set_name") == [r["set_name"] for r in ordered]
+    assert index_column(explorer, view, "caption") == [r["caption"] for r in ordered]
+    assert index_column(explorer, view, "score") == [float(f"{r['score']:.6g}") for r in ordered]
+    assert index_column(explorer, view, "scores max") == [0.5 if len(r["image_paths"]) == 2 else 0.9
+                                                          for r in ordered]
+    assert index_column(explorer, view, "images")[0] == "a.jpg b.jpg"
+    # split repeats within a chunk: written once, with a code per row
+    split_chunk = load_data(explorer, f"items/0/index/{meta['split']['n']}/0")
+    assert split_chunk == {"v": ["test", "train"], "c": [0] * 6 + [1] * 2}
+    kinds, votes = Counter(r["kind"] for r in ordered), Counter(r["votes"] for r in ordered)
+    assert meta["kind"]["facet"] == [["odd", kinds["odd"]], ["plain", kinds["plain"]]]
+    assert meta["votes"]["facet"] == [[str(v), votes[v]] for v in (0, 1, 2)]   # few integers: a facet too
+    assert (meta["votes"]["min"], meta["votes"]["max"]) == (0, 2)
+    assert meta["score"]["kind"] == "number" and "facet" not in meta["score"]
+    assert "facet" not in meta["set_name"] and "facet" not in meta["caption"]   # a key, prose
+    assert "facet" not in meta["source"]   # one value: nothing to choose
+    assert meta["caption"]["kind"] == "text" and meta["images"]["kind"] == "text"
+
+
+def test_the_order_does_not_depend_on_how_the_runner_sharded_the_table(release, tmp_path):
+    """The same rows in other files and another order: the same explorer, file for file."""
+    root, folder = release
+    _write(folder)
+    rows = _rows()
+    other = _release(str(tmp_path / "other"), "1.0.0", rows[::-1], _rejects(root)[::-1], shards=3)
+    for name in ("a.jpg", "b.jpg"):
+        shutil.copytree(os.path.join(folder, "compat"), os.path.join(other, "compat"), dirs_exist_ok=True)
+    _write(other)
+    a, b = os.path.join(folder, "explorer"), os.path.join(other, "explorer")
+    assert page_files(a) == page_files(b)
+    match, mismatch, errors = filecmp.cmpfiles(a, b, page_files(a), shallow=False)
+    assert mismatch == [] and errors == []
+
+
+def test_keys_are_in_natural_order(tmp_path):
+    """A person reads dev-9 before dev-10 (NLVR2's sets, ImageCoDe's frames)."""
+    folder = str(tmp_path / "demo" / "1.0.0")
+    os.makedirs(f"{folder}/parquet/sets")
+    names = ["dev-10", "dev-9", "dev-100", "dev-9-1", "dev-09"]
+    pq.write_table(pa.Table.from_pylist([{"set_name": n, "split": "dev"} for n in names]),
+                   f"{folder}/parquet/sets/dev-00000-of-00001.parquet")
+    write_explorer(folder, benchmark="demo", version="1.0.0", tables={"sets": ("set_name",)})
+    explorer = os.path.join(folder, "explorer")
+    assert [c["k"] for c in view_cards(explorer, _view(explorer), PAGE_SIZE)] == \
+        ["dev-09", "dev-9", "dev-9-1", "dev-10", "dev-100"]
+
+
+def test_tables_are_read_in_batches_never_whole(release, monkeypatch):
+    """Memory is bounded by a batch: with batches of two rows and index chunks of five,
+    the explorer is the same as with the defaults, and no table is ever read whole."""
+    _, folder = release
+    _write(folder)
+    expected = os.path.join(folder, "explorer-default")
+    os.rename(os.path.join(folder, "explorer"), expected)
+    batches = []
+    real = pq.ParquetFile.iter_batches
+
+    def iter_batches(self, batch_size, **kwargs):
+        for batch in real(self, batch_size=batch_size, **kwargs):
+            batches.append(batch.num_rows)
+            yield batch
+
+    def whole(*args, **kwargs):
+        raise AssertionError("a whole table was read")
+
+    monkeypatch.setattr(explorer_rows, "BATCH_ROWS", 2)
+    monkeypatch.setattr(pq.ParquetFile, "iter_batches", iter_batches)
+    monkeypatch.setattr(pq.ParquetFile, "read", whole)
+    monkeypatch.setattr(pq, "read_table", whole)
+    _write(folder)
+    assert batches and max(batches) == 2
+    got = os.path.join(folder, "explorer")
+    match, mismatch, errors = filecmp.cmpfiles(expected, got, page_files(expected), shallow=False)
+    assert page_files(expected) == page_files(got) and mismatch == [] and errors == []
+
+
+def test_images_are_small_shared_thumbnails_absent_ones_named_urls_linked(release):
+    _, folder = release
+    _write(folder)
+    explorer = os.path.join(folder, "explorer")
+    cards = {c["k"]: c for c in view_cards(explorer, _view(explorer), PAGE_SIZE)}
+    shown = cards["set200"]["i"]
+    # a URL's name is its last part (the page derives it); it is a link, never loaded
+    assert [i.get("n") for i in shown] == ["a.jpg", "missing.jpg", None]
+    assert shown[0]["t"] and "t" not in shown[1] and "t" not in shown[2]
+    assert shown[2]["u"] == "https://example.org/c.jpg" and "u" not in shown[0]
+    assert shown[0]["t"] == cards["set100"]["i"][0]["t"]                  # one per image
     thumbs = [os.path.join(d, n) for d, _, names in os.walk(os.path.join(explorer, "thumbs"))
               for n in names]
     assert len(thumbs) == 2
@@ -114,6 +226,28 @@ def test_images_are_small_shared_thumbnails_and_absent_ones_are_named(release):
         with Image.open(path) as image:
             assert image.format == "JPEG" and max(image.size) == 128
         assert os.path.getsize(path) < 8000
+
+
+def test_image_links_name_each_images_url_and_stand_in_for_an_empty_column(tmp_path):
+    """VSR's COCO links, NLVR2's URLs: a link beside a local image, and the image itself
+    where the images column is empty (released NLVR2 files hold URLs only)."""
+    folder = str(tmp_path / "demo" / "1.0.0")
+    _image(f"{folder}/img/left.png", "green")
+    rows = [{"id": "a", "split": "dev", "source": "s", "left": f"{folder}/img/left.png",
+             "left_url": "https://example.org/x/left.png?size=big"},
+            {"id": "b", "split": "dev", "source": "s", "left": "", "left_url": "https://example.org/y/right.jpg"}]
+    os.makedirs(f"{folder}/parquet/pairs")
+    pq.write_table(pa.Table.from_pylist(rows), f"{folder}/parquet/pairs/dev-00000-of-00001.parquet")
+    view = ExplorerView("pairs", images=("left",), image_links=("left_url",))
+    write_explorer(folder, benchmark="demo", version="1.0.0", tables={"pairs": ("id",)},
+                   views=(view,))
+    explorer = os.path.join(folder, "explorer")
+    a, b = view_cards(explorer, _view(explorer, "pairs"), PAGE_SIZE)
+    # the name is the URL's last part, "left.png", as the file's: the page derives it
+    assert a["i"] == [{"t": a["i"][0]["t"], "u": rows[0]["left_url"]}] and a["i"][0]["t"]
+    assert b["i"] == [{"u": "https://example.org/y/right.jpg"}]
+    with pytest.raises(ValueError, match="image_links needs one column per images column"):
+        ExplorerView("pairs", images=("left", "right"), image_links=("left_url",))
 
 
 def test_nothing_refers_to_the_network_and_the_policy_forbids_it(release):
@@ -126,24 +260,28 @@ def test_nothing_refers_to_the_network_and_the_policy_forbids_it(release):
     assert "fetch(" not in open(os.path.join(explorer, "explorer.js")).read()
 
 
-def test_rejects_by_reason_with_the_figures_of_their_detail(release, monkeypatch):
+def test_every_reject_is_a_card_with_the_figures_of_its_detail(release, monkeypatch):
     _, folder = release
-    monkeypatch.setattr(explorer_module, "REJECT_EXAMPLES", 2)
+    monkeypatch.setattr(explorer_module, "PAGE_SIZE", 2)
     _write(folder)
     explorer = os.path.join(folder, "explorer")
-    rejects = load_index(explorer)["rejects"]
-    assert rejects["total"] == 4
-    by_reason = {r["reason"]: r for r in rejects["reasons"]}
-    blurry = by_reason["blurry"]
-    assert (blurry["count"], blurry["shown"], blurry["stages"]) == (3, 2, {"filter/frame": 3})
-    cards = load_page(explorer, blurry["path"], 1)
-    assert [c["key"] for c in cards] == ["v/shot0/frame0", "v/shot0/frame1"]
-    assert ["brisque", "0.60"] in cards[0]["figures"]
-    unreadable, = load_page(explorer, by_reason["unreadable_image"]["path"], 1)
-    assert [i["n"] for i in unreadable["images"]] == ["a.jpg"] and unreadable["images"][0]["t"]
+    rejects = _view(explorer, "rejects")
+    assert rejects["total"] == rejects["rows"] == 4 and rejects["group_by"] == ["reason"]
+    by_reason = {g["reason"]: g for g in rejects["groups"]}
+    assert by_reason["blurry"] == {"reason": "blurry", "start": 0, "count": 3,
+                                   "stages": {"filter/frame": 3}}
+    cards = view_cards(explorer, rejects, 2)   # every one, past the first page of its reason
+    assert [c["k"] for c in cards] == ["v/shot0/frame0", "v/shot0/frame1", "v/shot0/frame2", "img7"]
+    assert [c["r"] for c in cards] == ["blurry"] * 3 + ["unreadable_image"]
+    assert cards[0]["x"] == ["brisque=0.60"] and cards[0]["m"] == [["brisque", "0.60"]]
+    assert rejects["figures"] == ["stage", "level", "video_id", "input"] and cards[0]["f"][:2] == ["filter", "frame"]
+    assert index_column(explorer, rejects, "brisque") == [0.6, 0.61, 0.62, None]   # a range, a sort
+    meta = {c["name"]: c for c in rejects["index"]["columns"]}
+    assert meta["brisque"]["kind"] == "number" and meta["reason"]["facet"] == [["blurry", 3], ["unreadable_image", 1]]
+    assert [i["n"] for i in cards[3]["i"]] == ["a.jpg"] and cards[3]["i"][0]["t"]
 
 
-def test_a_benchmark_pictures_rejects_of_the_first_page(release, monkeypatch):
+def test_a_benchmark_pictures_the_first_page_of_each_reason(release, monkeypatch):
     """reject_images (e.g. ImageCoDe's frames decoded from their video) is asked once,
     for the first page of each reason; the pixels become thumbnails."""
     _, folder = release
@@ -158,16 +296,44 @@ def test_a_benchmark_pictures_rejects_of_the_first_page(release, monkeypatch):
     _write(folder, reject_images=frames)
     explorer = os.path.join(folder, "explorer")
     assert asked == [["img7", "v/shot0/frame0", "v/shot0/frame1"]]
-    blurry = {r["reason"]: r for r in load_index(explorer)["rejects"]["reasons"]}["blurry"]
-    first = load_page(explorer, blurry["path"], 1)
-    assert [c["images"][0]["n"] for c in first] == ["frame0", "frame1"]
-    for card in first:
-        with Image.open(os.path.join(explorer, card["images"][0]["t"])) as image:
+    cards = view_cards(explorer, _view(explorer, "rejects"), 2)
+    assert [c["i"][0]["n"] for c in cards[:2]] == ["frame0", "frame1"]
+    for card in cards[:2]:
+        with Image.open(os.path.join(explorer, card["i"][0]["t"])) as image:
             assert image.size == (80, 60)
-    assert "images" not in load_page(explorer, blurry["path"], 2)[0]
+    assert "i" not in cards[2]
 
 
-def test_the_diff_shows_added_removed_and_moved_cards_and_reuses_thumbnails(release):
+def test_every_column_has_its_statistics(release, monkeypatch):
+    monkeypatch.setattr(explorer_stats, "DISTINCT_CAP", 20)
+    _, folder = release
+    _write(folder)
+    explorer = os.path.join(folder, "explorer")
+    stats = load_data(explorer, "items/0/stats")
+    rows = _rows()
+    by_name = {c["name"]: c for c in stats["columns"]}
+    assert stats["rows"] == len(rows) and list(by_name) == list(rows[0])
+    score = by_name["score"]
+    values = [r["score"] for r in rows]
+    assert (score["kind"], score["type"], score["missing"], score["count"]) == ("number", "double", 0, len(rows))
+    assert score["min"] == 0 and score["max"] == pytest.approx(max(values), rel=1e-5)
+    assert score["mean"] == pytest.approx(sum(values) / len(values), rel=1e-5)
+    assert sum(score["histogram"]["counts"]) == len(rows) and len(score["histogram"]["counts"]) == 20
+    votes = Counter(r["votes"] for r in rows)   # integers over a narrow range: one bin per value
+    assert by_name["votes"]["histogram"] == {"edges": [-0.5, 0.5, 1.5, 2.5],
+                                             "counts": [votes[0], votes[1], votes[2]]}
+    kinds = Counter(r["kind"] for r in rows)
+    assert (by_name["kind"]["distinct"], by_name["kind"]["top"]) == (
+        2, [["plain", kinds["plain"]], ["odd", kinds["odd"]]])
+    assert by_name["set_name"]["distinct"] == "more than 20" and "top" not in by_name["set_name"]
+    scores = by_name["scores"]   # a list: lengths, and its elements (NaN is missing)
+    assert scores["kind"] == "list" and scores["length"] == {"min": 2, "max": 3, "mean": pytest.approx(2.02778)}
+    assert scores["elements"]["missing"] == len(rows) and scores["elements"]["max"] == 0.9
+    rejects = load_data(explorer, "rejects/stats")
+    assert rejects["rows"] == 4 and {c["name"] for c in rejects["columns"]} == set(REJECT_SCHEMA.names)
+
+
+def test_the_diff_names_its_rows_and_keeps_the_removed_and_changed_as_they_were(release):
     root, old = release
     _write(old)
     rows = [_row(n) for n in range(1, PAGE_SIZE + 6)] + [_row(100 + n, "test") for n in range(5)]
@@ -183,20 +349,20 @@ def test_the_diff_shows_added_removed_and_moved_cards_and_reuses_thumbnails(rele
     shown = load_index(explorer)["diff"]
     assert (shown["from"], shown["to"]) == ("1.0.0", "1.1.0")
     assert shown["config"] == [{"key": "t", "from": 1, "to": 2}]
-    kinds = {k["kind"]: k for k in shown["tables"][0]["kinds"]}
-    assert {k: v["count"] for k, v in kinds.items()} == {"added": 1, "removed": 1, "moved": 1,
-                                                         "changed": 1}
-    added, = load_page(explorer, kinds["added"]["path"], 1)
-    removed, = load_page(explorer, kinds["removed"]["path"], 1)
-    moved, = load_page(explorer, kinds["moved"]["path"], 1)
-    assert added["key"] == "set300" and added["images"][0]["t"]
-    assert removed["key"] == "set200" and removed["split"] == "test"
-    assert removed["images"][0]["t"] and removed["images"][1]["t"] is None
-    assert moved["key"] == "set000" and moved["figures"][0] == ["moved", "train -> test"]
-    changed, = load_page(explorer, kinds["changed"]["path"], 1)
-    assert changed["key"] == "set001"
-    assert [i["n"] for i in changed["images"]] == ["b.jpg"]
-    assert [i["n"] for i in changed["before"]] == ["a.jpg", "b.jpg"]
+    table, = shown["tables"]
+    assert (table["table"], table["view"]) == ("sets", 0)
+    assert table["counts"] == {"added": 1, "removed": 1, "moved": 1, "changed": 1}
+    keys = load_data(explorer, table["path"])
+    assert (keys["added"], keys["removed"], keys["changed"]) == (["set300"], ["set200"], ["set001"])
+    assert keys["moved"] == [["set000", "train", "test"]]
+    # added, moved and changed rows are the view's own cards; the others as they were
+    now = {c["k"] for c in view_cards(explorer, _view(explorer), PAGE_SIZE)}
+    assert {"set300", "set000", "set001"} <= now and "set200" not in now
+    assert keys["before"] == ["set200", "set001"]   # (split, source, key) order of 1.0.0
+    removed, changed = load_data(explorer, f"{table['path']}/before/0")
+    assert removed["k"] == "set200" and removed["s"] == "test" and keys["before_figures"] == ["score", "votes", "kind"]
+    assert removed["i"][0]["t"] and "t" not in removed["i"][1]
+    assert changed["k"] == "set001" and [i["n"] for i in changed["i"]] == ["a.jpg", "b.jpg"]
 
 
 def test_the_same_release_gives_the_same_explorer(release, tmp_path):
@@ -217,11 +383,11 @@ def test_declared_views_of_absent_tables_are_dropped_and_others_get_a_plain_view
     _, folder = release
     write_explorer(folder, benchmark="demo", version="1.0.0", tables={"sets": ("set_name",)})
     explorer = os.path.join(folder, "explorer")
-    view, = load_index(explorer)["views"]
-    card = load_page(explorer, view["groups"][0]["path"], 1)[0]
+    view = _view(explorer)
+    card = view_cards(explorer, view, PAGE_SIZE)[0]
     # a plain view: the key, then every scalar column as a figure; no images
-    assert "images" not in card and dict(card["figures"]) == {
-        "caption": "caption 100", "score": "14.29", "target": "1"}
+    assert "i" not in card and dict(zip(view["figures"], card["f"])) == {
+        "caption": "caption 100", "score": "14.29", "target": "1", "votes": "1", "kind": "plain"}
 
 
 def test_a_join_and_an_image_index_resolve_ids_to_files(tmp_path):
@@ -243,11 +409,24 @@ def test_a_join_and_an_image_index_resolve_ids_to_files(tmp_path):
     write_explorer(folder, benchmark="demo", version="1.0.0", tables={"captions": ("caption_id",)},
                    views=(view,))
     explorer = os.path.join(folder, "explorer")
-    card, = load_page(explorer, load_index(explorer)["views"][0]["groups"][0]["path"], 1)
-    assert [i["n"] for i in card["images"]] == ["i1", "i2"]
-    assert all(i["t"] for i in card["images"]) and card["images"][0]["target"]
-    reject, = load_page(explorer, load_index(explorer)["rejects"]["reasons"][0]["path"], 1)
-    assert reject["images"] == [dict(card["images"][1])]   # a rejected pool id, pictured
+    card, = view_cards(explorer, _view(explorer, "captions"), PAGE_SIZE)
+    assert [i["n"] for i in card["i"]] == ["i1", "i2"]
+    assert all(i["t"] for i in card["i"]) and card["i"][0]["target"]
+    reject, = view_cards(explorer, _view(explorer, "rejects"), PAGE_SIZE)
+    assert reject["i"] == [dict(card["i"][1])]   # a rejected pool id, pictured
+
+
+def test_a_release_without_rows_or_rejects_has_an_explorer(tmp_path):
+    folder = str(tmp_path / "demo" / "1.0.0")
+    os.makedirs(f"{folder}/parquet/sets")
+    pq.write_table(pa.Table.from_pylist([], schema=pa.schema([("set_name", pa.string()), ("split", pa.string())])),
+                   f"{folder}/parquet/sets/sets-00000-of-00001.parquet")
+    write_explorer(folder, benchmark="demo", version="1.0.0", tables={"sets": ("set_name",)},
+                   views=(SETS,))
+    explorer = os.path.join(folder, "explorer")
+    view, rejects = _view(explorer), _view(explorer, "rejects")
+    assert (view["rows"], view["groups"], rejects["rows"]) == (0, [], 0)
+    assert load_data(explorer, "items/0/stats")["rows"] == 0
 
 
 def test_no_explorer_builds_a_release_without_one(tmp_path):

@@ -1,34 +1,49 @@
-"""The sample releases' explorers opened as a person would: headless Chromium, from
-file://, no server. Each sample's first page shows its cards, the next page the next
-ones, the rejects and (after a second VSR build with another seed) the changes render,
-no request leaves the page, and a screenshot of each is kept in build/explorer/.
+"""The release explorers opened and used as a person would: headless Chromium driven
+through the DevTools protocol (tests/release/chromium.py), from file://, no server.
+
+- every sample: its first page shows its cards, the next page the next ones, the rejects
+  by reason and a reason's cards render;
+- the public NLVR2 re-release (13,949 examples, ../shared/realdata): a search typed into
+  the box, filters chosen in the menus, a range and a sort, and a link to one row, each
+  giving the rows that the release's Parquet files say it should; the statistics;
+- VSR 1.1.0 (another seed): the changes since 1.0.0;
+- no request leaves any page (Chromium's network log), images come only from thumbs/.
+
+Screenshots go to build/explorer/, and the times to first paint, to the first cards and
+to a search result to build/explorer/timings.json (logged, never asserted).
 
 Slow (every sample is built) and needs Debian's `chromium`: `make check-explorer` runs
 it (and installs chromium), as .ci/run does; plain `pytest` skips it.
 """
 import json
 import os
-import re
 import shutil
-import subprocess
+import urllib.parse
 
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 import pytest
 
 from pipelines import registry, runner
 from pipelines.release.explorer import PAGE_SIZE
-from tests.paths import ROOT
-from tests.release.explorer_pages import load_index, load_page
+from tests.paths import REALDATA, ROOT
+from tests.release.chromium import Browser
+from tests.release.explorer_pages import index_column, load_index
 
 pytestmark = pytest.mark.skipif(os.environ.get("EXPLORER_BROWSER") != "1",
                                 reason="the browser test: make check-explorer")
 SCREENSHOTS = ROOT / "build" / "explorer"
-CARD = re.compile(r'<article class="card"')
+NLVR2_PUBLIC = [REALDATA / "nlvr2" / "dev.json", REALDATA / "nlvr2" / "test1.json"]
+TIMINGS = {}
 
 
 @pytest.fixture(scope="module")
 def releases(tmp_path_factory):
-    """{name: version folder} of every sample, and VSR 1.1.0 built with another seed."""
+    """{name: version folder} of every sample, VSR 1.1.0 built with another seed, and the
+    public NLVR2 dev and test1 files re-released."""
     assert shutil.which("chromium"), "Debian's chromium is needed: make check-explorer installs it"
+    for path in NLVR2_PUBLIC:
+        assert path.exists(), f"public NLVR2 data not found at {path} (../shared/realdata)"
     out = tmp_path_factory.mktemp("explorer")
     built = {}
     for name in registry.names():
@@ -38,41 +53,71 @@ def releases(tmp_path_factory):
             built[os.path.basename(os.path.dirname(folder))] = folder
     built["vsr 1.1.0"] = runner.build("vsr", ["--config", "sample", "--output", str(out),
                                               "--version", "1.1.0", "--set", "seed=1", "--quiet"])
-    return built
+    built["imagecode 1.1.0"] = runner.build("imagecode", [
+        "--config", "sample", "--output", str(out), "--version", "1.1.0", "--quiet",
+        "--set", "mining.distance_threshold=0.30"])
+    built["nlvr2 public"] = runner.build("nlvr2", [
+        "--config", "public", "--output", str(out / "public"), "--version", "1.0.0", "--quiet",
+        "--set", f"inputs.public=[{','.join(map(str, NLVR2_PUBLIC))}]"])
+    yield built
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    (SCREENSHOTS / "timings.json").write_text(json.dumps(TIMINGS, indent=1, sort_keys=True) + "\n")
 
 
-class Page:
-    """One route of an explorer as Chromium rendered it (its DOM and the network log)."""
+def route(**params) -> str:
+    """A hash as the page writes it (URLSearchParams: spaces as '+')."""
+    return urllib.parse.urlencode(params)
 
-    def __init__(self, folder, route, tmp_path, screenshot=None):
-        url = f"file://{folder}/explorer/index.html" + (f"#{route}" if route else "")
-        netlog = tmp_path / "net.json"
-        common = ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                  "--disable-background-networking", "--no-first-run",
-                  "--virtual-time-budget=10000", f"--log-net-log={netlog}",
-                  "--net-log-capture-mode=Everything"]
-        self.dom = self._run(common + ["--dump-dom", url])
-        self.requests = _requested_urls(netlog)
+
+class Explorer:
+    """One release's explorer in one browser; on close, no request may have left it."""
+
+    def __init__(self, folder, tmp_path):
+        self.url = f"file://{folder}/explorer/index.html"
+        self.index = load_index(os.path.join(folder, "explorer"))
+        self.netlog = tmp_path / f"net-{len(list(tmp_path.iterdir()))}.json"
+        self.browser = Browser(netlog=self.netlog)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.browser.close()
+        if exc[0] is None:
+            assert _requested_urls(self.netlog) == []
+
+    def show(self, hash_route: str = "", screenshot: str = "") -> None:
+        """Open a route (a fresh page load) and wait until it is drawn."""
+        self.browser.open(self.url + ("#" + hash_route if hash_route else ""))
+        self.wait(hash_route)
         if screenshot:
-            SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-            self._run(common + ["--window-size=1400,1000", f"--screenshot={SCREENSHOTS / screenshot}", url])
+            self.screenshot(screenshot)
 
-    @staticmethod
-    def _run(command):
-        done = subprocess.run(command, capture_output=True, text=True, timeout=120)
-        assert done.returncode == 0, done.stderr[-2000:]
-        return done.stdout
+    def wait(self, hash_route: str) -> None:
+        self.browser.wait("document.body && document.body.dataset.ready === '1' && "
+                          f"document.body.dataset.route === {json.dumps(hash_route)}")
+
+    def run(self, script: str):
+        return self.browser.evaluate(script)
+
+    def screenshot(self, name: str) -> None:
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        self.browser.wait("[...document.images].every(i => i.complete)")
+        self.browser.screenshot(SCREENSHOTS / name)
 
     @property
-    def cards(self):
-        return len(CARD.findall(self.dom))
+    def cards(self) -> int:
+        return self.run("document.querySelectorAll('article.card').length")
 
-    def ready(self):
-        return 'data-ready="1"' in self.dom
+    def keys(self) -> list:
+        return self.run("[...document.querySelectorAll('article.card')].map(c => c.dataset.key)")
 
-    def text(self, element_id):
-        found = re.search(rf'id="{element_id}"[^>]*>([^<]*)<', self.dom)
-        return found and found.group(1)
+    def text(self, element_id: str) -> str:
+        return self.run(f"(document.getElementById({json.dumps(element_id)}) || {{}}).textContent")
+
+    def no_foreign_images(self) -> None:
+        sources = self.run("[...document.images].map(i => i.getAttribute('src'))")
+        assert all(s.startswith("thumbs/") for s in sources), sources
 
 
 def _requested_urls(netlog) -> list:
@@ -87,68 +132,156 @@ def _requested_urls(netlog) -> list:
                    and "url" in e["params"]})
 
 
-def _assert_no_request_left(page):
-    assert page.requests == []
-    sources = re.findall(r'<img[^>]* src="([^"]*)"', page.dom)
-    assert all(s.startswith("thumbs/") for s in sources), sources
-
-
 def test_the_network_check_sees_a_page_that_asks_the_network(tmp_path):
     """The check above cannot pass by seeing nothing: a page with a remote image and
     script is caught (nothing listens there; the request is made all the same)."""
-    folder = tmp_path / "probe"
-    (folder / "explorer").mkdir(parents=True)
-    (folder / "explorer" / "index.html").write_text(
-        '<html><body><img src="http://127.0.0.1:9/x.png">'
-        '<script src="https://example.invalid/a.js"></script></body></html>')
-    page = Page(folder, "", tmp_path)
-    assert page.requests == ["http://127.0.0.1:9/x.png", "https://example.invalid/a.js"]
+    page = tmp_path / "probe.html"
+    page.write_text('<html><body><img src="http://127.0.0.1:9/x.png">'
+                    '<script src="https://example.invalid/a.js"></script></body></html>')
+    netlog = tmp_path / "net.json"
+    with Browser(netlog=netlog) as browser:
+        browser.open(f"file://{page}")
+        browser.wait("document.readyState === 'complete'")
+    assert _requested_urls(netlog) == ["http://127.0.0.1:9/x.png", "https://example.invalid/a.js"]
 
 
-@pytest.mark.parametrize("name", ["imagecode", "vsr", "bd2bb", "mscoco-fg"])
+@pytest.mark.parametrize("name", ["imagecode", "vsr", "bd2bb", "mscoco-fg", "nlvr2"])
 def test_first_page_paging_and_rejects_render(releases, name, tmp_path):
     folder = releases[name]
-    index = load_index(os.path.join(folder, "explorer"))
-    first = index["views"][0]["groups"][0]
-    page = Page(folder, "", tmp_path, screenshot=f"{name}.png")
-    assert page.ready() and page.cards == min(PAGE_SIZE, first["items"])
-    assert f"{index['benchmark']} {index['version']}" in page.dom
-    _assert_no_request_left(page)
+    with Explorer(folder, tmp_path) as page:
+        index, first = page.index, page.index["views"][0]
+        page.show("", screenshot=f"{name}.png")
+        assert page.cards == min(PAGE_SIZE, first["rows"])
+        assert page.text("title") == f"{index['benchmark']} {index['version']}"
+        page.no_foreign_images()
 
-    paged = [(v, g, group) for v, view in enumerate(index["views"])
-             for g, group in enumerate(view["groups"]) if group["pages"] > 1]
-    if paged:
-        v, g, group = paged[0]
-        page = Page(folder, f"items/{v}/{g}/1", tmp_path)
-        assert f'id="next" href="#items/{v}/{g}/2"' in page.dom
-        page = Page(folder, f"items/{v}/{g}/2", tmp_path)
-        assert page.ready() and page.cards == min(PAGE_SIZE, group["items"] - PAGE_SIZE)
-        assert page.text("where").startswith(f"page 2 of {group['pages']}")
+        paged = [v for v in index["views"] if v["rows"] > PAGE_SIZE]
+        if paged:   # the next page: the next cards, by the pager's own link
+            view = paged[0]
+            page.show(route(view=view["table"]))
+            first_keys = page.keys()
+            page.run("document.getElementById('next').click()")
+            page.wait(route(view=view["table"], page=2))
+            assert page.cards == min(PAGE_SIZE, view["rows"] - PAGE_SIZE)
+            assert page.text("where").endswith(f"of {view['rows']:,}") and not set(first_keys) & set(page.keys())
 
-    reasons = index["rejects"]["reasons"]
-    page = Page(folder, "rejects", tmp_path)
-    assert page.ready() and all(f">{r['reason']}</a>" in page.dom for r in reasons)
-    # the first reason whose rejects are pictured (ImageCoDe: blurry frames from their video)
+        rejects = index["rejects"]
+        page.show("reasons")
+        assert all(page.run(f"[...document.querySelectorAll('main a')].some(a => a.textContent === {json.dumps(g['reason'])})")
+                   for g in rejects["groups"])
+        # the first reason whose rejects are pictured (ImageCoDe: blurry frames from their video)
+        pictured = None
+        for group in rejects["groups"]:
+            page.show(route(view="rejects", **{"f.reason": group["reason"]}))
+            assert page.cards == min(PAGE_SIZE, group["count"])
+            if page.run("document.querySelectorAll('article.card img').length"):
+                pictured = group
+                page.screenshot(f"{name}-rejects.png")
+                break
+        if name == "imagecode":
+            assert pictured["reason"] == "blurry"
+            assert page.run("document.querySelectorAll('article.card img').length") == page.cards
+        page.no_foreign_images()
+
+
+def test_the_public_nlvr2_release_is_searched_filtered_sorted_and_linked(releases, tmp_path):
+    folder = releases["nlvr2 public"]
+    examples = pq.read_table(os.path.join(folder, "parquet", "examples"))
     explorer = os.path.join(folder, "explorer")
-    n = next((n for n, r in enumerate(reasons)
-              if any("images" in c for c in load_page(explorer, r["path"], 1))), 0)
-    page = Page(folder, f"rejects/{n}/1", tmp_path, screenshot=f"{name}-rejects.png")
-    assert page.ready() and page.cards == min(PAGE_SIZE, reasons[n]["shown"])
-    if name == "imagecode":
-        assert reasons[n]["reason"] == "blurry" and page.dom.count("<img") == page.cards
-    _assert_no_request_left(page)
+    with Explorer(folder, tmp_path) as page:
+        view = page.index["views"][0]
+        assert view["table"] == "examples" and view["rows"] == examples.num_rows == 13949
+        for load in ("first load", "reload"):   # a fresh browser's first page, then again
+            page.show("", screenshot="nlvr2-public.png")
+            assert page.cards == PAGE_SIZE and page.text("status").startswith("13,949 of 13,949")
+            TIMINGS[f"nlvr2 public, {load}: first contentful paint, ms"] = round(page.run(
+                "performance.getEntriesByName('first-contentful-paint')[0].startTime"))
+            TIMINGS[f"nlvr2 public, {load}: first cards drawn, ms"] = round(page.run(
+                "performance.getEntriesByName('explorer-first-cards')[0].startTime"))
+
+        # a search typed into the box: the rows whose texts hold both words
+        words = "two dogs"
+        page.run(f"(() => {{ const q = document.getElementById('q'); q.focus(); q.value = {json.dumps(words)};"
+                 "q.dispatchEvent(new Event('input')); })()")
+        took = page.run("""new Promise(done => {
+            const start = performance.now();
+            document.getElementById('search').requestSubmit();
+            const check = () => document.body.dataset.ready === '1' && location.hash.includes('q=')
+              ? requestAnimationFrame(() => done(performance.now() - start)) : requestAnimationFrame(check);
+            requestAnimationFrame(check); })""")
+        TIMINGS["nlvr2 public: a search's result (its index columns loaded on the way), ms"] = round(took)
+        page.wait(route(view="examples", q=words))
+        expected = _searched(explorer, view, words)
+        assert page.text("status").startswith(f"{len(expected):,} of 13,949")
+        assert page.keys() == expected[:PAGE_SIZE] and len(expected) > PAGE_SIZE
+        page.screenshot("nlvr2-search.png")
+        took = page.run("""new Promise(done => {
+            const start = performance.now(), q = document.getElementById('q');
+            q.value = 'red'; document.getElementById('search').requestSubmit();
+            const check = () => document.body.dataset.ready === '1' && location.hash.includes('q=red')
+              ? requestAnimationFrame(() => done(performance.now() - start)) : requestAnimationFrame(check);
+            requestAnimationFrame(check); })""")
+        TIMINGS["nlvr2 public: another search's result (the columns in memory), ms"] = round(took)
+
+        # filters chosen in the menus, then a range and a sort: as the Parquet files say
+        page.show(route(view="examples"))
+        for column, value, expect in (("split", "test1", {"f.split": "test1"}),
+                                      ("label", "1", {"f.label": "1", "f.split": "test1"})):
+            page.run(f"(() => {{ const s = document.querySelector('select[data-facet={column}]');"
+                     f"s.value = {json.dumps(value)}; s.dispatchEvent(new Event('change')); }})()")
+            page.wait(route(view="examples", **dict(sorted(expect.items()))))
+        chosen = examples.filter(pc.and_(pc.equal(examples["split"], "test1"), pc.equal(examples["label"], 1)))
+        assert page.text("status").startswith(f"{chosen.num_rows:,} of 13,949")
+        assert set(page.keys()) <= set(chosen["identifier"].to_pylist())
+        page.screenshot("nlvr2-filter.png")
+        ranged = route(view="examples", **{"f.label": "1", "f.split": "test1", "max.extra_agreeing": "3"},
+                       sort="-extra_agreeing")
+        page.show(ranged)
+        kept = chosen.filter(pc.less_equal(chosen["extra_agreeing"], 3))
+        assert page.text("status").startswith(f"{kept.num_rows:,} of 13,949")
+        shown = page.run("[...document.querySelectorAll('article.card')].map(c => [...c.querySelectorAll('dl div')]"
+                         ".filter(d => d.firstChild.textContent === 'extra_agreeing')[0].lastChild.textContent)")
+        assert [int(v) for v in shown] == sorted(kept["extra_agreeing"].to_pylist(), reverse=True)[:PAGE_SIZE]
+
+        # a link to one row opens its card, and from it the row in its place
+        row = examples.slice(10000, 1).to_pylist()[0]
+        page.show(route(view="examples", row=row["identifier"]), screenshot="nlvr2-row.png")
+        assert page.keys() == [row["identifier"]]
+        assert row["sentence"] in page.text("results")
+        page.run("document.getElementById('place').click()")
+        page.browser.wait("document.body.dataset.ready === '1' && location.hash.includes('mark=')")
+        assert page.run("document.querySelector('article.card.marked').dataset.key") == row["identifier"]
+
+        page.show(route(view="examples", tab="stats"), screenshot="nlvr2-stats.png")
+        assert page.run("document.querySelectorAll('table.stats tr').length") == examples.num_columns + 1
+        page.no_foreign_images()
 
 
-def test_the_changes_since_the_previous_version_render(releases, tmp_path):
-    folder = releases["vsr 1.1.0"]
-    diff = load_index(os.path.join(folder, "explorer"))["diff"]
-    assert diff["from"] == "1.0.0" and {c["key"] for c in diff["config"]} == {"seed"}
-    page = Page(folder, "diff", tmp_path)
-    assert page.ready() and "Config change 1.0.0 → 1.1.0" in page.dom and ">seed<" in page.dom
-    shown = [(t, k) for t, table in enumerate(diff["tables"]) for k in table["kinds"] if k["count"]]
-    assert shown, "another seed changes the examples"
-    for t, kind in shown:
-        page = Page(folder, f"diff/{t}/{kind['kind']}/1", tmp_path,
-                    screenshot=f"vsr-diff-{t}-{kind['kind']}.png")
-        assert page.ready() and page.cards == min(PAGE_SIZE, kind["count"]), kind
-        _assert_no_request_left(page)
+def _searched(explorer, view, words) -> list:
+    """The keys of the rows whose searched texts (the index's text columns) hold every
+    word, as the page searches: lower case, anywhere in the text."""
+    texts = [index_column(explorer, view, c["name"]) for c in view["index"]["columns"] if c["kind"] == "text"]
+    keys = index_column(explorer, view, view["key"])
+    terms = words.lower().split()
+    return [keys[i] for i in range(view["rows"])
+            if all(t in "\n".join(str(c[i]) for c in texts if c[i] is not None).lower() for t in terms)]
+
+
+@pytest.mark.parametrize("name, setting", [("vsr", "seed"), ("imagecode", "mining.distance_threshold")])
+def test_the_changes_since_the_previous_version_render(releases, name, setting, tmp_path):
+    """VSR with another seed (rows removed, added, moved), ImageCoDe with another
+    distance threshold (sets that kept their name, not their frames: now and before)."""
+    folder = releases[f"{name} 1.1.0"]
+    with Explorer(folder, tmp_path) as page:
+        diff = page.index["diff"]
+        assert diff["from"] == "1.0.0" and {c["key"] for c in diff["config"]} == {setting}
+        page.show("changes", screenshot=f"{name}-changes.png")
+        assert "Config change 1.0.0 → 1.1.0" in page.text("main") and setting in page.text("main")
+        shown = [(t, kind, count) for t in diff["tables"] for kind, count in t["counts"].items() if count]
+        assert shown, "the other setting changes the release"
+        for table, kind, count in shown:
+            page.show(route(view=table["table"], diff=kind), screenshot=f"{name}-diff-{table['table']}-{kind}.png")
+            assert page.cards == min(PAGE_SIZE, count), (table["table"], kind)
+            if kind == "changed" and name == "imagecode":   # every changed set shows its frames before
+                assert page.run("document.querySelectorAll('.images.before').length") == page.cards
+            page.no_foreign_images()

@@ -11,7 +11,9 @@ folder, a pipe) is not_a_file, and so is such a thing found in a folder (reading
 would never end). `HashAndDedupe(max_pixels)` then hashes each file's bytes (sha256,
 streamed through Beam's FileSystems, so gs:// works too), rejects an image whose header
 says it has more than `max_pixels` pixels (too_many_pixels, nothing decoded) and keeps
-one image per distinct content.
+one image per distinct bytes: a cheap first pass, before anything is decoded or
+embedded. Files whose bytes differ and whose pixels do not are found once the encoder
+has decoded them (transforms/image/content.py: one rule for every collection).
 
 Both choices that drop something are by a stable key, never by arrival order: of the
 entries that map to the same safe id, the smallest path stays; of byte-identical files,

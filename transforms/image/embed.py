@@ -23,6 +23,7 @@ import numpy as np
 from apache_beam.ml.inference.base import ModelHandler, PredictionResult, RunInference
 
 from schemas.records import ImageEmbedding, ImageRef, ShotFrames
+from transforms.core.hashing import pixels_sha256
 from transforms.core.stage import StageCounts, StageFn, stage_pardo
 from transforms.image.decode import DEFAULT_MAX_PIXELS, ImageProblem, Unreadable, read_image
 from transforms.image.encoders import EncoderSpec, build_encoder, encoder_identity
@@ -124,8 +125,10 @@ class EmbedShots(beam.PTransform):
 
 
 class ImageEncoderHandler(_EncoderHandler):
-    """RunInference handler: ImageRef in, PredictionResult(ref, ((d,) embedding, sha256) or
-    Unreadable) out. Images of one batch are decoded, then encoded together."""
+    """RunInference handler: ImageRef in, PredictionResult(ref, ((d,) embedding, sha256 of
+    the bytes, PixelDigest of the pixels) or Unreadable) out. Images of one batch are
+    decoded, then encoded together; the pixels are digested while they are at hand, so
+    judging duplicates by content costs no second decode."""
 
     def __init__(self, spec: EncoderSpec, max_pixels: int = DEFAULT_MAX_PIXELS):
         super().__init__(spec)
@@ -141,13 +144,13 @@ class ImageEncoderHandler(_EncoderHandler):
             except ImageProblem as e:
                 outcomes.append(Unreadable(e.reason, e.detail))
                 continue
-            outcomes.append(sha)
+            outcomes.append((sha, pixels_sha256(image)))
             pixels.append(image)
         embeddings = iter(model.encode(pixels)) if pixels else iter(())
         results = []
         for ref, outcome in zip(batch, outcomes):
-            if isinstance(outcome, str):
-                outcome = (next(embeddings), outcome)
+            if isinstance(outcome, tuple):
+                outcome = (next(embeddings), *outcome)
             results.append(PredictionResult(ref, outcome))
         return results
 
@@ -164,14 +167,14 @@ class _SplitImageResults(StageFn):
         if isinstance(result.inference, Unreadable):
             yield self.reject(result.inference.reason, ref.image_id, detail=result.inference.detail)
             return
-        embedding, sha = result.inference
+        embedding, sha, pixels = result.inference
         yield ImageEmbedding(image_id=ref.image_id, path=ref.path, content_sha256=sha,
-                             embedding=np.asarray(embedding, dtype=np.float32))
+                             embedding=np.asarray(embedding, dtype=np.float32), pixels_sha256=pixels)
 
 
 class EmbedImages(beam.PTransform):
-    """ImageRef -> ImageEmbedding ((d,) float32, unit norm; main) and Rejects
-    (unreadable_image, too_many_pixels: width x height over `max_pixels`).
+    """ImageRef -> ImageEmbedding ((d,) float32, unit norm, with its pixels' digest; main)
+    and Rejects (unreadable_image, too_many_pixels: width x height over `max_pixels`).
 
     Counters (namespace "stage.embed"): image.in, image.out, image.rejected.<reason>,
     model.loaded.

@@ -3,6 +3,12 @@
 An image whose (content sha256, encoder fingerprint) is cached is not decoded nor
 embedded again: a rebuild on the same collection with a new threshold or sample size
 costs no model call for them. Misses go through EmbedImages and are written back.
+
+An entry holds the embedding and the digest of the pixels it was computed from
+(ImageEmbedding.pixels_sha256), so a cached image is judged for duplicates by its pixels
+without being decoded: the 64 hex characters of the digest, then the embedding as .npy.
+Entries written before the digest was kept have another key (ENTRY_FORMAT) and are
+never read: those images are embedded once more.
 """
 from __future__ import annotations
 
@@ -15,6 +21,21 @@ from transforms.image.decode import DEFAULT_MAX_PIXELS
 from transforms.image.embed import EmbedImages
 
 CACHE_STAGE = "image_embedding"
+ENTRY_FORMAT = {"entry": "pixels_sha256+npy"}   # in the key: entries of another format never hit
+_DIGEST_CHARS = 64
+
+
+def encode_entry(embedding: ImageEmbedding) -> bytes:
+    if not embedding.pixels_sha256 or len(embedding.pixels_sha256) != _DIGEST_CHARS:
+        raise ValueError(f"{embedding.path}: an embedding to cache needs its pixels' digest")
+    return embedding.pixels_sha256.encode("ascii") + encode_array(embedding.embedding)
+
+
+def decode_entry(ref, value: bytes) -> ImageEmbedding:
+    """The cached ImageEmbedding of `ref` (an ImageRef with content_sha256)."""
+    return ImageEmbedding(ref.image_id, ref.path, ref.content_sha256,
+                          decode_array(value[_DIGEST_CHARS:]),
+                          pixels_sha256=value[:_DIGEST_CHARS].decode("ascii"))
 
 
 class EmbedImagesCached(beam.PTransform):
@@ -36,8 +57,6 @@ class EmbedImagesCached(beam.PTransform):
         return images | "Read through" >> ReadThrough(
             self._root, CACHE_STAGE, self._run_id,
             # an ImageRef and its ImageEmbedding both carry the image's content sha256
-            key=lambda image: cache_key(CACHE_STAGE, image.content_sha256, fingerprint, {}),
+            key=lambda image: cache_key(CACHE_STAGE, image.content_sha256, fingerprint, ENTRY_FORMAT),
             compute=EmbedImages(self._spec, self._max_pixels),
-            encode=lambda embedding: encode_array(embedding.embedding),
-            decode=lambda ref, value: ImageEmbedding(ref.image_id, ref.path, ref.content_sha256,
-                                                     decode_array(value)))
+            encode=encode_entry, decode=decode_entry)

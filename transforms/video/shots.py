@@ -37,6 +37,7 @@ import numpy as np
 from schemas import reasons
 from schemas.records import ShotFrames, VideoRef
 from schemas.rejects import Reject
+from transforms.core.hashing import PixelDigest
 from transforms.core.stage import StageCounts, StageFn, stage_pardo
 from transforms.video.decode import (DEFAULT_STALL_TIMEOUT, DecodeReport, VideoError, iter_frames,
                                      iter_scored_frames, probe, truncation)
@@ -64,10 +65,13 @@ def iter_shots(video: VideoRef, *, backend: str = "pyscenedetect",
                min_scene_len: int = DEFAULT_MIN_SCENE_LEN, stride: int = 1,
                max_side: Optional[int] = None,
                stall_timeout: float = DEFAULT_STALL_TIMEOUT,
-               report: Optional[DecodeReport] = None) -> Iterator[ShotFrames]:
+               report: Optional[DecodeReport] = None,
+               digest: Optional[PixelDigest] = None) -> Iterator[ShotFrames]:
     """Yield the shots of `video` in order, each as soon as it ends. Raises VideoError
     when the video cannot be read (possibly after some shots were yielded). `report` is
-    filled in when the decode has ended: whether the video was whole is known only then."""
+    filled in when the decode has ended: whether the video was whole is known only then.
+    `digest` is fed every decoded frame (the stride does not apply), in order: the
+    video's content, whatever container its frames came in."""
     _check_params(backend, threshold, min_scene_len, stride)
     info = probe(video.path)
     if threshold is None:
@@ -95,6 +99,8 @@ def iter_shots(video: VideoRef, *, backend: str = "pyscenedetect",
     with contextlib.closing(frames):  # stops ffmpeg at once if our consumer stops early
         for index, frame, score in frames:
             n_frames = index + 1
+            if digest is not None:
+                digest.add(frame)
             shots.add(index, frame)  # first: a cut at `index` puts this frame in the new shot
             for at in detector.feed(index, frame, score):
                 done = shots.cut(at)
@@ -159,9 +165,9 @@ class _ShotsDoFn(StageFn):
         self._tolerance = tolerance
 
     def judge(self, video: VideoRef):
-        report, spans = DecodeReport(), []
+        report, spans, digest = DecodeReport(), [], PixelDigest()
         try:
-            for shot in iter_shots(video, report=report, **self._params):
+            for shot in iter_shots(video, report=report, digest=digest, **self._params):
                 spans.append(dataclasses.replace(shot, frames=[]))
                 if len(shot.frame_indices) >= self._min_frames:
                     yield shot  # to the embedder now; counted once the video is judged
@@ -182,7 +188,8 @@ class _ShotsDoFn(StageFn):
             yield from _judge(self.counts, shot, self._min_frames, emit_passed=False)
         self.counts.count_out(level="video")
         log.info("shots: %s -> %d shots", video.key, len(spans))  # progress on long runs
-        yield beam.pvalue.TaggedOutput(SHOT_LISTS, (video, shot_list(spans[0].fps, spans, report)))
+        yield beam.pvalue.TaggedOutput(SHOT_LISTS, (video, shot_list(spans[0].fps, spans, report,
+                                                                      digest.hexdigest())))
 
 
 def _judge_video(video: VideoRef, report: DecodeReport, tolerance: float,
@@ -215,13 +222,16 @@ def replay_shots(counts: StageCounts, video: VideoRef, listing: dict,
     counts.count_out(level="video")
 
 
-def shot_list(fps: float, shots: List[ShotFrames], report: DecodeReport) -> dict:
-    """Every shot of a video (short ones too) and what its decode saw, as the cache
-    stores it: JSON-ready."""
+def shot_list(fps: float, shots: List[ShotFrames], report: DecodeReport,
+              frames_sha256: str) -> dict:
+    """Every shot of a video (short ones too), what its decode saw and the PixelDigest of
+    all its decoded frames, as the cache stores it: JSON-ready. The digest travels with
+    the list so that a rebuild that replays it, decoding nothing, still knows the
+    video's content (duplicates are judged on it)."""
     return {"fps": fps, "shots": [{"index": s.shot_index, "start": s.start_frame,
                                    "end": s.end_frame, "frames": list(s.frame_indices)}
                                   for s in shots],
-            "decode": dataclasses.asdict(report)}
+            "decode": dataclasses.asdict(report), "frames_sha256": frames_sha256}
 
 
 def shots_from_list(video: VideoRef, listing: dict) -> List[ShotFrames]:
