@@ -6,6 +6,12 @@
     python -m pipelines imagecode calibrate ...        a benchmark's own commands
     python -m pipelines cache prune --cache C --releases R
     python -m pipelines check dataflow|portable [benchmark ...]   scale-out checks
+
+Every command exits 0 when it did its job, 2 with one line on stderr for what the user
+can fix (a wrong argument, an unknown benchmark or option, a bad config or input: found
+before any work where it can be), and 1 for a failure of ours (with its traceback).
+`--help` and `diff` read pipelines/registry.py and the releases only: they import no
+benchmark and no model library.
 """
 from __future__ import annotations
 
@@ -15,7 +21,8 @@ from typing import List, Optional
 from pipelines import registry
 
 COMMON = {"build": "build a release (--config NAME|PATH --output DIR --version X.Y.Z [--set K=V] [Beam options])",
-          "diff": "what changed between two releases (config, rows added/removed/moved/changed)"}
+          "diff": "what changed between two releases (config; per table the rows unchanged, "
+                  "changed, moved between splits, added, removed, matched by the table's key)"}
 
 
 def usage() -> str:
@@ -24,17 +31,24 @@ def usage() -> str:
              "       python -m pipelines check dataflow|portable [benchmark ...]", "",
              "benchmarks:"]
     width = max(map(len, registry.names()))
-    lines += [f"  {name:<{width}}  {title}" for name, (_, title) in registry.BENCHMARKS.items()]
+    lines += [f"  {name:<{width}}  {entry.title}" for name, entry in registry.BENCHMARKS.items()]
     lines += ["", "commands of every benchmark:"]
     lines += [f"  {verb:<9} {text}" for verb, text in COMMON.items()]
     lines += ["", "`python -m pipelines <benchmark> --help` lists a benchmark's own commands."]
     return "\n".join(lines)
 
 
+def benchmark_usage(name: str) -> str:
+    entry = registry.BENCHMARKS[name]
+    commands = {**COMMON, **{verb: text for verb, (text, _) in entry.commands.items()}}
+    return (f"usage: python -m pipelines {name} <command> [arguments]\n\n{entry.title}\n\n"
+            "commands:\n" + "\n".join(f"  {verb:<9} {text}" for verb, text in commands.items()))
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help"):
-        print(usage())
+        print(usage(), file=sys.stdout if argv else sys.stderr)
         return 0 if argv else 2
     name, rest = argv[0], argv[1:]
     if name == "cache":
@@ -44,24 +58,21 @@ def main(argv: Optional[List[str]] = None) -> int:
         from pipelines import scaleout
         return scaleout.main(rest)
     if name not in registry.BENCHMARKS:
-        print(f"error: unknown benchmark {name!r}\n\n{usage()}", file=sys.stderr)
+        print(f"error: unknown benchmark {name!r}; known: {', '.join(registry.names())} "
+              "(python -m pipelines --help)", file=sys.stderr)
         return 2
-    benchmark = registry.load(name)
-    commands = benchmark.commands()
     if not rest or rest[0] in ("-h", "--help"):
-        print(f"usage: python -m pipelines {name} <command> [arguments]\n\n{benchmark.title}\n\n"
-              "commands:\n" + "\n".join(f"  {verb:<9} {text}" for verb, text in
-                                       {**COMMON, **{v: h for v, (h, _) in commands.items()}}.items()))
+        print(benchmark_usage(name), file=sys.stdout if rest else sys.stderr)
         return 0 if rest else 2
     verb, args = rest[0], rest[1:]
     if verb == "build":
         from pipelines import runner
-        return runner.build_main(benchmark, args)
+        return runner.build_main(name, args)
     if verb == "diff":
         from pipelines.release import diff
         return diff.main(args, prog=f"python -m pipelines {name} diff")
-    if verb in commands:
-        return commands[verb][1](args)
+    if verb in registry.BENCHMARKS[name].commands:
+        return registry.command(name, verb)(args)
     print(f"error: {name} has no command {verb!r}; try: python -m pipelines {name} --help",
           file=sys.stderr)
     return 2

@@ -10,14 +10,20 @@ what is its own:
                                           models are where the config says; rules and model
                                           specs are built here once, never per stage
     build(pipeline, plan, staging)        wire the stages (reads like the paper)
-    tables(plan), links(plan)             what the release must hold, and which counters
-                                          must agree (checked before a release is written)
+    tables(plan), links(plan)             what the release must hold: each table with the
+                                          counter its rows must equal and the key columns
+                                          that identify a row (Table, pipelines/release/
+                                          tables.py), and which counters must agree (checked
+                                          before a release is written)
     progress(plan)                        its main stages, for the progress lines
     splits(plan)                          the split schemes of each table (default: its
                                           `split` column); one Hugging Face config each
     describe(plan, facts)                 the data card's summary, thresholds, sections
     explorer(plan)                        how its tables look in the release explorer
                                           (pipelines/release/explorer_views.py)
+
+A benchmark's own commands (ImageCoDe's `calibrate`) are registered beside its title in
+pipelines/registry.py, so that `--help` and `diff` load no benchmark and no model.
 
 TFDS is the model: a builder per dataset with named configs (`configs/<name>.yaml`, a
 "paper" and a "sample" one at least), release notes and checksums kept with the release.
@@ -27,13 +33,14 @@ from __future__ import annotations
 import abc
 import os
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import apache_beam as beam
 
 from pipelines.progress import Progress
 from pipelines.release.explorer_views import Explorer
 from pipelines.release.splits import MAIN, SplitScheme
+from pipelines.release.tables import Table
 
 
 @dataclass
@@ -57,7 +64,7 @@ def inside(path: str, folder: str) -> bool:
     return os.path.abspath(path or "").startswith(os.path.abspath(folder) + os.sep)
 
 
-Tables = Dict[str, Tuple[str, str]]   # table -> (stage, counter) its row count must equal
+Tables = Dict[str, Table]   # table -> its counter and key, e.g. Table("sets", "set.out", key="set")
 Links = Sequence[Tuple[str, str, str, str]]   # (stage, counter) passed on == (stage, counter) taken in
 
 
@@ -109,7 +116,11 @@ class Benchmark(abc.ABC):
 
     @abc.abstractmethod
     def tables(self, plan: Plan) -> Tables:
-        """Tables this build writes under parquet/, each with the counter it must equal."""
+        """Tables this build writes under parquet/, each a Table: the (stage, counter) its
+        rows must equal and its key, the columns that identify one row (one or more, e.g.
+        `key=("example_id", "scheme")`). The key is how `diff` and the release notes match
+        the rows of two versions; a table without one is an error before any work, and a
+        key that two written rows share fails the build (pipelines/release/tables.py)."""
 
     def splits(self, plan: Plan) -> Dict[str, Sequence[SplitScheme]]:
         """Each table's split schemes, main one first: the release writes one set of
@@ -148,9 +159,3 @@ class Benchmark(abc.ABC):
     @abc.abstractmethod
     def describe(self, plan: Plan, facts: dict) -> dict:
         """The data card's summary, thresholds and sections (pipelines/release/datacard.py)."""
-
-    # --- commands beyond build and diff ------------------------------------------------
-
-    def commands(self) -> Dict[str, Tuple[str, Callable[[List[str]], int]]]:
-        """{verb: (one-line help, main(argv) -> exit code)}, e.g. ImageCoDe's calibrate."""
-        return {}

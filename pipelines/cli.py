@@ -1,18 +1,25 @@
 """The command line every build shares: config, overrides, output, version, and how a
-command ends (one line and exit 2 for what a user can fix).
+command ends: exit 0 on success, one line and exit 2 for what a user can fix (found
+before any work where it can be), exit 1 with the traceback for a failure of ours.
 
 Arguments a build does not know are handed to Beam as pipeline options (--runner,
---direct_running_mode, --project, --setup_file, ...).
+--direct_running_mode, --project, --setup_file, ...), but only those Beam knows: Beam
+itself warns about any other and drops it, so `--rules.enforce=true` (no `--set`) built a
+release with the config value unchanged. An unknown option is one line and exit 2
+before any work, naming the `--set` it may have meant.
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import difflib
 import errno
 import logging
 import re
 import sys
-from typing import Callable, List, Optional
+from typing import Callable, Iterable, List, Optional
 
+from apache_beam.options.pipeline_options import PipelineOptions
 
 from transforms.core.errors import UserError
 from transforms.io.files import absolute_path
@@ -36,6 +43,57 @@ def add_build_arguments(parser: argparse.ArgumentParser, configs=()) -> None:
     parser.add_argument("--no-explorer", action="store_true",
                         help="write no explorer/ (the static pages to browse the release, its "
                              "rejects and its changes; see README, \"The release explorer\")")
+
+
+class UsageError(UserError):
+    """A command line the command cannot run as given (an option nobody knows)."""
+
+
+def check_beam_options(args: List[str], config_type: Optional[type] = None,
+                       own_options: Iterable[str] = ()) -> None:
+    """Raise UsageError unless every argument in `args` (what the command's own parser
+    left) is a Beam pipeline option. An option that looks like a config key of
+    `config_type` (dotted, or one of its top-level fields) is told the `--set` to use;
+    any other gets the closest option name, of the command's own or Beam's."""
+    parser = beam_option_parser()
+    parser.exit_on_error = False   # a bad value of a Beam option: one line, not its usage
+    try:
+        _, unknown = parser.parse_known_args(args)
+    except argparse.ArgumentError as e:
+        raise UsageError(str(e)) from None
+    if not unknown:
+        return
+    first = unknown[0]
+    if not first.startswith("-"):
+        raise UsageError(f"unexpected argument {first!r} (options start with --)")
+    name, has_value, value = first.lstrip("-").partition("=")
+    if not has_value and len(unknown) > 1 and not unknown[1].startswith("-"):
+        value = unknown[1]
+    if _looks_like_config_key(name, config_type):
+        raise UsageError(f"unknown option {first}: config values are set with --set, "
+                         f"e.g. --set {name}={value or 'VALUE'}")
+    known = [o for a in parser._actions for o in a.option_strings] + list(own_options)
+    close = difflib.get_close_matches(first.split("=", 1)[0], known, n=1, cutoff=0.75)
+    hint = f"; did you mean {close[0]}?" if close else ""
+    raise UsageError(f"unknown option {first}: neither an option of this command nor a Beam "
+                     f"pipeline option{hint}")
+
+
+def beam_option_parser() -> argparse.ArgumentParser:
+    """The parser of every option Beam's PipelineOptions know, as Beam builds it (it hands
+    the parser to `add_extra_args_fn`, its public hook), so that new Beam options and
+    runner options (Dataflow's --project, --region, ...) are known without a list here."""
+    parsers: List[argparse.ArgumentParser] = []
+    PipelineOptions([]).get_all_options(add_extra_args_fn=parsers.append)
+    return parsers[0]
+
+
+def _looks_like_config_key(name: str, config_type: Optional[type]) -> bool:
+    if "." in name:
+        return True
+    if config_type is not None and dataclasses.is_dataclass(config_type):
+        return name.replace("-", "_") in {f.name for f in dataclasses.fields(config_type)}
+    return False
 
 
 def _version(text: str) -> str:

@@ -25,13 +25,17 @@ from transforms.core.stage import read_stage_counts
 
 
 def parse_build_args(benchmark: Benchmark, argv: Optional[List[str]]):
-    """(known args, Beam pipeline options): arguments we do not know go to Beam."""
+    """(known args, Beam pipeline options): arguments we do not know go to Beam, if Beam
+    knows them (cli.check_beam_options: else one line and exit 2, before any work)."""
     parser = argparse.ArgumentParser(
         prog=f"python -m pipelines {benchmark.name} build",
         description=f"Build a release of {benchmark.title}. Arguments not listed here are "
                     "Beam pipeline options (--runner, --direct_running_mode, ...).")
     cli.add_build_arguments(parser, configs=benchmark.config_names())
-    return parser.parse_known_args(argv)
+    args, beam_args = parser.parse_known_args(argv)
+    cli.check_beam_options(beam_args, benchmark.config_type,
+                           own_options=[o for a in parser._actions for o in a.option_strings])
+    return args, beam_args
 
 
 def cache_root_of(config, output: str) -> Optional[str]:

@@ -1,24 +1,43 @@
 """Every registered benchmark keeps the contract (pipelines/benchmark.py): each embedded
 sample (Benchmark.sample_configs) builds through the one runner, its counters reconcile, its tables hold the rows
-its counters say, and every reject reason it writes is in its vocabulary.
+its counters say, every table declares the key that identifies its rows, and every
+reject reason it writes is in its vocabulary. Each sample then publishes a second
+version beside the first, with one threshold changed, and the diff of the two adds up.
 
-Registering a benchmark (pipelines/registry.py) adds it here.
+Registering a benchmark (pipelines/registry.py) adds it here; SECOND_VERSION must then
+name the threshold its second version changes.
 """
 import json
 import os
+import subprocess
+import sys
 
 import pyarrow.parquet as pq
 import pytest
 
 from pipelines import registry, runner
 from pipelines.config import load_config
+from pipelines.release.diff import diff_releases, render
 from pipelines.release.manifest import verify_manifest
+from pipelines.release.tables import MANIFEST_KEYS, Table, declared, key_problems, key_text
+from tests.paths import ROOT
 from transforms.core.errors import ConfigError
 from transforms.core.stage import check_links, reconcile
 
 
 SAMPLES = [(name, config) for name in registry.names()
            for config in registry.load(name).sample_configs()]
+
+# The override of each sample's second version: a threshold that changes rows of the
+# release (the test asserts that it does), not only its config.
+SECOND_VERSION = {
+    ("imagecode", "sample"): "mining.distance_threshold=0.30",    # other frames, other sets
+    ("vsr", "sample"): "validation.min_agreeing=3",               # fewer examples pass validation
+    ("bd2bb", "sample"): "filters.intention_min_tokens=8",        # fewer tuples, other clusters and decoys
+    ("fg", "sample"): "similar.image_k=5",                        # other similar sets
+    ("fg", "flickr30k-sample"): "similar.image_k=5",
+    ("nlvr2", "sample"): "rules.remove_disagreeing=1",            # one disagreeing judgement removes
+}
 
 
 @pytest.fixture(scope="module", params=SAMPLES, ids=[f"{n}-{c}" for n, c in SAMPLES])
@@ -61,9 +80,21 @@ def test_its_tables_hold_what_its_counters_say(built):
     tables = benchmark.tables(plan)
     assert tables, "a benchmark publishes at least one table"
     stages = json.load(open(os.path.join(release, "MANIFEST.json")))["stages"]
-    for table, (stage, counter) in tables.items():
+    for table, spec in tables.items():
         rows = pq.read_table(os.path.join(release, "parquet", table)).num_rows
-        assert rows == stages[stage][counter] > 0, table
+        assert rows == stages[spec.stage][spec.counter] > 0, table
+
+
+def test_every_table_declares_the_key_that_identifies_its_rows(built):
+    """The key is declared with the table (never guessed by the diff), its columns are in
+    the written table, no two rows share a value of it, and the manifest records it."""
+    benchmark, release, sample = built
+    plan = benchmark.prepare(load_config(benchmark.config_path(sample), [], benchmark.config_type), None)
+    tables = declared(benchmark.tables(plan))
+    assert all(isinstance(t, Table) and t.key for t in tables.values())
+    assert key_problems(release, tables) == []
+    manifest = json.load(open(os.path.join(release, "MANIFEST.json")))
+    assert manifest[MANIFEST_KEYS] == {name: list(t.key) for name, t in tables.items()}
 
 
 def test_every_reject_reason_is_in_its_vocabulary(built):
@@ -149,7 +180,9 @@ def test_its_explorer_shows_every_row_and_reject(built):
         cards = view_cards(explorer, view, PAGE_SIZE)
         assert len(cards) == view["rows"]
         assert index_column(explorer, view, view["key"]) == [c["k"] or None for c in cards]
-        assert sorted(c["k"] for c in cards) == sorted(str(k) for k in table.column(view["key"]).to_pylist())
+        key = ["item_id"] if view is index["rejects"] else manifest[MANIFEST_KEYS][view["table"]]
+        assert sorted(c["k"] for c in cards) == sorted(   # the declared key, as the diff names rows
+            key_text(k) for k in zip(*(table.column(c).to_pylist() for c in key)))
         for group in view["groups"]:   # contiguous: (split, source) of a table, a reject's reason
             shown = cards[group["start"]:group["start"] + group["count"]]
             assert {tuple(c[CARD_FIELD[k]] for k in view["group_by"]) for c in shown} == \
@@ -165,6 +198,66 @@ def test_its_explorer_shows_every_row_and_reject(built):
     assert network_references(explorer) == []
     assert any(path.startswith("explorer/") for path in manifest["files"])
     assert manifest["explorer"]["files"] == sum(p.startswith("explorer/") for p in manifest["files"])
+
+
+@pytest.fixture(scope="module")
+def second(built):
+    """The sample built again into the same release root as 1.1.0, one threshold changed
+    (the first build's cache is reused, as in a real rebuild)."""
+    benchmark, release, sample = built
+    assert (benchmark.name, sample) in SECOND_VERSION, \
+        f"name the threshold {benchmark.name} ({sample}) changes in its second version"
+    change = SECOND_VERSION[(benchmark.name, sample)]
+    out = os.path.dirname(os.path.dirname(release))
+    new = runner.build(benchmark, ["--config", sample, "--output", out, "--version", "1.1.0",
+                                   "--set", change, "--quiet"])
+    return benchmark, release, new, change
+
+
+def test_a_second_version_publishes_beside_the_first_and_its_diff_adds_up(second):
+    benchmark, old, new, change = second
+    assert os.path.dirname(old) == os.path.dirname(new)
+    manifest = json.load(open(os.path.join(new, "MANIFEST.json")))
+    before = json.load(open(os.path.join(old, "MANIFEST.json")))
+    assert manifest["previous_version"] == "1.0.0" and verify_manifest(new) == []
+    diff = diff_releases(old, new)
+    key, value = change.split("=", 1)
+    assert [c["key"] for c in diff["config"]] == [key]
+    assert set(diff["tables"]) == set(manifest["counts"]["tables"]) | set(before["counts"]["tables"])
+    changed_rows = 0
+    for table, t in diff["tables"].items():
+        assert "not_compared" not in t, (table, t.get("not_compared"))
+        assert t["key"] == manifest[MANIFEST_KEYS][table]
+        c = t["counts"]
+        assert c["before"] == before["counts"]["tables"][table]["total"], table
+        assert c["after"] == manifest["counts"]["tables"][table]["total"], table
+        assert c["before"] == c["unchanged"] + c["changed"] + c["moved"] + c["removed"], table
+        assert c["after"] == c["unchanged"] + c["changed"] + c["moved"] + c["added"], table
+        assert (len(t["added"]), len(t["removed"]), len(t["changed"]), len(t["moved"])) == \
+            (c["added"], c["removed"], c["changed"], c["moved"]), table
+        for split, n in t["per_split"].items():
+            assert n["before"] == before["counts"]["tables"][table]["by_split"].get(split, 0)
+            assert n["after"] == manifest["counts"]["tables"][table]["by_split"].get(split, 0)
+            assert n["before"] == n["unchanged"] + n["changed"] + n["moved_out"] + n["removed"]
+            assert n["after"] == n["unchanged"] + n["changed"] + n["moved_in"] + n["added"]
+        changed_rows += c["changed"] + c["moved"] + c["added"] + c["removed"]
+    assert changed_rows > 0, f"{change} changed no row: pick a threshold that does"
+    # the release notes are that comparison, written by the build before its manifest
+    notes = open(os.path.join(new, "RELEASE_NOTES.md"), encoding="utf-8").read()
+    assert notes == render(diff)
+    assert notes.startswith(f"# {manifest['benchmark']} 1.1.0: changes since 1.0.0")
+    # and the command line prints the same, exit 0
+    command = [sys.executable, "-m", "pipelines", benchmark.name, "diff", old, new]
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    shown = subprocess.run(command, cwd=str(ROOT), env=env, capture_output=True, text=True)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout == notes + "\n"
+    # the explorer of the second version shows the same changes
+    from tests.release.explorer_pages import load_index
+    index = load_index(os.path.join(new, "explorer"))
+    assert {t["table"]: t["counts"] for t in index["diff"]["tables"]} \
+        == {table: {kind: t["counts"][kind] for kind in ("added", "removed", "moved", "changed")}
+            for table, t in diff["tables"].items()}
 
 
 def _canonical(row: dict) -> str:

@@ -9,6 +9,7 @@ from pipelines.benchmark import Benchmark, Plan, inside
 from pipelines.progress import Progress
 from pipelines.release.explorer_views import Explorer, ExplorerView
 from pipelines.release.splits import MAIN, SplitScheme
+from pipelines.release.tables import Table
 from transforms.core.errors import ConfigError
 
 SAMPLE_DIR = "samples/bd2bb"   # where the sample config reads (configs/sample.yaml)
@@ -38,7 +39,7 @@ class BD2BB(Benchmark):
                                 plan.cache_root)
 
     def tables(self, plan: Plan):
-        return {pipeline.SAMPLES: ("splits", "sample.out")}
+        return {pipeline.SAMPLES: Table("splits", "sample.out", key="sample_id")}
 
     def splits(self, plan: Plan):
         # §7: the hard test is a subset of test (flag `hard_test`), a config of its own

@@ -104,10 +104,6 @@ class Fg(Benchmark):
     def describe(self, plan: Plan, facts: dict) -> dict:
         return datacard.describe(plan.config, facts)
 
-    def commands(self):
-        from pipelines.fg import table3
-        return {"table3": ("Table 3 of an original and a renovated annotation file", table3.main)}
-
 
 def _text_side(config: FgConfig) -> str:
     if config.embed.kind == "thumbnail":

@@ -41,6 +41,7 @@ from pipelines.fg.renovate import (ClipScoreFilter, EncodeCaptions, GenerateDeta
                                    MergeSentences, PickBest, SplitFineGrained)
 from pipelines.fg.similar import BuildSimilarSets, NewPool, pool_rows, targets_sharing_pixels
 from pipelines.fg.tagger import NONE
+from pipelines.release.tables import Table
 from schemas.records import ImageEmbedding
 from transforms.core.stage import MAIN, REJECTS, stage_pardo
 from transforms.crowd.shown import FINGERPRINT
@@ -255,6 +256,9 @@ def check_counts(stages: dict, cfg: FgConfig) -> list:
 
 
 def released_tables(cfg: FgConfig) -> dict:
-    return {CAPTIONS: ("release", "caption.out"), SIMILAR_SETS: ("similar_sets", "target.out"),
-            POOL: ("pool", "member.out")}
+    """Tables this config writes: a caption by its id, a similar set by its target image,
+    a pool image by its id."""
+    return {CAPTIONS: Table("release", "caption.out", key="caption_id"),
+            SIMILAR_SETS: Table("similar_sets", "target.out", key="target"),
+            POOL: Table("pool", "member.out", key="image_id")}
 

@@ -26,8 +26,8 @@ COMPAT_PREFIX = {"mscoco": "MSCOCO", "flickr30k": "Flickr30K"}
 CAPTIONS, SIMILAR_SETS, POOL = "captions", "similar_sets", "pool"
 NAN = float("nan")
 
-# Every table leads with its row id (release diffs key rows by the first column) and has
-# the house's `split` and `source` columns (the release counts rows by them): FG is a
+# Every table leads with its row id (its declared key, pipelines/fg/pipeline.py
+# released_tables) and has the house's `split` and `source` columns (the release counts rows by them): FG is a
 # test benchmark, so split is "test"; source is the configuration.
 SPLIT = "test"
 _SPLIT_SOURCE = [("split", pa.string()), ("source", pa.string())]

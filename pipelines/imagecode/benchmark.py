@@ -70,10 +70,5 @@ class ImageCoDe(Benchmark):
     def describe(self, plan: Plan, facts: dict) -> dict:
         return datacard.describe(plan.config, plan.rules, facts, plan.cache_root)
 
-    def commands(self):
-        from pipelines.imagecode import calibrate
-        return {"calibrate": ("sets per source for candidate thresholds, from the cache only",
-                              calibrate.main)}
-
 
 BENCHMARK = ImageCoDe()

@@ -24,6 +24,7 @@ from typing import List, Optional
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
+from pipelines.cli import check_beam_options
 from pipelines.config import apply_override, from_dict
 from pipelines.imagecode.config import ImageCodeConfig
 from pipelines.imagecode.mining import sets_from_known_scores
@@ -45,19 +46,32 @@ def load_release_config(release: str, overrides: List[str]) -> tuple:
     """(config, cache root) of a release, with `overrides` applied."""
     manifest = load_manifest(release)
     if manifest.get("benchmark") != BENCHMARK:
-        raise ValueError(f"calibrate knows ImageCoDe releases only, not {manifest.get('benchmark')!r}")
+        raise UserError(f"calibrate knows ImageCoDe releases only, not {manifest.get('benchmark')!r}")
     if not manifest.get("cache_root"):
-        raise ValueError(f"{release} was built without a cache: nothing to calibrate from")
+        raise UserError(f"{release} was built without a cache: nothing to calibrate from")
     raw = manifest["config"]
     for override in overrides:
         apply_override(raw, override)
     return from_dict(ImageCodeConfig, raw), manifest["cache_root"]
 
 
+def parse_values(text: str) -> List[float]:
+    """`--values 0.25,0.3,8`: numbers (an int where it has no point)."""
+    values = []
+    for item in (v.strip() for v in text.split(",") if v.strip()):
+        try:
+            values.append(float(item) if "." in item else int(item))
+        except ValueError:
+            raise UserError(f"--values: {item!r} is not a number (give e.g. 0.25,0.3)") from None
+    if not values:
+        raise UserError("--values: give one candidate or more, e.g. 0.25,0.3")
+    return values
+
+
 def candidate_runs(cfg: ImageCodeConfig, param: str, values: List[float]) -> List[dict]:
     """Miner settings per candidate: distance threshold, set size, filter thresholds."""
     if param not in PARAMS:
-        raise ValueError(f"--param must be one of {', '.join(PARAMS)}")
+        raise UserError(f"--param must be one of {', '.join(PARAMS)}")
     runs = []
     for value in values:
         run = {"value": value, "threshold": cfg.mining.distance_threshold, "max_scores": {}}
@@ -145,11 +159,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--json", action="store_true", help="print JSON")
     args, beam_args = parser.parse_known_args(argv)
-    try:
+    try:   # exit 2 for what the user can fix; anything else is ours (a traceback, exit 1)
+        check_beam_options(beam_args, ImageCodeConfig,
+                           own_options=[o for a in parser._actions for o in a.option_strings])
         cfg, cache_root = load_release_config(args.release, args.set)
-        values = [float(v) if "." in v else int(v) for v in args.values.split(",") if v.strip()]
+        values = parse_values(args.values)
         result = calibrate(cfg, cache_root, candidate_runs(cfg, args.param, values), beam_args)
-    except (FileNotFoundError, ValueError, UserError) as e:
+    except UserError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     current = {"mining.distance_threshold": cfg.mining.distance_threshold,

@@ -41,6 +41,7 @@ from pipelines.imagecode.video_content import OnePlanPerContent
 from pipelines.imagecode.video_plans import PlanVideos, StoreNewScores
 from pipelines.release import build as release
 from pipelines.release.manifest import read_stats
+from pipelines.release.tables import Table
 from schemas.layout import work_dir
 from transforms.cache.read_through import WRITTEN
 from transforms.cache.store import relative_cache_path
@@ -246,10 +247,11 @@ def check_split_conflicts(cfg: ImageCodeConfig, staging_dir: str) -> None:
 
 
 def released_tables(cfg: ImageCodeConfig) -> dict:
-    """Tables this config writes, each with the counter its row count must equal."""
-    tables = {VIDEO_SETS: ("sampling", "set.out")}
+    """Tables this config writes, each with the counter its row count must equal and the
+    column that identifies a row (a set by its name, a description by its id)."""
+    tables = {VIDEO_SETS: Table("sampling", "set.out", key="set_name")}
     if cfg.static.images:
-        tables[STATIC_SETS] = ("static_sets", "set.out")
+        tables[STATIC_SETS] = Table("static_sets", "set.out", key="set_name")
     if cfg.crowd.retrievals:
-        tables[DESCRIPTIONS] = ("retrieve", "description.out")
+        tables[DESCRIPTIONS] = Table("retrieve", "description.out", key="description_id")
     return tables

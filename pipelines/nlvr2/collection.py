@@ -37,6 +37,7 @@ from pipelines.nlvr2.similar_words import STAND_IN as SIMILAR_WORDS_STAND_IN
 from pipelines.nlvr2.similar_words import SimilarWords, load_encoder
 from pipelines.nlvr2.splits import HELD_OUT_ITEMS, SplitAndValidate
 from pipelines.nlvr2.synsets import hypernym_table, ilsvrc_synsets, select_synsets
+from pipelines.release.tables import Table
 from transforms.core.errors import ConfigError
 from transforms.core.stage import MAIN, REJECTS, StageFn, stage_pardo
 from transforms.crowd.answer_files import check_answer_file
@@ -108,10 +109,12 @@ def stand_ins(config: CollectionConfig) -> dict:
 
 
 def collection_tables(config: CollectionConfig):
-    """{table: (stage, counter)} of the extra tables CollectExamples hands back."""
-    tables = {QUERIES: ("queries", "query.generated")}
+    """{table: Table} of the extra tables CollectExamples hands back. A query's text is
+    unique within its synset only (pipelines/nlvr2/queries.py), so its key is both; a set
+    is named by its query and result rank."""
+    tables = {QUERIES: Table("queries", "query.generated", key=("synset", "query"))}
     if config.inputs.search_results and config.inputs.pruning_answers and config.inputs.interest_answers:
-        tables[IMAGE_SETS] = ("pairing", "set.out")
+        tables[IMAGE_SETS] = Table("pairing", "set.out", key="set")
     return tables
 
 

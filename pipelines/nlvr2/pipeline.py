@@ -35,6 +35,7 @@ from pipelines.nlvr2.rules import ANOMALIES, OneExamplePerIdentifier, PaperRules
 from pipelines.preflight import check_not_empty
 from pipelines.release import build as release
 from pipelines.release.manifest import read_stats
+from pipelines.release.tables import Table
 from transforms.core.errors import PreflightError
 from transforms.core.stage import MAIN, REJECTS, StageFn, stage_pardo
 from transforms.io.lines import ReadNumberedLines
@@ -136,9 +137,11 @@ class _Rows(beam.PTransform):
 
 
 def released_tables(cfg: Nlvr2Config) -> dict:
-    """Tables this config writes, each with the counter its row count must equal."""
-    tables = {EXAMPLES: ("paper_rules", "example.out"), SETS: ("sets", "set.out"),
-              SENTENCES: ("sentences", "group.out")}
+    """Tables this config writes, each with the counter its row count must equal and the
+    columns that identify a row: the public identifier, the set, the consistency group."""
+    tables = {EXAMPLES: Table("paper_rules", "example.out", key="identifier"),
+              SETS: Table("sets", "set.out", key="set"),
+              SENTENCES: Table("sentences", "group.out", key="group")}
     if not cfg.inputs.public:
         from pipelines.nlvr2.collection import collection_tables
         tables.update(collection_tables(cfg.collection))

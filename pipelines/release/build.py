@@ -30,6 +30,7 @@ from pipelines.release.explorer import EXPLORER_DIR, write_explorer
 from pipelines.release.explorer_views import Explorer
 from pipelines.release.hf_card import write_readme
 from pipelines.release.splits import MAIN, SplitScheme, partition_table
+from pipelines.release.tables import MANIFEST_KEYS, Table, declared, key_problems
 from transforms.core.errors import UserError
 from transforms.core.hashing import content_sha256_and_size
 from transforms.core.stage import check_links, read_stage_counts, reconcile
@@ -43,26 +44,35 @@ class ReleaseError(UserError, RuntimeError):
     """The release could not be built; no version folder was left behind."""
 
 
+class ReleaseCheckError(RuntimeError):
+    """What the run wrote fails the release's checks (counters that do not reconcile, a
+    table key that does not identify its rows): a bug, not bad input, so not a UserError
+    (exit code 1); no version folder was left behind."""
+
+
 def build_release(*, benchmark: str, out: str, version: str, config,
                   execute: Callable[[str], object], models: Dict[str, dict],
                   inputs: Dict[str, Optional[str]], links: Iterable[tuple] = (),
-                  tables: Dict[str, Tuple[str, str]], describe: Callable[[dict], dict],
+                  tables: Dict[str, Table], describe: Callable[[dict], dict],
                   cache_root: Optional[str] = None,
                   check_counts: Callable[[dict], List[str]] = lambda stages: [],
                   splits: Optional[Dict[str, Sequence[SplitScheme]]] = None,
                   explorer: Optional[Explorer] = Explorer()) -> str:
     """Run `execute(staging_dir)` and publish what it wrote as `<out>/<benchmark>/<version>`.
 
-    `tables` maps each table written under parquet/ to the (stage, counter) whose value
-    must equal its rows; `splits` its split schemes (default: the `split` column), which
-    decide its files and its dataset card configs; `explorer` the declared views of the
-    release explorer (pipelines/release/explorer.py; None: no explorer/); `describe(facts)`
-    returns the data card's summary, thresholds and sections (it may write plots into facts["staging"]). While it runs the build
-    holds a lock beside its staging folder (and in the cache), so that the next build
+    `tables` maps each table written under parquet/ to its Table: the (stage, counter)
+    whose value must equal its rows and the key that identifies a row
+    (pipelines/release/tables.py; checked before anything starts); `splits` its split
+    schemes (default: the `split` column), which decide its files and its dataset card
+    configs; `explorer` the declared views of the release explorer
+    (pipelines/release/explorer.py; None: no explorer/); `describe(facts)` returns the
+    data card's summary, thresholds and sections (it may write plots into
+    facts["staging"]). While it runs the build holds a lock beside its staging folder (and in the cache), so that the next build
     can tell garbage from work in progress (pipelines/release/runs.py); before it starts it
     removes what builds that died left behind. On any failure, SIGTERM included, its
     own staging folder and its temp files in the cache are removed.
     """
+    tables = declared(tables)
     runs.sweep_release_dir(FileSystems.join(out, benchmark))
     if cache_root:
         runs.sweep_cache(cache_root)
@@ -124,7 +134,10 @@ def _fill(staging: str, *, benchmark, version, config, result, models, inputs, l
     problems = (reconcile(stages) + check_links(stages, links)
                 + _written_vs_counted(stages, counts, tables) + check_counts(stages))
     if problems:
-        raise ReleaseError("counts do not reconcile: " + "; ".join(problems))
+        raise ReleaseCheckError("counts do not reconcile: " + "; ".join(problems))
+    problems = key_problems(staging, tables)
+    if problems:
+        raise ReleaseCheckError("table keys do not identify their rows: " + "; ".join(problems))
     card = describe({"version": version, "counts": counts, "stages": stages,
                      "models": models, "config": to_dict(config), "staging": staging})
     figures = card.pop("manifest", {})
@@ -147,6 +160,7 @@ def _fill(staging: str, *, benchmark, version, config, result, models, inputs, l
         "stages": stages,
         "reconciled": True,
         "figures": figures,
+        MANIFEST_KEYS: {table: list(spec.key) for table, spec in tables.items()},
         **top_level,
     }
     previous, diff = write_release_notes(staging, manifest)
@@ -154,7 +168,8 @@ def _fill(staging: str, *, benchmark, version, config, result, models, inputs, l
     if explorer is not None:
         if FileSystems.get_scheme(staging) is None:
             written = write_explorer(staging, benchmark=benchmark, version=version,
-                                     tables=tables, views=explorer.views, diff=diff,
+                                     tables={t: spec.key for t, spec in tables.items()},
+                                     views=explorer.views, diff=diff,
                                      previous_dir=previous,
                                      reject_images=explorer.reject_images)
             manifest["explorer"] = {"files": written["files"], "bytes": written["bytes"]}
@@ -182,14 +197,15 @@ def write_release_notes(staging: str, manifest: dict) -> Tuple[Optional[str], Op
     return previous, diff
 
 
-def _written_vs_counted(stages: dict, counts: dict, tables: Dict[str, Tuple[str, str]]) -> list:
+def _written_vs_counted(stages: dict, counts: dict, tables: Dict[str, Table]) -> list:
     """Rows in parquet/ and rejects/ must equal what the counters say."""
     problems = []
-    for table, (stage, counter) in tables.items():
-        counted = stages.get(stage, {}).get(counter, 0)
+    for table, spec in tables.items():
+        counted = stages.get(spec.stage, {}).get(spec.counter, 0)
         written = counts["tables"][table]["total"]
         if counted != written:
-            problems.append(f"{stage}.{counter} = {counted} but parquet/{table}/ has {written} rows")
+            problems.append(f"{spec.stage}.{spec.counter} = {counted} but parquet/{table}/ "
+                            f"has {written} rows")
     for stage_name, levels in counts["rejects"]["by_stage"].items():
         for level, by_reason in levels.items():
             for reason, rows in by_reason.items():

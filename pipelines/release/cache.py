@@ -7,16 +7,20 @@ wrote under a top-level key of its MANIFEST.json,
 
 paths relative to the cache root (transforms.cache.store.relative_cache_path). Prune keeps
 every shard named by any MANIFEST.json below OUT and deletes every other shard
-(`<ROOT>/<stage>/*.parquet`), printing each removal and the bytes freed. Beam's
-`beam-temp-*` folders of builds that are gone are removed too; a build that is still
-running (its lock in `<ROOT>/.runs/` is alive, pipelines/release/runs.py) keeps its shards and
-temp folders, though its manifest names them only once it finishes.
+(`<ROOT>/<stage>/*.parquet`), printing each removal and the bytes freed. What builds
+that are gone (killed with -9, a lost machine) left is removed too: Beam's `beam-temp-*`
+folders under the cache, and their hidden staging folders and locks under
+`OUT/<benchmark>/` (`.<version>.staging-<id>`). A build that is still running (its lock
+is alive, pipelines/release/runs.py) keeps its shards, temp and staging folders, though
+its manifest names its shards only once it finishes; so does a build whose lock was
+taken on another host.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import sys
 from typing import List, Optional, Set, Tuple
 
 from apache_beam.io.filesystem import CompressionTypes
@@ -61,8 +65,9 @@ def cache_report(cache_root: str, staging: str, use: dict, what: str):
 
 def prune(cache: str, releases: str, dry_run: bool = False) -> Tuple[List[str], int]:
     """Delete unreferenced shards and what builds that are gone left behind (their Beam
-    temp folders, pipelines/release/runs.py); returns (removed paths, bytes freed). Shards of a
-    build that is still running are kept: its manifest will name them."""
+    temp folders, their staging folders and locks under `releases`,
+    pipelines/release/runs.py); returns (removed paths, bytes freed). Shards of a build
+    that is still running are kept: its manifest will name them."""
     keep = referenced_files(releases)
     pattern = FileSystems.join(cache, "*", "*" + SUFFIX)  # shards only, not beam-temp-*/
     doomed = [m for m in FileSystems.match([pattern])[0].metadata_list
@@ -74,10 +79,12 @@ def prune(cache: str, releases: str, dry_run: bool = False) -> Tuple[List[str], 
     if doomed and not dry_run:
         FileSystems.delete(removed)
     temps = runs.stale_cache_temps(cache)
-    freed += sum(_size(path) for path in temps)
+    staging = runs.stale_staging_under(releases)
+    freed += sum(_size(path) for path in temps + staging)
     if not dry_run:
         runs.sweep_cache(cache)
-    return removed + temps, freed
+        runs.remove_quietly(staging)
+    return removed + temps + staging, freed
 
 
 def _running(cache: str, shard_path: str) -> bool:
@@ -89,7 +96,9 @@ def _running(cache: str, shard_path: str) -> bool:
 
 
 def _size(path: str) -> int:
-    """Bytes of every file below a folder (a temp folder holds files only)."""
+    """Bytes of a file, or of every file below a folder."""
+    if FileSystems.get_scheme(path) is None and os.path.isfile(path):
+        return os.path.getsize(path)
     matches = FileSystems.match([FileSystems.join(path, "**")])[0].metadata_list
     return sum(m.size_in_bytes for m in matches
                if not (FileSystems.get_scheme(m.path) is None and os.path.isdir(m.path)))
@@ -104,11 +113,16 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--releases", required=True, help="release root searched for MANIFEST.json")
     p.add_argument("--dry-run", action="store_true", help="only print what would be removed")
     args = parser.parse_args(argv)
+    if FileSystems.get_scheme(args.releases) is None and not os.path.isdir(args.releases):
+        # without the manifests every shard would look unreferenced and be deleted
+        print(f"error: --releases: no such folder: {args.releases} (the release root whose "
+              "manifests name the shards to keep)", file=sys.stderr)
+        return 2
 
     removed, freed = prune(args.cache, args.releases, args.dry_run)
     verb = "would remove" if args.dry_run else "removed"
     for path in removed:
         print(f"{verb} {path}")
-    print(f"{verb} {len(removed)} shard(s) or temp folder(s), {freed} bytes")
+    print(f"{verb} {len(removed)} shard(s) or temp or staging folder(s) and lock(s), {freed} bytes")
     return 0
 

@@ -1,9 +1,24 @@
 """What changed between two releases of one benchmark: config, and the rows of every
-table (added, removed, moved between splits, changed in content), with counts per split.
+table, matched by the key the table declares (pipelines/release/tables.py), with counts
+per split.
 
     python -m pipelines imagecode diff releases/imagecode/1.0.0 releases/imagecode/1.1.0
 
+Each row of the old version is unchanged, changed (same key and split, other content),
+moved to another split (its content may have changed too) or removed; each row of the
+new version is unchanged, changed, moved or added. So per table, and per split:
+
+    before = unchanged + changed + moved (out) + removed
+    after  = unchanged + changed + moved (in)  + added
+
 Every build also writes this comparison against the previous version as RELEASE_NOTES.md.
+The keys come from the manifests ("table_keys"), the new version's where a key changed.
+The diff never guesses a key: a table whose rows cannot be matched (neither release
+records its key, as releases built before keys were recorded; the old version lacks a
+column of the key or shares a key value between rows) is reported as not compared, with
+its rows per split and the reason.
+
+It reads manifests and Parquet only, and imports no model, so `diff` starts quickly.
 """
 from __future__ import annotations
 
@@ -13,25 +28,46 @@ import json
 import re
 import sys
 from collections import Counter
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from apache_beam.io.filesystems import FileSystems
 
-from pipelines.release.manifest import read_parquet_columns
-from schemas.layout import MANIFEST
+from pipelines.release.manifest import parquet_column_names, read_parquet_columns
+from pipelines.release.tables import MANIFEST_KEYS, key_text, row_keys, sort_key
+from schemas.layout import MANIFEST, PARQUET_DIR
 from schemas.reasons import STALE_ANSWER
+from transforms.core.errors import UserError
 
-# The column that identifies a row of each table (the others use "set_name").
-ROW_KEYS = {"descriptions": "description_id"}
+SPLIT = "split"   # the main split column every release table has (pipelines/release/splits.py)
 VERSION = re.compile(r"^(\d+)\.(\d+)\.(\d+)(.*)$")
+
+
+class DiffError(UserError, ValueError):
+    """Two folders that cannot be compared: not releases, or releases of two benchmarks
+    (one line and exit 2)."""
+
+
+NO_KEY = ("neither release records the table's key (built before releases recorded "
+          "them): rebuild one of them to compare its rows")
+
+
+class Unmatched(ValueError):
+    """The rows of a table cannot be matched by its key in one of the versions."""
 
 
 def load_manifest(version_dir: str) -> dict:
     path = FileSystems.join(version_dir, MANIFEST)
     if not FileSystems.exists(path):
-        raise FileNotFoundError(f"not a release (no {MANIFEST}): {version_dir}")
+        raise DiffError(f"not a release (no {MANIFEST}): {version_dir}")
     with FileSystems.open(path, compression_type="uncompressed") as f:
-        return json.loads(f.read().decode("utf-8"))
+        text = f.read().decode("utf-8", errors="replace")
+    try:
+        manifest = json.loads(text)
+    except ValueError as e:
+        raise DiffError(f"{path}: not JSON ({e})") from None
+    if not isinstance(manifest, dict) or "version" not in manifest:
+        raise DiffError(f"{path}: not a release manifest (no version)")
+    return manifest
 
 
 def config_changes(old: dict, new: dict, prefix: str = "") -> List[Tuple[str, object, object]]:
@@ -46,64 +82,90 @@ def config_changes(old: dict, new: dict, prefix: str = "") -> List[Tuple[str, ob
     return changes
 
 
-def table_rows(version_dir: str, table: str) -> Dict[str, Tuple[str, str]]:
+def table_rows(version_dir: str, table: str, key: Sequence[str]) -> Dict[tuple, Tuple[str, str]]:
     """{row key: (split, content fingerprint)} of one table. The fingerprint covers every
-    column but the split, so a set that kept its name but not its frames shows as changed."""
-    folder = FileSystems.join(version_dir, "parquet", table)
-    if not FileSystems.exists(folder):
+    column but the split, so a set that kept its name but not its frames shows as changed.
+    Raises Unmatched when the table lacks a key column or two rows share a key."""
+    folder = FileSystems.join(version_dir, PARQUET_DIR, table)
+    names = parquet_column_names(folder)
+    if not names:
         return {}
-    key = row_key(folder, table)
-    columns = read_parquet_columns(folder, _column_names(folder))
-    names = [n for n in columns if n != "split"]
+    missing = [c for c in key if c not in names]
+    if missing:
+        raise Unmatched(f"{version_dir} has no column {', '.join(missing)} of the key")
+    columns = read_parquet_columns(folder, names)
+    content = [n for n in names if n != SPLIT]
     out = {}
-    for values in zip(*(columns[n] for n in names), columns["split"]):
+    for row_key, values in zip(row_keys(columns, key), zip(*(columns[n] for n in names))):
         row = dict(zip(names, values))
-        text = json.dumps(row, sort_keys=True, default=str)
-        out[row[key]] = (values[-1], hashlib.sha256(text.encode("utf-8")).hexdigest())
+        if row_key in out:
+            raise Unmatched(f"{version_dir} has more than one row with the key {key_text(row_key)!r}")
+        text = json.dumps({n: row[n] for n in content}, sort_keys=True, default=str)
+        out[row_key] = (row[SPLIT], hashlib.sha256(text.encode("utf-8")).hexdigest())
     return out
 
 
-def _column_names(folder: str) -> List[str]:
-    import pyarrow.parquet as pq
-    files = FileSystems.match([FileSystems.join(folder, "*.parquet")])[0].metadata_list
-    if not files:
-        return []
-    with FileSystems.open(files[0].path, compression_type="uncompressed") as f:
-        return pq.read_schema(f).names
+def compare_table(old_dir: str, new_dir: str, table: str, key: Sequence[str]) -> dict:
+    """One table's rows, old against new: each kind's keys (as key_text prints them),
+    the counts of each kind, and the same per split."""
+    if not key:   # never a guess: the rows are counted, not matched
+        return _not_compared(old_dir, new_dir, table, key, NO_KEY)
+    try:
+        old_rows, new_rows = table_rows(old_dir, table, key), table_rows(new_dir, table, key)
+    except Unmatched as e:
+        return _not_compared(old_dir, new_dir, table, key, str(e))
+    old = {k: split for k, (split, _) in old_rows.items()}
+    new = {k: split for k, (split, _) in new_rows.items()}
+    kept = old.keys() & new.keys()
+    kinds = {
+        "added": new.keys() - old.keys(),
+        "removed": old.keys() - new.keys(),
+        "moved": {k for k in kept if old[k] != new[k]},
+        "changed": {k for k in kept if old[k] == new[k] and old_rows[k][1] != new_rows[k][1]},
+        "unchanged": {k for k in kept if old[k] == new[k] and old_rows[k][1] == new_rows[k][1]},
+    }
+    ordered = {kind: sorted(keys, key=sort_key) for kind, keys in kinds.items()}
+    splits = sorted(set(old.values()) | set(new.values()), key=str)
+    before, after = Counter(old.values()), Counter(new.values())
+    return {
+        "key": list(key),
+        "counts": {"before": len(old), "after": len(new),
+                   **{kind: len(keys) for kind, keys in kinds.items()}},
+        "added": [key_text(k) for k in ordered["added"]],
+        "removed": [key_text(k) for k in ordered["removed"]],
+        "changed": [key_text(k) for k in ordered["changed"]],
+        "moved": [{"key": key_text(k), "from": old[k], "to": new[k],
+                   "changed": old_rows[k][1] != new_rows[k][1]} for k in ordered["moved"]],
+        "per_split": {s: {"before": before[s], "after": after[s],
+                          "unchanged": sum(new[k] == s for k in kinds["unchanged"]),
+                          "changed": sum(new[k] == s for k in kinds["changed"]),
+                          "added": sum(new[k] == s for k in kinds["added"]),
+                          "removed": sum(old[k] == s for k in kinds["removed"]),
+                          "moved_in": sum(new[k] == s for k in kinds["moved"]),
+                          "moved_out": sum(old[k] == s for k in kinds["moved"])} for s in splits},
+    }
 
 
-def row_key(folder: str, table: str) -> str:
-    """ROW_KEYS' column, else "set_name", else the table's first column (other benchmarks'
-    tables lead with their id, e.g. VSR's example_id and pair_id)."""
-    key = ROW_KEYS.get(table, "set_name")
-    names = _column_names(folder)
-    return key if key in names or not names else names[0]
+def _not_compared(old_dir: str, new_dir: str, table: str, key: Sequence[str], reason: str) -> dict:
+    """A table whose rows cannot be matched: only its rows per split, and why."""
+    def by_split(version_dir):
+        folder = FileSystems.join(version_dir, PARQUET_DIR, table)
+        if not parquet_column_names(folder):
+            return Counter()
+        return Counter(read_parquet_columns(folder, [SPLIT])[SPLIT])
+    before, after = by_split(old_dir), by_split(new_dir)
+    return {"key": list(key), "not_compared": reason,
+            "counts": {"before": sum(before.values()), "after": sum(after.values())},
+            "added": [], "removed": [], "changed": [], "moved": [],
+            "per_split": {s: {"before": before[s], "after": after[s]}
+                          for s in sorted(before.keys() | after.keys(), key=str)}}
 
 
-def compare_tables(old_dir: str, new_dir: str, tables) -> dict:
-    report = {}
-    for table in tables:
-        old_rows, new_rows = table_rows(old_dir, table), table_rows(new_dir, table)
-        old = {k: split for k, (split, _) in old_rows.items()}
-        new = {k: split for k, (split, _) in new_rows.items()}
-        added = sorted(set(new) - set(old))
-        removed = sorted(set(old) - set(new))
-        kept = set(old) & set(new)
-        moved = sorted(k for k in kept if old[k] != new[k])
-        changed = sorted(k for k in kept if old_rows[k][1] != new_rows[k][1])
-        splits = sorted(set(old.values()) | set(new.values()))
-        before, after = Counter(old.values()), Counter(new.values())
-        report[table] = {
-            "added": added, "removed": removed, "changed": changed,
-            "moved": [{"key": k, "from": old[k], "to": new[k]} for k in moved],
-            "per_split": {s: {"before": before[s], "after": after[s],
-                              "added": sum(new[k] == s for k in added),
-                              "removed": sum(old[k] == s for k in removed),
-                              "changed": sum(new[k] == s for k in changed),
-                              "moved_in": sum(new[k] == s for k in moved),
-                              "moved_out": sum(old[k] == s for k in moved)} for s in splits},
-        }
-    return report
+def table_keys(old: dict, new: dict, tables: Sequence[str]) -> Dict[str, tuple]:
+    """Each table's declared key from the manifests, the new version's first; () for a
+    table that neither records (both built before keys were recorded)."""
+    declared = {**old.get(MANIFEST_KEYS, {}), **new.get(MANIFEST_KEYS, {})}
+    return {t: tuple(declared.get(t) or ()) for t in tables}
 
 
 def stale_answers(manifest: dict) -> Dict[str, int]:
@@ -136,14 +198,26 @@ def diff_releases(old_dir: str, new_dir: str, new_manifest: Optional[dict] = Non
     old = load_manifest(old_dir)
     new = new_manifest if new_manifest is not None else load_manifest(new_dir)
     if old.get("benchmark") != new.get("benchmark"):
-        raise ValueError(f"different benchmarks: {old.get('benchmark')} and {new.get('benchmark')}")
+        raise DiffError(f"different benchmarks: {old.get('benchmark')} and {new.get('benchmark')}")
     tables = sorted(set(old.get("counts", {}).get("tables", {}))
                     | set(new.get("counts", {}).get("tables", {})))
+    keys = table_keys(old, new, tables)
     return {"benchmark": new["benchmark"], "from": old["version"], "to": new["version"],
             "config": [{"key": k, "from": a, "to": b}
                        for k, a, b in config_changes(old.get("config", {}), new.get("config", {}))],
-            "tables": compare_tables(old_dir, new_dir, tables),
+            "tables": {t: compare_table(old_dir, new_dir, t, keys[t]) for t in tables},
             "stale_answers": {"from": stale_answers(old), "to": stale_answers(new)}}
+
+
+def summary(table: dict) -> str:
+    """One table's change in one sentence; its numbers add up as the module says."""
+    c = table["counts"]
+    if table.get("not_compared"):
+        return (f"{c['before']} rows before, {c['after']} after; rows not compared: "
+                f"{table['not_compared']}.")
+    return (f"{c['before']} rows before, {c['after']} after: {c['unchanged']} unchanged, "
+            f"{c['changed']} changed (same key and split, other content), {c['moved']} moved "
+            f"between splits, {c['added']} added, {c['removed']} removed.")
 
 
 def render(diff: dict, examples: int = 10) -> str:
@@ -156,18 +230,21 @@ def render(diff: dict, examples: int = 10) -> str:
     else:
         lines.append("No config change.")
     for table, t in diff["tables"].items():
-        lines += ["", f"## {table}", "",
-                  f"{len(t['added'])} added, {len(t['removed'])} removed, "
-                  f"{len(t['moved'])} moved between splits, {len(t['changed'])} changed "
-                  "(same key, other content).", "",
-                  "| split | before | after | added | removed | changed | moved in | moved out |",
-                  "|---|---|---|---|---|---|---|---|"]
-        lines += [f"| {s} | {c['before']} | {c['after']} | {c['added']} | {c['removed']} | "
-                  f"{c['changed']} | {c['moved_in']} | {c['moved_out']} |"
+        key = ", ".join(f"`{c}`" for c in t["key"]) or "none recorded"
+        lines += ["", f"## {table}", "", f"Key: {key}. " + summary(t)]
+        if t.get("not_compared"):
+            lines += ["", "| split | before | after |", "|---|---|---|"]
+            lines += [f"| {s} | {c['before']} | {c['after']} |" for s, c in t["per_split"].items()]
+            continue
+        lines += ["", "| split | before | after | unchanged | changed | moved in | moved out "
+                      "| added | removed |", "|---|---|---|---|---|---|---|---|---|"]
+        lines += [f"| {s} | {c['before']} | {c['after']} | {c['unchanged']} | {c['changed']} | "
+                  f"{c['moved_in']} | {c['moved_out']} | {c['added']} | {c['removed']} |"
                   for s, c in t["per_split"].items()]
-        for label, keys in (("added", t["added"]), ("removed", t["removed"]),
-                            ("changed", t["changed"]),
-                            ("moved", [f"{m['key']} ({m['from']} -> {m['to']})" for m in t["moved"]])):
+        moved = [f"{m['key']} ({m['from']} -> {m['to']}{', changed' if m['changed'] else ''})"
+                 for m in t["moved"]]
+        for label, keys in (("changed", t["changed"]), ("moved", moved),
+                            ("added", t["added"]), ("removed", t["removed"])):
             if keys:
                 shown = ", ".join(f"`{k}`" for k in keys[:examples])
                 more = f" and {len(keys) - examples} more" if len(keys) > examples else ""
@@ -205,7 +282,7 @@ def main(argv: Optional[List[str]] = None, prog: str = "python -m pipelines BENC
     args = parser.parse_args(argv)
     try:
         result = diff_releases(args.old, args.new)
-    except (FileNotFoundError, ValueError) as e:
+    except UserError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     print(json.dumps(result, indent=1) if args.json else render(result, args.examples))

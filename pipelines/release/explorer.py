@@ -41,16 +41,17 @@ import os
 import re
 import shutil
 from collections import Counter
-from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 import pyarrow as pa
 
-from pipelines.release.diff import row_key
+from pipelines.release.diff import summary
 from pipelines.release.explorer_index import ColumnIndex
 from pipelines.release.explorer_rows import RowStore, read_batches, read_rows, read_schema
 from pipelines.release.explorer_stats import TableStats
 from pipelines.release.explorer_thumbs import Thumbnails
 from pipelines.release.explorer_views import ExplorerView, RejectImages
+from pipelines.release.tables import key_text
 from schemas.layout import PARQUET_DIR, REJECTS_DIR
 
 log = logging.getLogger("pipelines.release.explorer")
@@ -64,12 +65,15 @@ _FIGURE = re.compile(r"([A-Za-z_][\w.]*)=(\S+)")
 REJECTS = "rejects"       # the rejects' view name (no table has it: rejects/ is no table)
 
 
-def write_explorer(release_dir: str, *, benchmark: str, version: str, tables: Iterable[str],
+def write_explorer(release_dir: str, *, benchmark: str, version: str,
+                   tables: Mapping[str, Sequence[str]],
                    views: Sequence[ExplorerView] = (),
                    diff: Optional[dict] = None, previous_dir: Optional[str] = None,
                    reject_images: Optional[RejectImages] = None) -> dict:
     """Write `<release_dir>/explorer/`; returns {"files", "bytes", "thumbnails"}.
-    `tables` are the release's tables (those without a declared view get a plain one);
+    `tables` are the release's tables with their key columns (pipelines/release/tables.py:
+    a card is named by its row's key, as the diff names rows; a table without a declared
+    view gets a plain one);
     `diff` is release_diff.diff_releases(previous_dir, release_dir) when there is a
     previous version; `reject_images` pictures rejects whose image the release lacks."""
     root = os.path.join(release_dir, EXPLORER_DIR)
@@ -80,7 +84,8 @@ def write_explorer(release_dir: str, *, benchmark: str, version: str, tables: It
     with RowStore() as store:
         images = _ImageLookup(store, release_dir, all_views, "now")
         for n, view in enumerate(all_views):
-            render = _Renderer(view, release_dir, thumbs, store, images, "now")
+            render = _Renderer(view, release_dir, thumbs, store, images, "now",
+                               key=tables[view.table])
             index["views"].append(_write_table(files, f"items/{n}", render))
         index["rejects"] = _write_rejects(files, release_dir, thumbs, store, images, reject_images)
         index["diff"] = (_write_diff(files, diff, all_views, previous_dir, thumbs, store)
@@ -105,11 +110,11 @@ def views_for(tables: Iterable[str], declared: Sequence[ExplorerView]) -> List[E
     return shown + [ExplorerView(t) for t in tables if t not in seen]
 
 
-def table_key(folder: str, table: str) -> Tuple[str, Callable[[dict], str]]:
-    """The column that identifies a row of `table` and a row's key as text: the one
-    place the explorer depends on how a release names its rows (the diff's keys)."""
-    column = row_key(folder, table)
-    return column, lambda row: _text(row.get(column))
+def table_key(columns: Sequence[str]) -> Tuple[str, Callable[[dict], str]]:
+    """The name of a table's declared key (its column, or its columns joined by " / ")
+    and a row's key as text: the one place the explorer depends on how a release names
+    its rows, as the diff lists them (pipelines/release/tables.py, key_text)."""
+    return " / ".join(columns), lambda row: key_text([row.get(c) for c in columns])
 
 
 def diff_key(value) -> str:
@@ -145,8 +150,10 @@ class _Renderer:
     its row gives the search index."""
 
     def __init__(self, view: ExplorerView, release_dir: str, thumbs: Thumbnails,
-                 store: RowStore, images: "_ImageLookup", tag: str, folder: str = ""):
+                 store: RowStore, images: "_ImageLookup", tag: str, folder: str = "",
+                 key: Sequence[str] = ()):
         self.view, self.release_dir, self.thumbs = view, release_dir, thumbs
+        self.key_columns = tuple(key)   # the table's declared key (pipelines/release/tables.py)
         self.store, self.images, self.tag = store, images, tag
         self.folder = folder or os.path.join(release_dir, PARQUET_DIR, view.table)
         self.schema = read_schema(self.folder)
@@ -155,7 +162,7 @@ class _Renderer:
         self._load_joins()
 
     def describe_key(self) -> Tuple[str, Callable[[dict], str]]:
-        return table_key(self.folder, self.view.table) if self.schema else ("", _no_key)
+        return table_key(self.key_columns) if self.schema and self.key_columns else ("", _no_key)
 
     def order(self, row: dict) -> tuple:
         """Where a row's card goes: by split, source, then key in natural order
@@ -170,14 +177,14 @@ class _Renderer:
         declared = view.images or view.text or view.choices or view.figures
         figures = view.figures if declared else [
             f.name for f in self.schema or () if _scalar(f.type) and f.name not in ("split", "source")]
-        return [c for c in figures if c != self.key_column], list(view.text)
+        return [c for c in figures if c not in (self.key_column, *self.key_columns)], list(view.text)
 
     # reading
 
     def columns(self) -> List[str]:
         """The table's columns a card needs (a joined table's come with the join)."""
         view = self.view
-        named = [self.key_column, "split", "source", view.choices, view.choice_notes,
+        named = [*self.key_columns, "split", "source", view.choices, view.choice_notes,
                  *view.images, *view.image_links, *self.text_names, *self.figure_names,
                  *(column for column, _ in self._notes()), *(j.on for j in view.join)]
         if isinstance(view.target, str):
@@ -521,7 +528,8 @@ def _write_diff(files: "_Files", diff: dict, views: Sequence[ExplorerView], prev
         wanted = {diff_key(k) for k in [*change["removed"], *change["changed"]]}
         before_keys = []
         if wanted:
-            render = _Renderer(view, previous_dir, thumbs, store, images, "before")
+            render = _Renderer(view, previous_dir, thumbs, store, images, "before",
+                               key=change["key"])
             render.load_rows("diff", render.order, keep=lambda row: render.key(row) in wanted,
                              with_stats=False)
             cards = _Chunks(files, f"diff/{n}/before")
@@ -541,7 +549,8 @@ def _write_diff(files: "_Files", diff: dict, views: Sequence[ExplorerView], prev
         tables.append({"table": table, "title": view.label, "view": number, "path": f"diff/{n}",
                        "counts": {kind: len(change[kind])
                                   for kind in ("added", "removed", "moved", "changed")},
-                       "per_split": change["per_split"]})
+                       "per_split": change["per_split"], "summary": summary(change),
+                       "compared": not change.get("not_compared")})
     return {"from": diff["from"], "to": diff["to"], "config": diff["config"], "tables": tables}
 
 

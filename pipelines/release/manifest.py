@@ -185,6 +185,15 @@ def read_parquet_columns(folder: str, columns: List[str]) -> Dict[str, list]:
     return out
 
 
+def parquet_column_names(folder: str) -> List[str]:
+    """The columns of a table folder (its first `*.parquet` file's schema); [] without one."""
+    files = sorted(_match(FileSystems.join(folder, "*.parquet")))
+    if not files:
+        return []
+    with FileSystems.open(files[0], compression_type="uncompressed") as f:
+        return pq.read_schema(f).names
+
+
 def count_rows_by(folder: str, columns: List[str]) -> collections.Counter:
     """{(value, ...): rows} over the `*.parquet` files of `folder`, one file at a time
     (Arrow's group-by), so counting a table of millions of rejects stays small."""

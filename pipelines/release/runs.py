@@ -122,9 +122,10 @@ def cache_lock_path(cache_root: str, run_id: str) -> str:
     return FileSystems.join(cache_root, CACHE_RUNS_DIR, run_id + LOCK_SUFFIX)
 
 
-def sweep_release_dir(benchmark_dir: str) -> List[str]:
-    """Remove staging folders (and their locks) of builds that are gone; returns them."""
-    removed = []
+def stale_staging(benchmark_dir: str) -> List[str]:
+    """Staging folders of builds that are gone, and their locks (a lock whose staging
+    folder is already gone too)."""
+    stale = []
     names = _children(benchmark_dir)
     for name in names:
         if not (name.startswith(".") and STAGING_MARK in name):
@@ -132,10 +133,25 @@ def sweep_release_dir(benchmark_dir: str) -> List[str]:
         path = FileSystems.join(benchmark_dir, name)
         if name.endswith(LOCK_SUFFIX):
             if name[:-len(LOCK_SUFFIX)] not in names and _gone(path):
-                removed.append(path)  # a lock whose staging is already gone
+                stale.append(path)
             continue
         if _gone(staging_lock_path(path)):
-            removed += [path, staging_lock_path(path)]
+            stale.append(path)
+            if name + LOCK_SUFFIX in names:
+                stale.append(staging_lock_path(path))
+    return stale
+
+
+def stale_staging_under(release_root: str) -> List[str]:
+    """stale_staging of every benchmark folder of a release root (`make cache-prune`)."""
+    return [path for name in _children(release_root) if not name.startswith(".")
+            for path in stale_staging(FileSystems.join(release_root, name))]
+
+
+def sweep_release_dir(benchmark_dir: str) -> List[str]:
+    """Remove staging folders (and their locks) of builds that are gone; returns the
+    folders."""
+    removed = stale_staging(benchmark_dir)
     remove_quietly(removed)
     for path in removed:
         log.info("removed what a stopped build left: %s", path)

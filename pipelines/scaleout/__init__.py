@@ -5,7 +5,8 @@
     portable   every sample built through Beam's portable Job API with workers in other
                processes, and compared with the in-process build (portable.py)
 
-Both exit 1 naming what failed; docs/scale-out.md says what each proves.
+Both exit 1 naming what failed (2 for an unknown benchmark, before any work);
+docs/scale-out.md says what each proves.
 """
 from __future__ import annotations
 
@@ -24,6 +25,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("check", choices=["dataflow", "portable"])
     parser.add_argument("benchmarks", nargs="*", help="default: every registered benchmark")
     args = parser.parse_args(argv)
+    unknown = [name for name in args.benchmarks if name not in registry.BENCHMARKS]
+    if unknown:
+        print(f"error: unknown benchmark(s) {', '.join(unknown)}; known: "
+              f"{', '.join(registry.names())}", file=sys.stderr)
+        return 2
     names = args.benchmarks or registry.names()
     failures = []
     if args.check == "dataflow":

@@ -22,6 +22,7 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from pipelines.preflight import check_not_empty
+from pipelines.release.tables import Table
 from pipelines.vsr.annotations import (JoinExtraLabels, JoinVotes, MergeExamples, ReadCaptions,
                                        ReadPublicAnnotations)
 from pipelines.vsr.config import VsrConfig
@@ -180,12 +181,13 @@ def check_source_sum(stages: dict, cfg: VsrConfig) -> list:
 
 
 def released_tables(cfg: VsrConfig) -> dict:
-    """Tables this config writes, each with the counter its row count must equal."""
+    """Tables this config writes, each with the counter its row count must equal and the
+    column that identifies a row."""
     tables = {}
     if cfg.inputs.coco:
-        tables[PAIRS] = ("pair_sampling", "draw.out")
+        tables[PAIRS] = Table("pair_sampling", "draw.out", key="pair_id")
     if cfg.inputs.annotations or cfg.inputs.captions:
-        tables[EXAMPLES] = ("validation", "example.out")
+        tables[EXAMPLES] = Table("validation", "example.out", key="example_id")
     return tables
 
 

@@ -301,8 +301,9 @@ def test_a_threshold_override_changes_the_release(sample, release):
     assert "`mining.distance_threshold`: 0.35 -> 0.5" in notes
     before = {r["set_name"] for r in set_rows(release)}
     after = {r["set_name"] for r in set_rows(other)}
-    assert (f"## video_sets\n\n{len(after - before)} added, {len(before - after)} removed"
-            in notes)
+    video_sets = notes.split("## video_sets\n\n", 1)[1].split("\n", 1)[0]
+    assert video_sets.startswith(f"Key: `set_name`. {len(before)} rows before, {len(after)} after: ")
+    assert video_sets.endswith(f", {len(after - before)} added, {len(before - after)} removed.")
 
 
 def test_calibrate_answers_from_the_cache_alone(release):

@@ -85,8 +85,8 @@ def test_counters_reconcile_and_links_hold(sample):
     _, _, cfg, found, counts = sample
     assert reconcile(counts) == []
     assert check_links(counts, stage_links(cfg)) == []
-    for table, (stage, counter) in collection_tables(cfg).items():
-        assert len(found[table]) == counts[stage][counter], table
+    for table, spec in collection_tables(cfg).items():
+        assert len(found[table]) == counts[spec.stage][spec.counter], table
     assert len(found[MAIN]) == counts["extra_validation"]["example.out"]
 
 

@@ -17,6 +17,7 @@ from PIL import Image
 from pipelines import runner
 from pipelines.nlvr2 import collection
 from pipelines.nlvr2.schema import Example
+from pipelines.release.tables import Table
 from transforms.core.stage import MAIN, REJECTS, StageFn, stage_pardo
 
 QUERIES = "queries"
@@ -87,7 +88,7 @@ def standin(monkeypatch, tmp_path):
     monkeypatch.setenv("NLVR2_TEST_IMAGES", str(folder))
     monkeypatch.setattr(collection, "CollectExamples", StandInCollect)
     monkeypatch.setattr(collection, "collection_tables",
-                        lambda config: {QUERIES: ("standin_queries", "query.out")})
+                        lambda config: {QUERIES: Table("standin_queries", "query.out", key="query")})
     monkeypatch.setattr(collection, "stage_links",
                         lambda config: [("standin", "example.out", "identifiers", "example.in")])
     monkeypatch.setattr(collection, "TABLE_SCHEMAS", {QUERIES: QUERY_SCHEMA}, raising=False)

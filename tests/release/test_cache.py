@@ -206,7 +206,7 @@ def test_prune_keeps_referenced_shards_only(tmp_path, capsys):
 
     args = ["prune", "--cache", root, "--releases", out]
     assert cache_cli.main(args + ["--dry-run"]) == 0
-    assert "would remove 2 shard(s) or temp folder(s)" in capsys.readouterr().out
+    assert "would remove 2 shard(s) or temp or staging folder(s)" in capsys.readouterr().out
     assert all(os.path.exists(f) for f in kept + dropped)
 
     assert cache_cli.main(args) == 0

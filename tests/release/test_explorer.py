@@ -48,7 +48,7 @@ def _release(root, version, rows, rejects=(), config=None, shards=1):
     pq.write_table(pa.Table.from_pylist([reject_to_row(r) for r in rejects], schema=REJECT_SCHEMA),
                    os.path.join(folder, "rejects", "rejects-00000-of-00001.parquet"))
     manifest = {"benchmark": "demo", "version": version, "config": config or {"t": 1},
-                "counts": {"tables": {"sets": {}}}}
+                "counts": {"tables": {"sets": {}}}, "table_keys": {"sets": ["set_name"]}}
     json.dump(manifest, open(os.path.join(folder, "MANIFEST.json"), "w"))
     return folder
 
@@ -85,7 +85,7 @@ def release(tmp_path):
 
 def _write(folder, **kwargs):
     return write_explorer(folder, benchmark="demo", version=os.path.basename(folder),
-                          tables=["sets"], views=(SETS,), **kwargs)
+                          tables={"sets": ("set_name",)}, views=(SETS,), **kwargs)
 
 
 def _view(explorer, table="sets"):
@@ -173,7 +173,7 @@ def test_keys_are_in_natural_order(tmp_path):
     names = ["dev-10", "dev-9", "dev-100", "dev-9-1", "dev-09"]
     pq.write_table(pa.Table.from_pylist([{"set_name": n, "split": "dev"} for n in names]),
                    f"{folder}/parquet/sets/dev-00000-of-00001.parquet")
-    write_explorer(folder, benchmark="demo", version="1.0.0", tables=["sets"])
+    write_explorer(folder, benchmark="demo", version="1.0.0", tables={"sets": ("set_name",)})
     explorer = os.path.join(folder, "explorer")
     assert [c["k"] for c in view_cards(explorer, _view(explorer), PAGE_SIZE)] == \
         ["dev-09", "dev-9", "dev-9-1", "dev-10", "dev-100"]
@@ -239,7 +239,8 @@ def test_image_links_name_each_images_url_and_stand_in_for_an_empty_column(tmp_p
     os.makedirs(f"{folder}/parquet/pairs")
     pq.write_table(pa.Table.from_pylist(rows), f"{folder}/parquet/pairs/dev-00000-of-00001.parquet")
     view = ExplorerView("pairs", images=("left",), image_links=("left_url",))
-    write_explorer(folder, benchmark="demo", version="1.0.0", tables=["pairs"], views=(view,))
+    write_explorer(folder, benchmark="demo", version="1.0.0", tables={"pairs": ("id",)},
+                   views=(view,))
     explorer = os.path.join(folder, "explorer")
     a, b = view_cards(explorer, _view(explorer, "pairs"), PAGE_SIZE)
     # the name is the URL's last part, "left.png", as the file's: the page derives it
@@ -380,7 +381,7 @@ def test_declared_views_of_absent_tables_are_dropped_and_others_get_a_plain_view
     assert [v.table for v in views_for(["sets", "extra"], (SETS, ExplorerView("absent")))] == \
         ["sets", "extra"]
     _, folder = release
-    write_explorer(folder, benchmark="demo", version="1.0.0", tables=["sets"])
+    write_explorer(folder, benchmark="demo", version="1.0.0", tables={"sets": ("set_name",)})
     explorer = os.path.join(folder, "explorer")
     view = _view(explorer)
     card = view_cards(explorer, view, PAGE_SIZE)[0]
@@ -405,7 +406,8 @@ def test_a_join_and_an_image_index_resolve_ids_to_files(tmp_path):
     view = ExplorerView("captions", images=("similar.members",), target=0,
                         join=(Join("similar", on="image_id", key="target"),),
                         image_index=ImageIndex("pool", "image_id", "path"))
-    write_explorer(folder, benchmark="demo", version="1.0.0", tables=["captions"], views=(view,))
+    write_explorer(folder, benchmark="demo", version="1.0.0", tables={"captions": ("caption_id",)},
+                   views=(view,))
     explorer = os.path.join(folder, "explorer")
     card, = view_cards(explorer, _view(explorer, "captions"), PAGE_SIZE)
     assert [i["n"] for i in card["i"]] == ["i1", "i2"]
@@ -419,7 +421,8 @@ def test_a_release_without_rows_or_rejects_has_an_explorer(tmp_path):
     os.makedirs(f"{folder}/parquet/sets")
     pq.write_table(pa.Table.from_pylist([], schema=pa.schema([("set_name", pa.string()), ("split", pa.string())])),
                    f"{folder}/parquet/sets/sets-00000-of-00001.parquet")
-    write_explorer(folder, benchmark="demo", version="1.0.0", tables=["sets"], views=(SETS,))
+    write_explorer(folder, benchmark="demo", version="1.0.0", tables={"sets": ("set_name",)},
+                   views=(SETS,))
     explorer = os.path.join(folder, "explorer")
     view, rejects = _view(explorer), _view(explorer, "rejects")
     assert (view["rows"], view["groups"], rejects["rows"]) == (0, [], 0)

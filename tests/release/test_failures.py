@@ -261,6 +261,29 @@ def test_kill_9_leaves_garbage_that_the_next_build_removes(vsr_sample, tmp_path)
     assert hidden(bench_dir) == [] and os.listdir(bench_dir) == ["1.0.1"]
 
 
+def test_cache_prune_removes_what_a_killed_build_left(vsr_sample, tmp_path):
+    """`make cache-prune` after `kill -9` (it left the staging folder and its lock): both
+    go, while a staging folder whose lock was taken on another host stays, as its build
+    may still run there."""
+    out = tmp_path / "out"
+    proc, bench_dir = _start_build(vsr_sample, out)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    left = hidden(bench_dir)
+    assert len(left) == 2 and any(n.endswith(".lock") for n in left)
+    elsewhere = os.path.join(bench_dir, ".2.0.0.staging-elsewhere")
+    os.makedirs(os.path.join(elsewhere, "parquet"))
+    with open(runs.staging_lock_path(elsewhere), "w") as f:
+        json.dump({**runs.this_process(), "host": "another-host"}, f)
+    done = subprocess.run([sys.executable, "-m", "pipelines", "cache", "prune",   # make cache-prune
+                           "--cache", str(out / ".cache"), "--releases", str(out)],
+                          cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT), capture_output=True,
+                          text=True)
+    assert done.returncode == 0, done.stderr
+    assert hidden(bench_dir) == [".2.0.0.staging-elsewhere", ".2.0.0.staging-elsewhere.lock"]
+    assert all(f"removed {os.path.join(bench_dir, name)}" in done.stdout for name in left)
+
+
 def test_sigterm_removes_the_build_s_own_staging(vsr_sample, tmp_path):
     proc, bench_dir = _start_build(vsr_sample, tmp_path / "out")
     proc.send_signal(signal.SIGTERM)

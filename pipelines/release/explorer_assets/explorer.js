@@ -616,10 +616,11 @@ var EXPLORER = (function () {
           ? el("a", {href: hashOf({area: "view", view: t.table, diff: kind, f: {}, min: {}, max: {}}), text: n(count) + " " + kind})
           : el("span", {"class": "off", text: n(count) + " " + kind});
       })));
-      main.appendChild(summaryTable(["split", "before", "after", "added", "removed", "changed", "moved in", "moved out"],
+      main.appendChild(el("p", {text: t.summary}));
+      if (t.compared) main.appendChild(summaryTable(["split", "before", "after", "unchanged", "changed", "moved in", "moved out", "added", "removed"],
         Object.keys(t.per_split).map(function (s) {
           var c = t.per_split[s];
-          return [s, c.before, c.after, c.added, c.removed, c.changed, c.moved_in, c.moved_out];
+          return [s, c.before, c.after, c.unchanged, c.changed, c.moved_in, c.moved_out, c.added, c.removed];
         })));
     });
     return 1;
