@@ -44,8 +44,8 @@ ANNOTATIONS, CAPTIONS = "annotations", "captions"   # the stages of the two exam
 
 def parse_record(line: Union[SourceLine, str], required_fields):
     """A VSR JSON Lines line as a dict (required fields non-empty strings, every number
-    finite), or (reason, detail)."""
-    return parse_json_object(line, required_fields, finite_numbers=True)
+    finite: transforms/io/strict_json.py), or (reason, detail)."""
+    return parse_json_object(line, required_fields)
 
 
 def _at(line: SourceLine) -> dict:
