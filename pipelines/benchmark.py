@@ -12,6 +12,8 @@ what is its own:
     build(pipeline, plan, staging)        wire the stages (reads like the paper)
     tables(plan), links(plan)             what the release must hold, and which counters
                                           must agree (checked before a release is written)
+    main_tables(plan)                     the tables that must hold a row: a build that
+                                          yields nothing fails, its version unused
     progress(plan)                        its main stages, for the progress lines
     splits(plan)                          the split schemes of each table (default: its
                                           `split` column); one Hugging Face config each
@@ -110,6 +112,13 @@ class Benchmark(abc.ABC):
     @abc.abstractmethod
     def tables(self, plan: Plan) -> Tables:
         """Tables this build writes under parquet/, each with the counter it must equal."""
+
+    def main_tables(self, plan: Plan) -> Sequence[str]:
+        """The tables this build is for: when any of them has no row the build fails
+        before publishing (exit 2) and the version stays unused. Default: every table it
+        writes, since each is there because the config asked for it; a benchmark whose
+        plan writes a table that may rightly stay empty leaves it out."""
+        return list(self.tables(plan))
 
     def splits(self, plan: Plan) -> Dict[str, Sequence[SplitScheme]]:
         """Each table's split schemes, main one first: the release writes one set of

@@ -27,6 +27,7 @@ from pipelines.nlvr2.queries import Query
 from schemas import reasons
 from transforms.core.stage import MAIN, REJECTS, StageFn, stage_pardo
 from transforms.crowd.answer_rows import ReadAnswerRows, RowProblem, cell_text
+from transforms.io.files import NotARegularFile, open_regular_file
 
 SEARCH_COLUMNS = ("query", "rank", "seed", "similar")
 
@@ -207,12 +208,12 @@ class SearchSets(beam.PTransform):
 
 def read_image_facts(path: str) -> Tuple[str, int, int]:
     """(sha256, width, height) of an image file; raises OSError/ValueError when it cannot
-    be decoded."""
+    be decoded (NotARegularFile, before reading, for a FIFO or a device: /dev/zero as a
+    seed was read until the kernel killed the build)."""
     from PIL import Image as PILImage
-    from apache_beam.io.filesystems import FileSystems
     import hashlib
     import io
-    with FileSystems.open(path) as f:
+    with open_regular_file(path) as f:
         data = f.read()
     with PILImage.open(io.BytesIO(data)) as image:
         image.load()
@@ -235,8 +236,9 @@ def prune_query_sets(sets: Sequence[ImageSet], cfg: PruningConfig,
                 continue
             try:
                 sha, width, height = facts(image.path)
-            except Exception as e:   # a missing file, bytes no decoder reads
-                yield Drop(reasons.UNREADABLE_IMAGE, iid, f"{image.url}: {type(e).__name__}", "image")
+            except Exception as e:   # a missing file, bytes no decoder reads, a device
+                why = str(e) if isinstance(e, NotARegularFile) else type(e).__name__
+                yield Drop(reasons.UNREADABLE_IMAGE, iid, f"{image.url}: {why}", "image")
                 continue
             if width < cfg.min_width or height < cfg.min_height:
                 yield Drop(why.TOO_SMALL, iid, f"{width}x{height}", "image")

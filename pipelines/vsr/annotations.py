@@ -55,8 +55,9 @@ def _at(line: SourceLine) -> dict:
 
 
 def _line_order(line: SourceLine):
-    """Which of two lines comes first: by content, then by place (never by arrival)."""
-    return line.text, line.path, line.number
+    """Which of two lines comes first: the first in the inputs (its file as listed in the
+    config, then its line number; never by content or arrival), as a user reads them."""
+    return line.place
 
 
 def _is_id(value) -> bool:
@@ -119,8 +120,8 @@ def parse_public_line(line: Union[SourceLine, str], parser: CaptionParser, relat
 class ReadPublicAnnotations(beam.PTransform):
     """Public raw-layout files -> (Example, true votes, false votes) (main), line rejects.
 
-    The same (image, caption) twice: the line that sorts first is kept, the others are
-    duplicate_example. With `coco_images` (a PCollection of image file names), a line whose
+    The same (image, caption) twice: the first line (file as listed, then line) is kept,
+    the others are duplicate_example. With `coco_images` (a PCollection of image file names), a line whose
     image the COCO input lacks is unknown_image."""
 
     def __init__(self, patterns, relations: frozenset, aliases: Mapping[str, str],
@@ -200,7 +201,7 @@ class _KnownImage(StageFn):
 class ReadCaptions(beam.PTransform):
     """Writer output -> (Example, (), ()) x 2 per line (main) and line rejects, against
     the sampled `pairs` (ImagePair). A second answer for a pair is duplicate_caption (the
-    line that sorts first is kept)."""
+    first line is kept)."""
 
     def __init__(self, patterns, relations: frozenset, pairs):
         super().__init__()

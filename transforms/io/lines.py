@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Iterable, Iterator, Optional, Sequence, Tuple, Union
 
 import apache_beam as beam
-from apache_beam.io import fileio
+from apache_beam.io.filesystems import FileSystems
 
 from schemas import reasons
 from transforms.io import strict_json
@@ -29,18 +29,26 @@ _BOM = b"\xef\xbb\xbf"
 @dataclass(frozen=True)
 class SourceLine:
     """One non-blank line of an input file. `error` is set (and `text` empty) when the
-    line's bytes are not UTF-8: a line-level problem that the caller rejects."""
+    line's bytes are not UTF-8: a line-level problem that the caller rejects. `rank` is
+    the place of the pattern that named its file among those read (ReadNumberedLines)."""
     path: str
     number: int   # 1-based
     text: str
     error: Optional[str] = None
+    rank: int = 0
 
     @property
     def where(self) -> str:
         return f"{self.path}:{self.number}"
 
+    @property
+    def place(self) -> Tuple[int, str, int]:
+        """Where the line stands in the inputs: the order "the first line" means (its
+        file's pattern as listed, its file's path, its number), never its content."""
+        return self.rank, self.path, self.number
 
-def iter_numbered_lines(path: str, stream) -> Iterator[SourceLine]:
+
+def iter_numbered_lines(path: str, stream, rank: int = 0) -> Iterator[SourceLine]:
     """SourceLine per non-blank line of a binary stream (a leading BOM is dropped)."""
     for number, raw in enumerate(stream, start=1):
         if number == 1 and raw.startswith(_BOM):
@@ -49,11 +57,11 @@ def iter_numbered_lines(path: str, stream) -> Iterator[SourceLine]:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as e:
             yield SourceLine(path, number, "", f"byte 0x{raw[e.start]:02x} at column "
-                                               f"{e.start + 1} is not UTF-8")
+                                               f"{e.start + 1} is not UTF-8", rank)
             continue
         text = text.rstrip("\r\n")
         if text.strip():  # blank lines are layout, not items
-            yield SourceLine(path, number, text)
+            yield SourceLine(path, number, text, rank=rank)
 
 
 def read_numbered_lines(path: str) -> Iterator[SourceLine]:
@@ -67,30 +75,36 @@ class ReadNumberedLines(beam.PTransform):
     """file paths or glob patterns -> SourceLine per non-blank line.
 
     A pattern that matches nothing is the caller's preflight error, not ours: this reads
-    what there is (empty_match_treatment ALLOW), so a test can build an empty input."""
+    what there is, so a test can build an empty input."""
 
     def __init__(self, patterns: Union[str, Sequence[str]]):
         super().__init__()
         self._patterns = [patterns] if isinstance(patterns, str) else list(patterns)
 
     def expand(self, pbegin):
-        patterns = self._patterns
+        patterns = list(enumerate(self._patterns))
 
-        def lines(metadata):
-            if metadata.path.endswith(("/", "\\")) or special_file_kind(metadata.path) == "a folder":
-                return   # a folder a glob matched: skipped, as ReadMatches does
+        def files(ranked_pattern):
+            rank, pattern = ranked_pattern
+            for path in sorted(m.path for m in FileSystems.match([pattern])[0].metadata_list):
+                if not path.endswith(("/", "\\")) and special_file_kind(path) != "a folder":
+                    yield rank, path   # a folder a glob matched is skipped, as ReadMatches does
+
+        def lines(ranked_path):
+            rank, path = ranked_path
             # the bytes as stored, as every reader reads them (preflight refuses a
             # compressed input: pipelines/preflight.py), so a line number is a line of
             # the file the user has
-            with open_regular_file(metadata.path) as raw:
-                yield from iter_numbered_lines(metadata.path, raw)
+            with open_regular_file(path) as raw:
+                yield from iter_numbered_lines(path, raw, rank)
 
-        # an impulse and a FlatMap rather than Create and ReadMatches: the same files
-        # read the same way in 4 fewer transforms (each costs every build start-up time)
+        # an impulse and two FlatMaps rather than Create, MatchAll and ReadMatches: the
+        # same files read the same way in fewer transforms (each costs every build
+        # start-up time), and each line knows its pattern's place
         return (pbegin
                 | "Once" >> beam.Impulse()
                 | "Patterns" >> beam.FlatMap(lambda _: patterns)
-                | "Match" >> fileio.MatchAll(fileio.EmptyMatchTreatment.ALLOW)
+                | "Match" >> beam.FlatMap(files)
                 | "Lines" >> beam.FlatMap(lines)
                 | "Spread lines" >> beam.Reshuffle())
 
