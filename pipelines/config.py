@@ -144,18 +144,27 @@ def _coerce(hint, value, key: str):
     raise ConfigError(f"{key}: unsupported type {_type_name(hint)}")
 
 
-def input_paths(config, prefix: str = "") -> Iterator[Tuple[str, Any, List[str]]]:
-    """(dotted key, path type, the paths it holds) for every set path of a loaded config:
-    each InputPath, InputFile and ImageSource field, alone, Optional or in a list."""
-    hints = typing.get_type_hints(type(config))
-    for field in dataclasses.fields(config):
-        key, value = prefix + field.name, getattr(config, field.name)
-        if dataclasses.is_dataclass(value):
-            yield from input_paths(value, key + ".")
+def input_fields(schema: type, prefix: str = "") -> Iterator[Tuple[str, Any, bool]]:
+    """(dotted key, path type, whether it holds a list) for every InputPath, InputFile and
+    ImageSource field of a config schema, alone, Optional or in a list: every input a
+    benchmark can read, found from its config type."""
+    hints = typing.get_type_hints(schema)
+    for field in dataclasses.fields(schema):
+        hint, key = hints[field.name], prefix + field.name
+        if dataclasses.is_dataclass(hint):
+            yield from input_fields(hint, key + ".")
             continue
-        kind = _path_type(hints[field.name])
-        if kind is None or not value:
-            continue
+        kind = _path_type(hint)
+        if kind is not None:
+            yield key, kind, typing.get_origin(hint) in (list, typing.List)
+
+
+def input_paths(config) -> Iterator[Tuple[str, Any, List[str]]]:
+    """(dotted key, path type, the paths it holds) for every set path of a loaded config."""
+    for key, kind, _ in input_fields(type(config)):
+        value = config
+        for part in key.split("."):
+            value = getattr(value, part)
         paths = [v for v in (value if isinstance(value, list) else [value]) if v]
         if paths:
             yield key, kind, paths

@@ -52,23 +52,24 @@ def check_inputs(config) -> None:
     """Every path the config names, by its type (pipelines/config.py), before any work
     and before any file is opened: one PreflightError line naming the key and the path.
 
-    InputPath     never a FIFO, device or socket (stat only: opening a FIFO waits forever)
-    InputFile     input_files(): regular files, stored as plain UTF-8, not empty, each once
+    InputFile     input_files(): exists, regular files, stored as plain UTF-8, not empty,
+                  each named once
     ImageSource   a folder (of images), or a manifest file checked as an InputFile
-    A missing path is left to the benchmark, whose message says what the key is for."""
+    InputPath     never a FIFO, device or socket (stat only: opening a FIFO waits forever);
+                  it may not exist yet (a cache folder), or the benchmark says what it is for"""
     from pipelines.config import ImageSource, InputFile
     for key, kind, paths in input_paths(config):
         if kind is InputFile:
-            input_files(key, paths, missing_ok=True)
+            input_files(key, paths)
             continue
         for path in paths:
-            if kind is ImageSource and special_file_kind(path) != "a folder" and not _is_glob(path):
-                input_files(key, [path], missing_ok=True)
+            if kind is ImageSource and special_file_kind(path) != "a folder":
+                input_files(key, [path])
             else:
                 _refuse_special(key, path, allow_folder=True)
 
 
-def input_files(key: str, patterns: Sequence[str], missing_ok: bool = False) -> List[str]:
+def input_files(key: str, patterns: Sequence[str]) -> List[str]:
     """The files that `patterns` (paths or globs, local or any Beam file system) name,
     in pattern order then name order, once each is known to be usable; PreflightError
     naming `key` and the file otherwise:
@@ -80,16 +81,13 @@ def input_files(key: str, patterns: Sequence[str], missing_ok: bool = False) -> 
       so is UTF-16 or UTF-32 text (a byte order mark: inputs are UTF-8);
     - not empty (an empty input builds an empty release);
     - named once: the same file twice in one key (two spellings, a glob and a path, a
-      symlink) is refused, where it used to be read once without a word.
-    A pattern that names nothing is an error too, unless `missing_ok` (the benchmark
-    then says what the key is for)."""
+      symlink) is refused, where it used to be read once without a word;
+    - and there: a path or a pattern that names nothing is refused too."""
     files: List[str] = []
     seen: Dict[object, Tuple[str, str]] = {}   # file identity -> (path, the pattern naming it)
     for pattern in patterns:
         matched = _match(key, pattern)
         if not matched:
-            if missing_ok:
-                continue
             raise PreflightError(f"{key}: no such file: {pattern}"
                                  + (" (the pattern matches nothing)" if _is_glob(pattern) else ""))
         for path in matched:

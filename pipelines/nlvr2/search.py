@@ -237,8 +237,8 @@ def prune_query_sets(sets: Sequence[ImageSet], cfg: PruningConfig,
             try:
                 sha, width, height = facts(image.path)
             except Exception as e:   # a missing file, bytes no decoder reads, a device
-                why = str(e) if isinstance(e, NotARegularFile) else type(e).__name__
-                yield Drop(reasons.UNREADABLE_IMAGE, iid, f"{image.url}: {why}", "image")
+                what = str(e) if isinstance(e, NotARegularFile) else type(e).__name__
+                yield Drop(reasons.UNREADABLE_IMAGE, iid, f"{image.url}: {what}", "image")
                 continue
             if width < cfg.min_width or height < cfg.min_height:
                 yield Drop(why.TOO_SMALL, iid, f"{width}x{height}", "image")

@@ -21,6 +21,7 @@ from typing import Any, Callable, NamedTuple, Optional, Sequence, Tuple
 
 import apache_beam as beam
 from apache_beam.io import fileio
+from apache_beam.io.filesystem import CompressionTypes
 
 from schemas import reasons
 from transforms.core.stage import MAIN, REJECTS, KeepFirst, StageFn, stage_pardo
@@ -82,7 +83,9 @@ class _ReadRows(beam.PTransform):
         fmt, required = self._fmt, self._required
 
         def rows(readable):
-            with readable.open() as raw:   # bytes: parse_file decodes each line strictly
+            # bytes as stored (a compressed file is refused in preflight, not read here):
+            # parse_file decodes each line strictly
+            with readable.open(compression_type=CompressionTypes.UNCOMPRESSED) as raw:
                 yield from parse_file(readable.metadata.path, raw, fmt, required)
 
         return (p | fileio.MatchFiles(self._path) | fileio.ReadMatches()
