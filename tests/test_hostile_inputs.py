@@ -22,8 +22,9 @@ from __future__ import annotations
 import gzip
 import json
 import os
-from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional
+import re
+from dataclasses import dataclass
+from typing import Callable, List, Optional
 
 import pytest
 
@@ -435,3 +436,30 @@ def test_a_hostile_value_in_a_json_document_is_named_never_a_crash(name, case, d
     assert found[0][:2] == (level, reason) and says in found[0][3], found
     if level == "image":             # the entry that breaks the rules, by its place in the file
         assert found[0][2] == f"{path}#image1"
+
+
+# --- files a line names -----------------------------------------------------------------
+
+@pytest.mark.parametrize("kind", ["a character device", "a FIFO (named pipe)"])
+def test_an_image_a_line_names_is_read_only_when_it_is_a_regular_file(kind, tmp_path, monkeypatch):
+    """Issue 24: an NLVR2 search-result seed of /dev/zero was read until the kernel killed
+    the build (a FIFO would hang it). Every image a line names is read through
+    transforms/io/files.py open_regular_file; nothing here may even open the path."""
+    from apache_beam.io.filesystems import FileSystems
+
+    from pipelines.nlvr2.collection_config import PruningConfig
+    from pipelines.nlvr2.search import Drop, Image, ImageSet, prune_query_sets
+    from transforms.image.decode import ImageProblem, read_image
+    path = "/dev/zero" if kind == "a character device" else _fifo(str(tmp_path))
+    real_open = FileSystems.open
+
+    def never_this_one(name, *args, **kwargs):
+        assert name != path, f"{path} was opened"
+        return real_open(name, *args, **kwargs)
+    monkeypatch.setattr(FileSystems, "open", never_this_one)
+    with pytest.raises(ImageProblem, match=re.escape(f"{path} is {kind}, not a regular file")):
+        read_image(path)
+    seed_only = ImageSet("two dogs", 0, "dog", (Image(0, "http://img/seed.jpg", path),))
+    drops = [out for out in prune_query_sets([seed_only], PruningConfig()) if isinstance(out, Drop)]
+    assert drops[0] == Drop(reasons.UNREADABLE_IMAGE, "two dogs#0/0",
+                            f"http://img/seed.jpg: {path} is {kind}, not a regular file", "image")
