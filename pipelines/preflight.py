@@ -54,7 +54,7 @@ def check_inputs(config) -> None:
 
     InputFile     input_files(): exists, regular files, stored as plain UTF-8, not empty,
                   each named once
-    ImageSource   a folder (of images), or a manifest file checked as an InputFile
+    ImageSource   a folder holding an image, or a manifest file checked as an InputFile
     InputPath     never a FIFO, device or socket (stat only: opening a FIFO waits forever);
                   it may not exist yet (a cache folder), or the benchmark says what it is for"""
     from pipelines.config import ImageSource, InputFile
@@ -63,10 +63,22 @@ def check_inputs(config) -> None:
             input_files(key, paths)
             continue
         for path in paths:
-            if kind is ImageSource and special_file_kind(path) != "a folder":
+            if kind is ImageSource and special_file_kind(path) == "a folder":
+                check_image_folder(path, key)
+            elif kind is ImageSource:
                 input_files(key, [path])
             else:
                 _refuse_special(key, path, allow_folder=True)
+
+
+def check_image_folder(folder: str, key: str) -> None:
+    """A local folder of images holds at least one (an empty one builds an empty release,
+    or one without its main input)."""
+    from transforms.image.collection import IMAGE_SUFFIXES
+    for _, _, files in os.walk(folder):
+        if any(name.lower().endswith(IMAGE_SUFFIXES) for name in files):
+            return
+    raise PreflightError(f"{key}: {folder} holds no {'/'.join(IMAGE_SUFFIXES)} file: nothing to build")
 
 
 def input_files(key: str, patterns: Sequence[str]) -> List[str]:

@@ -334,3 +334,4 @@ def test_imagecode_a_manifest_of_missing_videos_yields_nothing_and_fails(tmp_pat
     assert error == ("error: the build yields nothing: parquet/video_sets has no rows (3 rejected: "
                      "path_not_found 3); nothing was published and version 1.0.0 is still unused")
     _assert_unpublished(tmp_path / "out", "imagecode")
+

@@ -103,6 +103,8 @@ FILE_CASES = (
     HostileFile("missing", lambda folder: os.path.join(folder, "no-such.jsonl"), (InputFile, ImageSource),
                 "no such file"),
     HostileFile("twice", _plain, (InputFile,), "is listed twice", twice=True),
+    # an empty FG pool folder built its sets from the targets alone
+    HostileFile("folder-without-images", _folder, (ImageSource,), "holds no .jpg/.jpeg/.png file: nothing to build"),
 )
 
 
@@ -112,12 +114,15 @@ COMPANIONS = {
     "imagecode": {"crowd.descriptions": "plain"},
     "vsr": {"inputs.coco": "[plain]"},
     "fg": {"inputs.captions": "plain", "inputs.images": "folder", "inputs.pool": "folder",
-           "inputs.details": "plain", "embed.checkpoint": "plain"},
+           "inputs.details": "plain"},
 }
 
 
 def _companions(benchmark: str, key: str, folder: str) -> List[str]:
-    made = {"plain": _plain(folder), "folder": folder}
+    images = os.path.join(folder, "images")
+    os.mkdir(images)
+    _touch(images, "a.png")
+    made = {"plain": _plain(folder), "folder": images}
     return [arg for other, value in COMPANIONS.get(benchmark, {}).items() if other != key
             for arg in ("--set", f"{other}={value.replace(value.strip('[]'), made[value.strip('[]')])}")]
 
