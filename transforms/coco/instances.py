@@ -6,8 +6,10 @@ holds one element, never the file. Each file is read by one worker (the reads of
 files run in parallel); an image becomes a CocoImage, an annotation a small tuple
 (image_id, category_id, area, iscrowd). An entry that lacks what it needs, an image
 whose file_name is not a plain COCO name (schemas.coco.FILE_NAME) or whose coco_url is
-not http(s), and an entry holding NaN or an infinity is bad_coco_record. A file that is
-not COCO JSON (not an object, broken JSON, truncated) is dropped as a whole
+not http(s), an entry holding NaN or an infinity, and one that breaks the rules of
+transforms/io/strict_json.py (a key named twice, a lone UTF-16 surrogate, an integer
+beyond 64 bits) is bad_coco_record. A file that is not COCO JSON (not an object, broken
+JSON, truncated, a top-level key twice) is dropped as a whole
 (`malformed_coco`): it is checked in one streaming pass before any of its records are
 emitted, so a half-read file never feeds a sample.
 """
