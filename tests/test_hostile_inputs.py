@@ -19,6 +19,7 @@ The classes and where each is fixed: docs/reliability.md, "Hostile inputs".
 """
 from __future__ import annotations
 
+import bz2
 import gzip
 import json
 import os
@@ -51,6 +52,13 @@ def _gzip(folder: str) -> str:
     path = os.path.join(folder, "lines.jsonl.gz")
     with gzip.open(path, "wb") as f:
         f.write(b'{"a": 1}\n')
+    return path
+
+
+def _bzip2(folder: str) -> str:
+    path = os.path.join(folder, "lines.jsonl")   # no telling extension: the first bytes say it
+    with open(path, "wb") as f:
+        f.write(bz2.compress(b'{"a": 1}\n'))
     return path
 
 
@@ -89,7 +97,13 @@ class HostileFile:
     make: Callable[[str], str]
     kinds: tuple
     says: str
-    twice: bool = False             # the path is given twice (list keys only)
+    second: Optional[Callable[[str], str]] = None   # a second path naming the same file (list keys only)
+
+
+def _symlink(path: str) -> str:
+    link = path + ".link"
+    os.symlink(path, link)
+    return link
 
 
 FILE_CASES = (
@@ -98,11 +112,13 @@ FILE_CASES = (
                 "is a character device, not a regular file"),
     HostileFile("folder", _folder, (InputFile,), "is a folder, not a regular file"),
     HostileFile("gzip", _gzip, (InputFile, ImageSource), "is gzip-compressed"),
+    HostileFile("bzip2", _bzip2, (InputFile, ImageSource), "is bzip2-compressed"),
     HostileFile("utf16", _utf16, (InputFile, ImageSource), "is UTF-16 text"),
     HostileFile("empty", _empty, (InputFile, ImageSource), "is empty: nothing to build"),
     HostileFile("missing", lambda folder: os.path.join(folder, "no-such.jsonl"), (InputFile, ImageSource),
                 "no such file"),
-    HostileFile("twice", _plain, (InputFile,), "is listed twice", twice=True),
+    HostileFile("twice", _plain, (InputFile,), "is listed twice", second=lambda path: path),
+    HostileFile("twice-by-symlink", _plain, (InputFile,), "is named twice, by", second=_symlink),
     # an empty FG pool folder built its sets from the targets alone
     HostileFile("folder-without-images", _folder, (ImageSource,), "holds no .jpg/.jpeg/.png file: nothing to build"),
 )
@@ -131,7 +147,7 @@ def _file_cases():
     for benchmark in BENCHMARKS:
         for key, kind, is_list in input_fields(registry.load(benchmark).config_type):
             for case in FILE_CASES:
-                if kind in case.kinds and (is_list or not case.twice):
+                if kind in case.kinds and (is_list or case.second is None):
                     yield pytest.param(benchmark, key, is_list, case, id=f"{benchmark}-{key}-{case.name}")
 
 
@@ -140,7 +156,7 @@ def test_a_hostile_file_stops_the_build_before_any_work_in_one_line(benchmark, k
                                                                      tmp_path, capsys):
     (tmp_path / "in").mkdir()
     path = case.make(str(tmp_path / "in"))
-    value = f"[{path},{path}]" if case.twice else (f"[{path}]" if is_list else path)
+    value = (f"[{path},{case.second(path)}]" if case.second else f"[{path}]" if is_list else path)
     out = tmp_path / "out"
     code = cli.run_main(lambda argv: runner.build(benchmark, argv),
                         ["--config", "paper", "--set", f"{key}={value}",
