@@ -7,7 +7,7 @@ import shutil
 import uuid
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from pipelines.config import input_paths
+from pipelines.config import ImageSource, InputFile, input_paths
 from transforms.core.errors import PreflightError
 from transforms.io.files import special_file_kind
 
@@ -57,7 +57,6 @@ def check_inputs(config) -> None:
     ImageSource   a folder holding an image, or a manifest file checked as an InputFile
     InputPath     never a FIFO, device or socket (stat only: opening a FIFO waits forever);
                   it may not exist yet (a cache folder), or the benchmark says what it is for"""
-    from pipelines.config import ImageSource, InputFile
     for key, kind, paths in input_paths(config):
         if kind is InputFile:
             input_files(key, paths)
@@ -94,7 +93,7 @@ def input_files(key: str, patterns: Sequence[str]) -> List[str]:
     - not empty (an empty input builds an empty release);
     - named once: the same file twice in one key (two spellings, a glob and a path, a
       symlink) is refused, where it used to be read once without a word;
-    - and there: a path or a pattern that names nothing is refused too."""
+    - there at all: a path or a pattern that names nothing is refused."""
     files: List[str] = []
     seen: Dict[object, Tuple[str, str]] = {}   # file identity -> (path, the pattern naming it)
     for pattern in patterns:

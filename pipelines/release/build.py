@@ -2,8 +2,9 @@
 
     staging folder -> run the pipeline into it -> read counters back -> one set of
     Parquet files per split -> check that the counters reconcile and match the rows
-    written, and that the main tables hold a row -> DATACARD.md -> README.md (the dataset card) -> RELEASE_NOTES.md ->
-    explorer/ (pipelines/release/explorer.py) -> MANIFEST.json -> rename
+    written, and that every main table holds a row -> DATACARD.md -> README.md (the
+    dataset card) -> RELEASE_NOTES.md -> explorer/ (pipelines/release/explorer.py) ->
+    MANIFEST.json -> rename
 
 A run that fails anywhere leaves no version folder behind (pipelines.release.manifest).
 """
@@ -57,11 +58,11 @@ def build_release(*, benchmark: str, out: str, version: str, config,
     `tables` maps each table written under parquet/ to the (stage, counter) whose value
     must equal its rows; `main_tables` those that must hold a row (default: all of them:
     a build that yields nothing fails before publishing, and its version stays unused);
-    `splits` its split schemes (default: the `split` column), which
-    decide its files and its dataset card configs; `explorer` the declared views of the
-    release explorer (pipelines/release/explorer.py; None: no explorer/); `describe(facts)`
-    returns the data card's summary, thresholds and sections (it may write plots into facts["staging"]). While it runs the build
-    holds a lock beside its staging folder (and in the cache), so that the next build
+    `splits` its split schemes (default: the `split` column), which decide its files and
+    its dataset card configs; `explorer` the declared views of the release explorer
+    (pipelines/release/explorer.py; None: no explorer/); `describe(facts)` returns the
+    data card's summary, thresholds and sections (it may write plots into
+    facts["staging"]). While it runs the build holds a lock beside its staging folder (and in the cache), so that the next build
     can tell garbage from work in progress (pipelines/release/runs.py); before it starts it
     removes what builds that died left behind. On any failure, SIGTERM included, its
     own staging folder and its temp files in the cache are removed.
@@ -179,12 +180,12 @@ def yields_nothing(counts: dict, main_tables: Sequence[str]) -> Optional[str]:
     if not empty:
         return None
     rejects = counts["rejects"]
-    why = ", ".join(f"{reason} {n}" for reason, n in sorted(rejects["by_reason"].items(),
-                                                             key=lambda kv: (-kv[1], kv[0]))[:6])
-    return (f"the build yields nothing: {', '.join(f'parquet/{t}' for t in empty)} "
-            f"{'has' if len(empty) == 1 else 'have'} no rows"
-            + (f" ({rejects['total']} rejected: {why}{', ...' if len(rejects['by_reason']) > 6 else ''})"
-               if rejects["total"] else " (and nothing was rejected: check the inputs' contents)"))
+    most = sorted(rejects["by_reason"].items(), key=lambda kv: (-kv[1], kv[0]))
+    why = ", ".join(f"{reason} {n}" for reason, n in most[:6]) + (", ..." if len(most) > 6 else "")
+    tables = ", ".join(f"parquet/{t}" for t in empty)
+    return (f"the build yields nothing: {tables} {'has' if len(empty) == 1 else 'have'} no rows"
+            + (f" ({rejects['total']} rejected: {why})" if rejects["total"]
+               else " (and nothing was rejected: check the inputs' contents)"))
 
 
 def write_release_notes(staging: str, manifest: dict) -> Tuple[Optional[str], Optional[dict]]:
