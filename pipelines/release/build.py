@@ -62,10 +62,11 @@ def build_release(*, benchmark: str, out: str, version: str, config,
     its dataset card configs; `explorer` the declared views of the release explorer
     (pipelines/release/explorer.py; None: no explorer/); `describe(facts)` returns the
     data card's summary, thresholds and sections (it may write plots into
-    facts["staging"]). While it runs the build holds a lock beside its staging folder (and in the cache), so that the next build
-    can tell garbage from work in progress (pipelines/release/runs.py); before it starts it
-    removes what builds that died left behind. On any failure, SIGTERM included, its
-    own staging folder and its temp files in the cache are removed.
+    facts["staging"]). While it runs the build holds a lock beside its staging folder
+    (and in the cache), so that the next build can tell garbage from work in progress
+    (pipelines/release/runs.py); before it starts it removes what builds that died left
+    behind. On any failure, SIGTERM included, its own staging folder and its temp files
+    in the cache are removed.
     """
     runs.sweep_release_dir(FileSystems.join(out, benchmark))
     if cache_root:
