@@ -484,3 +484,29 @@ def test_an_image_a_line_names_is_read_only_when_it_is_a_regular_file(kind, tmp_
     drops = [out for out in prune_query_sets([seed_only], PruningConfig()) if isinstance(out, Drop)]
     assert drops[0] == Drop(reasons.UNREADABLE_IMAGE, "two dogs#0/0",
                             f"http://img/seed.jpg: {path} is {kind}, not a regular file", "image")
+
+
+# --- numbers in crowd cells ----------------------------------------------------------------
+
+@pytest.mark.parametrize("cell", ["\u00b2", "\u0663", "9" * 5000, str(2 ** 63), "-" + str(2 ** 63 + 1), "1.5", "", "x"])
+def test_a_number_cell_that_is_no_int64_is_a_reject_not_a_crash(cell):
+    """A crowd answer's index or rank as CSV text: "²" and "٣" pass str.isdigit() and
+    crash int(); 5,000 digits crash int() too (Python refuses over 4,300); beyond 64 bits
+    no column holds it. Each is a bad row now (transforms/crowd/answer_rows.py whole_number)."""
+    from pipelines.imagecode.rounds import _index
+    from pipelines.nlvr2.rounds import pruning_check
+    from pipelines.nlvr2.search import search_result_check
+    from transforms.crowd.answer_rows import RowProblem, whole_number
+    assert whole_number(cell) is None
+    assert _index({"target_index": cell}, "target_index", 10)[1][0] == reasons.BAD_FIELD
+    assert isinstance(pruning_check({"set": "q#0", "image": cell, "verdict": "keep"}, {"q#0": [0, 1]}), RowProblem)
+    check = search_result_check("/tmp", 16)
+    problem = check({"query": "two dogs", "rank": cell, "seed": "a.jpg", "similar": []}, {"two dogs": "dog"})
+    assert problem == RowProblem(reasons.BAD_FIELD, f"rank {cell[:40]!r}: a whole number >= 0")
+
+
+def test_whole_numbers_a_release_holds_are_read():
+    from transforms.crowd.answer_rows import whole_number
+    assert [whole_number(v) for v in ("7", " 7 ", "-3", str(2 ** 63 - 1), 12, -(2 ** 63))] == \
+        [7, 7, -3, 2 ** 63 - 1, 12, -(2 ** 63)]
+    assert whole_number(True) is None and whole_number(2 ** 63) is None and whole_number(1.0) is None

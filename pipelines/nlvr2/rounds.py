@@ -24,7 +24,7 @@ from pipelines.nlvr2.collection_config import PruningConfig
 from pipelines.nlvr2.search import Drop, Image, ImageSet, emit_verdicts, image_id
 from transforms.core.sampling import priority
 from transforms.core.stage import MAIN, REJECTS, StageFn, stage_pardo
-from transforms.crowd.answer_rows import ReadAnswerRows, RowProblem, cell_text
+from transforms.crowd.answer_rows import ReadAnswerRows, RowProblem, cell_text, whole_number
 
 VERDICTS = {"keep": None, "unloadable": why.UNLOADABLE, "inappropriate": why.INAPPROPRIATE,
             "artwork_or_collage": why.ARTWORK_OR_COLLAGE, "no_synset_instance": why.NO_SYNSET_INSTANCE}
@@ -88,7 +88,7 @@ def example_id(task: str, pair: int) -> str:
 # --- answers: one check per round (ReadAnswerRows) ---------------------------------------
 
 def _int(text: str) -> Optional[int]:
-    return int(text) if text.isdigit() else None
+    return whole_number(text)
 
 
 def pruning_check(row: dict, positions: Dict[str, Sequence[int]]):

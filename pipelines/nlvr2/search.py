@@ -26,7 +26,7 @@ from pipelines.nlvr2.collection_config import PruningConfig, SearchConfig
 from pipelines.nlvr2.queries import Query
 from schemas import reasons
 from transforms.core.stage import MAIN, REJECTS, StageFn, stage_pardo
-from transforms.crowd.answer_rows import ReadAnswerRows, RowProblem, cell_text
+from transforms.crowd.answer_rows import ReadAnswerRows, RowProblem, cell_text, whole_number
 from transforms.io.files import NotARegularFile, open_regular_file
 
 SEARCH_COLUMNS = ("query", "rank", "seed", "similar")
@@ -106,11 +106,11 @@ def search_result_check(base_dir: str, set_size: int, local_similar: bool = Fals
         query = cell_text(row, "query")
         if query not in queries:
             return RowProblem(why.UNKNOWN_QUERY, query)
-        rank = row.get("rank")
-        if isinstance(rank, str) and rank.strip().isdigit():
-            rank = int(rank)
-        if isinstance(rank, bool) or not isinstance(rank, int) or rank < 0:
-            return RowProblem(reasons.BAD_FIELD, f"rank {rank!r}: a whole number >= 0")
+        rank = whole_number(row.get("rank"))
+        if rank is None or rank < 0:
+            shown = row.get("rank")
+            shown = shown[:40] if isinstance(shown, str) else shown
+            return RowProblem(reasons.BAD_FIELD, f"rank {shown!r}: a whole number >= 0")
         similar = row.get("similar")
         if similar is None and local_similar:
             seed = _image(row.get("seed"), base_dir, 0)
