@@ -1,21 +1,22 @@
 """One hostile-input harness for every benchmark (issue 24, part 3): nothing a user can
 put in an input ends in a traceback, a hang, a silently changed value or an empty
-release. Three tables, each case one test:
+release. Tables, each case one test:
 
-1. Hostile files x every input path of every benchmark. The inputs are found from the
-   config types (pipelines/config.py input_fields: InputFile, ImageSource, InputPath),
-   so an input added later is covered without touching this file. Each case runs
-   `python -m pipelines <benchmark> build` in process: exit 2, one line naming the key
-   and the path, before any work (no Beam run, no version folder).
+1. Hostile files x every input path of every registered benchmark. The inputs are found
+   from the config types (pipelines/config.py input_fields: InputFile, ImageSource,
+   InputPath), so an input added later is covered without touching this file. Each case
+   runs `python -m pipelines <benchmark> build` in process: exit 2, one line naming the
+   key and the path, before any work (no Beam run, no version folder).
 2. Hostile values x every JSON input (JSON Lines lines and whole JSON documents). Each
    case writes a good line and the hostile one, then runs the stage that reads that
    input (the stage's DoFn, element by element, as Beam runs it): the hostile line is
    a reject with its reason, file and line (the good one passes), or a whole document
    is refused naming the file and what is wrong.
-3. Per benchmark, a build that yields nothing fails (exit 2, version unused); full
-   builds with hostile values mixed in live in tests/test_hostile_builds.py.
+3. Files a line names (a FIFO, /dev/zero as an image) and numbers in crowd cells.
 
-The classes and where each is fixed: docs/reliability.md, "Hostile inputs".
+Builds with hostile values mixed in, one per benchmark, and a build that yields nothing:
+tests/test_hostile_builds.py. The classes and where each is fixed: docs/reliability.md,
+"Hostile inputs".
 """
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ from transforms.core.errors import InputError
 from transforms.core.stage import REJECTS
 from transforms.io.lines import read_numbered_lines
 
-BENCHMARKS = ("imagecode", "vsr", "bd2bb", "fg", "nlvr2")
+BENCHMARKS = registry.names()
 
 
 # --- 1. hostile files, every input path of every benchmark -------------------------------
@@ -79,6 +80,13 @@ def _empty(folder: str) -> str:
 def _folder(folder: str) -> str:
     path = os.path.join(folder, "a-folder")
     os.mkdir(path)
+    return path
+
+
+def _touch(folder: str, name: str) -> str:
+    path = os.path.join(folder, name)
+    with open(path, "wb") as f:
+        f.write(b"bytes")
     return path
 
 
@@ -135,12 +143,17 @@ COMPANIONS = {
 
 
 def _companions(benchmark: str, key: str, folder: str) -> List[str]:
+    """The --set arguments of COMPANIONS for a build that tests `key`."""
     images = os.path.join(folder, "images")
     os.mkdir(images)
     _touch(images, "a.png")
     made = {"plain": _plain(folder), "folder": images}
-    return [arg for other, value in COMPANIONS.get(benchmark, {}).items() if other != key
-            for arg in ("--set", f"{other}={value.replace(value.strip('[]'), made[value.strip('[]')])}")]
+    sets = []
+    for other, what in COMPANIONS.get(benchmark, {}).items():
+        if other != key:
+            path = made[what.strip("[]")]
+            sets += ["--set", f"{other}=[{path}]" if what.startswith("[") else f"{other}={path}"]
+    return sets
 
 
 def _file_cases():
@@ -169,13 +182,6 @@ def test_a_hostile_file_stops_the_build_before_any_work_in_one_line(benchmark, k
 
 
 # --- 2. hostile values, every JSON input --------------------------------------------------
-
-def _touch(folder: str, name: str) -> str:
-    path = os.path.join(folder, name)
-    with open(path, "wb") as f:
-        f.write(b"bytes")
-    return path
-
 
 COCO_NAME, COCO_LINK = "000000000001.jpg", "http://images.cocodataset.org/train2017/000000000001.jpg"
 
