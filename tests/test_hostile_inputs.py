@@ -516,3 +516,20 @@ def test_whole_numbers_a_release_holds_are_read():
     assert [whole_number(v) for v in ("7", " 7 ", "-3", str(2 ** 63 - 1), 12, -(2 ** 63))] == \
         [7, 7, -3, 2 ** 63 - 1, 12, -(2 ** 63)]
     assert whole_number(True) is None and whole_number(2 ** 63) is None and whole_number(1.0) is None
+
+
+def test_a_vote_list_held_as_a_string_is_decoded_under_the_same_rules():
+    """VSR v2 holds vote lists as strings ("[1, 2]") decoded a second time: a lone
+    surrogate or deep nesting inside one was a crash (RecursionError, or the writer)."""
+    from pipelines.vsr.annotations import parse_public_line
+    from pipelines.vsr.captions import CaptionParser
+    from pipelines.vsr.schema import RELATIONS
+    record = {"image": COCO_NAME, "image_link": COCO_LINK, "caption": "The cat is under the couch.",
+              "label": 1, "relation": "under", "annotator_id": 3,
+              "vote_true_validator_id": "[1, 2]", "vote_false_validator_id": "[]"}
+    parse = lambda r: parse_public_line(json.dumps(r), CaptionParser(frozenset(RELATIONS)), frozenset(RELATIONS))  # noqa: E731
+    assert parse(record)[1:] == (("1", "2"), ())
+    assert parse({**record, "vote_true_validator_id": '[1, "\\ud83d"]'}) == (
+        reasons.BAD_FIELD, "vote lists: field '[1]' holds a lone UTF-16 surrogate (\\ud83d): not text")
+    assert parse({**record, "vote_false_validator_id": "[" * 5000 + "]" * 5000}) == (
+        reasons.BAD_FIELD, "vote lists: not JSON: nested too deeply")
