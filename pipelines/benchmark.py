@@ -15,6 +15,8 @@ what is its own:
                                           that identify a row (Table, pipelines/release/
                                           tables.py), and which counters must agree (checked
                                           before a release is written)
+    main_tables(plan)                     the tables that must hold a row: a build that
+                                          yields nothing fails, its version unused
     progress(plan)                        its main stages, for the progress lines
     splits(plan)                          the split schemes of each table (default: its
                                           `split` column); one Hugging Face config each
@@ -121,6 +123,13 @@ class Benchmark(abc.ABC):
         `key=("example_id", "scheme")`). The key is how `diff` and the release notes match
         the rows of two versions; a table without one is an error before any work, and a
         key that two written rows share fails the build (pipelines/release/tables.py)."""
+
+    def main_tables(self, plan: Plan) -> Sequence[str]:
+        """The tables this build is for: when any of them has no row the build fails
+        before publishing (exit 2) and the version stays unused. Default: every table it
+        writes, since each is there because the config asked for it; a benchmark whose
+        plan writes a table that may rightly stay empty leaves it out."""
+        return list(self.tables(plan))
 
     def splits(self, plan: Plan) -> Dict[str, Sequence[SplitScheme]]:
         """Each table's split schemes, main one first: the release writes one set of

@@ -11,7 +11,7 @@ import dataclasses
 import hashlib
 import json
 import typing
-from typing import Any, Dict, Iterable, NewType, Type, TypeVar
+from typing import Any, Dict, Iterable, Iterator, List, NewType, Tuple, Type, TypeVar
 
 import yaml
 
@@ -20,11 +20,21 @@ from transforms.io.files import absolute_path
 
 T = TypeVar("T")
 
-# A file, folder or glob a build reads (or a cache folder it writes). A relative local
-# path is made absolute when the config is loaded: the workers of a distributed run are
-# other processes in another working directory, and Beam hands them the path as written.
-# Paths with a scheme (gs://, s3://) and "" (unset) are kept as they are.
+# The paths a build reads. A relative local path is made absolute when the config is
+# loaded: the workers of a distributed run are other processes in another working
+# directory, and Beam hands them the path as written. Paths with a scheme (gs://, s3://)
+# and "" (unset) are kept as they are. Which of the three a key is decides what the
+# runner checks before any work (pipelines/preflight.py check_inputs):
+#   InputPath    a file, folder or glob of any kind (weights, a model folder, a cache
+#                folder it writes): never a FIFO, device or socket
+#   InputFile    a text input (JSON, JSON Lines, CSV, CoNLL-U, a word list) or a glob of
+#                them: every file a regular file, as stored (not compressed), UTF-8, not
+#                empty, and named once per key
+#   ImageSource  a folder of images, or a JSON Lines manifest of them (an InputFile then)
 InputPath = NewType("InputPath", str)
+InputFile = NewType("InputFile", str)
+ImageSource = NewType("ImageSource", str)
+PATH_TYPES = (InputPath, InputFile, ImageSource)
 
 
 def load_config(path: str, overrides: Iterable[str], schema: Type[T]) -> T:
@@ -127,11 +137,48 @@ def _coerce(hint, value, key: str):
         if not isinstance(value, bool):
             raise ConfigError(f"{key}: expected true or false, got {value!r}")
         return value
-    if hint is str or hint is InputPath:
+    if hint is str or hint in PATH_TYPES:
         if not isinstance(value, str):
             raise ConfigError(f"{key}: expected a string, got {value!r}")
-        return absolute_path(value) if hint is InputPath else value
+        return absolute_path(value) if hint in PATH_TYPES else value
     raise ConfigError(f"{key}: unsupported type {_type_name(hint)}")
+
+
+def input_fields(schema: type, prefix: str = "") -> Iterator[Tuple[str, Any, bool]]:
+    """(dotted key, path type, whether it holds a list) for every InputPath, InputFile and
+    ImageSource field of a config schema, alone, Optional or in a list: every input a
+    benchmark can read, found from its config type."""
+    hints = typing.get_type_hints(schema)
+    for field in dataclasses.fields(schema):
+        hint, key = hints[field.name], prefix + field.name
+        if dataclasses.is_dataclass(hint):
+            yield from input_fields(hint, key + ".")
+            continue
+        kind = _path_type(hint)
+        if kind is not None:
+            yield key, kind, typing.get_origin(hint) in (list, typing.List)
+
+
+def input_paths(config) -> Iterator[Tuple[str, Any, List[str]]]:
+    """(dotted key, path type, the paths it holds) for every set path of a loaded config."""
+    for key, kind, _ in input_fields(type(config)):
+        value = config
+        for part in key.split("."):
+            value = getattr(value, part)
+        paths = [v for v in (value if isinstance(value, list) else [value]) if v]
+        if paths:
+            yield key, kind, paths
+
+
+def _path_type(hint):
+    """The path type inside a hint (InputFile, Optional[InputFile], List[InputFile]), or None."""
+    if hint in PATH_TYPES:
+        return hint
+    for arg in typing.get_args(hint):
+        found = _path_type(arg)
+        if found is not None:
+            return found
+    return None
 
 
 def _type_name(hint) -> str:

@@ -2,11 +2,14 @@
 says. Each failure names the config key or the install step that fixes it."""
 from __future__ import annotations
 
+import os
 import shutil
 import uuid
-from typing import Optional
+from typing import Dict, List, Optional, Sequence, Tuple
 
+from pipelines.config import ImageSource, InputFile, input_paths
 from transforms.core.errors import PreflightError
+from transforms.io.files import special_file_kind
 
 
 def require_program(name: str, purpose: str) -> None:
@@ -43,20 +46,166 @@ def check_outputs(output: str, cache_root: Optional[str]) -> None:
         check_writable(cache_root, "cache.dir")
 
 
-def check_not_empty(path: Optional[str], key: str) -> None:
-    """An input file a config names must hold something: an empty one would build an
-    empty release and use up the version. Reads up to the first non-blank byte only."""
-    if not path or _is_glob(path):
-        return
+# --- the inputs a config names (every benchmark, before its own preflight) ---------------
+
+def check_inputs(config) -> None:
+    """Every path the config names, by its type (pipelines/config.py), before any work
+    and before any file is opened: one PreflightError line naming the key and the path.
+
+    InputFile     input_files(): exists, regular files, stored as plain UTF-8, not empty,
+                  each named once
+    ImageSource   a folder holding an image, or a manifest file checked as an InputFile
+    InputPath     never a FIFO, device or socket (stat only: opening a FIFO waits forever);
+                  it may not exist yet (a cache folder), or the benchmark says what it is for"""
+    for key, kind, paths in input_paths(config):
+        if kind is InputFile:
+            input_files(key, paths)
+            continue
+        for path in paths:
+            if kind is ImageSource and special_file_kind(path) == "a folder":
+                check_image_folder(path, key)
+            elif kind is ImageSource:
+                input_files(key, [path])
+            else:
+                _refuse_special(key, path, allow_folder=True)
+
+
+def check_image_folder(folder: str, key: str) -> None:
+    """A local folder of images holds at least one (an empty one builds an empty release,
+    or one without its main input)."""
+    from transforms.image.collection import IMAGE_SUFFIXES
+    for _, _, files in os.walk(folder):
+        if any(name.lower().endswith(IMAGE_SUFFIXES) for name in files):
+            return
+    raise PreflightError(f"{key}: {folder} holds no {'/'.join(IMAGE_SUFFIXES)} file: nothing to build")
+
+
+def input_files(key: str, patterns: Sequence[str]) -> List[str]:
+    """The files that `patterns` (paths or globs, local or any Beam file system) name,
+    in pattern order then name order, once each is known to be usable; PreflightError
+    naming `key` and the file otherwise:
+
+    - a regular file (stat, never open): a folder, FIFO, device or socket is refused
+      (a glob skips the folders it matches);
+    - as stored, plain text: a gzip, bzip2, xz, zstd or zip file is refused, not read (a
+      reject's line number must be a line of the file the user has; `gunzip` first), and
+      so is UTF-16 or UTF-32 text (a byte order mark: inputs are UTF-8);
+    - not empty (an empty input builds an empty release);
+    - named once: the same file twice in one key (two spellings, a glob and a path, a
+      symlink) is refused, where it used to be read once without a word;
+    - there at all: a path or a pattern that names nothing is refused."""
+    files: List[str] = []
+    seen: Dict[object, Tuple[str, str]] = {}   # file identity -> (path, the pattern naming it)
+    for pattern in patterns:
+        matched = _match(key, pattern)
+        if not matched:
+            raise PreflightError(f"{key}: no such file: {pattern}"
+                                 + (" (the pattern matches nothing)" if _is_glob(pattern) else ""))
+        for path in matched:
+            identity = _identity(path)
+            if identity in seen:
+                first_path, first_pattern = seen[identity]
+                how = ("listed twice" if first_pattern == pattern == path == first_path
+                       else f"named twice, by {first_pattern} and by {pattern}")
+                raise PreflightError(f"{key}: {path} is {how}: each input file is read once, "
+                                     "so name it once")
+            seen[identity] = (path, pattern)
+            check_stored_text(path, key)
+            files.append(path)
+    return files
+
+
+def _match(key: str, pattern: str) -> List[str]:
+    """The files a path or glob names: a local path by stat, a glob or URL by
+    FileSystems.match. A named folder, FIFO, device or socket is refused."""
     from apache_beam.io.filesystems import FileSystems
+    if not _is_glob(pattern) and not FileSystems.get_scheme(pattern):
+        if not os.path.lexists(pattern):
+            return []
+        _refuse_special(key, pattern, allow_folder=False)
+        return [pattern]
+    try:
+        matched = sorted(m.path for m in FileSystems.match([pattern])[0].metadata_list)
+    except Exception as e:   # noqa: BLE001 - an unknown scheme, no credentials
+        raise PreflightError(f"{key}: cannot list {pattern}: {str(e).splitlines()[0][:200]}") from None
+    files = []
+    for path in matched:
+        kind = special_file_kind(path)
+        if kind == "a folder":
+            continue
+        if kind:
+            raise PreflightError(f"{key}: {path} (matched by {pattern}) is {kind}, not a regular file")
+        files.append(path)
+    return files
+
+
+def _refuse_special(key: str, path: str, allow_folder: bool) -> None:
+    kind = special_file_kind(path)
+    if kind and not (allow_folder and kind == "a folder"):
+        raise PreflightError(f"{key}: {path} is {kind}, not a regular file"
+                             + ("" if kind == "a folder" else ": an input is read from a file"))
+
+
+def _identity(path: str):
+    """What makes two spellings one file: (device, inode) for a local file (symlinks,
+    hard links, `a/../b`), the URL otherwise."""
+    from apache_beam.io.filesystems import FileSystems
+    if FileSystems.get_scheme(path):
+        return path
+    try:
+        st = os.stat(path)
+    except OSError:
+        return os.path.abspath(path)
+    return st.st_dev, st.st_ino
+
+
+# First bytes of the stored forms an input must not have (compressed archives, UTF-16/32
+# text): what they are and how to get the plain UTF-8 file.
+_COMPRESSED = ((b"\x1f\x8b", "gzip-compressed", "gunzip -k"),
+               (b"BZh", "bzip2-compressed", "bunzip2 -k"),
+               (b"\xfd7zXZ\x00", "xz-compressed", "unxz -k"),
+               (b"\x28\xb5\x2f\xfd", "zstd-compressed", "unzstd"),
+               (b"PK\x03\x04", "a zip archive", "unzip"))
+_WIDE_TEXT = ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"),
+              (b"\xff\xfe", "UTF-16"), (b"\xfe\xff", "UTF-16"))
+
+
+def check_stored_text(path: str, key: str) -> None:
+    """An input text file as stored holds something and is plain UTF-8 text, not a
+    compressed file or UTF-16/32 text (read from its first bytes, up to the first
+    non-blank one): PreflightError naming `key` otherwise. Opens only a regular file."""
+    from apache_beam.io.filesystems import FileSystems
+    _refuse_special(key, path, allow_folder=False)
     try:
         with FileSystems.open(path, compression_type="uncompressed") as f:
-            for block in iter(lambda: f.read(1 << 16), b""):
+            head = f.read(8)
+            if head.startswith(b"\xef\xbb\xbf"):   # a UTF-8 BOM is fine, but it is not content
+                head = head[3:]
+            for magic, what, command in _COMPRESSED:
+                if head.startswith(magic):
+                    raise PreflightError(
+                        f"{key}: {path} is {what}: inputs are read as stored, so a reject's line "
+                        f"is a line of your file; decompress it first ({command} {path})")
+            for bom, encoding in _WIDE_TEXT:
+                if head.startswith(bom):
+                    raise PreflightError(
+                        f"{key}: {path} is {encoding} text (it starts with a byte order mark): "
+                        f"inputs must be UTF-8 (iconv -f {encoding} -t UTF-8 {path})")
+            block = head
+            while block:
                 if block.strip():
                     return
+                block = f.read(1 << 16)
     except OSError as e:
         raise PreflightError(f"{key}: cannot read {path}: {e.strerror or e}") from None
     raise PreflightError(f"{key}: {path} is empty: nothing to build")
+
+
+def check_not_empty(path: Optional[str], key: str) -> None:
+    """An input file a config names must hold something: an empty one would build an
+    empty release and use up the version (check_stored_text, for one path)."""
+    if path and not _is_glob(path):
+        check_stored_text(path, key)
 
 
 def _is_glob(path: str) -> bool:

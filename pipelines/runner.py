@@ -1,8 +1,9 @@
 """The one runner: builds a release of any registered benchmark.
 
-    config + overrides -> the embedded sample (if the config reads it) -> preflight
-    (benchmark.prepare) -> output and cache writable -> Beam run into a staging folder
-    -> counters reconciled, tables counted -> data card, manifest, release notes -> rename
+    config + overrides -> the embedded sample (if the config reads it) -> preflight (the
+    inputs the config names, checked by type; then benchmark.prepare) -> output and cache
+    writable -> Beam run into a staging folder -> counters reconciled, tables counted, at
+    least one row in a main table -> data card, manifest, release notes -> rename
 
 Everything a build shares lives here and in pipelines/release/; what differs lives in
 the benchmark's package (pipelines/benchmark.py says what a benchmark provides).
@@ -58,6 +59,7 @@ def build(benchmark: Union[str, Benchmark], argv: Optional[List[str]] = None,
     if generate_sample:
         benchmark.ensure_sample(config)
     cache_root = cache_root_of(config, args.output)
+    preflight.check_inputs(config)
     plan = benchmark.prepare(config, cache_root)
     preflight.check_outputs(args.output, cache_root)
     options = PipelineOptions(beam_args)
@@ -83,6 +85,7 @@ def build(benchmark: Union[str, Benchmark], argv: Optional[List[str]] = None,
         benchmark=benchmark.release_name(plan.config), out=args.output, version=args.version,
         config=config, execute=execute, models=plan.models, inputs=plan.inputs,
         links=benchmark.links(plan), tables=benchmark.tables(plan), splits=benchmark.splits(plan),
+        main_tables=benchmark.main_tables(plan),
         describe=lambda facts: benchmark.describe(plan, facts), cache_root=cache_root,
         check_counts=lambda stages: benchmark.check_counts(plan, stages),
         explorer=None if args.no_explorer else benchmark.explorer(plan))

@@ -4,12 +4,13 @@ A benchmark adds the codes of its own rules in pipelines/<benchmark>/reasons.py,
 re-exports these, so the vocabulary of a release is closed: `VOCABULARY` there.
 """
 
-# input files and lines (every reader: transforms/io/lines.py and the manifests)
-BAD_JSON = "bad_json"
-BAD_ENCODING = "bad_encoding"      # a line whose bytes are not UTF-8 (never published with U+FFFD)
+# input files and lines (every reader: transforms/io/lines.py and the manifests; the JSON
+# rules of transforms/io/strict_json.py)
+BAD_JSON = "bad_json"              # not JSON, not an object, nested too deep, a key named twice
+BAD_ENCODING = "bad_encoding"      # bytes that are not UTF-8 (never published with U+FFFD), or a lone UTF-16 surrogate
 NOT_A_FILE = "not_a_file"          # a path that exists but is not a regular file (a folder, a device)
 MISSING_FIELD = "missing_field"
-BAD_FIELD = "bad_field"            # wrong type, unknown split, unsafe empty name
+BAD_FIELD = "bad_field"            # wrong type, unknown split, unsafe empty name, NaN, an integer beyond int64
 PATH_NOT_FOUND = "path_not_found"
 
 # videos (transforms/video/)

@@ -79,6 +79,10 @@ BytesList, FloatList, Int64List, Feature, Features, Example = _build_messages()
 
 BYTES, INT64, FLOAT = "bytes", "int64", "float32"
 
+# What an int64 feature (and a Parquet int64 column) holds: readers refuse an integer
+# outside it when they read it (transforms/io/strict_json.py), never the writer.
+INT64_MIN, INT64_MAX = -2 ** 63, 2 ** 63 - 1
+
 
 def feature_spec(schema: pa.Schema) -> Dict[str, Tuple[str, bool]]:
     """{feature name: (kind, is_list)} for a flat Arrow schema."""

@@ -4,15 +4,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, List, Literal, Optional
 
-from pipelines.config import InputPath
+from pipelines.config import InputFile, InputPath
 from transforms.core.errors import ConfigError
 
 
 @dataclass
 class InputsConfig:
-    tuples: Optional[InputPath] = None          # JSON Lines {"image", "intention", "action", "annotator"}
-    captions: Optional[InputPath] = None        # COCO captions JSON (captions_train2014.json)
-    parses: Optional[InputPath] = None          # CoNLL-U parses of the actions (parser.backend: conllu)
+    tuples: Optional[InputFile] = None          # JSON Lines {"image", "intention", "action", "annotator"}
+    captions: Optional[InputFile] = None        # COCO captions JSON (captions_train2014.json)
+    parses: Optional[InputFile] = None          # CoNLL-U parses of the actions (parser.backend: conllu)
 
 
 @dataclass
@@ -20,7 +20,7 @@ class FiltersConfig:
     max_intention_chars: int = 500        # longer intentions are too_long (the public maximum is 107)
     max_action_chars: int = 500           # longer actions are too_long (the public maximum is 105)
     min_english_share: float = 0.5        # share of English words in intention and in action
-    wordlist: Optional[InputPath] = None        # extra English word list; null = bundled vocabulary
+    wordlist: Optional[InputFile] = None        # extra English word list; null = bundled vocabulary
     # The language identifier (py3langid) chooses among these; "en" must be one of them.
     languages: List[str] = field(default_factory=lambda: ["en", "es", "de", "fr", "it", "pt", "nl", "la"])
     min_english_probability: float = 0.05  # below: not_english; 0 = identifier off
@@ -49,7 +49,7 @@ class ClustersConfig:
     k_step: int = 5
     n_init: int = 3
     silhouette_sample: int = 5000
-    review: Optional[InputPath] = None          # decisions CSV (decision,cluster,action,to_cluster,label)
+    review: Optional[InputFile] = None          # decisions CSV (decision,cluster,action,to_cluster,label)
     review_per_cluster: int = 20
 
 

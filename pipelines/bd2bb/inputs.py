@@ -18,42 +18,44 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from typing import Iterator, Tuple, Union
 
 import apache_beam as beam
-from apache_beam.io.filesystems import FileSystems
 
 from pipelines.bd2bb import reasons
 from pipelines.bd2bb.schema import BD2BBTuple, coco_image_id
+from schemas.coco import is_file_name
 from transforms.core.errors import InputError
 from transforms.core.stage import MAIN, REJECTS, KeepFirst, StageFn, stage_pardo
-from transforms.io.lines import ReadNumberedLines, SourceLine, parse_json_object
+from transforms.io import strict_json
+from transforms.io.lines import (ReadNumberedLines, SourceLine, parse_json_object,
+                                 required_strings_problem)
+from transforms.io.strict_json import printable
 from transforms.text.tokens import normalise_text
 
 REQUIRED = ("image", "intention", "action")
+_COCO_ID = re.compile(r"[0-9]{1,12}")
 
 
 def parse_tuple_line(line: Union[SourceLine, str]):
     """A BD2BBTuple, or (reason, detail)."""
-    if isinstance(line, SourceLine):
-        if line.error:
-            return reasons.BAD_ENCODING, line.error
-        line = line.text
-    try:  # a COCO id may come as a number: read it as the string the tuple keeps
-        raw = json.loads(line)
-        if isinstance(raw, dict) and isinstance(raw.get("image"), int) and not isinstance(raw["image"], bool):
-            raw["image"] = str(raw["image"])
-            line = json.dumps(raw)
-    except json.JSONDecodeError:
-        pass  # parse_json_object names the problem
-    record = parse_json_object(line, REQUIRED)
+    record = parse_json_object(line)
     if isinstance(record, tuple):
         return record
+    image = record.get("image")
+    if isinstance(image, int) and not isinstance(image, bool):
+        record["image"] = str(image)   # a COCO id may come as a number: kept as its string
+    problem = required_strings_problem(record, REQUIRED)
+    if problem:
+        return problem
     annotator = record.get("annotator", "")
     if not isinstance(annotator, (str, int)):
         return reasons.BAD_FIELD, "annotator must be a string"
-    if coco_image_id(record["image"]) is None:
-        return reasons.BAD_FIELD, f"image {record['image']!r} holds no COCO image id"
+    if not is_image_reference(record["image"].strip()):
+        # it is published (the image column) and, for a user, a path: nothing else passes
+        return reasons.BAD_FIELD, (f"image {printable(record['image'])!r} is neither a plain "
+                                   "COCO file name (COCO_train2014_000000123456.jpg) nor a COCO id")
     fields = [record["image"].strip(), record["intention"].strip(), record["action"].strip(),
               str(annotator).strip()]
     tuple_id = record.get("id")
@@ -61,6 +63,12 @@ def parse_tuple_line(line: Union[SourceLine, str]):
         tuple_id = hashlib.sha256("\x00".join(map(str, content_key_of(*fields[:3]))).encode("utf-8")
                                   ).hexdigest()[:16]
     return BD2BBTuple(str(tuple_id), *fields)
+
+
+def is_image_reference(image: str) -> bool:
+    """A plain COCO file name (schemas.coco.FILE_NAME: no folder, no `..`) or a COCO
+    image id of at most 12 digits (COCO's ids have 12)."""
+    return is_file_name(image) or _COCO_ID.fullmatch(image) is not None
 
 
 def content_key_of(image: str, intention: str, action: str) -> tuple:
@@ -124,16 +132,15 @@ class ReadTuples(beam.PTransform):
 
 def load_captions(path: str) -> dict:
     """A COCO captions file as its JSON object; InputError naming the file when it is not
-    UTF-8 JSON of that shape. One JSON document cannot be read line by line, so a bad
-    file is a whole-file problem: preflight calls this before any work."""
-    with FileSystems.open(path, compression_type="uncompressed") as f:
-        raw = f.read()
+    UTF-8 JSON of that shape (transforms/io/strict_json.py: a key twice, a lone surrogate,
+    an id beyond 64 bits stop it too). One JSON document cannot be read line by line, so
+    a bad file is a whole-file problem: preflight calls this before any work."""
     try:
-        data = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError as e:
-        raise InputError(f"{path}: byte 0x{raw[e.start]:02x} at offset {e.start} is not UTF-8") from None
-    except ValueError as e:
-        raise InputError(f"{path} is not JSON: {e}") from None
+        data = strict_json.load_document(path)
+    except strict_json.JsonProblem as e:
+        raise InputError(e.detail) from None   # the detail names the file
+    except OSError as e:
+        raise InputError(f"{path}: cannot read it ({e.strerror or e})") from None
     annotations = data.get("annotations") if isinstance(data, dict) else None
     if not isinstance(annotations, list):
         raise InputError(f'{path} is not a COCO captions file: no "annotations" list')

@@ -12,7 +12,7 @@ from pipelines.fg.tagger import tagger_identity
 from pipelines.fg.release import CAPTIONS, POOL, SIMILAR_SETS
 from pipelines.preflight import check_not_empty
 from pipelines.release.explorer_views import Explorer, ExplorerView, ImageIndex, Join
-from transforms.core.errors import PreflightError
+from transforms.core.errors import InputError, PreflightError
 from transforms.image.encoders import encoder_identity
 from transforms.image.weights import EncoderError
 
@@ -59,7 +59,10 @@ class Fg(Benchmark):
         for key, section in (("details.model_dir", config.details), ("merge.model_dir", config.merge)):
             if section.kind in ("model", "gpt2") and not os.path.isdir(section.model_dir):
                 raise PreflightError(f"{key}: no such directory: {section.model_dir}")
-        captions = read_captions(config.inputs.captions, config.inputs.captions_split)
+        try:   # one JSON document, read whole: a bad one stops here, naming the key
+            captions = read_captions(config.inputs.captions, config.inputs.captions_split)
+        except InputError as e:
+            raise InputError(f"inputs.captions: {e}") from None
         try:
             encoder = encoder_identity(config.embed.spec())
         except EncoderError as e:

@@ -28,12 +28,12 @@ again), so both sides of a comparison can be normalised.
 from __future__ import annotations
 
 import html
-import json
 import re
 from pathlib import Path
 from typing import Dict, List
 
 from transforms.core.errors import InputError
+from transforms.io import strict_json
 
 CAPTIONS_PER_IMAGE = 5   # §1, §3: five captions per test image in both benchmarks
 
@@ -47,6 +47,7 @@ _SPACE_BEFORE_CLITIC = re.compile(r"\s+(?=(?:'(?:s|re|ve|ll|d|m)|n't)\b)", re.IG
 _SPACE_BEFORE_CLOSING = re.compile(r"\s+(?=[;:?!)])")
 _SPACE_AFTER_OPENING = re.compile(r"(?<=\()\s+")
 _PUNCTUATION = re.compile(r"[^\w\s]")
+_WORDS = re.compile(r"[^\W_]")   # a letter or digit
 
 
 def normalise_caption(text: str, keep: str = "", *, html_escape: bool = False) -> str:
@@ -69,14 +70,17 @@ def read_captions(path: str, split: str = "test") -> Dict[str, List[str]]:
     file's order. Accepts `{image_id: [5 captions]}` JSON or Karpathy's
     `dataset_coco.json` / `dataset_flickr30k.json` (the images of `split`, `sentences[].raw`;
     COCO ids `COCO_val2014_%012d` from the file name or `cocoid`, Flickr the number of the
-    file name). A file that cannot be used as a whole raises InputError naming it."""
+    file name). A file that cannot be used as a whole raises InputError naming it: it is
+    read under transforms/io/strict_json.py's rules (an image id twice is a key named
+    twice), every image needs five captions, and a caption needs a letter or digit (an
+    empty or punctuation-only one would be renovated into text nobody wrote, or published
+    empty)."""
     try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
+        data = strict_json.load_document(path)
     except OSError as e:
         raise InputError(f"{path}: cannot read the captions file ({e.strerror or e})") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise InputError(f"{path}: not a JSON file ({e})") from None
+    except strict_json.JsonProblem as e:
+        raise InputError(e.detail) from None   # the detail names the file
     if isinstance(data, dict) and isinstance(data.get("images"), list):
         captions = _karpathy(path, data, split)
     elif isinstance(data, dict) and all(isinstance(v, list) for v in data.values()):
@@ -90,6 +94,10 @@ def read_captions(path: str, split: str = "test") -> Dict[str, List[str]]:
         if len(texts) != CAPTIONS_PER_IMAGE or not all(isinstance(t, str) for t in texts):
             raise InputError(f"{path}: image {image_id} has {len(texts)} captions, "
                              f"expected exactly {CAPTIONS_PER_IMAGE} strings")
+        for index, text in enumerate(texts):
+            if not _WORDS.search(text):
+                raise InputError(f"{path}: image {image_id} caption {index} ({text!r}) has no "
+                                 "letter or digit: every caption needs words")
     return captions
 
 
@@ -117,7 +125,12 @@ def _karpathy_image_id(path: str, n: int, image: dict, dataset: str) -> str:
     if filename:
         return Path(str(filename)).stem
     if "cocoid" in image:
+        cocoid = image["cocoid"]
+        if isinstance(cocoid, bool) or not isinstance(cocoid, int) or not 0 <= cocoid < 10 ** 12:
+            raise InputError(f"{path}: images[{n}].cocoid must be a COCO image id (a whole number "
+                             f"of at most 12 digits), got {cocoid!r}")
         # Karpathy's test images all come from val2014 (the release's keys say so too)
-        return f"COCO_val2014_{int(image['cocoid']):012d}"
+        return f"COCO_val2014_{cocoid:012d}"
     raise InputError(f"{path}: images[{n}] has neither filename nor cocoid "
                      f"(dataset {dataset or 'unnamed'})")
+

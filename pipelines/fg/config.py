@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import List, Literal, Optional
 
-from pipelines.config import InputPath
+from pipelines.config import ImageSource, InputFile, InputPath
 from transforms.core.errors import ConfigError
 from transforms.image.encoders import EncoderSpec
 
@@ -15,13 +15,13 @@ TEMPLATES = (1, 2, 3, 4, 5)   # Table 1
 
 @dataclass
 class InputsConfig:
-    captions: Optional[InputPath] = None     # {image_id: [5 captions]} JSON or Karpathy's dataset_*.json
+    captions: Optional[InputFile] = None     # {image_id: [5 captions]} JSON or Karpathy's dataset_*.json
     captions_split: str = "test"       # the Karpathy split to read (ignored for the plain layout)
-    images: Optional[InputPath] = None       # the target (old test) images: folder or JSON Lines {path, image_id}
-    pool: Optional[InputPath] = None         # the candidate pool I_can (§3.1.1): folder or JSON Lines
-    details: Optional[InputPath] = None      # details.kind=file: {image_id, caption_index, prompt, noun, detail}
-    merged: Optional[InputPath] = None       # merge.kind=file: {image_id, caption_index, prompt, noun, merged}
-    corrections: Optional[InputPath] = None  # §3.2.4: {image_id, caption_index, model_text, human_text}
+    images: Optional[ImageSource] = None       # the target (old test) images: folder or JSON Lines {path, image_id}
+    pool: Optional[ImageSource] = None         # the candidate pool I_can (§3.1.1): folder or JSON Lines
+    details: Optional[InputFile] = None      # details.kind=file: {image_id, caption_index, prompt, noun, detail}
+    merged: Optional[InputFile] = None       # merge.kind=file: {image_id, caption_index, prompt, noun, merged}
+    corrections: Optional[InputFile] = None  # §3.2.4: {image_id, caption_index, model_text, human_text}
     image_embeddings: Optional[InputPath] = None  # precomputed CLIP image vectors, clip-retrieval layout
     text_embeddings: Optional[InputPath] = None   # precomputed CLIP text vectors of the captions (F4, F7)
 

@@ -4,14 +4,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, Literal, Optional
 
-from pipelines.config import InputPath
+from pipelines.config import ImageSource, InputFile, InputPath
 from transforms.core.errors import ConfigError
 from transforms.image.decode import DEFAULT_MAX_PIXELS, pillow_pixel_ceiling
 
 
 @dataclass
 class InputsConfig:
-    videos: Optional[InputPath] = None          # JSON Lines video manifest
+    videos: Optional[InputFile] = None          # JSON Lines video manifest
 
 
 @dataclass
@@ -83,7 +83,7 @@ class SamplingConfig:
 
 @dataclass
 class StaticConfig:
-    images: Optional[InputPath] = None          # folder or JSON Lines {"path", "image_id"}; null = none
+    images: Optional[ImageSource] = None          # folder or JSON Lines {"path", "image_id"}; null = none
     source: str = "open-images"
     sets: Optional[int] = None            # sets to sample; null = one per image
     neighbours: int = 9
@@ -104,8 +104,8 @@ class TasksReleaseConfig:
 @dataclass
 class CrowdConfig:
     targets_per_set: int = 3
-    descriptions: Optional[InputPath] = None    # describer output (CSV or JSON Lines)
-    retrievals: Optional[InputPath] = None      # retriever output (CSV or JSON Lines)
+    descriptions: Optional[InputFile] = None    # describer output (CSV or JSON Lines)
+    retrievals: Optional[InputFile] = None      # retriever output (CSV or JSON Lines)
     tasks_release: TasksReleaseConfig = field(default_factory=TasksReleaseConfig)
 
 

@@ -9,7 +9,7 @@ import os
 from pipelines.imagecode.config import ImageCodeConfig
 from pipelines.imagecode.rounds_schema import (DESCRIBE_TASKS, DESCRIPTION_COLUMNS,
                                                RETRIEVAL_COLUMNS, RETRIEVE_TASKS)
-from pipelines.preflight import check_not_empty, require_program
+from pipelines.preflight import check_image_folder, check_not_empty, require_program
 from transforms.core.errors import InputError, PreflightError
 from transforms.crowd.answer_files import check_answer_file
 from transforms.crowd.shown import check_evidence
@@ -35,7 +35,7 @@ def check_imagecode(cfg: ImageCodeConfig) -> None:
         if not _exists(images):
             raise PreflightError(f"static.images: no such file or folder: {images}")
         if os.path.isdir(images):
-            _check_folder_has_images(images, "static.images")
+            check_image_folder(images, "static.images")
         else:
             check_not_empty(images, "static.images")
     for round_, columns, tasks in (("descriptions", DESCRIPTION_COLUMNS, DESCRIBE_TASKS),
@@ -67,14 +67,6 @@ def check_imagecode(cfg: ImageCodeConfig) -> None:
                 f"{cfg.embed.model_name} ({cfg.embed.pretrained}) weights; nothing is downloaded")
         if "://" not in checkpoint and not os.path.exists(checkpoint):
             raise PreflightError(f"embed.checkpoint: no such file or folder: {checkpoint}")
-
-
-def _check_folder_has_images(folder: str, key: str) -> None:
-    from transforms.image.collection import IMAGE_SUFFIXES
-    for _, _, files in os.walk(folder):
-        if any(name.lower().endswith(IMAGE_SUFFIXES) for name in files):
-            return
-    raise PreflightError(f"{key}: {folder} holds no {'/'.join(IMAGE_SUFFIXES)} file: nothing to build")
 
 
 def _exists(path: str) -> bool:

@@ -37,7 +37,7 @@ from pipelines.imagecode.rounds_schema import (DESCRIBE_TASK_COLUMNS, DESCRIPTIO
 from transforms.core.sampling import priority
 from transforms.core.stage import MAIN, REJECTS, StageFn, stage_pardo
 from transforms.crowd.answer_files import file_format
-from transforms.crowd.answer_rows import ReadAnswerRows, RowProblem, Shown, cell_text
+from transforms.crowd.answer_rows import ReadAnswerRows, RowProblem, Shown, cell_text, whole_number
 from transforms.crowd.task_files import WriteTaskFiles
 
 JUDGED = "judged"   # ApplyKeepRule's third output: every judged description (for agreement)
@@ -148,11 +148,10 @@ class WriteTasks(beam.PTransform):
 
 def _index(row: dict, column: str, n_images: int):
     """(index, None) or (None, (reason, detail)) for an index column of a row."""
-    value = row[column]
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        value = int(value.strip())
-    if not isinstance(value, int) or isinstance(value, bool):
-        return None, (reasons.BAD_FIELD, f"{column}={row[column]!r} is not an integer")
+    value = whole_number(row[column])
+    if value is None:
+        shown = row[column][:40] if isinstance(row[column], str) else row[column]
+        return None, (reasons.BAD_FIELD, f"{column}={shown!r} is not an integer")
     if not 0 <= value < n_images:
         return None, (reasons.INDEX_OUT_OF_RANGE, f"{column}={value} outside 0..{n_images - 1}")
     return value, None

@@ -42,6 +42,9 @@ class Nlvr2(Benchmark):
     def tables(self, plan: Plan):
         return pipeline.released_tables(plan.config)
 
+    def main_tables(self, plan: Plan):
+        return pipeline.main_tables(plan.config)
+
     def progress(self, plan: Plan):
         if plan.config.inputs.public:
             return (Progress("examples", "example", "paper_rules",

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, List, Literal, Optional
 
-from pipelines.config import InputPath
+from pipelines.config import ImageSource, InputFile, InputPath
 from transforms.core.errors import ConfigError
 
 
@@ -15,12 +15,12 @@ class CollectionInputs:
     """What people and the search engine return, one file (or glob) per round. A round
     left "" ends the collection there: the build exports that round's tasks (tasks/) and
     hands on no examples yet."""
-    search_results: InputPath = ""      # S2: {query, rank, seed, similar: [15]} JSON Lines
-    pruning_answers: InputPath = ""     # S4: crowd pruning round 1 (CSV or JSON Lines)
-    interest_answers: InputPath = ""    # S5: crowd pruning round 2
-    sentences: InputPath = ""           # S7: writing round
-    validations: InputPath = ""         # S8: validation round
-    extra_validations: InputPath = ""   # S9: the 4 extra judgements of dev and test
+    search_results: InputFile = ""      # S2: {query, rank, seed, similar: [15]} JSON Lines
+    pruning_answers: InputFile = ""     # S4: crowd pruning round 1 (CSV or JSON Lines)
+    interest_answers: InputFile = ""    # S5: crowd pruning round 2
+    sentences: InputFile = ""           # S7: writing round
+    validations: InputFile = ""         # S8: validation round
+    extra_validations: InputFile = ""   # S9: the 4 extra judgements of dev and test
 
 
 @dataclass
@@ -66,7 +66,7 @@ class LocalSimilarConfig:
     """A local stand-in for the similar-images tool (App. B): a search-result line without
     `similar` gets its seed's nearest images (exact kNN) in `collection`, embedded with
     the project's image encoder (transforms/image/encoders.py)."""
-    collection: InputPath = ""          # a folder of images or a manifest; "" = off
+    collection: ImageSource = ""        # a folder of images or a manifest; "" = off
     kind: Literal["open_clip", "thumbnail"] = "open_clip"
     model_name: str = "ViT-B-16"
     pretrained: str = "openai"

@@ -10,14 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import List
 
-from pipelines.config import InputPath
+from pipelines.config import InputFile
 from pipelines.nlvr2.collection_config import CollectionConfig
 from transforms.core.errors import ConfigError
 
 
 @dataclass
 class InputsConfig:
-    public: List[InputPath] = field(default_factory=list)   # released files (dev.json, test1.json, ...)
+    public: List[InputFile] = field(default_factory=list)   # released files (dev.json, test1.json, ...)
 
 
 @dataclass

@@ -1,11 +1,13 @@
 """What DATACARD.md (and the manifest) say about an NLVR2 release, beyond the generic card.
 
 Reads the reports the pipeline wrote under stats/ (table4, agreement, human, groups,
-synsets, leakage, anomalies, compat) and returns the card's sections and the figures the
+synsets, leakage, anomalies, compat, respelled) and returns the card's sections and the figures the
 manifest records; each figure beside the paper's (Suhr et al. 2019: Table 4, §4, Table 6,
 App. B Table 9).
 """
 from __future__ import annotations
+
+import os
 
 from pipelines.nlvr2.analysis import split_order
 from pipelines.nlvr2.config import Nlvr2Config
@@ -20,7 +22,8 @@ PAPER_AGREEMENT = {"before_rules": {"fleiss_kappa": 0.814, "krippendorff_alpha":
                    "after_rules": {"fleiss_kappa": 0.889, "krippendorff_alpha": 0.912}}
 PAPER_HUMAN = {"dev": (96.2, 2.1), "test1": (96.3, 2.9)}   # Table 6 (Test-P = test1)
 LEAKAGE_NAMES = {"url": "image_urls", "ahash": "image_contents"}   # the leakage report's kinds
-REPORTS = ("table4", "agreement", "human", "groups", "synsets", "leakage", "anomalies", "compat")
+REPORTS = ("table4", "agreement", "human", "groups", "synsets", "leakage", "anomalies", "compat",
+           "respelled")
 
 
 def describe(cfg: Nlvr2Config, facts: dict) -> dict:
@@ -43,11 +46,12 @@ def describe(cfg: Nlvr2Config, facts: dict) -> dict:
                 "human_performance": stats["human"][0] if stats["human"] else {},
                 "anomalies": stats["anomalies"], "leakage": leakage,
                 "compat_files": stats["compat"][0]["files"] if stats["compat"] else {},
+                "respelled_lines": stats["respelled"][0] if stats["respelled"] else {"lines": 0, "first": []},
                 "costs": costs(cfg, table4), "stand_ins": declared}
     top = {"leakage_check": {"passed": not any(r["in_several_splits"] for r in leakage.values()),
                              **{f"{LEAKAGE_NAMES[kind]}_in_several_splits": r["in_several_splits"]
                                 for kind, r in leakage.items()}}}
-    return {"summary": _summary(cfg), "thresholds": _thresholds(cfg), "sections": sections,
+    return {"summary": _summary(cfg, stats["respelled"]), "thresholds": _thresholds(cfg), "sections": sections,
             "manifest": manifest, "manifest_top": top}
 
 
@@ -59,7 +63,7 @@ def _stand_ins(cfg: Nlvr2Config) -> dict:
     return stand_ins(cfg.collection)
 
 
-def _summary(cfg: Nlvr2Config) -> str:
+def _summary(cfg: Nlvr2Config, respelled: list) -> str:
     text = (f"NLVR2 as in {PAPER}: one sentence on one pair of photographs, True or False. "
             "Tables `examples` (one row per example), `sets` (one per set of 8 images) and "
             "`sentences` (one per (set, sentence) group, the consistency groups); `compat/` "
@@ -68,8 +72,19 @@ def _summary(cfg: Nlvr2Config) -> str:
         text += (" This release was built from released files (`inputs.public`): the "
                  "collection stages (S1-S9) did not run; the examples are the released lines, "
                  "checked line by line and against the paper's rules, and each compat file "
-                 "holds its split's lines byte for byte, in their input order.")
+                 "holds its split's lines in their input order, " + _byte_for_byte(respelled))
     return text
+
+
+def _byte_for_byte(respelled: list) -> str:
+    """What the card may say about the compat lines: byte for byte, or how many are not."""
+    n = respelled[0]["lines"] if respelled else 0
+    if not n:
+        return "byte for byte."
+    first = ", ".join(f"`{os.path.basename(path)}:{line}`" for path, line, _ in respelled[0]["first"])
+    return (f"byte for byte except **{n} line{'s' if n != 1 else ''} not written in the public "
+            "spelling** (keys in another order, other separators or escapes): those hold the "
+            f"same values in the public spelling (the first: {first}; all counted in `stats/respelled.json`).")
 
 
 def _thresholds(cfg: Nlvr2Config) -> dict:

@@ -23,20 +23,18 @@ import dataclasses
 
 import apache_beam as beam
 import pyarrow as pa
-from apache_beam.io.filesystems import FileSystems
 
 from pipelines.nlvr2 import analysis
 from pipelines.nlvr2.config import Nlvr2Config
-from pipelines.nlvr2.public import ParsePublicLine
+from pipelines.nlvr2.public import RESPELLED, ParsePublicLine, RespelledSummary
 from pipelines.nlvr2.release import (EXAMPLE_SCHEMA, EXAMPLES, SENTENCE_SCHEMA, SENTENCES,
                                      SET_SCHEMA, SETS, HashImages, WriteCompat, example_to_row,
                                      sentence_row, set_row)
 from pipelines.nlvr2.rules import ANOMALIES, OneExamplePerIdentifier, PaperRules, SamePairUrls
-from pipelines.preflight import check_not_empty
+from pipelines.preflight import input_files
 from pipelines.release import build as release
 from pipelines.release.manifest import read_stats
 from pipelines.release.tables import Table
-from transforms.core.errors import PreflightError
 from transforms.core.stage import MAIN, REJECTS, StageFn, stage_pardo
 from transforms.io.lines import ReadNumberedLines
 from transforms.io.release import WriteRejects, WriteReport, WriteTable
@@ -92,7 +90,9 @@ def _examples(p, cfg: Nlvr2Config, staging_dir: str):
     """(Examples, [rejects]) from the released files or from the collection stages."""
     if cfg.inputs.public:
         lines = p | "Read public files" >> ReadNumberedLines(cfg.inputs.public)
-        parsed = lines | "Parse lines" >> stage_pardo(ParsePublicLine())
+        parsed = lines | "Parse lines" >> stage_pardo(ParsePublicLine(), outputs=(RESPELLED,))
+        _ = (parsed[RESPELLED] | "Respelled lines" >> RespelledSummary()
+             | "Write respelled" >> WriteReport(staging_dir, RESPELLED))
         return parsed[MAIN], [parsed[REJECTS]]
     from pipelines.nlvr2.collection import CollectExamples, collection_tables
     collected = p | "Collect" >> CollectExamples(cfg.collection, seed=cfg.seed,
@@ -148,6 +148,20 @@ def released_tables(cfg: Nlvr2Config) -> dict:
     return tables
 
 
+def main_tables(cfg: Nlvr2Config) -> list:
+    """The tables a build is for (empty ones fail it before publishing): every table,
+    except while a collection round's answers are still missing - then the examples are
+    empty by design, and the build is for the last table the collection fills (the image
+    sets, else the queries) and the tasks it exports."""
+    tables = released_tables(cfg)
+    if cfg.inputs.public:
+        return list(tables)
+    from pipelines.nlvr2.collection import IMAGE_SETS, QUERIES, last_stage
+    if last_stage(cfg.collection):
+        return list(tables)
+    return [IMAGE_SETS] if IMAGE_SETS in tables else [QUERIES]
+
+
 def stage_links(cfg: Nlvr2Config) -> list:
     """What one stage passes on, the next must take in (checked before a release is written)."""
     links = [("identifiers", "example.out", "pairs", "example.in"),
@@ -165,19 +179,9 @@ def stage_links(cfg: Nlvr2Config) -> list:
 
 def preflight(cfg: Nlvr2Config) -> Nlvr2Config:
     """Every released file exists and holds something before any work starts; globs become
-    the files they match (pattern order, then name order, each file once)."""
-    files = []
-    for pattern in cfg.inputs.public:
-        try:
-            matched = sorted(m.path for m in FileSystems.match([pattern])[0].metadata_list)
-        except Exception as e:   # an unknown scheme, a file system without credentials
-            raise PreflightError(f"inputs.public: cannot list {pattern}: {e}") from None
-        if not matched:
-            raise PreflightError(f"inputs.public: no such file: {pattern}")
-        for path in matched:
-            check_not_empty(path, "inputs.public")
-            if path not in files:
-                files.append(path)
+    the files they match (pattern order, then name order; pipelines/preflight.py
+    input_files refuses a folder, a pipe, a compressed file and a file named twice)."""
+    files = input_files("inputs.public", cfg.inputs.public)
     return dataclasses.replace(cfg, inputs=dataclasses.replace(cfg.inputs, public=files))
 
 

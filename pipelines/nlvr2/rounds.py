@@ -34,7 +34,7 @@ from pipelines.nlvr2.image_sets import Image, ImageSet
 from pipelines.nlvr2.search import Drop, emit_verdicts, image_id
 from transforms.core.sampling import priority
 from transforms.core.stage import MAIN, REJECTS, StageFn, stage_pardo
-from transforms.crowd.answer_rows import ReadAnswerRows, RowProblem, Shown, cell_text
+from transforms.crowd.answer_rows import ReadAnswerRows, RowProblem, Shown, cell_text, whole_number
 from transforms.crowd.shown import FINGERPRINT, TaskView, view
 
 VERDICTS = {"keep": None, "unloadable": why.UNLOADABLE, "inappropriate": why.INAPPROPRIATE,
@@ -99,7 +99,7 @@ def example_id(task: str, pair: int) -> str:
 # --- answers: one check per round (ReadAnswerRows) ---------------------------------------
 
 def _int(text: str) -> Optional[int]:
-    return int(text) if text.isdigit() else None
+    return whole_number(text)
 
 
 def pruning_check(row: dict, positions: Dict[str, Sequence[int]]):

@@ -27,7 +27,8 @@ from pipelines.nlvr2.image_sets import Image, ImageSet
 from pipelines.nlvr2.queries import Query
 from schemas import reasons
 from transforms.core.stage import MAIN, REJECTS, StageFn, stage_pardo
-from transforms.crowd.answer_rows import ReadAnswerRows, RowProblem, cell_text
+from transforms.crowd.answer_rows import ReadAnswerRows, RowProblem, cell_text, whole_number
+from transforms.io.files import NotARegularFile, open_regular_file
 
 SEARCH_COLUMNS = ("query", "rank", "seed", "similar")
 
@@ -78,11 +79,11 @@ def search_result_check(base_dir: str, set_size: int, local_similar: bool = Fals
         query = cell_text(row, "query")
         if query not in queries:
             return RowProblem(why.UNKNOWN_QUERY, query)
-        rank = row.get("rank")
-        if isinstance(rank, str) and rank.strip().isdigit():
-            rank = int(rank)
-        if isinstance(rank, bool) or not isinstance(rank, int) or rank < 0:
-            return RowProblem(reasons.BAD_FIELD, f"rank {rank!r}: a whole number >= 0")
+        rank = whole_number(row.get("rank"))
+        if rank is None or rank < 0:
+            shown = row.get("rank")
+            shown = shown[:40] if isinstance(shown, str) else shown
+            return RowProblem(reasons.BAD_FIELD, f"rank {shown!r}: a whole number >= 0")
         similar = row.get("similar")
         if similar is None and local_similar:
             seed = _image(row.get("seed"), base_dir, 0)
@@ -180,12 +181,12 @@ class SearchSets(beam.PTransform):
 
 def read_image_facts(path: str) -> Tuple[str, int, int]:
     """(sha256, width, height) of an image file; raises OSError/ValueError when it cannot
-    be decoded."""
+    be decoded (NotARegularFile, before reading, for a FIFO or a device: /dev/zero as a
+    seed was read until the kernel killed the build)."""
     from PIL import Image as PILImage
-    from apache_beam.io.filesystems import FileSystems
     import hashlib
     import io
-    with FileSystems.open(path) as f:
+    with open_regular_file(path) as f:
         data = f.read()
     with PILImage.open(io.BytesIO(data)) as image:
         image.load()
@@ -208,8 +209,9 @@ def prune_query_sets(sets: Sequence[ImageSet], cfg: PruningConfig,
                 continue
             try:
                 sha, width, height = facts(image.path)
-            except Exception as e:   # a missing file, bytes no decoder reads
-                yield Drop(reasons.UNREADABLE_IMAGE, iid, f"{image.url}: {type(e).__name__}", "image")
+            except Exception as e:   # a missing file, bytes no decoder reads, a device
+                what = str(e) if isinstance(e, NotARegularFile) else type(e).__name__
+                yield Drop(reasons.UNREADABLE_IMAGE, iid, f"{image.url}: {what}", "image")
                 continue
             if width < cfg.min_width or height < cfg.min_height:
                 yield Drop(why.TOO_SMALL, iid, f"{width}x{height}", "image")

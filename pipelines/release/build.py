@@ -2,8 +2,9 @@
 
     staging folder -> run the pipeline into it -> read counters back -> one set of
     Parquet files per split -> check that the counters reconcile and match the rows
-    written -> DATACARD.md -> README.md (the dataset card) -> RELEASE_NOTES.md ->
-    explorer/ (pipelines/release/explorer.py) -> MANIFEST.json -> rename
+    written, and that every main table holds a row -> DATACARD.md -> README.md (the
+    dataset card) -> RELEASE_NOTES.md -> explorer/ (pipelines/release/explorer.py) ->
+    MANIFEST.json -> rename
 
 A run that fails anywhere leaves no version folder behind (pipelines.release.manifest).
 """
@@ -57,20 +58,23 @@ def build_release(*, benchmark: str, out: str, version: str, config,
                   cache_root: Optional[str] = None,
                   check_counts: Callable[[dict], List[str]] = lambda stages: [],
                   splits: Optional[Dict[str, Sequence[SplitScheme]]] = None,
-                  explorer: Optional[Explorer] = Explorer()) -> str:
+                  explorer: Optional[Explorer] = Explorer(),
+                  main_tables: Optional[Sequence[str]] = None) -> str:
     """Run `execute(staging_dir)` and publish what it wrote as `<out>/<benchmark>/<version>`.
 
     `tables` maps each table written under parquet/ to its Table: the (stage, counter)
     whose value must equal its rows and the key that identifies a row
-    (pipelines/release/tables.py; checked before anything starts); `splits` its split
-    schemes (default: the `split` column), which decide its files and its dataset card
-    configs; `explorer` the declared views of the release explorer
-    (pipelines/release/explorer.py; None: no explorer/); `describe(facts)` returns the
-    data card's summary, thresholds and sections (it may write plots into
-    facts["staging"]). While it runs the build holds a lock beside its staging folder (and in the cache), so that the next build
-    can tell garbage from work in progress (pipelines/release/runs.py); before it starts it
-    removes what builds that died left behind. On any failure, SIGTERM included, its
-    own staging folder and its temp files in the cache are removed.
+    (pipelines/release/tables.py; checked before anything starts); `main_tables` those
+    that must hold a row (default: all of them: a build that yields nothing fails before
+    publishing, and its version stays unused); `splits` its split schemes (default: the
+    `split` column), which decide its files and its dataset card configs; `explorer` the
+    declared views of the release explorer (pipelines/release/explorer.py; None: no
+    explorer/); `describe(facts)` returns the data card's summary, thresholds and
+    sections (it may write plots into facts["staging"]). While it runs the build holds a
+    lock beside its staging folder (and in the cache), so that the next build can tell
+    garbage from work in progress (pipelines/release/runs.py); before it starts it
+    removes what builds that died left behind. On any failure, SIGTERM included, its own
+    staging folder and its temp files in the cache are removed.
     """
     tables = declared(tables)
     runs.sweep_release_dir(FileSystems.join(out, benchmark))
@@ -93,7 +97,8 @@ def build_release(*, benchmark: str, out: str, version: str, config,
                            result=execute(staging), models=models, inputs=inputs,
                            links=links, tables=tables, describe=describe,
                            check_counts=check_counts, explorer=explorer,
-                           splits={t: (splits or {}).get(t, MAIN) for t in tables})
+                           splits={t: (splits or {}).get(t, MAIN) for t in tables},
+                           main_tables=list(tables) if main_tables is None else list(main_tables))
             final = release_manifest.final_dir_of(staging)
     except FileExistsError as e:  # the version exists, or appeared while we wrote
         raise ReleaseError(str(e)) from None
@@ -124,7 +129,7 @@ def _sigterm_as_exit():
 
 
 def _fill(staging: str, *, benchmark, version, config, result, models, inputs, links,
-          tables, describe, check_counts, splits, explorer) -> dict:
+          tables, describe, check_counts, splits, explorer, main_tables) -> dict:
     """Everything after the pipeline run: checks, data card, manifest. Returns counts."""
     stages = read_stage_counts(result)
     partitions = {table: partition_table(staging, table, splits[table]) for table in tables}
@@ -138,6 +143,9 @@ def _fill(staging: str, *, benchmark, version, config, result, models, inputs, l
     problems = key_problems(staging, tables)
     if problems:
         raise ReleaseCheckError("table keys do not identify their rows: " + "; ".join(problems))
+    empty = yields_nothing(counts, main_tables)
+    if empty:
+        raise ReleaseError(f"{empty}; nothing was published and version {version} is still unused")
     card = describe({"version": version, "counts": counts, "stages": stages,
                      "models": models, "config": to_dict(config), "staging": staging})
     figures = card.pop("manifest", {})
@@ -177,6 +185,22 @@ def _fill(staging: str, *, benchmark, version, config, result, models, inputs, l
             log.warning("no explorer/: %s is not on a local disk", staging)
     release_manifest.write_manifest(staging, manifest)
     return counts
+
+
+def yields_nothing(counts: dict, main_tables: Sequence[str]) -> Optional[str]:
+    """Why a build whose main tables hold no row must not be published (an empty release
+    with exit 0 that uses up the version is the worst kind of silently wrong), or None.
+    Says what was rejected, since the rejects/ of a build that is not published are gone."""
+    empty = [table for table in main_tables if counts["tables"][table]["total"] == 0]
+    if not empty:
+        return None
+    rejects = counts["rejects"]
+    most = sorted(rejects["by_reason"].items(), key=lambda kv: (-kv[1], kv[0]))
+    why = ", ".join(f"{reason} {n}" for reason, n in most[:6]) + (", ..." if len(most) > 6 else "")
+    tables = ", ".join(f"parquet/{t}" for t in empty)
+    return (f"the build yields nothing: {tables} {'has' if len(empty) == 1 else 'have'} no rows"
+            + (f" ({rejects['total']} rejected: {why})" if rejects["total"]
+               else " (and nothing was rejected: check the inputs' contents)"))
 
 
 def write_release_notes(staging: str, manifest: dict) -> Tuple[Optional[str], Optional[dict]]:

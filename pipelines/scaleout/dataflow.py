@@ -63,6 +63,7 @@ def translate(benchmark: Benchmark, config_name: str, extra_options=()) -> Trans
     with tempfile.TemporaryDirectory(prefix="dataflow-dry-run-") as work:
         output = os.path.join(work, "releases")
         cache_root = cache_root_of(config, output)
+        preflight.check_inputs(config)
         plan = benchmark.prepare(config, cache_root)
         preflight.check_outputs(output, cache_root)
         options = PipelineOptions([*DRY_RUN_OPTIONS, f"--setup_file={os.path.join(ROOT, 'setup.py')}",

@@ -46,8 +46,8 @@ ANNOTATIONS, CAPTIONS = "annotations", "captions"   # the stages of the two exam
 
 def parse_record(line: Union[SourceLine, str], required_fields):
     """A VSR JSON Lines line as a dict (required fields non-empty strings, every number
-    finite), or (reason, detail)."""
-    return parse_json_object(line, required_fields, finite_numbers=True)
+    finite: transforms/io/strict_json.py), or (reason, detail)."""
+    return parse_json_object(line, required_fields)
 
 
 def _at(line: SourceLine) -> dict:
@@ -57,8 +57,9 @@ def _at(line: SourceLine) -> dict:
 
 
 def _line_order(line: SourceLine):
-    """Which of two lines comes first: by content, then by place (never by arrival)."""
-    return line.text, line.path, line.number
+    """Which of two lines comes first: the first in the inputs (its file as listed in the
+    config, then its line number; never by content or arrival), as a user reads them."""
+    return line.place
 
 
 def _is_id(value) -> bool:
@@ -121,8 +122,8 @@ def parse_public_line(line: Union[SourceLine, str], parser: CaptionParser, relat
 class ReadPublicAnnotations(beam.PTransform):
     """Public raw-layout files -> (Example, true votes, false votes) (main), line rejects.
 
-    The same (image, caption) twice: the line that sorts first is kept, the others are
-    duplicate_example. With `coco_images` (a PCollection of image file names), a line whose
+    The same (image, caption) twice: the first line (file as listed, then line) is kept,
+    the others are duplicate_example. With `coco_images` (a PCollection of image file names), a line whose
     image the COCO input lacks is unknown_image."""
 
     def __init__(self, patterns, relations: frozenset, aliases: Mapping[str, str],
@@ -202,7 +203,7 @@ class _KnownImage(StageFn):
 class ReadCaptions(beam.PTransform):
     """Writer output -> (Example, (), ()) x 2 per line (main) and line rejects, against
     the sampled `pairs` (ImagePair). A second answer for a pair is duplicate_caption (the
-    line that sorts first is kept)."""
+    first line is kept)."""
 
     def __init__(self, patterns, relations: frozenset, pairs):
         super().__init__()

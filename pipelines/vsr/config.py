@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, List, Literal
 
-from pipelines.config import InputPath
+from pipelines.config import InputFile
 from pipelines.vsr.schema import RELATIONS
 from pipelines.vsr.validation import AgreementRule
 from schemas.coco import ID_BY_NAME
@@ -15,11 +15,11 @@ VoteRule = Literal["count", "drop"]
 
 @dataclass
 class InputsConfig:
-    coco: List[InputPath] = field(default_factory=list)          # COCO instances_*.json (§3.1)
-    annotations: List[InputPath] = field(default_factory=list)   # public raw layout (JSON Lines)
-    captions: List[InputPath] = field(default_factory=list)      # writer output for this build's pairs
-    votes: List[InputPath] = field(default_factory=list)         # validator votes
-    extra_labels: List[InputPath] = field(default_factory=list)  # §3.5 extra labels (Fleiss' kappa)
+    coco: List[InputFile] = field(default_factory=list)          # COCO instances_*.json (§3.1)
+    annotations: List[InputFile] = field(default_factory=list)   # public raw layout (JSON Lines)
+    captions: List[InputFile] = field(default_factory=list)      # writer output for this build's pairs
+    votes: List[InputFile] = field(default_factory=list)         # validator votes
+    extra_labels: List[InputFile] = field(default_factory=list)  # §3.5 extra labels (Fleiss' kappa)
 
 
 @dataclass

@@ -16,12 +16,11 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import os
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-from pipelines.preflight import check_not_empty
+from pipelines.preflight import check_not_empty, input_files
 from pipelines.release.tables import Table
 from pipelines.vsr.annotations import (JoinExtraLabels, JoinVotes, MergeExamples, ReadCaptions,
                                        ReadPublicAnnotations)
@@ -35,7 +34,6 @@ from pipelines.vsr.splits import SplitVsr
 from pipelines.vsr.validation import (AgreementFn, AgreementRule, ApplyVoteRules,
                                       ExtraLabelAgreementFn, KeepRule, sum_counters)
 from transforms.coco.instances import ReadCoco
-from transforms.core.errors import PreflightError
 from transforms.core.stage import MAIN, REJECTS
 from transforms.io.release import WriteRejects, WriteReport, WriteTable
 
@@ -196,40 +194,10 @@ INPUT_KEYS = ("coco", "annotations", "captions", "votes", "extra_labels")
 
 def expand_inputs(cfg: VsrConfig) -> dict:
     """{input key: [concrete files]}: each path or glob (local, gs://, any Beam file system)
-    expanded once with FileSystems.match, files in pattern order then name order, each
-    file once; a glob skips what is not a regular file. A pattern that matches nothing (or
-    a missing file, or a named folder or pipe) is a PreflightError before any work starts,
-    never a reject further on."""
-    files = {}
-    for key in INPUT_KEYS:
-        found = []
-        for pattern in getattr(cfg.inputs, key):
-            try:
-                matched = FileSystems.match([pattern])[0].metadata_list
-            except Exception as e:   # an unknown scheme, a file system without credentials
-                raise PreflightError(f"inputs.{key}: cannot list {pattern}: {e}") from None
-            paths = sorted(m.path for m in matched if _is_file(m.path))
-            if not paths and not _is_glob(pattern) and os.path.exists(pattern):
-                raise PreflightError(f"inputs.{key}: not a regular file: {pattern}"
-                                     + (" (a folder)" if os.path.isdir(pattern) else ""))
-            if not paths:
-                raise PreflightError(f"inputs.{key}: no such file: {pattern}"
-                                     + (" (the pattern matches nothing)" if _is_glob(pattern) else ""))
-            found += [path for path in paths if path not in found]
-        for path in found:
-            check_not_empty(path, f"inputs.{key}")
-        files[key] = found
-    return files
-
-
-def _is_file(path: str) -> bool:
-    """A regular file, or a remote object: a folder, pipe or device is no input (reading
-    a pipe would wait forever)."""
-    return bool(FileSystems.get_scheme(path)) or os.path.isfile(path)
-
-
-def _is_glob(path: str) -> bool:
-    return any(c in path for c in "*?[")
+    expanded once, files in pattern order then name order (pipelines/preflight.py
+    input_files: a pattern that matches nothing, a folder, a pipe, a compressed or empty
+    file, the same file twice is a PreflightError before any work, never a reject further on)."""
+    return {key: input_files(f"inputs.{key}", getattr(cfg.inputs, key)) for key in INPUT_KEYS}
 
 
 def preflight(cfg: VsrConfig) -> VsrConfig:

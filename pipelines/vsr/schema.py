@@ -10,13 +10,13 @@ three relations lacks it, and no other does).
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
 import pyarrow as pa
 
 from schemas.coco import CocoImage
+from transforms.io import strict_json
 
 # Table 1, in the paper's order (also ../shared/realdata/vsr/rel_meta_category_dict.txt).
 TABLE_1: Tuple[Tuple[str, Tuple[str, ...]], ...] = (
@@ -224,9 +224,11 @@ def to_public_line(voted: VotedExample, stringify_votes: bool = False) -> dict:
 
 
 def parse_vote_list(value) -> List:
-    """A vote list as the public files hold it: a JSON array, or (v2) its string "[1, 2]"."""
+    """A vote list as the public files hold it: a JSON array, or (v2) its string "[1, 2]",
+    decoded under the same rules as the line (transforms/io/strict_json.py: a JsonProblem
+    is a ValueError)."""
     if isinstance(value, str):
-        value = json.loads(value)
+        value = strict_json.loads(value)
     if not isinstance(value, list) or not all(
             isinstance(x, (int, str)) and not isinstance(x, bool) for x in value):
         raise ValueError("expected a list of validator ids")

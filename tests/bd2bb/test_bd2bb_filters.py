@@ -83,7 +83,7 @@ def test_tuple_lines():
                                       "annotator": "w1"}))
     assert isinstance(ok, BD2BBTuple) and ok.image == "123456" and len(ok.tuple_id) == 16
     assert parse_tuple_line('{"image": "x.jpg", "intention": "a", "action": "b"}')[0] == reasons.BAD_FIELD
-    assert parse_tuple_line('{"image": "COCO_1.jpg", "intention": "a"}')[0] == reasons.MISSING_FIELD
+    assert parse_tuple_line('{"image": "COCO_train2014_000000000001.jpg", "intention": "a"}')[0] == reasons.MISSING_FIELD
     assert parse_tuple_line("not json")[0] == reasons.BAD_JSON
     assert parse_tuple_line(json.dumps({"id": "t1", "image": "COCO_train2014_000000000042.jpg",
                                         "intention": "a", "action": "b"})).tuple_id == "t1"
@@ -95,9 +95,9 @@ def tup(i, intention="want to have some fun today", action="pet the dog", image=
 
 
 def test_read_and_filter_stages_route_rejects_with_reasons(tmp_path):
-    lines = [json.dumps({"id": "t1", "image": "COCO_1.jpg", "intention": "want to relax a bit", "action": "pet the dog"}),
-             json.dumps({"id": "t1", "image": "COCO_1.jpg", "intention": "want to relax a bit", "action": "pet the cat"}),
-             "{broken", json.dumps({"image": "COCO_2.jpg", "intention": "x"})]
+    lines = [json.dumps({"id": "t1", "image": "COCO_train2014_000000000001.jpg", "intention": "want to relax a bit", "action": "pet the dog"}),
+             json.dumps({"id": "t1", "image": "COCO_train2014_000000000001.jpg", "intention": "want to relax a bit", "action": "pet the cat"}),
+             "{broken", json.dumps({"image": "COCO_train2014_000000000002.jpg", "intention": "x"})]
     path = tmp_path / "tuples.jsonl"
     path.write_text("\n".join(lines) + "\n\n")
     tuples = [tup(1), tup(2, intention="lorem ipsum dolor sit amet"), tup(3, action="asdfgh qwrtzp"),
@@ -157,9 +157,9 @@ def test_duplicates_are_unique_image_intention_action_whatever_the_annotator_or_
                          "action": "pet the dog", "annotator": "w1"}),
              json.dumps({"image": 1, "intention": "Want to relax  a bit", "action": "Pet the DOG",
                          "annotator": "w2"}),
-             json.dumps({"id": "z9", "image": "COCO_1.jpg", "intention": "want to relax a bit",
+             json.dumps({"id": "z9", "image": "COCO_train2014_000000000001.jpg", "intention": "want to relax a bit",
                          "action": "pet the dog ", "annotator": "w3"}),
-             json.dumps({"image": "COCO_2.jpg", "intention": "want to relax a bit", "action": "pet the dog",
+             json.dumps({"image": "COCO_train2014_000000000002.jpg", "intention": "want to relax a bit", "action": "pet the dog",
                          "annotator": "w1"})]                         # another image: kept
     path = tmp_path / "tuples.jsonl"
     first = parse_tuple_line(lines[1])           # same hash id as lines[0]; image "1" sorts first

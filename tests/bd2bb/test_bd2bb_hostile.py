@@ -244,7 +244,7 @@ def test_an_unknown_language_code_is_a_config_error(tmp_path):
 
 @pytest.mark.parametrize("content, message", [
     (b'{"annotations": [{"image_id": 1, "caption": "a d\xe9j\xe0 vu"}]}', "byte 0xe9 at offset 48 is not UTF-8"),
-    (b'{"annotations": [', "is not JSON"),
+    (b'{"annotations": [', "not JSON"),
     (b'{"images": []}', 'is not a COCO captions file: no "annotations" list'),
     (b'{"annotations": [{"image_id": "1", "caption": "a dog"}]}', 'annotations\\[0\\] needs an integer "image_id"'),
 ])

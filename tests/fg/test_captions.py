@@ -105,7 +105,7 @@ def test_read_captions_karpathy_layout(tmp_path):
 
 
 @pytest.mark.parametrize("content, message", [
-    ("not json", "not a JSON file"),
+    ("not json", "not JSON"),
     ("[1, 2]", "expected {image_id: [5 captions]}"),
     ('{"a": [1, 2]}', "image a has 2 captions"),
     ('{"42": ["a", "b", "c", "d"]}', "image 42 has 4 captions"),
@@ -113,6 +113,17 @@ def test_read_captions_karpathy_layout(tmp_path):
     (json.dumps(_karpathy("coco", [_image("val", cocoid=7)])), "no images of split 'test'"),
     (json.dumps(_karpathy("coco", [{"split": "test"}])), "images[0] has no sentences"),
     (json.dumps(_karpathy("coco", [_image("test", cocoid=7), _image("test", cocoid=7)])), "appears twice"),
+    # issue 24: an id twice in {id: [5]} kept the last list silently
+    ('{"42": ["a", "b", "c", "d", "e"], "42": ["f", "g", "h", "i", "j"]}', "key '42' appears twice"),
+    # empty, blank and punctuation-only captions were renovated into invented text or published empty
+    ('{"42": ["a dog", "", "c", "d", "e"]}', "image 42 caption 1 ('') has no letter or digit"),
+    ('{"42": ["a dog", "b", "   ", "d", "e"]}', "image 42 caption 2 ('   ') has no letter or digit"),
+    ('{"42": ["a dog", "b", "c", "...!", "e"]}', "image 42 caption 3 ('...!') has no letter or digit"),
+    # a Karpathy cocoid that is no id gave a traceback
+    (json.dumps(_karpathy("coco", [_image("test", cocoid="abc")])), "images[0].cocoid must be a COCO image id (a whole number of at most 12 digits), got 'abc'"),
+    (json.dumps(_karpathy("coco", [_image("test", cocoid=None)])), "images[0].cocoid must be a COCO image id (a whole number of at most 12 digits), got None"),
+    (json.dumps(_karpathy("coco", [_image("test", cocoid=10 ** 30)])), "beyond the 64-bit"),
+    ('{"42": ["a dog \\ud83d", "b", "c", "d", "e"]}', "field '42[0]' holds a lone UTF-16 surrogate"),
 ])
 def test_read_captions_names_the_file_and_the_problem(tmp_path, content, message):
     from transforms.core.errors import InputError

@@ -23,13 +23,20 @@ def _cfg(**inputs):
                        [f"inputs.{k}=[{','.join(v)}]" for k, v in inputs.items()], VsrConfig)
 
 
-def test_globs_expand_to_files_once(sample):
-    cfg = _cfg(coco=[f"{sample}/instances_*2017.json", f"{sample}/instances_train2017.json"],
-               annotations=[f"{sample}/public_*.jsonl"])
+def test_globs_expand_to_files_in_name_order(sample):
+    cfg = _cfg(coco=[f"{sample}/instances_*2017.json"], annotations=[f"{sample}/public_*.jsonl"])
     files = vsr.expand_inputs(cfg)
     assert files["coco"] == [f"{sample}/instances_train2017.json", f"{sample}/instances_val2017.json"]
     assert files["annotations"] == [f"{sample}/public_layout.jsonl"] and files["votes"] == []
     assert vsr.preflight(cfg).inputs.coco == files["coco"]
+
+
+def test_a_file_a_glob_and_a_path_both_name_is_refused_not_read_once(sample):
+    """Issue 24: the same file named twice in one key used to be read once, silently."""
+    cfg = _cfg(coco=[f"{sample}/instances_*2017.json", f"{sample}/instances_train2017.json"])
+    with pytest.raises(PreflightError, match=f"inputs.coco: {sample}/instances_train2017.json is named "
+                                             f"twice, by {sample}/instances_\\*2017.json and by"):
+        vsr.preflight(cfg)
 
 
 @pytest.mark.parametrize("pattern", ["instances_*2019.json", "no_such_file.json", ""])

@@ -6,8 +6,10 @@ holds one element, never the file. Each file is read by one worker (the reads of
 files run in parallel); an image becomes a CocoImage, an annotation a small tuple
 (image_id, category_id, area, iscrowd). An entry that lacks what it needs, an image
 whose file_name is not a plain COCO name (schemas.coco.FILE_NAME) or whose coco_url is
-not http(s), and an entry holding NaN or an infinity is bad_coco_record. A file that is
-not COCO JSON (not an object, broken JSON, truncated) is dropped as a whole
+not http(s), an entry holding NaN or an infinity, and one that breaks the rules of
+transforms/io/strict_json.py (a key named twice, a lone UTF-16 surrogate, an integer
+beyond 64 bits) is bad_coco_record. A file that is not COCO JSON (not an object, broken
+JSON, truncated, a top-level key twice) is dropped as a whole
 (`malformed_coco`): it is checked in one streaming pass before any of its records are
 emitted, so a half-read file never feeds a sample.
 """
@@ -17,14 +19,17 @@ import json
 import logging
 import math
 import os
+from dataclasses import dataclass
 from typing import Iterator, List, Optional, Tuple, Union
 
 import apache_beam as beam
-from apache_beam.io.filesystems import FileSystems
 
 from schemas import reasons
 from schemas.coco import CocoImage, is_file_name, is_link
+from schemas.tfexample import INT64_MAX, INT64_MIN
 from transforms.core.stage import MAIN, REJECTS, KeepFirst, StageFn, stage_pardo
+from transforms.io import strict_json
+from transforms.io.files import open_regular_file
 
 CHUNK = 1 << 20
 MAX_ELEMENT = 64 << 20   # characters; no COCO entry comes near it
@@ -54,7 +59,7 @@ def _elements(f, buffer: str, pos: int, decoder) -> Iterator:
         first = False
         while True:
             try:
-                value, end = decoder.raw_decode(buffer, pos)
+                value, end = _decode_element(decoder, buffer, pos)
                 # a number cut at the chunk end would decode short: make sure a delimiter follows
                 if end >= len(buffer):
                     raise json.JSONDecodeError("at chunk end", buffer, end)
@@ -63,6 +68,28 @@ def _elements(f, buffer: str, pos: int, decoder) -> Iterator:
                 buffer, pos = _refill(f, buffer, pos)
         yield value
         pos = end   # no slicing per element: the buffer is compacted only when refilled
+
+
+@dataclass(frozen=True)
+class Refused:
+    """An element that breaks transforms/io/strict_json.py's rules (a key twice, a lone
+    surrogate, an integer beyond 64 bits): why, and the value as json reads it."""
+    detail: str
+    value: object
+
+
+_LENIENT = json.JSONDecoder()
+
+
+def _decode_element(decoder, buffer: str, pos: int):
+    """(element or Refused, end). A JSONDecodeError means the text is cut short."""
+    try:
+        value, end = decoder.raw_decode(buffer, pos)
+    except strict_json.DuplicateKey as e:
+        value, end = _LENIENT.raw_decode(buffer, pos)   # where it ends; the last value of the key
+        return Refused(e.detail, value), end
+    problem = strict_json.value_problem(value, buffer, pos, end)
+    return (Refused(problem[1], value) if problem else value), end
 
 
 def _refill(f, buffer: str, pos: int) -> Tuple[str, int]:
@@ -90,14 +117,14 @@ def iter_coco_file(path: str) -> Iterator[Tuple[str, object]]:
     """(IMAGE, dict) and (ANNOTATION, dict) for each entry of `path`; other top-level keys
     are decoded and discarded one value at a time. Raises MalformedCoco."""
     import codecs
-    decoder = json.JSONDecoder()
-    with FileSystems.open(path, compression_type="uncompressed") as raw:
+    decoder = strict_json.decoder(finite_numbers=False)   # NaN: named per field by _non_finite
+    with open_regular_file(path) as raw:
         f = codecs.getreader("utf-8")(raw)
         buffer, pos = _skip_ws(f, "", 0)
         if buffer[pos] != "{":
             raise MalformedCoco("the top level is not a JSON object")
         pos += 1
-        first = True
+        first, keys = True, set()
         while True:
             buffer, pos = _skip_ws(f, buffer, pos)
             if buffer[pos] == "}":
@@ -107,10 +134,13 @@ def iter_coco_file(path: str) -> Iterator[Tuple[str, object]]:
                     raise MalformedCoco(f"expected ',' or '}}' at offset {pos}")
                 buffer, pos = _skip_ws(f, buffer, pos + 1)
             first = False
-            key, buffer, pos = _decode_value(f, buffer, pos, decoder)
+            key, buffer, pos = _decode_value(f, buffer, pos, _LENIENT)
             buffer, pos = _skip_ws(f, buffer, pos)
             if not isinstance(key, str) or buffer[pos] != ":":
                 raise MalformedCoco("expected a key and ':'")
+            if key in keys:   # "images" twice: which list is meant?
+                raise MalformedCoco(f"the top-level key {strict_json.printable(key)!r} appears twice")
+            keys.add(key)
             buffer, pos = _skip_ws(f, buffer, pos + 1)
             kind = {"images": IMAGE, "annotations": ANNOTATION}.get(key)
             if kind and buffer[pos] == "[":
@@ -122,7 +152,7 @@ def iter_coco_file(path: str) -> Iterator[Tuple[str, object]]:
             elif kind:
                 raise MalformedCoco(f"{key!r} is not a list")
             else:
-                _, buffer, pos = _decode_value(f, buffer, pos, decoder)
+                _, buffer, pos = _decode_value(f, buffer, pos, _LENIENT)   # skipped whole
 
 
 def _decode_value(f, buffer: str, pos: int, decoder):
@@ -166,6 +196,8 @@ def _non_finite(entry: dict) -> List[str]:
 
 def _image(entry, path: str) -> Union[CocoImage, str]:
     """A CocoImage, or what is wrong with the entry (its bad_coco_record detail)."""
+    if isinstance(entry, Refused):
+        return entry.detail
     if not isinstance(entry, dict):
         return "an images entry must be an object"
     image_id, file_name = entry.get("id"), entry.get("file_name")
@@ -191,13 +223,18 @@ def _broken_concept(entry) -> Optional[Tuple[int, int]]:
     """(image_id, category_id) of a bad annotation entry whose image and category are
     still readable: that concept cannot be checked in that image (its instance count or
     area is unknown), so it must not be eligible there."""
-    if isinstance(entry, dict) and _valid_int(entry.get("image_id")) and _valid_int(entry.get("category_id")):
+    if isinstance(entry, Refused):
+        entry = entry.value
+    if (isinstance(entry, dict) and _valid_int(entry.get("image_id")) and _valid_int(entry.get("category_id"))
+            and all(INT64_MIN <= entry[k] <= INT64_MAX for k in ("image_id", "category_id"))):
         return entry["image_id"], entry["category_id"]
     return None
 
 
 def _annotation(entry) -> Union[Tuple[int, int, float, int], str]:
     """(image_id, category_id, area, iscrowd), or what is wrong with the entry."""
+    if isinstance(entry, Refused):
+        return entry.detail
     if not isinstance(entry, dict):
         return "an annotations entry must be an object"
     values = [entry.get(k) for k in ("image_id", "category_id", "area")]
@@ -260,8 +297,9 @@ class _StreamCoco(StageFn):
             self.counts.seen(level=kind)
             record = _image(entry, path) if kind == IMAGE else _annotation(entry)
             if isinstance(record, str):
+                shown = entry.value if isinstance(entry, Refused) else entry
                 yield self.reject(reasons.BAD_COCO_RECORD, f"{path}#{kind}{n}", level=kind,
-                                  detail=f"{record}: {json.dumps(entry)[:200]}")
+                                  detail=f"{record}: {json.dumps(shown)[:200]}")
                 broken = _broken_concept(entry) if kind == ANNOTATION else None
                 if broken is not None:    # a marker, not a record: counted above as rejected
                     yield beam.pvalue.TaggedOutput(BROKEN, broken)

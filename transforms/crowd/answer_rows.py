@@ -21,15 +21,21 @@ before duplicates are dropped (so a fresh second row stands in for a stale first
 """
 from __future__ import annotations
 
+import re
 from typing import Any, Callable, NamedTuple, Optional, Sequence, Tuple
 
 import apache_beam as beam
 from apache_beam.io import fileio
+from apache_beam.io.filesystem import CompressionTypes
 
 from schemas import reasons
+from schemas.tfexample import INT64_MAX, INT64_MIN
 from transforms.core.stage import MAIN, REJECTS, KeepFirst, StageFn, stage_pardo
 from transforms.crowd.answer_files import AnswerRow, file_format, parse_file
 from transforms.crowd.shown import Answer, CheckShown, Evidence, carried
+
+
+_INTEGER = re.compile(r"-?[0-9]{1,19}")   # 19 digits: the widest an int64 can be
 
 
 class RowProblem(NamedTuple):
@@ -42,6 +48,21 @@ def cell_text(row: dict, column: str) -> str:
     """A cell as stripped text ("" when absent): CSV and JSON Lines rows read alike."""
     value = row.get(column)
     return value.strip() if isinstance(value, str) else ("" if value is None else str(value).strip())
+
+
+def whole_number(value) -> Optional[int]:
+    """A cell (CSV text) or JSON value as an integer a release can hold, or None: an int,
+    or ASCII digits with an optional "-". Never int() on what str.isdigit() alone lets
+    through: "²" is a digit to it and a crash to int(), and 5,000 digits are refused by
+    Python (over 4,300) and by every int64 column."""
+    if isinstance(value, str):
+        text = value.strip()
+        if not _INTEGER.fullmatch(text):
+            return None
+        value = int(text)
+    if isinstance(value, bool) or not isinstance(value, int) or not INT64_MIN <= value <= INT64_MAX:
+        return None
+    return value
 
 
 def _no_fields(*_) -> dict:
@@ -120,7 +141,9 @@ class _ReadRows(beam.PTransform):
         fmt, required = self._fmt, self._required
 
         def rows(readable):
-            with readable.open() as raw:   # bytes: parse_file decodes each line strictly
+            # bytes as stored (a compressed file is refused in preflight, not read here):
+            # parse_file decodes each line strictly
+            with readable.open(compression_type=CompressionTypes.UNCOMPRESSED) as raw:
                 yield from parse_file(readable.metadata.path, raw, fmt, required)
 
         return (p | fileio.MatchFiles(self._path) | fileio.ReadMatches()

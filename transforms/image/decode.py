@@ -160,10 +160,9 @@ def read_image(path: str, expected_sha256: str = "", max_pixels: int = DEFAULT_M
     The bytes are hashed as read, so the embedding always belongs to the content hashed;
     with `expected_sha256`, bytes that changed since hashing are refused before decoding
     (their header was never checked against the pixel limit)."""
-    from apache_beam.io.filesystem import CompressionTypes
-    from apache_beam.io.filesystems import FileSystems
+    from transforms.io.files import open_regular_file
     try:
-        with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+        with open_regular_file(path) as f:   # a FIFO or /dev/zero is refused, never read
             data = f.read()
     except Exception as e:  # noqa: BLE001 - missing, permission, I/O error
         raise ImageProblem(reasons.UNREADABLE_IMAGE, f"{path}: {describe_error(e)}") from None

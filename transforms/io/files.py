@@ -2,7 +2,10 @@
 from __future__ import annotations
 
 import os
+import stat
+from typing import Optional
 
+from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 
@@ -23,3 +26,42 @@ def make_dirs(path: str) -> None:
     except IOError:
         if not FileSystems.exists(path):  # local mkdirs also fails when it already exists
             raise
+
+
+class NotARegularFile(OSError):
+    """A local path that exists but is no regular file: reading a FIFO waits forever,
+    /dev/zero never ends, a folder is no content."""
+
+
+def special_file_kind(path: str) -> Optional[str]:
+    """What a local path is when it exists but is not a regular file ("a folder",
+    "a FIFO (named pipe)", "a character device", ...), found with stat (a FIFO is never
+    opened); None for a regular file, a missing path and a URL (gs://...)."""
+    if not path or FileSystems.get_scheme(path):
+        return None
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:   # missing, or a symlink loop: the reader's own error says so
+        return None
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def open_regular_file(path: str):
+    """A path's bytes as stored (never decompressed), opened only when it is a regular
+    file or a URL; raises NotARegularFile (an OSError) before opening anything else."""
+    kind = special_file_kind(path)
+    if kind:
+        raise NotARegularFile(f"{path} is {kind}, not a regular file")
+    return FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)

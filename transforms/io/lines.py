@@ -7,23 +7,21 @@ UTF-8. A data engineer needs the opposite: a bad line becomes a reject that says
 
     lines = p | ReadNumberedLines(["a.jsonl", "more/*.jsonl"])   # SourceLine per line
     record = parse_json_object(line, required_fields)          # dict or (reason, detail)
-    record = parse_json_object(line, required_fields, finite_numbers=True)  # NaN: bad_field
 
 One worker reads one file (line numbers need a sequential read); a Reshuffle then spreads
 the lines, so everything after reading runs on every worker.
 """
 from __future__ import annotations
 
-import json
-import math
 from dataclasses import dataclass
 from typing import Iterable, Iterator, Optional, Sequence, Tuple, Union
 
 import apache_beam as beam
-from apache_beam.io import fileio
 from apache_beam.io.filesystems import FileSystems
 
 from schemas import reasons
+from transforms.io import strict_json
+from transforms.io.files import open_regular_file, special_file_kind
 
 _BOM = b"\xef\xbb\xbf"
 
@@ -31,18 +29,26 @@ _BOM = b"\xef\xbb\xbf"
 @dataclass(frozen=True)
 class SourceLine:
     """One non-blank line of an input file. `error` is set (and `text` empty) when the
-    line's bytes are not UTF-8: a line-level problem that the caller rejects."""
+    line's bytes are not UTF-8: a line-level problem that the caller rejects. `rank` is
+    the place of the pattern that named its file among those read (ReadNumberedLines)."""
     path: str
     number: int   # 1-based
     text: str
     error: Optional[str] = None
+    rank: int = 0
 
     @property
     def where(self) -> str:
         return f"{self.path}:{self.number}"
 
+    @property
+    def place(self) -> Tuple[int, str, int]:
+        """Where the line stands in the inputs: the order "the first line" means (its
+        file's pattern as listed, its file's path, its number), never its content."""
+        return self.rank, self.path, self.number
 
-def iter_numbered_lines(path: str, stream) -> Iterator[SourceLine]:
+
+def iter_numbered_lines(path: str, stream, rank: int = 0) -> Iterator[SourceLine]:
     """SourceLine per non-blank line of a binary stream (a leading BOM is dropped)."""
     for number, raw in enumerate(stream, start=1):
         if number == 1 and raw.startswith(_BOM):
@@ -51,16 +57,17 @@ def iter_numbered_lines(path: str, stream) -> Iterator[SourceLine]:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as e:
             yield SourceLine(path, number, "", f"byte 0x{raw[e.start]:02x} at column "
-                                               f"{e.start + 1} is not UTF-8")
+                                               f"{e.start + 1} is not UTF-8", rank)
             continue
         text = text.rstrip("\r\n")
         if text.strip():  # blank lines are layout, not items
-            yield SourceLine(path, number, text)
+            yield SourceLine(path, number, text, rank=rank)
 
 
 def read_numbered_lines(path: str) -> Iterator[SourceLine]:
-    """Every SourceLine of one file on any Beam filesystem (driver or worker)."""
-    with FileSystems.open(path, compression_type="uncompressed") as raw:
+    """Every SourceLine of one file on any Beam filesystem (driver or worker), read as
+    stored; a FIFO or device raises NotARegularFile instead of being read."""
+    with open_regular_file(path) as raw:
         yield from iter_numbered_lines(path, raw)
 
 
@@ -68,69 +75,61 @@ class ReadNumberedLines(beam.PTransform):
     """file paths or glob patterns -> SourceLine per non-blank line.
 
     A pattern that matches nothing is the caller's preflight error, not ours: this reads
-    what there is (empty_match_treatment ALLOW), so a test can build an empty input."""
+    what there is, so a test can build an empty input."""
 
     def __init__(self, patterns: Union[str, Sequence[str]]):
         super().__init__()
         self._patterns = [patterns] if isinstance(patterns, str) else list(patterns)
 
     def expand(self, pbegin):
-        patterns = self._patterns
+        patterns = list(enumerate(self._patterns))
 
-        def lines(metadata):
-            if metadata.path.endswith(("/", "\\")):  # a folder: skipped, as ReadMatches does
-                return
-            with fileio.ReadableFile(metadata).open() as raw:  # compression by extension
-                yield from iter_numbered_lines(metadata.path, raw)
+        def files(ranked_pattern):
+            rank, pattern = ranked_pattern
+            for path in sorted(m.path for m in FileSystems.match([pattern])[0].metadata_list):
+                if not path.endswith(("/", "\\")) and special_file_kind(path) != "a folder":
+                    yield rank, path   # a folder a glob matched is skipped, as ReadMatches does
 
-        # an impulse and a FlatMap rather than Create and ReadMatches: the same files
-        # read the same way in 4 fewer transforms (each costs every build start-up time)
+        def lines(ranked_path):
+            rank, path = ranked_path
+            # the bytes as stored, as every reader reads them (preflight refuses a
+            # compressed input: pipelines/preflight.py), so a line number is a line of
+            # the file the user has
+            with open_regular_file(path) as raw:
+                yield from iter_numbered_lines(path, raw, rank)
+
+        # an impulse and two FlatMaps rather than Create, MatchAll and ReadMatches: the
+        # same files read the same way in fewer transforms (each costs every build
+        # start-up time), and each line knows its pattern's place
         return (pbegin
                 | "Once" >> beam.Impulse()
                 | "Patterns" >> beam.FlatMap(lambda _: patterns)
-                | "Match" >> fileio.MatchAll(fileio.EmptyMatchTreatment.ALLOW)
+                | "Match" >> beam.FlatMap(files)
                 | "Lines" >> beam.FlatMap(lines)
                 | "Spread lines" >> beam.Reshuffle())
 
 
-class _NonFinite(ValueError):
-    """A number JSON does not have: NaN, Infinity, -Infinity (Python's json reads them) or
-    one too large for a float (1e999 reads as inf)."""
-
-
-def _refuse_constant(name: str):
-    raise _NonFinite(name)
-
-
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise _NonFinite(text)
-    return value
-
-
-def parse_json_object(line: Union[SourceLine, str], required_fields: Iterable[str] = (),
-                      finite_numbers: bool = False) -> Union[dict, Tuple[str, str]]:
+def parse_json_object(line: Union[SourceLine, str],
+                      required_fields: Iterable[str] = ()) -> Union[dict, Tuple[str, str]]:
     """One JSON Lines line as a dict whose `required_fields` are non-empty strings, or
-    (reason code, detail) saying what is wrong with it. With `finite_numbers`, a line
-    holding NaN, Infinity or a number beyond float range anywhere is bad_field."""
+    (reason code, detail) saying what is wrong with it. The line is decoded under
+    transforms/io/strict_json.py's rules: a lone surrogate, a key named twice, an integer
+    beyond 64 bits, NaN or Infinity anywhere in it is that line's reject, naming the field."""
     if isinstance(line, SourceLine):
         if line.error:
             return reasons.BAD_ENCODING, line.error
         line = line.text
-    hooks = {"parse_constant": _refuse_constant, "parse_float": _finite_float} if finite_numbers else {}
     try:
-        record = json.loads(line, **hooks)
-    except _NonFinite as e:
-        return reasons.BAD_FIELD, f"{e} is not a finite number"
-    except json.JSONDecodeError as e:
-        return reasons.BAD_JSON, f"not JSON: {e.msg} at column {e.colno}"
-    except RecursionError:
-        return reasons.BAD_JSON, "not JSON: nested too deeply"
-    except ValueError as e:   # e.g. an integer of more than 4,300 digits
-        return reasons.BAD_JSON, f"not JSON: {str(e)[:200]}"
+        record = strict_json.loads(line)
+    except strict_json.JsonProblem as e:
+        return e.problem
     if not isinstance(record, dict):
         return reasons.BAD_JSON, "a line must be a JSON object"
+    return required_strings_problem(record, required_fields) or record
+
+
+def required_strings_problem(record: dict, required_fields: Iterable[str]) -> Optional[Tuple[str, str]]:
+    """missing_field or bad_field when a required field is absent or not a non-empty string."""
     required_fields = tuple(required_fields)
     missing = [f for f in required_fields if f not in record]
     if missing:
@@ -138,4 +137,4 @@ def parse_json_object(line: Union[SourceLine, str], required_fields: Iterable[st
     bad = [f for f in required_fields if not isinstance(record[f], str) or not record[f].strip()]
     if bad:
         return reasons.BAD_FIELD, f"field(s) must be non-empty strings: {', '.join(bad)}"
-    return record
+    return None

@@ -1,0 +1,535 @@
+"""One hostile-input harness for every benchmark (issue 24, part 3): nothing a user can
+put in an input ends in a traceback, a hang, a silently changed value or an empty
+release. Tables, each case one test:
+
+1. Hostile files x every input path of every registered benchmark. The inputs are found
+   from the config types (pipelines/config.py input_fields: InputFile, ImageSource,
+   InputPath), so an input added later is covered without touching this file. Each case
+   runs `python -m pipelines <benchmark> build` in process: exit 2, one line naming the
+   key and the path, before any work (no Beam run, no version folder).
+2. Hostile values x every JSON input (JSON Lines lines and whole JSON documents). Each
+   case writes a good line and the hostile one, then runs the stage that reads that
+   input (the stage's DoFn, element by element, as Beam runs it): the hostile line is
+   a reject with its reason, file and line (the good one passes), or a whole document
+   is refused naming the file and what is wrong.
+3. Files a line names (a FIFO, /dev/zero as an image) and numbers in crowd cells.
+
+Builds with hostile values mixed in, one per benchmark, and a build that yields nothing:
+tests/test_hostile_builds.py. The classes and where each is fixed: docs/reliability.md,
+"Hostile inputs".
+"""
+from __future__ import annotations
+
+import bz2
+import gzip
+import json
+import os
+import re
+from dataclasses import dataclass
+from typing import Callable, List, Optional
+
+import pytest
+
+from pipelines import cli, registry, runner
+from pipelines.config import ImageSource, InputFile, InputPath, input_fields
+from schemas import reasons
+from schemas.rejects import Reject
+from transforms.core.errors import InputError
+from transforms.core.stage import REJECTS
+from transforms.io.lines import read_numbered_lines
+
+BENCHMARKS = registry.names()
+
+
+# --- 1. hostile files, every input path of every benchmark -------------------------------
+
+def _fifo(folder: str) -> str:
+    path = os.path.join(folder, "pipe.jsonl")
+    os.mkfifo(path)                 # opening it would wait for a writer forever
+    return path
+
+
+def _gzip(folder: str) -> str:
+    path = os.path.join(folder, "lines.jsonl.gz")
+    with gzip.open(path, "wb") as f:
+        f.write(b'{"a": 1}\n')
+    return path
+
+
+def _bzip2(folder: str) -> str:
+    path = os.path.join(folder, "lines.jsonl")   # no telling extension: the first bytes say it
+    with open(path, "wb") as f:
+        f.write(bz2.compress(b'{"a": 1}\n'))
+    return path
+
+
+def _utf16(folder: str) -> str:
+    path = os.path.join(folder, "lines.jsonl")
+    with open(path, "wb") as f:
+        f.write('{"a": "caf\u00e9"}\n'.encode("utf-16"))   # with its byte order mark
+    return path
+
+
+def _empty(folder: str) -> str:
+    path = os.path.join(folder, "empty.jsonl")
+    with open(path, "wb") as f:
+        f.write(b"\n  \n")
+    return path
+
+
+def _folder(folder: str) -> str:
+    path = os.path.join(folder, "a-folder")
+    os.mkdir(path)
+    return path
+
+
+def _touch(folder: str, name: str) -> str:
+    path = os.path.join(folder, name)
+    with open(path, "wb") as f:
+        f.write(b"bytes")
+    return path
+
+
+def _plain(folder: str) -> str:
+    path = os.path.join(folder, "plain.jsonl")
+    with open(path, "w") as f:
+        f.write('{"a": 1}\n')
+    return path
+
+
+@dataclass(frozen=True)
+class HostileFile:
+    """A file an input must refuse: how to make it, which path types it applies to, and
+    what the one line must say."""
+    name: str
+    make: Callable[[str], str]
+    kinds: tuple
+    says: str
+    second: Optional[Callable[[str], str]] = None   # a second path naming the same file (list keys only)
+
+
+def _symlink(path: str) -> str:
+    link = path + ".link"
+    os.symlink(path, link)
+    return link
+
+
+FILE_CASES = (
+    HostileFile("fifo", _fifo, (InputFile, ImageSource, InputPath), "is a FIFO (named pipe), not a regular file"),
+    HostileFile("dev-zero", lambda _: "/dev/zero", (InputFile, ImageSource, InputPath),
+                "is a character device, not a regular file"),
+    HostileFile("folder", _folder, (InputFile,), "is a folder, not a regular file"),
+    HostileFile("gzip", _gzip, (InputFile, ImageSource), "is gzip-compressed"),
+    HostileFile("bzip2", _bzip2, (InputFile, ImageSource), "is bzip2-compressed"),
+    HostileFile("utf16", _utf16, (InputFile, ImageSource), "is UTF-16 text"),
+    HostileFile("empty", _empty, (InputFile, ImageSource), "is empty: nothing to build"),
+    HostileFile("missing", lambda folder: os.path.join(folder, "no-such.jsonl"), (InputFile, ImageSource),
+                "no such file"),
+    HostileFile("twice", _plain, (InputFile,), "is listed twice", second=lambda path: path),
+    HostileFile("twice-by-symlink", _plain, (InputFile,), "is named twice, by", second=_symlink),
+    # an empty FG pool folder built its sets from the targets alone
+    HostileFile("folder-without-images", _folder, (ImageSource,), "holds no .jpg/.jpeg/.png file: nothing to build"),
+)
+
+
+# Keys a config needs set for another key to be accepted at all (config validation runs
+# before the input checks): a plain file or folder each, which the input checks pass.
+COMPANIONS = {
+    "imagecode": {"crowd.descriptions": "plain"},
+    "vsr": {"inputs.coco": "[plain]"},
+    "fg": {"inputs.captions": "plain", "inputs.images": "folder", "inputs.pool": "folder",
+           "inputs.details": "plain"},
+}
+
+
+def _companions(benchmark: str, key: str, folder: str) -> List[str]:
+    """The --set arguments of COMPANIONS for a build that tests `key`."""
+    images = os.path.join(folder, "images")
+    os.mkdir(images)
+    _touch(images, "a.png")
+    made = {"plain": _plain(folder), "folder": images}
+    sets = []
+    for other, what in COMPANIONS.get(benchmark, {}).items():
+        if other != key:
+            path = made[what.strip("[]")]
+            sets += ["--set", f"{other}=[{path}]" if what.startswith("[") else f"{other}={path}"]
+    return sets
+
+
+def _file_cases():
+    for benchmark in BENCHMARKS:
+        for key, kind, is_list in input_fields(registry.load(benchmark).config_type):
+            for case in FILE_CASES:
+                if kind in case.kinds and (is_list or case.second is None):
+                    yield pytest.param(benchmark, key, is_list, case, id=f"{benchmark}-{key}-{case.name}")
+
+
+@pytest.mark.parametrize("benchmark, key, is_list, case", list(_file_cases()))
+def test_a_hostile_file_stops_the_build_before_any_work_in_one_line(benchmark, key, is_list, case,
+                                                                     tmp_path, capsys):
+    (tmp_path / "in").mkdir()
+    path = case.make(str(tmp_path / "in"))
+    value = (f"[{path},{case.second(path)}]" if case.second else f"[{path}]" if is_list else path)
+    out = tmp_path / "out"
+    code = cli.run_main(lambda argv: runner.build(benchmark, argv),
+                        ["--config", "paper", "--set", f"{key}={value}",
+                         *_companions(benchmark, key, str(tmp_path)), "--output", str(out),
+                         "--version", "1.0.0", "--quiet"])
+    errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
+    assert code == 2 and len(errors) == 1, errors
+    assert errors[0].startswith(f"error: {key}: ") and path in errors[0] and case.says in errors[0], errors
+    assert not out.exists() or not any(out.rglob("MANIFEST.json"))
+
+
+# --- 2. hostile values, every JSON input --------------------------------------------------
+
+COCO_NAME, COCO_LINK = "000000000001.jpg", "http://images.cocodataset.org/train2017/000000000001.jpg"
+
+
+def _vsr_public_stage(path: str):
+    from pipelines.vsr.annotations import _ParsePublic
+    from pipelines.vsr.schema import RELATIONS
+    return _ParsePublic(frozenset(RELATIONS), {})
+
+
+def _stage(module: str, name: str, *args):
+    """A factory of the stage (a StageFn) `module.name(*args)` that reads an input's lines."""
+    def make(path: str):
+        import importlib
+        return getattr(importlib.import_module(module), name)(*args)
+    return make
+
+
+def _image_lines(path: str):
+    """The stage that reads an image manifest's lines (paths relative to its folder)."""
+    from transforms.image.collection import _ParseLine
+    return _ParseLine(os.path.dirname(path))
+
+
+@dataclass(frozen=True)
+class LinesInput:
+    """A JSON Lines input: the stage that reads its lines, made from the input's path
+    (None: the crowd answer-file reader, transforms/crowd/answer_files.py), a good line (`good(folder)`; files it names
+    are made there), a text field it publishes and the field a big integer goes in."""
+    benchmark: str
+    key: str
+    stage: Optional[Callable[[str], object]]
+    good: Callable[[str], dict]
+    text: str
+    number: str
+
+
+def _answers(number="rank", **fields):
+    return lambda folder: {"worker": "w1", "answer": "a dog on a bench", number: 3, **fields}
+
+
+_FG_LINE = {"image_id": "COCO_val2014_000000000001", "caption_index": 0, "prompt": "with", "noun": "dog"}
+_NLVR2_LINE = {"validation": {"w1": "True"}, "sentence": "Two dogs are on the left.",
+               "left_url": "http://img/train/1/0/l.jpg", "writer": "w0", "label": "True",
+               "right_url": "http://img/train/1/0/r.jpg", "synset": "dog", "query": "two dogs",
+               "identifier": "train-1-0-0", "extra_validations": {}, "directory": 3}
+
+LINES_INPUTS = (
+    LinesInput("imagecode", "inputs.videos", _stage("transforms.video.manifest", "_ParseLine"),
+               lambda d: {"path": _touch(d, "v.mp4"), "source": "msr-vtt", "video_id": "video1",
+                          "split": "train"}, "video_id", "video_id"),
+    LinesInput("imagecode", "crowd.descriptions", None, _answers("target_index", set_name="s1"), "answer", "target_index"),
+    LinesInput("imagecode", "crowd.retrievals", None, _answers("guessed_index", set_name="s1"), "worker", "guessed_index"),
+    LinesInput("vsr", "inputs.annotations", _vsr_public_stage,
+               lambda d: {"image": COCO_NAME, "image_link": COCO_LINK, "caption": "The cat is under the couch.",
+                          "label": 1, "relation": "under", "annotator_id": 3,
+                          "vote_true_validator_id": [1, 2], "vote_false_validator_id": []},
+               "caption", "annotator_id"),
+    LinesInput("vsr", "inputs.captions", _stage("pipelines.vsr.annotations", "_ParseCaptionLine"),
+               lambda d: {"pair_id": "pair-a", "relation": "under", "true_image": COCO_NAME, "annotator_id": 7},
+               "pair_id", "annotator_id"),
+    LinesInput("vsr", "inputs.votes", _stage("pipelines.vsr.annotations", "_ParseLabelLine", "votes", "validator_id"),
+               lambda d: {"example_id": "e1", "validator_id": 3, "label": 1}, "example_id", "validator_id"),
+    LinesInput("vsr", "inputs.extra_labels",
+               _stage("pipelines.vsr.annotations", "_ParseLabelLine", "extra_labels", "annotator_id"),
+               lambda d: {"example_id": "e1", "annotator_id": 4, "label": 0}, "example_id", "annotator_id"),
+    LinesInput("bd2bb", "inputs.tuples", _stage("pipelines.bd2bb.inputs", "_ParseLine"),
+               lambda d: {"id": 17, "image": "COCO_train2014_000000000001.jpg", "intention": "want to relax",
+                          "action": "sit on the bench", "annotator": "w17"}, "intention", "id"),
+    LinesInput("fg", "inputs.details", _stage("pipelines.fg.filetexts", "_ParseLine", "details", "detail"),
+               lambda d: {**_FG_LINE, "detail": "a red collar"}, "detail", "caption_index"),
+    LinesInput("fg", "inputs.merged", _stage("pipelines.fg.filetexts", "_ParseLine", "merge", "merged"),
+               lambda d: {**_FG_LINE, "merged": "a dog with a red collar"}, "merged", "caption_index"),
+    LinesInput("fg", "inputs.corrections", _stage("pipelines.fg.corrections", "_ParseCorrection"),
+               lambda d: {"image_id": "COCO_val2014_000000000001", "caption_index": 1,
+                          "model_text": "a dog", "human_text": "a brown dog"}, "human_text", "caption_index"),
+    LinesInput("nlvr2", "inputs.public", _stage("pipelines.nlvr2.public", "ParsePublicLine"),
+               lambda d: dict(_NLVR2_LINE), "sentence", "directory"),
+    *(LinesInput("nlvr2", f"collection.inputs.{round_}", None, _answers(), "answer", "rank")
+      for round_ in ("search_results", "pruning_answers", "interest_answers", "sentences",
+                     "validations", "extra_validations")),
+)
+
+
+def _image_manifest(benchmark: str, key: str) -> LinesInput:
+    """An image manifest line (ImageCoDe's static images, FG's targets and pool): one
+    reader, transforms/image/collection.py."""
+    return LinesInput(benchmark, key, _image_lines, lambda d: {"path": _touch(d, "a.png"), "image_id": "img1"},
+                      "image_id", "image_id")
+
+
+LINES_INPUTS += (
+    _image_manifest("imagecode", "static.images"), _image_manifest("fg", "inputs.images"),
+    _image_manifest("fg", "inputs.pool"),
+    _image_manifest("nlvr2", "collection.search.local_similar.collection"))
+
+
+@dataclass(frozen=True)
+class HostileValue:
+    """A hostile line made from a good record (its text and number fields), and what the
+    reader must reject it as: a reason and a piece of the detail."""
+    name: str
+    line: Callable[[dict, str, str], bytes]
+    reason: str
+    says: str
+
+
+def _dumps(record: dict) -> bytes:
+    return json.dumps(record).encode()
+
+
+VALUE_CASES = (
+    # legal JSON that crashed every build: a lone UTF-16 surrogate in a published field
+    HostileValue("surrogate", lambda r, t, n: _dumps({**r, t: f"{r.get(t, '')} \ud83d"}),
+                 reasons.BAD_ENCODING, "field '{t}' holds a lone UTF-16 surrogate"),
+    HostileValue("surrogate-in-key", lambda r, t, n: _dumps({**r, "\udc00": "x"}),
+                 reasons.BAD_ENCODING, "holds a lone UTF-16 surrogate"),
+    # an id beyond what an int64 column or feature holds crashed the TFRecord writer
+    HostileValue("int-beyond-64-bits", lambda r, t, n: _dumps({**r, n: 2 ** 64}),
+                 reasons.BAD_FIELD, "field '{n}': 18446744073709551616 is beyond the 64-bit"),
+    HostileValue("negative-int-beyond-64-bits", lambda r, t, n: _dumps({**r, n: -2 ** 63 - 1}),
+                 reasons.BAD_FIELD, "field '{n}': -9223372036854775809 is beyond the 64-bit"),
+    # json keeps the last of two values without a word
+    HostileValue("key-twice", lambda r, t, n: _dumps({**r, t: "first"})[:-1] + f', "{t}": "second"}}'.encode(),
+                 reasons.BAD_JSON, "key '{t}' appears twice"),
+    HostileValue("nan", lambda r, t, n: _dumps({**r, "score": float("nan")}),
+                 reasons.BAD_FIELD, "NaN is not a finite number"),
+    HostileValue("1e999", lambda r, t, n: _dumps(r)[:-1] + b', "score": 1e999}',
+                 reasons.BAD_FIELD, "1e999 is not a finite number"),
+    HostileValue("latin-1", lambda r, t, n: json.dumps({**r, t: "caf\u00e9"}, ensure_ascii=False).encode("latin-1"),
+                 reasons.BAD_ENCODING, "byte 0xe9 at column"),
+    HostileValue("not-json", lambda r, t, n: b"{not json", reasons.BAD_JSON, "not JSON"),
+    HostileValue("json-array", lambda r, t, n: json.dumps([r]).encode(), reasons.BAD_JSON,
+                 "a line must be a JSON object"),
+    HostileValue("nested-too-deep", lambda r, t, n: b"[" * 100_000 + b"]" * 100_000, reasons.BAD_JSON,
+                 "nested too deeply"),
+    HostileValue("int-of-5000-digits", lambda r, t, n: b'{"x": 1' + b"0" * 5000 + b"}", reasons.BAD_JSON,
+                 "not JSON"),
+)
+
+
+def _read(inp: LinesInput, path: str):
+    """(lines passed, [(file, line, reason, detail)] rejected) by the input's reader."""
+    if inp.stage is None:   # a crowd answer file
+        from transforms.crowd.answer_files import parse_file
+        with open(path, "rb") as stream:
+            rows = list(parse_file(path, stream, "jsonl"))
+        return ([r for r in rows if r.error is None],
+                [(r.path, r.line, *r.error) for r in rows if r.error is not None])
+    stage = inp.stage(path)
+    if hasattr(stage, "setup"):
+        stage.setup()
+    passed, rejected = [], []
+    for line in read_numbered_lines(path):
+        for out in stage.process(line):
+            value = getattr(out, "value", out)
+            if getattr(out, "tag", None) == REJECTS:
+                rejected.append((value.file, value.line, value.reason, value.detail))
+            elif not hasattr(out, "tag"):
+                passed.append(value)
+    return passed, rejected
+
+
+@pytest.mark.parametrize("inp, case", [pytest.param(i, c, id=f"{i.benchmark}-{i.key}-{c.name}")
+                                       for i in LINES_INPUTS for c in VALUE_CASES])
+def test_a_hostile_value_is_a_reject_naming_its_file_and_line(inp, case, tmp_path):
+    good = inp.good(str(tmp_path))
+    path = tmp_path / "input.jsonl"
+    path.write_bytes(_dumps(good) + b"\n" + case.line(good, inp.text, inp.number) + b"\n")
+    passed, rejected = _read(inp, str(path))
+    assert len(passed) == 1, rejected                                   # the good line goes on
+    assert len(rejected) == 1, rejected
+    file, line, reason, detail = rejected[0]
+    assert (file, line, reason) == (str(path), 2, case.reason), rejected
+    assert case.says.format(t=inp.text, n=inp.number) in detail, detail
+    assert "\ud83d" not in detail and "\udc00" not in detail            # a detail is published too
+
+
+def test_every_json_lines_input_of_every_benchmark_is_in_the_table():
+    """A JSON Lines input added later must be added to LINES_INPUTS (the whole-document
+    inputs are the three of DOCUMENT_INPUTS; CoNLL-U, CSV and word lists hold no JSON)."""
+    documents = {("vsr", "inputs.coco"), ("bd2bb", "inputs.captions"), ("fg", "inputs.captions")}
+    not_json = {("bd2bb", "inputs.parses"), ("bd2bb", "clusters.review"), ("bd2bb", "filters.wordlist")}
+    declared = {(b, key) for b in BENCHMARKS for key, kind, _ in input_fields(registry.load(b).config_type)
+                if kind is not InputPath}
+    assert declared - documents - not_json == {(i.benchmark, i.key) for i in LINES_INPUTS}
+
+
+# Whole JSON documents: COCO instances are streamed (a bad entry is a reject naming the
+# file and the entry; a file that is not JSON is dropped whole as malformed_coco); a
+# captions document is read whole before any work (InputError naming the file).
+
+_COCO_IMAGE = {"id": 2, "file_name": "000000000002.jpg",
+               "coco_url": "http://images.cocodataset.org/train2017/000000000002.jpg", "width": 640}
+
+
+def _coco(entry: bytes) -> bytes:
+    good = json.dumps({"id": 1, "file_name": COCO_NAME, "coco_url": COCO_LINK, "width": 640})
+    return b'{"images": [' + good.encode() + b", " + entry + b'], "annotations": []}'
+
+
+def _bd2bb_captions(entry: bytes) -> bytes:
+    good = json.dumps({"image_id": 1, "caption": "A dog on a bench."})
+    return b'{"annotations": [' + good.encode() + b", " + entry + b"]}"
+
+
+def _fg_captions(entry: bytes) -> bytes:
+    good = json.dumps({"COCO_val2014_000000000001": ["a dog", "a cat", "a cow", "a pig", "a hen"]})
+    return good[:-1].encode() + b', "COCO_val2014_000000000002": ' + entry + b"}"
+
+
+_FIVE = ["a dog", "a cat", "a cow", "a pig", "a hen"]
+
+# (input, case, the document, what a reader must say about it: a reject of the stage
+# (level, reason, detail) or the InputError's text)
+DOCUMENT_CASES = [
+    ("vsr-inputs.coco", "surrogate", _coco(_dumps({**_COCO_IMAGE, "coco_url": "http://x/\ud83d"})),
+     ("image", reasons.BAD_COCO_RECORD, "field 'coco_url' holds a lone UTF-16 surrogate")),
+    ("vsr-inputs.coco", "int-beyond-64-bits", _coco(_dumps({**_COCO_IMAGE, "id": 2 ** 64})),
+     ("image", reasons.BAD_COCO_RECORD, "field 'id': 18446744073709551616 is beyond the 64-bit")),
+    ("vsr-inputs.coco", "key-twice", _coco(_dumps(_COCO_IMAGE)[:-1] + b', "id": 3}'),
+     ("image", reasons.BAD_COCO_RECORD, "key 'id' appears twice")),
+    ("vsr-inputs.coco", "nan", _coco(_dumps({**_COCO_IMAGE, "width": float("nan")})),
+     ("image", reasons.BAD_COCO_RECORD, "not a finite number: width")),
+    ("vsr-inputs.coco", "top-level-key-twice", _coco(_dumps(_COCO_IMAGE))[:-1] + b', "images": []}',
+     ("file", reasons.MALFORMED_COCO, "the top-level key 'images' appears twice")),
+    ("vsr-inputs.coco", "latin-1", _coco(_dumps(_COCO_IMAGE).replace(b"train2017", b"caf\xe9")),
+     ("file", reasons.MALFORMED_COCO, "not UTF-8: byte 0xe9")),
+    ("vsr-inputs.coco", "not-json", b'{"images": [{"id": 1,', ("file", reasons.MALFORMED_COCO, "truncated")),
+    ("bd2bb-inputs.captions", "surrogate", _bd2bb_captions(_dumps({"image_id": 2, "caption": "\ud83d"})),
+     "field 'annotations[1].caption' holds a lone UTF-16 surrogate"),
+    ("bd2bb-inputs.captions", "int-beyond-64-bits", _bd2bb_captions(_dumps({"image_id": 2 ** 64, "caption": "a"})),
+     "field 'annotations[1].image_id': 18446744073709551616 is beyond the 64-bit"),
+    ("bd2bb-inputs.captions", "key-twice", _bd2bb_captions(b'{"image_id": 2, "caption": "a", "caption": "b"}'),
+     "key 'caption' appears twice"),
+    ("bd2bb-inputs.captions", "nan", _bd2bb_captions(b'{"image_id": NaN, "caption": "a"}'),
+     "NaN is not a finite number"),
+    ("bd2bb-inputs.captions", "latin-1", _bd2bb_captions(b'{"image_id": 2, "caption": "caf\xe9"}'),
+     "byte 0xe9 at offset"),
+    ("bd2bb-inputs.captions", "not-json", b'{"annotations": [', "not JSON"),
+    ("fg-inputs.captions", "surrogate", _fg_captions(_dumps(["\ud83d"] + _FIVE[1:])),
+     "field 'COCO_val2014_000000000002[0]' holds a lone UTF-16 surrogate"),
+    ("fg-inputs.captions", "int-beyond-64-bits", _fg_captions(_dumps([2 ** 64] + _FIVE[1:])),
+     "field 'COCO_val2014_000000000002[0]': 18446744073709551616 is beyond the 64-bit"),
+    ("fg-inputs.captions", "key-twice", _fg_captions(_dumps(_FIVE))[:-1] + b', "COCO_val2014_000000000002": []}',
+     "key 'COCO_val2014_000000000002' appears twice"),
+    ("fg-inputs.captions", "nan", _fg_captions(b'[NaN, "b", "c", "d", "e"]'), "NaN is not a finite number"),
+    ("fg-inputs.captions", "latin-1", _fg_captions('["caf\u00e9", "b", "c", "d", "e"]'.encode("latin-1")),
+     "byte 0xe9 at offset"),
+    ("fg-inputs.captions", "not-json", b'{"COCO_val2014_000000000001": [', "not JSON"),
+]
+
+
+def _read_document(name: str, path: str):
+    """The rejects [(level, reason, item, detail)] of the COCO stage, or the InputError's text."""
+    if name == "vsr-inputs.coco":
+        from transforms.coco.instances import _StreamCoco
+        return [(r.level, r.reason, r.item_id, r.detail) for r in
+                (getattr(out, "value", None) for out in _StreamCoco().process(path))
+                if isinstance(r, Reject)]
+    from pipelines.bd2bb.inputs import load_captions
+    from pipelines.fg.captions import read_captions
+    with pytest.raises(InputError) as error:
+        (load_captions if name.startswith("bd2bb") else read_captions)(path)
+    return str(error.value)
+
+
+@pytest.mark.parametrize("name, case, document, expected",
+                         [pytest.param(*c, id=f"{c[0]}-{c[1]}") for c in DOCUMENT_CASES])
+def test_a_hostile_value_in_a_json_document_is_named_never_a_crash(name, case, document, expected, tmp_path):
+    path = tmp_path / "document.json"
+    path.write_bytes(document)
+    found = _read_document(name, str(path))
+    if isinstance(expected, str):    # a whole document read before any work: one error
+        assert str(path) in found and expected in found and "\ud83d" not in found, found
+        return
+    level, reason, says = expected
+    assert len(found) == 1, found
+    assert found[0][:2] == (level, reason) and says in found[0][3], found
+    if level == "image":             # the entry that breaks the rules, by its place in the file
+        assert found[0][2] == f"{path}#image1"
+
+
+# --- files a line names -----------------------------------------------------------------
+
+@pytest.mark.parametrize("kind", ["a character device", "a FIFO (named pipe)"])
+def test_an_image_a_line_names_is_read_only_when_it_is_a_regular_file(kind, tmp_path, monkeypatch):
+    """Issue 24: an NLVR2 search-result seed of /dev/zero was read until the kernel killed
+    the build (a FIFO would hang it). Every image a line names is read through
+    transforms/io/files.py open_regular_file; nothing here may even open the path."""
+    from apache_beam.io.filesystems import FileSystems
+
+    from pipelines.nlvr2.collection_config import PruningConfig
+    from pipelines.nlvr2.search import Drop, Image, ImageSet, prune_query_sets
+    from transforms.image.decode import ImageProblem, read_image
+    path = "/dev/zero" if kind == "a character device" else _fifo(str(tmp_path))
+    real_open = FileSystems.open
+
+    def never_this_one(name, *args, **kwargs):
+        assert name != path, f"{path} was opened"
+        return real_open(name, *args, **kwargs)
+    monkeypatch.setattr(FileSystems, "open", never_this_one)
+    with pytest.raises(ImageProblem, match=re.escape(f"{path} is {kind}, not a regular file")):
+        read_image(path)
+    seed_only = ImageSet("two dogs", 0, "dog", (Image(0, "http://img/seed.jpg", path),))
+    drops = [out for out in prune_query_sets([seed_only], PruningConfig()) if isinstance(out, Drop)]
+    assert drops[0] == Drop(reasons.UNREADABLE_IMAGE, "two dogs#0/0",
+                            f"http://img/seed.jpg: {path} is {kind}, not a regular file", "image")
+
+
+# --- numbers in crowd cells ----------------------------------------------------------------
+
+@pytest.mark.parametrize("cell", ["\u00b2", "\u0663", "9" * 5000, str(2 ** 63), "-" + str(2 ** 63 + 1), "1.5", "", "x"])
+def test_a_number_cell_that_is_no_int64_is_a_reject_not_a_crash(cell):
+    """A crowd answer's index or rank as CSV text: "²" and "٣" pass str.isdigit() and
+    crash int(); 5,000 digits crash int() too (Python refuses over 4,300); beyond 64 bits
+    no column holds it. Each is a bad row now (transforms/crowd/answer_rows.py whole_number)."""
+    from pipelines.imagecode.rounds import _index
+    from pipelines.nlvr2.rounds import pruning_check
+    from pipelines.nlvr2.search import search_result_check
+    from transforms.crowd.answer_rows import RowProblem, whole_number
+    assert whole_number(cell) is None
+    assert _index({"target_index": cell}, "target_index", 10)[1][0] == reasons.BAD_FIELD
+    assert isinstance(pruning_check({"set": "q#0", "image": cell, "verdict": "keep"}, {"q#0": [0, 1]}), RowProblem)
+    check = search_result_check("/tmp", 16)
+    problem = check({"query": "two dogs", "rank": cell, "seed": "a.jpg", "similar": []}, {"two dogs": "dog"})
+    assert problem == RowProblem(reasons.BAD_FIELD, f"rank {cell[:40]!r}: a whole number >= 0")
+
+
+def test_whole_numbers_a_release_holds_are_read():
+    from transforms.crowd.answer_rows import whole_number
+    assert [whole_number(v) for v in ("7", " 7 ", "-3", str(2 ** 63 - 1), 12, -(2 ** 63))] == \
+        [7, 7, -3, 2 ** 63 - 1, 12, -(2 ** 63)]
+    assert whole_number(True) is None and whole_number(2 ** 63) is None and whole_number(1.0) is None
+
+
+def test_a_vote_list_held_as_a_string_is_decoded_under_the_same_rules():
+    """VSR v2 holds vote lists as strings ("[1, 2]") decoded a second time: a lone
+    surrogate or deep nesting inside one was a crash (RecursionError, or the writer)."""
+    from pipelines.vsr.annotations import parse_public_line
+    from pipelines.vsr.captions import CaptionParser
+    from pipelines.vsr.schema import RELATIONS
+    record = {"image": COCO_NAME, "image_link": COCO_LINK, "caption": "The cat is under the couch.",
+              "label": 1, "relation": "under", "annotator_id": 3,
+              "vote_true_validator_id": "[1, 2]", "vote_false_validator_id": "[]"}
+    parse = lambda r: parse_public_line(json.dumps(r), CaptionParser(frozenset(RELATIONS)), frozenset(RELATIONS))  # noqa: E731
+    assert parse(record)[1:] == (("1", "2"), ())
+    assert parse({**record, "vote_true_validator_id": '[1, "\\ud83d"]'}) == (
+        reasons.BAD_FIELD, "vote lists: field '[1]' holds a lone UTF-16 surrogate (\\ud83d): not text")
+    assert parse({**record, "vote_false_validator_id": "[" * 5000 + "]" * 5000}) == (
+        reasons.BAD_FIELD, "vote lists: not JSON: nested too deeply")
