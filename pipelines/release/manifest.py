@@ -24,13 +24,12 @@ import shutil
 import uuid
 from typing import Dict, Iterator, List, Optional
 
-import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
 from schemas.layout import MANIFEST, PARQUET_DIR, REJECT_COUNTS, REJECTS_DIR, WORK_DIR, work_dir
 from schemas.names import safe_name
 from transforms.core.hashing import content_sha256
-from transforms.io.files import make_dirs
+from transforms.io.files import make_dirs, open_parquet
 
 # --- folders -------------------------------------------------------------------------
 
@@ -178,8 +177,8 @@ def read_parquet_columns(folder: str, columns: List[str]) -> Dict[str, list]:
     than one file."""
     out = {c: [] for c in columns}
     for path in sorted(_match(FileSystems.join(folder, "*.parquet"))):
-        with FileSystems.open(path, compression_type="uncompressed") as f:
-            table = pq.read_table(f, columns=columns)
+        with open_parquet(path) as parquet:
+            table = parquet.read(columns=columns)
         for c in columns:
             out[c].extend(table.column(c).to_pylist())
     return out
@@ -190,8 +189,8 @@ def parquet_column_names(folder: str) -> List[str]:
     files = sorted(_match(FileSystems.join(folder, "*.parquet")))
     if not files:
         return []
-    with FileSystems.open(files[0], compression_type="uncompressed") as f:
-        return pq.read_schema(f).names
+    with open_parquet(files[0]) as parquet:
+        return parquet.schema_arrow.names
 
 
 def count_rows_by(folder: str, columns: List[str]) -> collections.Counter:
@@ -199,8 +198,8 @@ def count_rows_by(folder: str, columns: List[str]) -> collections.Counter:
     (Arrow's group-by), so counting a table of millions of rejects stays small."""
     counts: collections.Counter = collections.Counter()
     for path in sorted(_match(FileSystems.join(folder, "*.parquet"))):
-        with FileSystems.open(path, compression_type="uncompressed") as f:
-            table = pq.read_table(f, columns=columns)
+        with open_parquet(path) as parquet:
+            table = parquet.read(columns=columns)
         if table.num_rows == 0:
             continue
         grouped = table.group_by(columns).aggregate([([], "count_all")]).to_pydict()

@@ -30,6 +30,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from schemas.layout import PARQUET_DIR
 from schemas.names import safe_name
+from transforms.io.files import open_parquet
 
 Key = Tuple   # the values of a table's scheme columns, in declaration order
 
@@ -116,8 +117,8 @@ def partition_table(staging: str, table: str, schemes: Sequence[SplitScheme]) ->
 
 def _keys_in(path: str, columns: Sequence[str]) -> List[Key]:
     """The parts a shard holds rows of (its scheme columns only are read)."""
-    with FileSystems.open(path, compression_type="uncompressed") as f:
-        table = pq.read_table(f, columns=list(columns))
+    with open_parquet(path) as parquet:
+        table = parquet.read(columns=list(columns))
     if table.num_rows == 0:
         return []
     grouped = table.group_by(list(columns)).aggregate([]).to_pydict()
@@ -126,8 +127,7 @@ def _keys_in(path: str, columns: Sequence[str]) -> List[Key]:
 
 def _read(path: str) -> Tuple[pa.Table, str]:
     """A shard and the codec it was written with (kept: only the partitioning changes)."""
-    with FileSystems.open(path, compression_type="uncompressed") as f:
-        parquet = pq.ParquetFile(f)
+    with open_parquet(path) as parquet:
         codec = (parquet.metadata.row_group(0).column(0).compression
                  if parquet.metadata.num_row_groups else "UNCOMPRESSED")
         return parquet.read(), "NONE" if codec == "UNCOMPRESSED" else codec

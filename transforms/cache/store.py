@@ -35,13 +35,12 @@ from typing import Callable, Dict, Iterable, List, Optional, Sequence
 import apache_beam as beam
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 from apache_beam.io import fileio
-from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from schemas.names import safe_name
 from transforms.core.stage import StageCounts
+from transforms.io.files import open_parquet
 
 HITS, MISSES = "hits", "misses"
 SHARD_TEMPLATE = "-SSSSS-of-NNNNN"
@@ -145,8 +144,8 @@ class _ReadShard(beam.DoFn):
         stage = FileSystems.split(FileSystems.split(path)[0])[1]
         counts = self.counts.setdefault(stage, StageCounts("cache." + stage))
         try:
-            with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
-                for batch in pq.ParquetFile(f).iter_batches(columns=["key", "value", "checksum"]):
+            with open_parquet(path) as parquet:
+                for batch in parquet.iter_batches(columns=["key", "value", "checksum"]):
                     rows = batch.to_pydict()
                     for key, value, sha in zip(rows["key"], rows["value"], rows["checksum"]):
                         if value is None or key is None or checksum(value) != sha:
