@@ -9,10 +9,13 @@ it makes a manifest of N distinct generated videos (320x240, 25 fps, 4 shots of 
 frames, ~10 s: MSR-VTT length; one shot in eight blurred, one captioned, as
 bench/imagecode_video.py's mixed content), builds it cold in a fresh process (sample
 config without static sets and crowd rounds, cache on, filters on: what `make
-build-imagecode CONFIG=sample VIDEOS=...` runs), and reports the peak resident memory of
-the whole process tree (PSS of the build and every ffmpeg it starts, sampled every 0.1 s
-with psutil) and the build process's own peak (its max RSS), the build's CPU seconds
-(with its children's) and wall seconds, and the frames decoded. `--long`
+build-imagecode CONFIG=sample VIDEOS=...` runs), and reports its peak memory: the build
+process's max RSS (the kernel's high-water mark, exact: the figure issue 28 quotes), the
+largest max RSS of the programs it ran (ffmpeg, ffprobe), and the peak of the whole
+process tree's PSS sampled every 0.1 s with psutil (PSS, not RSS: a child forked a moment
+before it runs ffmpeg would count the build twice; but pages of libraries shared with
+other processes on the machine count in part, so it reads lower than the RSS). Then
+the build's CPU seconds (with its children's), wall seconds and frames decoded. `--long`
 adds a manifest of that many 5-minute videos (7,500 frames each, the YouCook kind);
 `--warm N` rebuilds manifest N from its cache (nothing decoded, embedded or scored
 again: a warm cache must stay bounded too).
@@ -163,6 +166,7 @@ def child(manifest: str, out: str, version: str) -> None:
     print(json.dumps({"cpu_seconds": time.process_time() - cpu
                       + children.ru_utime + children.ru_stime,
                       "peak_self_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                      "largest_child_mib": children.ru_maxrss / 1024,
                       "stages": stages}))
 
 
@@ -204,20 +208,20 @@ def main() -> int:
     if args.out:
         with open(args.out, "w") as f:
             json.dump(results, f, indent=1)
-    print("\n| manifest | frames decoded | frames embedded | sets | peak memory, tree PSS (MiB) "
-          "| build process max RSS (MiB) | CPU s | wall s |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("\n| manifest | frames decoded | frames embedded | sets | build max RSS (MiB) "
+          "| largest child max RSS (MiB) | tree peak PSS (MiB) | CPU s | wall s |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for name, r in results.items():
         print(f"| {name} | {r['frames_decoded']:,} | {r['frames_embedded']:,} | {r['sets']} "
-              f"| {r['peak_tree_pss_mib']:,.0f} | {r['peak_self_mib']:,.0f} | {r['cpu_seconds']:,.0f} "
-              f"| {r['wall_seconds']:,.0f} |")
+              f"| {r['peak_self_mib']:,.0f} | {r['largest_child_mib']:,.0f} "
+              f"| {r['peak_tree_pss_mib']:,.0f} | {r['cpu_seconds']:,.0f} | {r['wall_seconds']:,.0f} |")
     short = [(int(name.split()[0]), r) for name, r in results.items()
              if name.endswith("short")]
     if len(short) >= 2:
         (n0, r0), (n1, r1) = min(short, key=lambda s: s[0]), max(short, key=lambda s: s[0])
-        ratio = r1["peak_tree_pss_mib"] / r0["peak_tree_pss_mib"]
-        print(f"\nIssue 28's goal: peak memory at {n1} videos <= 1.3x that at {n0}: "
-              f"{ratio:.2f}x  {'MET' if ratio <= 1.3 else 'NOT MET'}")
+        ratio = r1["peak_self_mib"] / r0["peak_self_mib"]
+        print(f"\nIssue 28's goal: peak memory (build max RSS) at {n1} videos <= 1.3x that at "
+              f"{n0}: {ratio:.2f}x  {'MET' if ratio <= 1.3 else 'NOT MET'}")
     return 0
 
 
