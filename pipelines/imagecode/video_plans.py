@@ -330,26 +330,31 @@ class _DecodeAndEmbed(beam.DoFn):
         self._embed = StageCounts(EMBED_STAGE)
 
     def process(self, looked: _Looked):
-        embedded, listing = [], None
-        for out in detect_shots(self._shots, looked.video, self._shot_params, self._min_frames,
-                                self._tolerance):
-            if isinstance(out, ShotFrames):  # with its pixels: embedded now or in a batch
-                embedded += self._embedder.add(out)
-            elif out.tag == SHOT_LISTS:
-                listing = out.value[1]
-            else:
-                yield out  # a reject, counted by detect_shots
-        embedded += self._embedder.flush()  # a batch never spans two videos
+        found = {"listing": None, "rejects": []}
+
+        def shots():  # the shots stage's output: shots on to the encoder, the rest kept
+            for out in detect_shots(self._shots, looked.video, self._shot_params,
+                                    self._min_frames, self._tolerance):
+                if isinstance(out, ShotFrames):  # with its pixels, let go once embedded
+                    yield out
+                elif out.tag == SHOT_LISTS:
+                    found["listing"] = out.value[1]
+                else:
+                    found["rejects"].append(out)  # counted by detect_shots
+
+        embedded = sorted(self._embedder.embed(shots()), key=lambda s: s.shot_index)
+        yield from found["rejects"]
+        listing = found["listing"]
         if listing is None:  # the shots stage rejected the video: its reject stands for them
             return
-        shots = sorted(embedded, key=lambda s: s.shot_index)
-        frames = sum(len(s.frame_indices) for s in shots)
+        frames = sum(len(s.frame_indices) for s in embedded)
         self._embed.seen(frames, level="frame")
         self._embed.count_out(frames, level="frame")
         # (0, 0) when every shot was too short, as the cache has always kept it
-        matrix = (np.concatenate([s.embeddings for s in shots]).astype(np.float32)
-                  if shots else np.zeros((0, 0), np.float32))
-        value = encode_array(matrix)
+        value = encode_array(np.concatenate([s.embeddings for s in embedded]).astype(np.float32)
+                             if embedded else np.zeros((0, 0), np.float32))
+        shots = [replace(s, embeddings=None) for s in embedded]
+        del embedded
         if self._store:  # only videos decoded whole are stored
             if looked.shot_list is None:
                 yield beam.pvalue.TaggedOutput(SHOT_LIST, (looked.keys[SHOT_LIST], encode_json(listing)))
@@ -360,7 +365,7 @@ class _DecodeAndEmbed(beam.DoFn):
             spilled = EmbeddingsAt(spill=self._spill_path(looked.video))
             with FileSystems.create(spilled.spill) as f:
                 f.write(value)
-        yield _plan(looked, [replace(s, embeddings=None) for s in shots], listing, spilled)
+        yield _plan(looked, shots, listing, spilled)
 
     def _spill_path(self, video: VideoRef) -> str:
         # the key, hashed: unique per manifest (duplicate keys are rejected before) and

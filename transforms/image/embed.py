@@ -21,7 +21,7 @@ Reject (unreadable_image), one over the pixel limit as too_many_pixels.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Dict, Iterable, List, Optional, Sequence
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence
 
 import apache_beam as beam
 import numpy as np
@@ -113,42 +113,43 @@ class ShotEmbedder:
 
         embedder = ShotEmbedder(spec)          # in the DoFn's __init__ (it pickles)
         embedder.setup()                       # in the DoFn's setup, on the worker
-        for shot in shots: yield from embedder.add(shot)    # embedded shots, no pixels
-        yield from embedder.flush()            # the last batch, at the end of each video
+        for shot in embedder.embed(shots): ... # each shot with embeddings, no pixels
 
-    Counters (stage "embed"): shot.in, shot.out, frame.embedded, model.loaded."""
+    A batch never spans two calls of `embed`, so one video's shots never wait for the next
+    video's. Counters (stage "embed"): shot.in, shot.out, frame.embedded, model.loaded."""
 
     def __init__(self, spec: EncoderSpec):
         self.spec = spec
         self._handle = shared.Shared()
         self._model = None
-        self._batch: List[ShotFrames] = []
 
     def __getstate__(self):
-        return {"spec": self.spec, "_handle": self._handle, "_model": None, "_batch": []}
+        return {"spec": self.spec, "_handle": self._handle, "_model": None}
 
     def setup(self) -> None:
         spec = self.spec
         self._model = self._handle.acquire(lambda: _LazyEncoder(spec))
         self._counts = StageCounts(STAGE)
 
-    def add(self, shot: ShotFrames) -> List[ShotFrames]:
-        """Takes a shot with its pixels; returns the shots embedded now (a full batch)."""
-        self._counts.seen(level="shot")
-        self._batch.append(shot)
-        return self.flush() if len(self._batch) >= self.spec.shots_per_batch else []
+    def embed(self, shots: Iterable[ShotFrames]) -> Iterator[ShotFrames]:
+        """The shots (taken with their pixels) with `embeddings` and without pixels, in
+        order, each batch as soon as it is full."""
+        batch: List[ShotFrames] = []
+        for shot in shots:
+            self._counts.seen(level="shot")
+            batch.append(shot)
+            if len(batch) >= self.spec.shots_per_batch:
+                yield from self._encode(batch)
+                batch = []
+        yield from self._encode(batch)
 
-    def flush(self) -> List[ShotFrames]:
-        """Embeds the shots still waiting; returns them with `embeddings`, without pixels."""
-        batch, self._batch = self._batch, []
+    def _encode(self, batch: List[ShotFrames]) -> Iterator[ShotFrames]:
         if not batch:
-            return []
-        out = []
+            return
         for shot, embeddings in _encode_shots(self._model, batch):
             self._counts.note("frame.embedded", len(embeddings))
             self._counts.count_out(level="shot")
-            out.append(dataclasses.replace(shot, embeddings=embeddings))
-        return out
+            yield dataclasses.replace(shot, embeddings=embeddings)
 
 
 class _AttachEmbeddings(StageFn):
