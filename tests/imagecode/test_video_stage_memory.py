@@ -1,5 +1,6 @@
 """ImageCoDe's video stage in bounded memory (issue 28): no video's pixels or embeddings
-ever cross from one stage of the runner to another.
+ever cross from one stage of the runner to another, and the stage decides as it did
+before it streamed.
 
 Beam's local runner (the FnApiRunner) holds every element that leaves a fused stage, in
 memory, until the stage that reads it runs: the input of a grouping step (GroupByKey,
@@ -11,6 +12,7 @@ and then from a warm cache, and the heaviest element must be far lighter than th
 embeddings of one shot. Speed and memory themselves are measured in
 bench/imagecode_video_scale.py, never here.
 """
+import hashlib
 import json
 import os
 import subprocess
@@ -20,6 +22,7 @@ from apache_beam import coders
 import numpy as np
 import pytest
 from apache_beam.coders.coder_impl import CoderImpl, create_InputStream
+import pyarrow.parquet as pq
 from apache_beam.runners.portability.fn_api_runner import execution
 
 from pipelines import runner
@@ -164,3 +167,42 @@ def test_no_video_payload_crosses_between_stages(weighed, cache):
     size, what = crossings.heaviest()
     assert size < LIMIT, (f"{what} of {size:,} bytes crosses between stages: one shot's "
                           f"embeddings weigh {ONE_SHOT_OF_EMBEDDINGS:,}")
+
+
+# What the two builds decided, taken with the code before the stage streamed (commit
+# de8c13c, where a grouping step held every video's embeddings) and unchanged since:
+# every video set, reject and compat image, and the video stages' counters (cache ones
+# included). scripts/imagecode_video_pin.py compares ten more builds (filters on,
+# threshold changes, no cache, stride 2) and calibrate. A change here is a behaviour
+# change: explain it, then pin the new digests.
+DECISIONS_BEFORE_STREAMING = {
+    "cold": "6656ab58c4c0e73c0c3a73a3d7010945d5de19f6c856dda58e62d7c928c2f601",
+    "warm": "e6251bccb0893b9f1639a49f771dac97582f6967e116e803107b68a29a528e3e",
+}
+VIDEO_STAGES = ("manifest", "shots", "embed", "video_content", "mining", "sampling",
+                "cache.shot_list", "cache.frame_embedding")
+
+
+def decisions(release, inputs) -> str:
+    """sha256 over the release's video sets and rejects (rows sorted, input paths made
+    relative), its compat images and its video stages' counters."""
+    def rows(folder):
+        table = pq.read_table(os.path.join(release, folder)).to_pylist()
+        return sorted(json.dumps(row, sort_keys=True).replace(str(inputs), "<inputs>")
+                      for row in table)
+    images = {}
+    for folder, _, files in os.walk(os.path.join(release, "compat")):
+        for name in files:
+            with open(os.path.join(folder, name), "rb") as f:
+                images[os.path.relpath(os.path.join(folder, name), release)] = \
+                    hashlib.sha256(f.read()).hexdigest()
+    stages = json.load(open(os.path.join(release, "MANIFEST.json")))["stages"]
+    doc = {"video_sets": rows("parquet/video_sets"), "rejects": rows("rejects"), "compat": images,
+           "counters": {stage: stages.get(stage, {}) for stage in VIDEO_STAGES}}
+    return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
+
+
+@pytest.mark.parametrize("cache", ["cold", "warm"])
+def test_the_stage_decides_as_before_it_streamed(inputs, weighed, cache):
+    release, _ = weighed[cache]
+    assert decisions(release, inputs) == DECISIONS_BEFORE_STREAMING[cache]
