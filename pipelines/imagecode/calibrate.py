@@ -15,6 +15,7 @@ listed as not counted. Only the ImageCoDe video sets have candidates so far.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -105,6 +106,8 @@ def calibrate(cfg: ImageCodeConfig, cache_root: str, runs: List[dict],
             unique = looked[MAIN] | "One video per decoded content" >> OnePlanPerContent()
 
             def per_candidate(plan):
+                # the cached embeddings, read once for every candidate
+                plan = dataclasses.replace(plan, shots=plan.embedded_shots(), embeddings=None)
                 for run in runs:
                     counts = sets_from_known_scores(plan, run["threshold"], set_size, run["max_scores"])
                     yield (run["value"], plan.video.source), (counts["sets"], counts["unscored"], 1)

@@ -106,7 +106,7 @@ def sets_from_known_scores(plan: VideoPlan, threshold: float, set_size: int,
     gate = QualityGate(on if "brisque" in max_scores else None, max_scores.get("brisque", 0.0),
                        on if "ocr" in max_scores else None, max_scores.get("ocr", 0))
     totals = {"sets": 0, "unscored": 0}
-    for shot in plan.shots:
+    for shot in plan.embedded_shots():
         def known(name: str, position: int, passing: float):
             value = plan.known_scores.get(name, {}).get(shot.frame_indices[position])
             if value is None:
@@ -213,7 +213,7 @@ class _MineVideo(StageFn):
         known = {name: plan.known_scores.get(name, {}) for name in SCORE_FILTERS}
         new: Dict[str, Dict[int, float]] = {name: {} for name in SCORE_FILTERS}
         try:
-            for shot in sorted(plan.shots, key=lambda s: s.shot_index):
+            for shot in sorted(plan.embedded_shots(), key=lambda s: s.shot_index):
                 yield from self._mine_shot(shot, _ShotPixels(shot, reader), known, new)
         finally:
             reader.close()

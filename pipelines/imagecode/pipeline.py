@@ -107,7 +107,8 @@ def _video_sets(p, cfg: ImageCodeConfig, rules: ImageCodeRules, staging_dir: str
     listed = p | "Read manifest" >> ReadVideoManifest(cfg.inputs.videos)
     cache = rules.video_cache_spec(cache_root, run_id) if cache_root else None
     plans = listed[MAIN] | "Shots and embeddings" >> PlanVideos(
-        shot_params(cfg), min_frames=cfg.mining.set_size, encoder_spec=rules.encoder, cache=cache,
+        shot_params(cfg), min_frames=cfg.mining.set_size, encoder_spec=rules.encoder,
+        spill_dir=FileSystems.join(work_dir(staging_dir), "embeddings"), cache=cache,
         truncation_tolerance=cfg.decode.truncation_tolerance)
     # the same frames in other bytes (one video muxed two ways) are known only now
     unique = plans[MAIN] | "One video per decoded content" >> OnePlanPerContent()

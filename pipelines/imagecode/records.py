@@ -2,22 +2,58 @@
 video frames, a static set (§3.1). Plain dataclasses: they pickle on every runner."""
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
-from typing import Dict, List
+from typing import Dict, List, Optional
+
+import numpy as np
+from apache_beam.io.filesystems import FileSystems
 
 from schemas.records import ShotFrames, VideoRef
+from transforms.cache.store import EntryRef, decode_array, read_entry
+
+
+@dataclass(frozen=True)
+class EmbeddingsAt:
+    """Where a video's frame embeddings wait for the miner: one (n, d) float32 array, its
+    shots' frames in shot order ((0, 0) when it has no shot). Either a cache entry
+    (`entry`, found by the lookup) or a file this build wrote in its work folder (`spill`,
+    the video embedded now). Only this reference crosses the steps between the encoder
+    and the miner, so no step holds the embeddings of every video at once."""
+    spill: str = ""
+    entry: Optional[EntryRef] = None
+
+    def load(self) -> np.ndarray:
+        if self.entry is not None:
+            return decode_array(read_entry(self.entry))
+        with FileSystems.open(self.spill) as f:
+            return decode_array(f.read())
 
 
 @dataclass
 class VideoPlan:
-    """What the miner needs of one video: its shots with embeddings (pixels optional:
-    the miner decodes the frames it needs) and the quality scores already known."""
+    """What the miner needs of one video: its shots (frame numbers, no pixels), where
+    their embeddings are, and the quality scores already known."""
     video: VideoRef
     shots: List[ShotFrames]
     # {"brisque": {frame number: BRISQUE/100}, "ocr": {frame number: text chars}}
     known_scores: Dict[str, Dict[int, float]] = field(default_factory=dict)
     # where new scores are stored: {"brisque": cache key, "ocr": cache key}; empty: nowhere
     score_keys: Dict[str, str] = field(default_factory=dict)
+    embeddings: Optional[EmbeddingsAt] = None  # None: the shots carry their own
+
+    def embedded_shots(self) -> List[ShotFrames]:
+        """The shots with their embeddings, read from where they wait (a matrix whose
+        rows are not the shots' frames fails loudly: a key collision would be a bug)."""
+        if self.embeddings is None or not self.shots:
+            return self.shots
+        matrix = self.embeddings.load()
+        sizes = [len(shot.frame_indices) for shot in self.shots]
+        if sum(sizes) != len(matrix):
+            raise ValueError(f"{self.video.key}: its embeddings hold {len(matrix)} rows but "
+                             f"its shot list keeps {sum(sizes)} frames")
+        parts = np.split(matrix, np.cumsum(sizes)[:-1])
+        return [dataclasses.replace(shot, embeddings=part) for shot, part in zip(self.shots, parts)]
 
 
 @dataclass

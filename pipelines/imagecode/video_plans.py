@@ -1,10 +1,10 @@
 """From videos to mining plans: shots and frame embeddings, from the cache when it has
 them (ImageCoDe §3.1 "Video Frames", before the greedy miner).
 
-    videos -> content sha256 -> cache join (shot list, embeddings, BRISQUE, OCR scores)
+    videos -> content sha256 -> cache join (shot list, where the embeddings are, BRISQUE, OCR scores)
       all of shots + embeddings cached ("warm"): replay the shot list, no decode, no model
-      else ("cold"): decode + detect shots + embed, then store shot list + embeddings
-    -> VideoPlan (shots with embeddings, known quality scores) -> MineFrameSets
+      else ("cold"): decode + detect shots + embed, one video per call; store shot list + embeddings
+    -> VideoPlan (shots, where their embeddings are, known quality scores) -> MineFrameSets
 
 Entries are per video. Shot lists and embeddings are keyed by the video's bytes and
 every setting they depend on (decode, shot detection, shortest shot, encoder identity
@@ -16,32 +16,42 @@ Without a cache root the same plans are built the cold way, and nothing is store
 cache with no entries yet (a cold build) is asked nothing it cannot answer: the graph then
 has no per-video join and no warm branch (transforms/cache/store.py has_entries), and the
 cache counters are the same as the join's.
-Pixels never cross a shuffle: shots leave the encoder without their frames and the
-miner decodes the frames it needs (transforms/video/decode.py ForwardFrameReader).
+
+Memory is bounded by the videos in flight, not by the manifest (issue 28). On a batch
+runner every grouping step holds its whole input (Beam's local runner in one process),
+so what is big never reaches one: a cold video is decoded, split into shots and embedded
+in one call (pixels never leave it; `_DecodeAndEmbed`), its embeddings go to the cache
+and to a file in the build's work folder, and the plan carries only where they are
+(records.EmbeddingsAt); a warm video's plan points into the cache shard (the lookup joins
+references, not values). The miner reads the embeddings of the video it mines. What the
+joins and the one-video-per-content step group is small: refs, keys, shot spans (frame
+numbers), known scores. tests/imagecode/test_video_stage_memory.py keeps it so.
 """
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import dataclass, field, replace
 from typing import Dict, List, Optional
 
 import apache_beam as beam
 import numpy as np
+from apache_beam.io.filesystems import FileSystems
 
 from pipelines.imagecode.mining import SCORE_FILTERS
-from pipelines.imagecode.records import VideoPlan
+from pipelines.imagecode.records import EmbeddingsAt, VideoPlan
 from schemas.records import ShotFrames, VideoRef
 from transforms.cache.read_through import WRITTEN
-from transforms.cache.store import (HITS, LookupCacheStages, WriteCache, cache_key, decode_array,
+from transforms.cache.store import (HITS, EntryRef, LookupCacheStages, WriteCache, cache_key,
                                     decode_json, encode_array, encode_json, has_entries,
                                     merge_json_dicts)
 from transforms.core.hashing import content_sha256
 from transforms.core.stage import MAIN, REJECTS, StageCounts, StageFn, stage_pardo
 from transforms.image.embed import STAGE as EMBED_STAGE
-from transforms.image.embed import EmbedShots
+from transforms.image.embed import ShotEmbedder
 from transforms.video.shots import DEFAULT_TRUNCATION_TOLERANCE, SHOT_LISTS
 from transforms.video.shots import STAGE as SHOTS_STAGE
-from transforms.video.shots import SplitIntoShots, replay_shots
+from transforms.video.shots import detect_shots, replay_shots
 
 SHOT_LIST, FRAME_EMBEDDING = "shot_list", "frame_embedding"
 UNCACHED = "uncached"  # output tag: videos without cached shots and embeddings
@@ -69,7 +79,7 @@ class _Looked:
     video: VideoRef
     sha256: str
     shot_list: Optional[dict] = None
-    embeddings: Optional[np.ndarray] = None
+    embeddings: Optional[EntryRef] = None  # where the cached embeddings are, not them
     known_scores: Dict[str, Dict[int, float]] = field(default_factory=dict)
     keys: Dict[str, str] = field(default_factory=dict)
 
@@ -81,16 +91,20 @@ class PlanVideos(beam.PTransform):
     stride, max_side); `min_frames` the shortest shot kept; `truncation_tolerance` the
     share of promised frames a video may miss (not part of the cache key: a cached shot
     list keeps its decode facts and is judged again). `cache` None: no cache.
+    `spill_dir`: where the embeddings of the videos embedded now wait for the miner (a
+    folder of the build's work space, one file per video).
     Counters: stage "shots" as SplitIntoShots (replayed for cached videos); stage
-    "embed" frame.in/out (every frame of a planned video given an embedding) and
-    frame.cached. Only a video decoded whole gets a plan or a cache entry."""
+    "embed" as EmbedShots (shot.in/out, frame.embedded, model.loaded), frame.in/out
+    (every frame of a planned video given an embedding) and frame.cached. Only a video
+    decoded whole gets a plan or a cache entry."""
 
-    def __init__(self, shot_params: dict, min_frames: int, encoder_spec,
+    def __init__(self, shot_params: dict, min_frames: int, encoder_spec, spill_dir: str,
                  cache: Optional[VideoCacheSpec] = None,
                  truncation_tolerance: float = DEFAULT_TRUNCATION_TOLERANCE):
         super().__init__()
         self._shot_params, self._min_frames = dict(shot_params), min_frames
         self._spec, self._cache = encoder_spec, cache
+        self._spill_dir = spill_dir
         self._tolerance = truncation_tolerance
 
     def expand(self, videos):
@@ -115,27 +129,24 @@ class PlanVideos(beam.PTransform):
         return cache_keys(self._shot_params, self._min_frames, self._cache)
 
     def _cold(self, looked, store: bool):
-        """Decode, find shots, embed; with `store`, write shot lists and embeddings back."""
-        refs = (looked | "Cold videos" >> beam.Map(lambda v: (v.video.key, v)))
-        shots = (looked | "Videos to decode" >> beam.Map(lambda v: v.video)
+        """Decode, find shots, embed, one video per call; with `store`, write shot lists and
+        embeddings back. The cache's writer takes one embedding matrix at a time."""
+        plans = (looked
                  | "Spread videos" >> beam.Reshuffle()
-                 | "Split into shots" >> SplitIntoShots(min_frames=self._min_frames,
-                                                        truncation_tolerance=self._tolerance,
-                                                        **self._shot_params))
-        embedded = (shots[MAIN] | "Embed frames" >> EmbedShots(self._spec)
-                    | "Key embedded shots" >> beam.Map(lambda s: (s.video.key, s)))  # no pixels now
-        listed = shots[SHOT_LISTS] | "Key shot lists" >> beam.MapTuple(lambda v, l: (v.key, l))
-        plans = ({"looked": refs, "shots": embedded, "listing": listed}
-                 | "Group shots per video" >> beam.CoGroupByKey()
-                 | "Plan" >> stage_pardo(_ColdPlan(store), outputs=(SHOT_LIST, FRAME_EMBEDDING)))
+                 | "Shots and embeddings per video" >> stage_pardo(
+                     _DecodeAndEmbed(self._shot_params, self._min_frames, self._tolerance,
+                                     self._spec, self._spill_dir, store),
+                     outputs=(SHOT_LIST, FRAME_EMBEDDING)))
         written = []
         if store:
             cache = self._cache
-            written = [plans[part] | f"Store {part}" >> WriteCache(cache.root, part, cache.run_id)
+            written = [plans[part] | f"Store {part}" >> WriteCache(
+                           cache.root, part, cache.run_id,
+                           rows_per_group=1 if part == FRAME_EMBEDDING else 0)
                        for part in (SHOT_LIST, FRAME_EMBEDDING)]
         files = (written | "Stored files" >> beam.Flatten() if written
                  else looked.pipeline | "No stored files" >> beam.Create([]))
-        return plans[MAIN], shots[REJECTS], files
+        return plans[MAIN], plans[REJECTS], files
 
 
 def cache_keys(shot_params: dict, min_frames: int, cache: VideoCacheSpec):
@@ -223,7 +234,9 @@ class _LookUpVideos(beam.PTransform):
         found = (hashed
                  | "Ask" >> beam.FlatMap(lambda v: [((part, v.keys[part]), v.video.key)
                                                     for part in parts if part in v.keys])
-                 | "Look up parts" >> LookupCacheStages(self._root, merges))
+                 # embeddings by reference: the join holds a few bytes per entry
+                 | "Look up parts" >> LookupCacheStages(self._root, merges,
+                                                        by_reference=(FRAME_EMBEDDING,)))
         if not has_entries(self._root, parts):  # nothing cached yet: all missed, nothing to join
             return hashed | "Nothing found" >> beam.Map(
                 lambda v: replace(v, known_scores={name: {} for name in SCORE_FILTERS}))
@@ -240,18 +253,20 @@ def _assemble(_video_key, parts) -> _Looked:
     return replace(
         looked,
         shot_list=decode_json(found[SHOT_LIST]) if SHOT_LIST in found else None,
-        embeddings=decode_array(found[FRAME_EMBEDDING]) if FRAME_EMBEDDING in found else None,
+        embeddings=found.get(FRAME_EMBEDDING),
         known_scores={name: decode_scores(found[name]) if name in found else {}
                       for name in SCORE_FILTERS})
 
 
 # --- plans -----------------------------------------------------------------------------------
 
-def _plan(looked: _Looked, shots: List[ShotFrames], listing: dict) -> VideoPlan:
+def _plan(looked: _Looked, shots: List[ShotFrames], listing: dict,
+          embeddings: Optional[EmbeddingsAt]) -> VideoPlan:
     """The plan of a video decoded whole (now or when `listing` was cached): its ref
     carries the digest of its decoded frames."""
     video = replace(looked.video, frames_sha256=listing["frames_sha256"])
-    return VideoPlan(video=video, shots=shots, known_scores=looked.known_scores,
+    return VideoPlan(video=video, shots=shots, embeddings=embeddings,
+                     known_scores=looked.known_scores,
                      score_keys={name: looked.keys[name] for name in SCORE_FILTERS
                                  if name in looked.keys})
 
@@ -259,7 +274,8 @@ def _plan(looked: _Looked, shots: List[ShotFrames], listing: dict) -> VideoPlan:
 class _ReplayPlan(StageFn):
     """A video whose shot list and embeddings are cached: no decode, no model. Counts as
     the shots stage would have (replay_shots counts its videos and shots, already tagged
-    rejects included) and notes the embed stage's frames."""
+    rejects included) and notes the embed stage's frames. The plan points at the cached
+    embeddings; the miner reads them (and checks they are the shot list's frames)."""
     stage, level = SHOTS_STAGE, "video"
     counts_in = counts_out = False  # replay_shots counts; a plan is no shots-stage item
 
@@ -280,50 +296,82 @@ class _ReplayPlan(StageFn):
                 shots.append(out)
         if video_rejected:  # truncated under this run's tolerance: no plan
             return
-        sizes = [len(s.frame_indices) for s in shots]
-        if sum(sizes) != len(looked.embeddings):  # a key collision would be a bug: fail loudly
-            raise ValueError(f"{looked.video.key}: cached embeddings hold {len(looked.embeddings)} "
-                             f"rows but the cached shot list keeps {sum(sizes)} frames")
-        parts = np.split(looked.embeddings, np.cumsum(sizes)[:-1]) if shots else []
+        frames = sum(len(s.frame_indices) for s in shots)
         for name in ("frame.in", "frame.out", "frame.cached"):
-            self._embed.note(name, sum(sizes))
-        yield _plan(looked, [replace(s, embeddings=e) for s, e in zip(shots, parts)],
-                    looked.shot_list)
+            self._embed.note(name, frames)
+        yield _plan(looked, shots, looked.shot_list, EmbeddingsAt(entry=looked.embeddings))
 
 
-class _ColdPlan(StageFn):
-    """A decoded video's embedded shots -> its plan (and, with `store`, what to cache).
+class _DecodeAndEmbed(beam.DoFn):
+    """A video to be decoded -> its plan (MAIN), the shots stage's rejects (REJECTS) and,
+    with `store`, what to cache (SHOT_LIST, FRAME_EMBEDDING: (key, value bytes)).
 
-    Only a video with a shot list (decoded whole, SplitIntoShots) gets a plan: the shots
-    of one rejected after they went out (truncated, broken half-way) stop here. A video
-    whose shots were all too short gets a plan without shots, as a replayed one does
-    (every video decoded whole is judged for duplicates). Notes the embed stage's
-    frame.in/out (EmbedShots counts shots, not frames)."""
-    stage, level = EMBED_STAGE, "frame"
-    counts_in = counts_out = False  # a video's frames are counted in bulk below
+    SplitIntoShots and EmbedShots in one call (transforms/video/shots.py detect_shots,
+    transforms/image/embed.py ShotEmbedder): each shot is embedded as it ends and its
+    pixels let go, so the call holds one video's embeddings and a few shots' pixels. The
+    matrix goes to a file under `spill_dir` (and to the cache); the plan says where.
 
-    def __init__(self, store: bool):
-        self._store = store
+    Only a video with a shot list (decoded whole) gets a plan or a cache entry: the shots
+    of one rejected once its decode ended (truncated, broken half-way) were embedded and
+    counted as EmbedShots counts them, and stop here. A video whose shots were all too
+    short gets a plan without shots, as a replayed one does (every video decoded whole
+    is judged for duplicates). Notes the embed stage's frame.in/out for planned videos."""
 
-    def judge(self, grouped):
-        _, parts = grouped
-        (looked,) = parts["looked"]
-        listing = next(iter(parts["listing"]), None)
+    def __init__(self, shot_params: dict, min_frames: int, tolerance: float, encoder_spec,
+                 spill_dir: str, store: bool):
+        self._shot_params, self._min_frames = dict(shot_params), min_frames
+        self._tolerance = tolerance
+        self._embedder = ShotEmbedder(encoder_spec)
+        self._spill_dir, self._store = spill_dir, store
+
+    def setup(self):
+        self._embedder.setup()
+        self._shots = StageCounts(SHOTS_STAGE)
+        self._embed = StageCounts(EMBED_STAGE)
+
+    def process(self, looked: _Looked):
+        found = {"listing": None, "rejects": []}
+
+        def shots():  # the shots stage's output: shots on to the encoder, the rest kept
+            for out in detect_shots(self._shots, looked.video, self._shot_params,
+                                    self._min_frames, self._tolerance):
+                if isinstance(out, ShotFrames):  # with its pixels, let go once embedded
+                    yield out
+                elif out.tag == SHOT_LISTS:
+                    found["listing"] = out.value[1]
+                else:
+                    found["rejects"].append(out)  # counted by detect_shots
+
+        embedded = sorted(self._embedder.embed(shots()), key=lambda s: s.shot_index)
+        yield from found["rejects"]
+        listing = found["listing"]
         if listing is None:  # the shots stage rejected the video: its reject stands for them
             return
-        shots = sorted(parts["shots"], key=lambda s: s.shot_index)
-        frames = sum(len(s.frame_indices) for s in shots)
-        self.counts.seen(frames, level="frame")
-        self.counts.count_out(frames, level="frame")
+        frames = sum(len(s.frame_indices) for s in embedded)
+        self._embed.seen(frames, level="frame")
+        self._embed.count_out(frames, level="frame")
+        # (0, 0) when every shot was too short, as the cache has always kept it
+        value = encode_array(np.concatenate([s.embeddings for s in embedded]).astype(np.float32)
+                             if embedded else np.zeros((0, 0), np.float32))
+        shots = [replace(s, embeddings=None) for s in embedded]
+        del embedded
         if self._store:  # only videos decoded whole are stored
             if looked.shot_list is None:
                 yield beam.pvalue.TaggedOutput(SHOT_LIST, (looked.keys[SHOT_LIST], encode_json(listing)))
-            if looked.embeddings is None:  # (0, 0) when every shot was too short
-                matrix = (np.concatenate([s.embeddings for s in shots]).astype(np.float32)
-                          if shots else np.zeros((0, 0), np.float32))
-                yield beam.pvalue.TaggedOutput(FRAME_EMBEDDING,
-                                               (looked.keys[FRAME_EMBEDDING], encode_array(matrix)))
-        yield _plan(looked, shots, listing)
+            if looked.embeddings is None:
+                yield beam.pvalue.TaggedOutput(FRAME_EMBEDDING, (looked.keys[FRAME_EMBEDDING], value))
+        spilled = None
+        if shots:
+            spilled = EmbeddingsAt(spill=self._spill_path(looked.video))
+            with FileSystems.create(spilled.spill) as f:
+                f.write(value)
+        yield _plan(looked, shots, listing, spilled)
+
+    def _spill_path(self, video: VideoRef) -> str:
+        # the key, hashed: unique per manifest (duplicate keys are rejected before) and
+        # a safe file name whatever characters the id has
+        name = hashlib.sha256(video.key.encode("utf-8")).hexdigest()[:32]
+        return FileSystems.join(self._spill_dir, f"{name}.npy")
 
 
 # --- score values ------------------------------------------------------------------------------

@@ -21,6 +21,12 @@ place (one rename locally, one object copy on gs://), so a killed run never leav
 partial shard matching `<stage>/*.parquet`. Reads still verify every row's checksum and
 skip unreadable files, so a damaged shard costs recomputation, never a wrong value.
 
+Big values (a video's frame embeddings) can be looked up by reference: the join then
+moves an `EntryRef` (shard, row group, row, checksum: a few bytes) in place of the value,
+and the step that needs the value reads it there (`read_entry`), so no join ever holds
+every cached value at once. Such a stage is written one row per row group
+(`WriteCache(rows_per_group=1)`), so reading one entry reads only its own row group.
+
 Counters (namespace `stage.cache.<stage>`): item.in = item.out = requests; notes hit,
 miss, corrupt (bad files + bad rows), written.
 """
@@ -30,6 +36,7 @@ import hashlib
 import io
 import json
 import logging
+from dataclasses import dataclass
 from typing import Callable, Dict, Iterable, List, Optional, Sequence
 
 import apache_beam as beam
@@ -126,15 +133,49 @@ def relative_cache_path(root: str, path: str) -> str:
 
 # --- lookup ----------------------------------------------------------------------------
 
+@dataclass(frozen=True, order=True)
+class EntryRef:
+    """Where a cache entry's value is: row `row` of row group `row_group` of shard `path`,
+    whose checksum was verified when the lookup read it. Ordered, so a join picks the
+    same copy on every runner (by checksum first: the same value as picking by value)."""
+    checksum: str
+    path: str
+    row_group: int
+    row: int
+
+
+class CacheEntryChanged(RuntimeError):
+    """An entry found by a lookup is no longer what it was (its shard was removed or
+    rewritten since): a build must stop rather than use another value."""
+
+
+def read_entry(ref: EntryRef) -> bytes:
+    """The value `ref` points at, checked against the checksum the lookup verified."""
+    try:
+        with open_parquet(ref.path) as shard:
+            values = shard.read_row_group(ref.row_group, columns=["value"])
+        value = values.column("value")[ref.row].as_py()
+    except Exception as err:
+        raise CacheEntryChanged(f"cache entry at {ref.path} (row group {ref.row_group}, row "
+                                f"{ref.row}) can no longer be read: {err}") from err
+    if value is None or checksum(value) != ref.checksum:
+        raise CacheEntryChanged(f"cache entry at {ref.path} (row group {ref.row_group}, row "
+                                f"{ref.row}) changed after it was looked up")
+    return value
+
+
 class _ReadShard(beam.DoFn):
     """One shard file -> (key, (checksum, value)) for each row whose checksum holds; with
     `by_stage`, ((stage, key), (checksum, value)), the stage being the shard's folder.
+    For a stage in `by_reference` the value is an EntryRef to the row (read, verified and
+    let go here; read again where it is used).
 
     An unreadable file (truncated, not Parquet, wrong columns) is logged and counted;
     rows read before the damage were checksum-verified, so they stay usable."""
 
-    def __init__(self, by_stage: bool = False):
+    def __init__(self, by_stage: bool = False, by_reference: Sequence[str] = ()):
         self.by_stage = by_stage
+        self.by_reference = frozenset(by_reference)
 
     def setup(self):
         self.counts = {}
@@ -143,16 +184,20 @@ class _ReadShard(beam.DoFn):
         path = metadata.path
         stage = FileSystems.split(FileSystems.split(path)[0])[1]
         counts = self.counts.setdefault(stage, StageCounts("cache." + stage))
+        reference = stage in self.by_reference
         try:
-            with open_parquet(path) as parquet:
-                for batch in parquet.iter_batches(columns=["key", "value", "checksum"]):
-                    rows = batch.to_pydict()
-                    for key, value, sha in zip(rows["key"], rows["value"], rows["checksum"]):
+            with open_parquet(path) as shard:
+                for group in range(shard.num_row_groups):  # one row group in memory at a time
+                    rows = shard.read_row_group(group, columns=["key", "value", "checksum"]).to_pydict()
+                    for row, (key, value, sha) in enumerate(zip(rows["key"], rows["value"],
+                                                                rows["checksum"])):
                         if value is None or key is None or checksum(value) != sha:
                             _LOGGER.warning("cache %s: bad checksum for key %s in %s",
                                             stage, key, path)
                             counts.note("corrupt")
                             continue
+                        if reference:
+                            value = EntryRef(sha, path, group, row)
                         yield ((stage, key) if self.by_stage else key), (sha, value)
         except Exception as err:  # any damage means "recompute", never a failed run
             _LOGGER.warning("cache %s: skipping unreadable shard %s: %s", stage, path, err)
@@ -254,13 +299,20 @@ class LookupCacheStages(beam.PTransform):
     """LookupCache for several stages in one join: ((stage, key), item) ->
     {HITS: ((stage, key), item, value bytes), MISSES: ((stage, key), item)}.
 
-    `merges` maps each stage asked about to its merge (None: copies). Counters are each
-    stage's, as LookupCache's; one match, read and join instead of one per stage."""
+    `merges` maps each stage asked about to its merge (None: copies). A stage in
+    `by_reference` (copies only) hits with an EntryRef in place of the value: what the
+    join holds per entry is then a few bytes, whatever the values weigh. Counters are
+    each stage's, as LookupCache's; one match, read and join instead of one per stage."""
 
-    def __init__(self, root: str, merges: Dict[str, Optional[Merge]]):
+    def __init__(self, root: str, merges: Dict[str, Optional[Merge]],
+                 by_reference: Sequence[str] = ()):
         super().__init__()
         self.root = root
         self.merges = dict(merges)
+        self.by_reference = tuple(by_reference)
+        merged = [stage for stage in self.by_reference if self.merges.get(stage) is not None]
+        if merged:
+            raise ValueError(f"stages {merged} merge their values: they cannot be looked up by reference")
 
     def expand(self, requests):
         if not has_entries(self.root, self.merges):
@@ -272,7 +324,7 @@ class LookupCacheStages(beam.PTransform):
                    | "Patterns" >> beam.FlatMap(lambda _: patterns)
                    | "Match" >> fileio.MatchAll(fileio.EmptyMatchTreatment.ALLOW)
                    | "Spread" >> beam.Reshuffle()  # one worker per file, not one for all
-                   | "Read" >> beam.ParDo(_ReadShard(by_stage=True)))
+                   | "Read" >> beam.ParDo(_ReadShard(by_stage=True, by_reference=self.by_reference)))
         return ({"requests": requests, "entries": entries}
                 | "Group" >> beam.CoGroupByKey()
                 | "Join" >> beam.ParDo(_Join(self.merges)).with_outputs(HITS, MISSES))
@@ -296,9 +348,15 @@ class _ToRow(beam.DoFn):
 class WriteCache(beam.PTransform):
     """(key, value bytes) -> `<root>/<stage>/<run_id>-SSSSS-of-NNNNN.parquet`; returns the
     written file names. `run_id` must be new: Beam's sink deletes older shards that match
-    the run's own file name pattern, so a reused run id could drop earlier entries."""
+    the run's own file name pattern, so a reused run id could drop earlier entries.
 
-    def __init__(self, root: str, stage: str, run_id: str, num_shards: int = 0):
+    `rows_per_group` > 0 writes row groups of that many rows and holds no more than
+    that many values before writing them (for big values: 1, so a lookup by reference
+    reads one entry's row group, and the writer one value at a time); 0 keeps Beam's
+    Parquet defaults (1,000 rows a batch, 64 MiB row groups: fine for small values)."""
+
+    def __init__(self, root: str, stage: str, run_id: str, num_shards: int = 0,
+                 rows_per_group: int = 0):
         super().__init__()
         if safe_name(run_id) != run_id:
             raise ValueError(f"run id {run_id!r} is not a safe file name")
@@ -306,6 +364,10 @@ class WriteCache(beam.PTransform):
         self.stage = stage
         self.run_id = run_id
         self.num_shards = num_shards
+        # Beam's writer makes a row group once its batches reach row_group_buffer_size
+        # bytes: 1 byte makes one row group per batch of record_batch_size rows.
+        self.buffering = ({"record_batch_size": rows_per_group, "row_group_buffer_size": 1}
+                          if rows_per_group > 0 else {})
 
     def expand(self, entries):
         prefix = FileSystems.join(stage_dir(self.root, self.stage), self.run_id)
@@ -317,4 +379,5 @@ class WriteCache(beam.PTransform):
                 | "ToRow" >> beam.ParDo(_ToRow(self.stage))
                 | "Parquet" >> beam.io.WriteToParquet(
                     prefix, CACHE_SCHEMA, num_shards=self.num_shards,
-                    shard_name_template=SHARD_TEMPLATE, file_name_suffix=SUFFIX))
+                    shard_name_template=SHARD_TEMPLATE, file_name_suffix=SUFFIX,
+                    **self.buffering))

@@ -8,6 +8,11 @@ stage fuses between the shot decoder and the miner and pixels never leave the wo
 Shots leave the model without their pixels: every step a record passes costs Beam a
 size estimate of it, and no step after the encoder needs them.
 
+`ShotEmbedder` is the same encoder, batches and counters inside another DoFn: for a stage
+that decodes a video and embeds its shots in one call, so that neither the pixels nor
+the embeddings of a video ever become elements of their own (ImageCoDe's video plans,
+whose videos must not meet in a grouping step: pipelines/imagecode/video_plans.py).
+
 `EmbedImages` is the same for still images (static sets): RunInference over ImageRefs;
 the worker reads and decodes each file itself (transforms/image/decode.py), so only
 paths and embeddings cross between stages. A file that does not decode leaves as a
@@ -16,11 +21,12 @@ Reject (unreadable_image), one over the pixel limit as too_many_pixels.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Dict, Iterable, List, Optional, Sequence
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence
 
 import apache_beam as beam
 import numpy as np
 from apache_beam.ml.inference.base import ModelHandler, PredictionResult, RunInference
+from apache_beam.utils import shared
 
 from schemas.records import ImageEmbedding, ImageRef, ShotFrames
 from transforms.core.hashing import pixels_sha256
@@ -75,12 +81,8 @@ class ShotEncoderHandler(_EncoderHandler):
 
     def run_inference(self, batch: Sequence[ShotFrames], model,
                       inference_args: Optional[Dict[str, Any]] = None) -> Iterable[PredictionResult]:
-        sizes = [len(shot.frames) for shot in batch]
-        # All frames of the batch's shots in one stream: sub-batches fill across shots.
-        embeddings = model.encode([frame for shot in batch for frame in shot.frames])
-        parts = np.split(embeddings, np.cumsum(sizes)[:-1])
-        return [PredictionResult(dataclasses.replace(shot, frames=[]), part)
-                for shot, part in zip(batch, parts)]
+        return [PredictionResult(shot, embeddings)
+                for shot, embeddings in _encode_shots(model, batch)]
 
     def get_num_bytes(self, batch: Sequence[ShotFrames]) -> int:
         # The default pickles the whole batch just to measure it; frames know their size.
@@ -90,6 +92,64 @@ class ShotEncoderHandler(_EncoderHandler):
         # Few shots per batch (each holds many frames). No max_batch_duration_secs: that
         # would turn batching into a keyed stateful step, i.e. a shuffle of pixels.
         return {"min_batch_size": 1, "max_batch_size": self.spec.shots_per_batch}
+
+
+def _encode_shots(model, shots: Sequence[ShotFrames]):
+    """[(shot without its pixels, (n, d) embeddings)] of a batch of shots. All their
+    frames go to the model in one stream: its sub-batches fill across shots."""
+    sizes = [len(shot.frames) for shot in shots]
+    embeddings = model.encode([frame for shot in shots for frame in shot.frames])
+    parts = np.split(embeddings, np.cumsum(sizes)[:-1])
+    return [(dataclasses.replace(shot, frames=[]), part) for shot, part in zip(shots, parts)]
+
+
+class ShotEmbedder:
+    """EmbedShots inside the DoFn that decodes the shots, for a stage whose pixels must
+    never leave the call that decoded them (one video at a time: nothing of it is
+    grouped, pixels or embeddings). The same encoder, batches and counters as EmbedShots:
+    one encoder per worker process, shared by every DoFn instance there (Beam's Shared,
+    as RunInference keeps its model) and built on the first frames; up to
+    `spec.shots_per_batch` shots per batch, their frames in `spec.batch_size` sub-batches.
+
+        embedder = ShotEmbedder(spec)          # in the DoFn's __init__ (it pickles)
+        embedder.setup()                       # in the DoFn's setup, on the worker
+        for shot in embedder.embed(shots): ... # each shot with embeddings, no pixels
+
+    A batch never spans two calls of `embed`, so one video's shots never wait for the next
+    video's. Counters (stage "embed"): shot.in, shot.out, frame.embedded, model.loaded."""
+
+    def __init__(self, spec: EncoderSpec):
+        self.spec = spec
+        self._handle = shared.Shared()
+        self._model = None
+
+    def __getstate__(self):
+        return {"spec": self.spec, "_handle": self._handle, "_model": None}
+
+    def setup(self) -> None:
+        spec = self.spec
+        self._model = self._handle.acquire(lambda: _LazyEncoder(spec))
+        self._counts = StageCounts(STAGE)
+
+    def embed(self, shots: Iterable[ShotFrames]) -> Iterator[ShotFrames]:
+        """The shots (taken with their pixels) with `embeddings` and without pixels, in
+        order, each batch as soon as it is full."""
+        batch: List[ShotFrames] = []
+        for shot in shots:
+            self._counts.seen(level="shot")
+            batch.append(shot)
+            if len(batch) >= self.spec.shots_per_batch:
+                yield from self._encode(batch)
+                batch = []
+        yield from self._encode(batch)
+
+    def _encode(self, batch: List[ShotFrames]) -> Iterator[ShotFrames]:
+        if not batch:
+            return
+        for shot, embeddings in _encode_shots(self._model, batch):
+            self._counts.note("frame.embedded", len(embeddings))
+            self._counts.count_out(level="shot")
+            yield dataclasses.replace(shot, embeddings=embeddings)
 
 
 class _AttachEmbeddings(StageFn):

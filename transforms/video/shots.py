@@ -157,7 +157,8 @@ class SplitIntoShots(beam.PTransform):
 
 class _ShotsDoFn(StageFn):
     stage, level = STAGE, "video"
-    counts_out = False  # a video is out once its shots are judged (below), not per item
+    counts_in = False   # detect_shots counts its video
+    counts_out = False  # a video is out once its shots are judged, not per item
 
     def __init__(self, params: dict, min_frames: int, tolerance: float):
         self._params = params
@@ -165,31 +166,46 @@ class _ShotsDoFn(StageFn):
         self._tolerance = tolerance
 
     def judge(self, video: VideoRef):
-        report, spans, digest = DecodeReport(), [], PixelDigest()
-        try:
-            for shot in iter_shots(video, report=report, digest=digest, **self._params):
-                spans.append(dataclasses.replace(shot, frames=[]))
-                if len(shot.frame_indices) >= self._min_frames:
-                    yield shot  # to the embedder now; counted once the video is judged
-        except VideoError as e:
-            yield _reject(video, "video", reasons.UNREADABLE_VIDEO, video.key,
-                          _after(len(spans)) + str(e))
-            return
-        except Exception as e:  # one bad video must not stop the others
-            log.exception("shot detection failed on %s", video.path)
-            yield _reject(video, "video", reasons.UNREADABLE_VIDEO, video.key,
-                          f"{_after(len(spans))}{type(e).__name__}: {e}")
-            return
-        rejected = _judge_video(video, report, self._tolerance, bool(spans))
-        if rejected:
-            yield rejected
-            return
-        for shot in spans:
-            yield from _judge(self.counts, shot, self._min_frames, emit_passed=False)
-        self.counts.count_out(level="video")
-        log.info("shots: %s -> %d shots", video.key, len(spans))  # progress on long runs
-        yield beam.pvalue.TaggedOutput(SHOT_LISTS, (video, shot_list(spans[0].fps, spans, report,
-                                                                      digest.hexdigest())))
+        yield from detect_shots(self.counts, video, self._params, self._min_frames,
+                                self._tolerance)
+
+
+def detect_shots(counts: StageCounts, video: VideoRef, params: dict, min_frames: int,
+                 tolerance: float):
+    """SplitIntoShots on one video, for a caller that consumes its shots where they are
+    decoded (the pixels then never leave that call): yields, in order, each shot with at
+    least `min_frames` kept frames (with its pixels) as soon as it ends; then, once the
+    decode has ended, Rejects (the caller routes them: they are counted here, as
+    `counts.rejected` does) and, for a video decoded whole, TaggedOutput(SHOT_LISTS,
+    (video, shot list)). Counts the shots stage's video, shot and frame levels.
+    `params`: SplitIntoShots' decode and detector settings."""
+    counts.seen(level="video")
+    report, spans, digest = DecodeReport(), [], PixelDigest()
+    try:
+        for shot in iter_shots(video, report=report, digest=digest, **params):
+            spans.append(dataclasses.replace(shot, frames=[]))
+            if len(shot.frame_indices) >= min_frames:
+                yield shot  # to the embedder now; counted once the video is judged
+    except VideoError as e:
+        yield counts.rejected(_reject(video, "video", reasons.UNREADABLE_VIDEO, video.key,
+                                      _after(len(spans)) + str(e)))
+        return
+    except Exception as e:  # one bad video must not stop the others
+        log.exception("shot detection failed on %s", video.path)
+        yield counts.rejected(_reject(video, "video", reasons.UNREADABLE_VIDEO, video.key,
+                                      f"{_after(len(spans))}{type(e).__name__}: {e}"))
+        return
+    rejected = _judge_video(video, report, tolerance, bool(spans))
+    if rejected:
+        yield counts.rejected(rejected)
+        return
+    for shot in spans:
+        for out in _judge(counts, shot, min_frames, emit_passed=False):
+            yield counts.rejected(out)
+    counts.count_out(level="video")
+    log.info("shots: %s -> %d shots", video.key, len(spans))  # progress on long runs
+    yield beam.pvalue.TaggedOutput(SHOT_LISTS, (video, shot_list(spans[0].fps, spans, report,
+                                                                  digest.hexdigest())))
 
 
 def _judge_video(video: VideoRef, report: DecodeReport, tolerance: float,
