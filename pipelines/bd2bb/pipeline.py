@@ -117,7 +117,8 @@ def _topics(datapoints, cfg: BD2BBConfig, staging_dir, models, review, cache_roo
         vectors = actions | "Embed actions" >> EmbedActions(spec)
     items = ({"text": actions, "vector": vectors} | "Join vectors" >> beam.CoGroupByKey()
              | "Key, text, vector" >> beam.MapTuple(lambda k, g: (k, list(g["text"])[0], list(g["vector"])[0])))
-    clustered = items | "Topic clusters" >> ClusterActions(ClusteringParams.from_config(cfg))
+    clustered = items | "Topic clusters" >> ClusterActions(
+        ClusteringParams.from_config(cfg), FileSystems.join(staging_dir, ".cluster-vectors"))
     _ = clustered | "Review sheet" >> WriteReviewSheet(staging_dir)
     _ = (clustered | "Cluster report" >> beam.Map(cluster_report)
          | "Write cluster report" >> WriteReport(staging_dir, "clusters"))
