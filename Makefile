@@ -6,7 +6,7 @@ CONFIG    ?=
 ARGS      ?=
 BENCHMARKS := imagecode vsr bd2bb fg nlvr2
 
-.PHONY: setup $(addprefix build-,$(BENCHMARKS)) test check-dataflow check-portable check-explorer bench clean-sample cache-prune
+.PHONY: setup $(addprefix build-,$(BENCHMARKS)) test check-dataflow check-portable check-explorer bench bench-scale clean-sample cache-prune
 
 setup:
 	@bash scripts/setup.sh
@@ -93,6 +93,12 @@ bench: setup
 	$(PY) -m bench.bd2bb_language
 	$(PY) -m bench.vsr_coco_stream
 	$(PY) -m bench.fg_search
+
+# How each build grows with its input (docs/benchmarks.md): three sizes a factor 4 apart
+# per benchmark, CPU seconds and peak memory of the process tree, growth exponents and a
+# projection to the published sizes. Long (hours on 2 cores); BENCH_SIZES=small is quick.
+bench-scale: setup
+	$(PY) -m bench.bench_scale --sizes $(or $(BENCH_SIZES),full)
 
 clean-sample:
 	rm -rf samples/imagecode samples/vsr samples/bd2bb samples/fg

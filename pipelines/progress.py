@@ -31,7 +31,7 @@ import time
 from dataclasses import dataclass
 from typing import Dict, Iterator, Optional, Sequence, TextIO, Tuple
 
-from transforms.core.progress import PROGRESS_DIR_ENV
+from transforms.core.progress import PROGRESS_DIR_ENV, use_folder
 
 EVERY_S = 5.0
 
@@ -158,7 +158,8 @@ def reporting(items: Sequence[Progress], enabled: bool = True,
     reporter = Reporter(items, stream or sys.stderr)
     reporter.start()
     previous = os.environ.get(PROGRESS_DIR_ENV)
-    os.environ[PROGRESS_DIR_ENV] = reporter.folder
+    os.environ[PROGRESS_DIR_ENV] = reporter.folder   # for worker processes
+    use_folder(reporter.folder)                      # for this one (it read the variable once)
     try:
         yield reporter
     finally:
@@ -166,4 +167,5 @@ def reporting(items: Sequence[Progress], enabled: bool = True,
             os.environ.pop(PROGRESS_DIR_ENV, None)
         else:
             os.environ[PROGRESS_DIR_ENV] = previous
+        use_folder(previous)
         reporter.finish(None)  # a no-op after the run's own finish

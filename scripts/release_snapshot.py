@@ -3,6 +3,12 @@ layout changed no output (issue 11: "behaviour is unchanged").
 
     .venv/bin/python scripts/release_snapshot.py build OUT_DIR SNAPSHOT.json
     .venv/bin/python scripts/release_snapshot.py compare BEFORE.json AFTER.json
+    .venv/bin/python scripts/release_snapshot.py samples OUT_DIR SNAPSHOT.json
+
+`samples` builds every registered benchmark's sample configs (pipelines/registry.py) and
+the two public-file builds (VSR's raw annotations, NLVR2's dev + test1) through
+`python -m pipelines`, with the same digests: tests/test_conformance.py compares the
+samples with tests/data/sample_decisions.json, written by this verb.
 
 `build` runs the README's make targets (so it works before and after a move of the
 Python entry points) for the three embedded samples and for VSR from the public raw
@@ -37,6 +43,40 @@ BUILDS = {
 }
 
 
+REALDATA = os.path.normpath(os.path.join(ROOT, "..", "..", "shared", "realdata"))
+if not os.path.isdir(REALDATA):   # a checkout beside shared/ rather than in a worktree folder
+    REALDATA = os.path.normpath(os.path.join(ROOT, "..", "shared", "realdata"))
+PUBLIC_BUILDS = {
+    "vsr-realdata": ("vsr", "paper", ["--set", "inputs.annotations=[{}]".format(
+        os.path.join(REALDATA, "vsr", "all_vsr_raw_data.jsonl"))]),
+    "nlvr2-public": ("nlvr2", "public", ["--set", "inputs.public=[{},{}]".format(
+        os.path.join(REALDATA, "nlvr2", "dev.json"), os.path.join(REALDATA, "nlvr2", "test1.json"))]),
+}
+
+
+def samples(out_dir: str, snapshot: str, only: str = "") -> None:
+    """Every sample config of every benchmark, and the public-file builds, digested."""
+    from pipelines import registry
+    builds = {f"{name}-{config}": (name, config, [])
+              for name in registry.names() for config in registry.load(name).sample_configs()}
+    builds.update(PUBLIC_BUILDS)
+    digests = {}
+    for label, (benchmark, config, extra) in builds.items():
+        if only and label not in only.split(","):
+            continue
+        target = os.path.join(os.path.abspath(out_dir), label)
+        subprocess.run([sys.executable, "-m", "pipelines", benchmark, "build", "--config", config,
+                        *extra, "--output", target, "--version", "1.0.0", "--quiet"],
+                       cwd=ROOT, check=True, stdout=subprocess.DEVNULL,
+                       env={**os.environ, "PYTHONPATH": ROOT})
+        release = os.path.join(target, os.listdir(target)[0] if benchmark == "fg" else benchmark, "1.0.0")
+        digests[label] = release_digest(release, root=ROOT)
+        print(f"{label}: " + ", ".join(f"{t} {d['rows']}" for t, d in digests[label]["tables"].items()),
+              flush=True)
+    with open(snapshot, "w") as f:
+        json.dump(digests, f, indent=1, sort_keys=True)
+
+
 def build(out_dir: str, snapshot: str) -> None:
     digests = {}
     for label, command in BUILDS.items():
@@ -62,4 +102,6 @@ def compare(before: str, after: str) -> int:
 
 if __name__ == "__main__":
     verb, *args = sys.argv[1:]
-    sys.exit(build(*args) or 0 if verb == "build" else compare(*args))
+    if verb == "compare":
+        sys.exit(compare(*args))
+    sys.exit({"build": build, "samples": samples}[verb](*args) or 0)

@@ -18,6 +18,7 @@ import pytest
 from pipelines import registry, runner
 from pipelines.config import load_config
 from pipelines.release.diff import diff_releases, render
+from pipelines.release.digest import differences, release_digest
 from pipelines.release.manifest import verify_manifest
 from pipelines.release.tables import MANIFEST_KEYS, Table, declared, key_problems, key_text
 from tests.paths import ROOT
@@ -258,6 +259,23 @@ def test_a_second_version_publishes_beside_the_first_and_its_diff_adds_up(second
     assert {t["table"]: t["counts"] for t in index["diff"]["tables"]} \
         == {table: {kind: t["counts"][kind] for kind in ("added", "removed", "moved", "changed")}
             for table, t in diff["tables"].items()}
+
+
+# Every sample's decisions, pinned: each table row-sorted, rejects, the compat/crowd/tasks/
+# review/stats files and every stage counter, digested as scripts/release_snapshot.py does
+# (pipelines/release/digest.py). Taken before the memory and growth work of issues 27-28
+# and kept through it. A difference here is a behaviour change: explain it, then re-pin:
+#   .venv/bin/python scripts/release_snapshot.py samples build/snapshot tests/sample_decisions.json
+PINNED_DECISIONS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sample_decisions.json")
+
+
+def test_its_decisions_are_the_pinned_ones(built):
+    benchmark, release, sample = built
+    label = f"{benchmark.name}-{sample}"
+    with open(PINNED_DECISIONS) as f:
+        pinned = json.load(f)
+    assert label in pinned, f"{label} has no pinned digest: re-pin (see above)"
+    assert differences(pinned[label], release_digest(release, root=str(ROOT)), label=f"{label} ") == []
 
 
 def _canonical(row: dict) -> str:

@@ -4,10 +4,12 @@ k-means runs for every k of a range; k is chosen by the elbow method (§3.2 fn. 
 the silhouette is reported beside each k (transforms/vectors/kmeans.py). The paper's k
 is 60; `fixed_k` forces a k and still reports the curve.
 
-k-means is one global step: it needs every point at once. It runs on the gathered
-embedding matrix (one row per unique action: ~10k x 384 float32 = 15 MB for BD2BB),
-rows sorted by action key so the result depends only on the data and the seed, never
-on arrival order.
+k-means is a global step: each fit needs every point at once. It runs on the embedding
+matrix (one row per unique action: ~10k x 384 float64 = 30 MB for BD2BB), rows sorted by
+action key so the result depends only on the data and the seed, never on arrival order.
+Each k is fitted on its own (`kmeans_at`) and the curve is read from all of them
+(`choose_clustering`): pipelines/bd2bb/topic_clusters.py fits the k values as separate
+elements; `cluster_actions` fits them in turn, in process.
 
 Review (the paper's manual step: 2 authors labelled 54 of 60 clusters, dropped 6, moved
 and removed actions). The build exports `review/cluster_review.csv` (a seeded sample of
@@ -39,7 +41,7 @@ import numpy as np
 from transforms.core.errors import ConfigError
 from transforms.core.sampling import priority
 from transforms.text.tokens import normalise_text
-from transforms.vectors.kmeans import elbow, kmeans_curve
+from transforms.vectors.kmeans import elbow, fits, kmeans_at
 
 DECISIONS = ("clustering", "label", "drop", "move", "remove")
 REVIEW_HEADER = ["cluster", "cluster_size", "action_key", "action", "suggested_label", "clustering"]
@@ -85,19 +87,32 @@ def clustering_fingerprint(assignments: Dict[str, int]) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
-def cluster_actions(items: Sequence[Tuple[str, np.ndarray]], ks: Sequence[int], seed: int,
-                    fixed_k: Optional[int] = None, n_init: int = 3,
-                    silhouette_sample: int = 5000) -> ClusterResult:
-    """(action key, unit vector) pairs -> clusters; rows sorted by key first."""
+def wanted_ks(ks: Sequence[int], fixed_k: Optional[int] = None) -> List[int]:
+    """The k values fitted: the range, and a forced k."""
+    return sorted(set(ks) | ({fixed_k} if fixed_k else set()))
+
+
+def action_matrix(items: Sequence[Tuple[str, np.ndarray]]) -> Tuple[List[str], np.ndarray]:
+    """(keys sorted, float64 matrix with one row per key in that order)."""
     items = sorted(items, key=lambda kv: kv[0])
     keys = [k for k, _ in items]
-    if not keys:
-        return ClusterResult(0, "none", [], {})
     # float64: k-means in float32 sums in a thread-dependent order and its last bits
     # (inertia, and in a near tie a label) vary between runs; in float64 they do not.
-    matrix = np.stack([np.asarray(v, np.float64) for _, v in items])
-    wanted = sorted(set(ks) | ({fixed_k} if fixed_k else set()))
-    curve, labels = kmeans_curve(matrix, wanted, seed, n_init, silhouette_sample)
+    matrix = (np.stack([np.asarray(v, np.float64) for _, v in items]) if items
+              else np.zeros((0, 0), np.float64))
+    return keys, matrix
+
+
+def choose_clustering(keys: Sequence[str], fitted: Sequence[Tuple[dict, np.ndarray]],
+                      ks: Sequence[int], fixed_k: Optional[int] = None) -> ClusterResult:
+    """The clustering of the `keys` (rows of the matrix) from the fits of every k that
+    fits (kmeans_at: (curve row, labels)), in any order: the forced k, or the elbow of
+    the curve over the range."""
+    if not keys:
+        return ClusterResult(0, "none", [], {})
+    fitted = sorted(fitted, key=lambda f: f[0]["k"])
+    curve = [row for row, _ in fitted]
+    labels = {row["k"]: lab for row, lab in fitted}
     if not curve:  # fewer actions than any k: one cluster
         return ClusterResult(1, "single", [], {k: 0 for k in keys}, {0: len(keys)})
     on_range = [c for c in curve if c["k"] in set(ks)] or curve
@@ -108,6 +123,16 @@ def cluster_actions(items: Sequence[Tuple[str, np.ndarray]], ks: Sequence[int], 
     chosen = labels[k]
     sizes = {int(c): int(n) for c, n in zip(*np.unique(chosen, return_counts=True))}
     return ClusterResult(int(k), method, curve, {key: int(c) for key, c in zip(keys, chosen)}, sizes)
+
+
+def cluster_actions(items: Sequence[Tuple[str, np.ndarray]], ks: Sequence[int], seed: int,
+                    fixed_k: Optional[int] = None, n_init: int = 3,
+                    silhouette_sample: int = 5000) -> ClusterResult:
+    """(action key, unit vector) pairs -> clusters, every k fitted in this process."""
+    keys, matrix = action_matrix(items)
+    fitted = [kmeans_at(matrix, k, seed, n_init, silhouette_sample)
+              for k in wanted_ks(ks, fixed_k) if fits(k, len(matrix))]
+    return choose_clustering(keys, fitted, ks, fixed_k)
 
 
 # --- review ------------------------------------------------------------------------------

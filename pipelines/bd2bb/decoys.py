@@ -19,20 +19,31 @@ The pool is ordered by (cluster, action key), so a cluster is a contiguous block
 
 Cost: O(targets x pool_size x dim) matrix products in chunks, plus the hashes; no
 Python loop over candidates. bench/bd2bb_decoys.py measures it at 10k and 100k actions.
+
+In the pipeline the pool is one file (one row per unique action: BD2BB's ~10k x 384
+float32, 15 MB), written from vector files where the actions arrive and loaded once per
+worker; targets come in batches, never grouped whole by cluster, and a batch is scored
+cluster by cluster. No collection is an element or a pickled side input; the draws do
+not depend on how targets are batched.
 """
 from __future__ import annotations
 
+import io
+import json
 from dataclasses import dataclass
 from typing import Dict, List, Sequence, Tuple
 
 import apache_beam as beam
 import numpy as np
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
 
 from pipelines.bd2bb import reasons
 from pipelines.bd2bb.argument_codes import nouns_of, verbs_of
 from pipelines.bd2bb.schema import CANDIDATES, LANGUAGE, TARGET, VISION, Codes, Sample
 from transforms.core.sampling import priority
-from transforms.core.stage import StageFn, stage_pardo
+from transforms.core.stage import MAIN, REJECTS, StageFn, stage_pardo
+from transforms.vectors.vector_files import RemoveFolderWhenDone, WriteVectorFiles, read_vector_file
 
 CHUNK = 64           # targets per matrix product (memory: CHUNK x pool_size x dim floats)
 _MASK64 = np.uint64(0xFFFFFFFFFFFFFFFF)
@@ -67,20 +78,68 @@ def _ids(sets: Sequence[frozenset]) -> np.ndarray:
 
 def build_pool(entries: Sequence[Tuple[str, str, int, Codes, np.ndarray]]) -> DecoyPool:
     """(action key, text, cluster, codes, unit vector) per unique action -> the pool."""
+    return _pool_of_words([(key, text, cluster, verbs_of(codes), nouns_of(codes), vector)
+                           for key, text, cluster, codes, vector in entries])
+
+
+def _pool_of_words(entries: Sequence[Tuple[str, str, int, frozenset, frozenset, np.ndarray]]) -> DecoyPool:
+    """(key, text, cluster, verbs, nouns, vector) per unique action -> the pool."""
     entries = sorted(entries, key=lambda e: (e[2], e[0]))
     clusters = np.array([e[2] for e in entries], np.int64)
+    dim = len(entries[0][5]) if entries else 0
+    return _indexed(keys=[e[0] for e in entries], texts=[e[1] for e in entries], clusters=clusters,
+                    embeddings=np.stack([np.asarray(e[5], np.float32) for e in entries]) if entries
+                    else np.zeros((0, dim), np.float32),
+                    verbs=_ids([frozenset(e[3]) for e in entries]), nouns=_ids([frozenset(e[4]) for e in entries]))
+
+
+def _indexed(keys, texts, clusters, embeddings, verbs, nouns) -> DecoyPool:
+    """The pool with its row and cluster lookups (rows sorted by (cluster, key))."""
     start, size = {}, {}
-    if len(entries):
+    if len(keys):
         values, first, counts = np.unique(clusters, return_index=True, return_counts=True)
         start = {int(c): int(f) for c, f in zip(values, first)}
         size = {int(c): int(n) for c, n in zip(values, counts)}
-    dim = len(entries[0][4]) if entries else 0
-    return DecoyPool(
-        keys=[e[0] for e in entries], texts=[e[1] for e in entries], clusters=clusters,
-        embeddings=np.stack([np.asarray(e[4], np.float32) for e in entries]) if entries
-        else np.zeros((0, dim), np.float32),
-        verbs=_ids([verbs_of(e[3]) for e in entries]), nouns=_ids([nouns_of(e[3]) for e in entries]),
-        row_of={e[0]: i for i, e in enumerate(entries)}, start=start, size=size)
+    return DecoyPool(keys=list(keys), texts=list(texts), clusters=clusters, embeddings=embeddings,
+                     verbs=verbs, nouns=nouns, row_of={k: i for i, k in enumerate(keys)}, start=start, size=size)
+
+
+def pool_entry_row(entry) -> Tuple[str, str, np.ndarray]:
+    """A pool entry (key, text, cluster, codes, vector) as a vector file row: its key, its
+    text, cluster, verbs and nouns as the JSON label, its vector."""
+    key, text, cluster, codes, vector = entry
+    return key, json.dumps([text, int(cluster), sorted(verbs_of(codes)), sorted(nouns_of(codes))]), vector
+
+
+def write_pool(pool: DecoyPool, path: str) -> None:
+    """The pool as one .npz (numpy arrays, no pickles; keys and texts as UTF-8 JSON)."""
+    meta = json.dumps({"keys": pool.keys, "texts": pool.texts}).encode("utf-8")
+    buffer = io.BytesIO()
+    np.savez(buffer, embeddings=pool.embeddings, clusters=pool.clusters, verbs=pool.verbs,
+             nouns=pool.nouns, meta=np.frombuffer(meta, np.uint8))
+    with FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+        f.write(buffer.getvalue())
+
+
+def read_pool(path: str) -> DecoyPool:
+    """The pool write_pool wrote, with its row and cluster lookups."""
+    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+        with np.load(io.BytesIO(f.read()), allow_pickle=False) as data:
+            arrays = {name: data[name] for name in ("embeddings", "clusters", "verbs", "nouns")}
+            meta = json.loads(data["meta"].tobytes().decode("utf-8"))
+    return _indexed(meta["keys"], meta["texts"], **arrays)
+
+
+def _write_pool_file(files, path: str) -> str:
+    """The pool entries' vector files -> the pool, as one file; returns its path."""
+    entries = []
+    for f in files:
+        ids, labels, vectors = read_vector_file(f.path)
+        for key, label, vector in zip(ids, labels, vectors):
+            text, cluster, verbs, nouns = json.loads(label)
+            entries.append((key, text, cluster, frozenset(verbs), frozenset(nouns), vector))
+    write_pool(_pool_of_words(entries), path)
+    return path
 
 
 def _splitmix64(x: np.ndarray) -> np.ndarray:
@@ -177,17 +236,32 @@ def position_uniformity(labels: Sequence[int]) -> dict:
 # --- Beam ----------------------------------------------------------------------------------
 
 
-class _DecoysForCluster(StageFn):
-    """One cluster's targets; counts each target in."""
+BATCH = 2048   # targets per call: scored cluster by cluster, CHUNK at a time
+
+
+class _DecoysForBatch(StageFn):
+    """A batch of targets, scored cluster by cluster; counts each target in."""
     stage, level = "decoys", "sample"
     counts_in = False
 
     def __init__(self, seed: int, pool_size: int):
         self.seed, self.pool_size = seed, pool_size
+        self._pool_path, self._pool = None, None
 
-    def judge(self, kv, pool: DecoyPool):
-        cluster, datapoints = kv
-        datapoints = sorted(datapoints, key=lambda d: d.tuple.tuple_id)
+    def _load(self, path: str) -> DecoyPool:
+        if path != self._pool_path:   # once per worker (the DoFn instance is reused)
+            self._pool, self._pool_path = read_pool(path), path
+        return self._pool
+
+    def judge(self, batch, pool_path: str):
+        pool = self._load(pool_path)
+        by_cluster: Dict[int, list] = {}
+        for d in batch:
+            by_cluster.setdefault(d.cluster, []).append(d)
+        for cluster in sorted(by_cluster):
+            yield from self._cluster(pool, cluster, sorted(by_cluster[cluster], key=lambda d: d.tuple.tuple_id))
+
+    def _cluster(self, pool: DecoyPool, cluster: int, datapoints):
         rows = np.array([pool.row_of[d.tuple.action_key] for d in datapoints], np.int64)
         seeds = np.array([target_seed(self.seed, d.tuple.tuple_id) for d in datapoints], np.uint64)
         lan, vis = select_for_cluster(pool, cluster, rows, seeds, self.pool_size)
@@ -207,19 +281,27 @@ class _DecoysForCluster(StageFn):
 
 
 class SelectDecoys(beam.PTransform):
-    """{"datapoints": Datapoint (clustered), "pool": DecoyPool singleton} -> Sample / no_decoys.
+    """{"datapoints": Datapoint (clustered), "pool": (key, text, cluster, codes, vector) per
+    unique action} -> Sample / no_decoys.
 
-    Targets are grouped by cluster and each cluster's targets are scored in one
-    vectorised call; the pool (one row per unique action: ~10k x 384 floats for BD2BB)
-    is a side input, because language decoys may come from any other cluster."""
+    The pool is written to one file under `scratch_dir` (removed when the decoys are
+    chosen) and loaded once per worker, because language decoys may come from any other
+    cluster; targets come in batches."""
 
-    def __init__(self, seed: int, pool_size: int):
+    def __init__(self, seed: int, pool_size: int, scratch_dir: str):
         super().__init__()
-        self.seed, self.pool_size = seed, pool_size
+        self.seed, self.pool_size, self.scratch_dir = seed, pool_size, scratch_dir
 
     def expand(self, inputs):
-        return (inputs["datapoints"]
-                | "Key by cluster" >> beam.Map(lambda d: (d.cluster, d))
-                | "Group clusters" >> beam.GroupByKey()
-                | "Select" >> stage_pardo(_DecoysForCluster(self.seed, self.pool_size),
-                                          beam.pvalue.AsSingleton(inputs["pool"])))
+        folder = self.scratch_dir
+        pool_file = (inputs["pool"]
+                     | "Pool to files" >> WriteVectorFiles(FileSystems.join(folder, "entries"), row_of=pool_entry_row)
+                     | "File list" >> beam.combiners.ToList()
+                     | "One pool file" >> beam.Map(_write_pool_file, FileSystems.join(folder, "pool.npz")))
+        selected = (inputs["datapoints"]
+                    | "Batch targets" >> beam.BatchElements(min_batch_size=1, max_batch_size=BATCH)
+                    | "Select" >> stage_pardo(_DecoysForBatch(self.seed, self.pool_size),
+                                              beam.pvalue.AsSingleton(pool_file)))
+        _ = ((selected[MAIN], selected[REJECTS]) | "Chosen" >> beam.Flatten()
+             | "Remove pool files" >> RemoveFolderWhenDone(folder))
+        return selected

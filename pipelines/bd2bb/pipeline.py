@@ -26,7 +26,7 @@ from apache_beam.io.filesystems import FileSystems
 from pipelines.bd2bb.action_parses import ParseActions
 from pipelines.bd2bb.clustering import ClusteringParams, Review, parse_review
 from pipelines.bd2bb.config import BD2BBConfig
-from pipelines.bd2bb.decoys import SelectDecoys, build_pool
+from pipelines.bd2bb.decoys import SelectDecoys
 from pipelines.bd2bb.inputs import ReadCaptions, ReadTuples, load_captions
 from pipelines.bd2bb.release import WriteCompat, WriteReviewSheet, cluster_report
 from pipelines.bd2bb.schema import SAMPLE_SCHEMA, coco_image_id, sample_to_row
@@ -65,7 +65,7 @@ def build_pipeline(p: beam.Pipeline, cfg: BD2BBConfig, staging_dir: str, models:
         datapoints, cfg, staging_dir, models, review, cache_root, run_id)
     rejects += more_rejects
     written += more_written
-    samples, decoy_rejects = _decoys(reviewed, vectors, cfg)
+    samples, decoy_rejects = _decoys(reviewed, vectors, cfg, staging_dir)
     rejects.append(decoy_rejects)
     split = (samples | "Splits" >> AssignSplits(cfg.seed, cfg.splits.ratios)
              | "Target positions" >> BalancePositions(cfg.seed))
@@ -117,7 +117,8 @@ def _topics(datapoints, cfg: BD2BBConfig, staging_dir, models, review, cache_roo
         vectors = actions | "Embed actions" >> EmbedActions(spec)
     items = ({"text": actions, "vector": vectors} | "Join vectors" >> beam.CoGroupByKey()
              | "Key, text, vector" >> beam.MapTuple(lambda k, g: (k, list(g["text"])[0], list(g["vector"])[0])))
-    clustered = items | "Topic clusters" >> ClusterActions(ClusteringParams.from_config(cfg))
+    clustered = items | "Topic clusters" >> ClusterActions(
+        ClusteringParams.from_config(cfg), FileSystems.join(staging_dir, ".cluster-vectors"))
     _ = clustered | "Review sheet" >> WriteReviewSheet(staging_dir)
     _ = (clustered | "Cluster report" >> beam.Map(cluster_report)
          | "Write cluster report" >> WriteReport(staging_dir, "clusters"))
@@ -130,20 +131,19 @@ def _pool_entry(kv):
     points, vectors = list(groups["points"]), list(groups["vector"])
     if not points:
         return []  # an action whose datapoints the review removed
-    d = points[0]
-    return [(key, normalise_text(d.tuple.action), d.cluster, d.codes, vectors[0])]
+    text, cluster, codes = points[0]
+    return [(key, text, cluster, codes, vectors[0])]
 
 
-def _decoys(reviewed, vectors, cfg: BD2BBConfig):
+def _decoys(reviewed, vectors, cfg: BD2BBConfig, staging_dir: str):
     """§4: the pool of unique reviewed actions, then 2 + 2 decoys per target."""
-    pool = ({"points": reviewed | "Key points" >> beam.Map(lambda d: (d.tuple.action_key, d)),
+    pool = ({"points": reviewed | "Key points" >> beam.Map(
+                lambda d: (d.tuple.action_key, (normalise_text(d.tuple.action), d.cluster, d.codes))),
              "vector": vectors}
             | "Join pool" >> beam.CoGroupByKey()
-            | "Pool entries" >> beam.FlatMap(_pool_entry)
-            | "Gather pool" >> beam.combiners.ToList()
-            | "Build pool" >> beam.Map(build_pool))
+            | "Pool entries" >> beam.FlatMap(_pool_entry))
     selected = {"datapoints": reviewed, "pool": pool} | "Decoys" >> SelectDecoys(
-        cfg.seed, cfg.decoys.pool_size)
+        cfg.seed, cfg.decoys.pool_size, FileSystems.join(staging_dir, ".decoy-pool"))
     return selected[MAIN], selected[REJECTS]
 
 

@@ -1,30 +1,87 @@
-"""Beam side of the topic clusters (§3.2, A.3): one global k-means step, then the review.
+"""Beam side of the topic clusters (§3.2, A.3): k-means over a k range, then the review.
 
-    (key, text, vector) -> gathered -> cluster_actions (k range, elbow, silhouette)
-                        -> ClusterResult singleton + review sheet rows
+    (key, text, vector) -> vector files -> one matrix file (rows sorted by key)
+                        -> one element per k: kmeans_at on the matrix (spread over workers)
+                        -> all k: the curve, the elbow -> ClusterResult singleton + review sheet rows
     Datapoint + ClusterResult + Review -> Datapoint(cluster, label) | cluster_dropped | action_dropped
 
-Gathering is deliberate: k-means needs every point at once; the gathered matrix is one
-row per unique action (BD2BB: ~10k x 384 float32, 15 MB).
+The vectors never travel as one element or a side input: they are written to files where
+they are embedded, and each k's fit loads the matrix from its file (a fit needs every
+point: ~N x d float64, BD2BB's ~10k x 384 = 30 MB). What goes on as the singleton is
+per action a key, a text and a cluster number.
 """
 from __future__ import annotations
 
 import dataclasses
+import io
+import json
 
 import apache_beam as beam
+import numpy as np
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
 
 from pipelines.bd2bb import reasons
-from pipelines.bd2bb.clustering import (ClusteringParams, ClusterResult, Review, check_review,
-                                        cluster_actions, review_rows)
+from pipelines.bd2bb.clustering import (ClusteringParams, ClusterResult, Review, action_matrix, check_review,
+                                        choose_clustering, review_rows, wanted_ks)
 from pipelines.bd2bb.schema import Datapoint
 from transforms.core.stage import StageFn, stage_pardo
 from transforms.text.tokens import normalise_text
+from transforms.vectors.kmeans import fits, kmeans_at
+from transforms.vectors.vector_files import RemoveFolderWhenDone, WriteVectorFiles, read_vector_file
 
 
-def _cluster(items, params: ClusteringParams):
-    result = cluster_actions([(k, v) for k, _, v in items], params.ks, params.seed, params.fixed_k,
-                             params.n_init, params.silhouette_sample)
-    texts = {k: t for k, t, _ in items}
+def _write_matrix(files, folder: str) -> dict:
+    """The actions' vector files -> one float64 matrix file (rows sorted by key) and the
+    keys and texts in that order; returns where they are and the number of rows."""
+    items, texts = [], {}
+    for f in files:
+        ids, labels, vectors = read_vector_file(f.path)
+        items += zip(ids, vectors)
+        texts.update(zip(ids, labels))
+    keys, matrix = action_matrix(items)
+    del items
+    paths = {"matrix": FileSystems.join(folder, "matrix.npy"), "keys": FileSystems.join(folder, "keys.json")}
+    buffer = io.BytesIO()
+    np.save(buffer, matrix)
+    with FileSystems.create(paths["matrix"], compression_type=CompressionTypes.UNCOMPRESSED) as out:
+        out.write(buffer.getvalue())
+    with FileSystems.create(paths["keys"], compression_type=CompressionTypes.UNCOMPRESSED) as out:
+        out.write(json.dumps({"keys": keys, "texts": [texts[k] for k in keys]}).encode("utf-8"))
+    return {**paths, "rows": len(keys)}
+
+
+def _load_matrix(path: str) -> np.ndarray:
+    if not FileSystems.get_scheme(path):
+        return np.load(path, mmap_mode="r", allow_pickle=False)   # read-only; k-means copies
+    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+        return np.load(io.BytesIO(f.read()), allow_pickle=False)
+
+
+def _load_keys(path: str) -> dict:
+    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+        return json.loads(f.read().decode("utf-8"))
+
+
+class _FitK(beam.DoFn):
+    """One k (an element) -> (curve row, labels) of k-means on the whole matrix, loaded
+    from its file here; nothing for a k the matrix is too small for."""
+
+    def __init__(self, params: ClusteringParams):
+        self.params = params
+
+    def process(self, k: int, matrix: dict):
+        if not fits(k, matrix["rows"]):
+            return
+        p = self.params
+        row, labels = kmeans_at(_load_matrix(matrix["matrix"]), k, p.seed, p.n_init, p.silhouette_sample)
+        yield row, np.asarray(labels, np.int32)
+
+
+def _choose(fitted, matrix: dict, params: ClusteringParams) -> dict:
+    named = _load_keys(matrix["keys"]) if matrix["rows"] else {"keys": [], "texts": []}
+    result = choose_clustering(named["keys"], fitted, params.ks, params.fixed_k)
+    texts = dict(zip(named["keys"], named["texts"]))
     return {"result": result,
             "sheet": review_rows(texts, result, params.review_per_cluster, params.seed),
             "actions": sorted(texts.values())}
@@ -32,15 +89,27 @@ def _cluster(items, params: ClusteringParams):
 
 class ClusterActions(beam.PTransform):
     """(action key, text, vector) -> one dict {"result": ClusterResult, "sheet": rows,
-    "actions": the clustered texts}."""
+    "actions": the clustered texts}, the same as `cluster_actions` on the same vectors
+    in float32 (the encoder's precision: the files hold float32). The vectors are written
+    under `scratch_dir` and removed once the clustering is chosen."""
 
-    def __init__(self, params: ClusteringParams):
+    def __init__(self, params: ClusteringParams, scratch_dir: str):
         super().__init__()
-        self.params = params
+        self.params, self.scratch_dir = params, scratch_dir
 
     def expand(self, items):
-        return (items | "Gather" >> beam.combiners.ToList()
-                | "k-means" >> beam.Map(_cluster, self.params))
+        params, folder = self.params, self.scratch_dir
+        files = items | "Vectors to files" >> WriteVectorFiles(
+            FileSystems.join(folder, "actions"), row_of=lambda item: item)
+        matrix = (files | "File list" >> beam.combiners.ToList()
+                  | "One matrix" >> beam.Map(_write_matrix, folder))
+        fitted = (items.pipeline | "k values" >> beam.Create(wanted_ks(params.ks, params.fixed_k))
+                  | "One k a worker" >> beam.Reshuffle()
+                  | "k-means" >> beam.ParDo(_FitK(params), beam.pvalue.AsSingleton(matrix)))
+        clustered = (fitted | "Every k" >> beam.combiners.ToList()
+                     | "Curve and elbow" >> beam.Map(_choose, beam.pvalue.AsSingleton(matrix), params))
+        _ = clustered | "Remove vector files" >> RemoveFolderWhenDone(folder)
+        return clustered
 
 
 class _Apply(StageFn):

@@ -49,13 +49,15 @@ from transforms.image.collection import ReadImageCollection
 from transforms.image.content import OneImagePerContent
 from transforms.image.embed import EmbedImages
 from transforms.io.release import WriteRejects, WriteTable
-from transforms.vectors.knn import ShardedExactKnn
+from transforms.vectors.knn import SearchVectorFiles
+from transforms.vectors.vector_files import ReadRows, RemoveFolderWhenDone, WriteVectorFiles
 
-BATCH = 256   # captions / candidates per text-encoder call
+BATCH = 256          # captions / candidates per text-encoder call
+COARSE_BATCH = 2048  # captions per pass over the retrieval pool's files (F7)
 
 
-def _batched(pcoll, label: str):
-    return pcoll | label >> beam.BatchElements(min_batch_size=1, max_batch_size=BATCH)
+def _batched(pcoll, label: str, size: int = BATCH):
+    return pcoll | label >> beam.BatchElements(min_batch_size=1, max_batch_size=size)
 
 
 def build_pipeline(p: beam.Pipeline, cfg: FgConfig, captions: Dict[str, List[str]], staging_dir: str) -> None:
@@ -101,14 +103,22 @@ def build_pipeline(p: beam.Pipeline, cfg: FgConfig, captions: Dict[str, List[str
                                                   images_side, precomputed))
     all_captions = encoded[MAIN]
 
-    # F3-F6: similar sets and the new pool
+    # F3-F6: similar sets and the new pool. The candidate pool's vectors are written to
+    # files per shard where they are made (transforms/vectors/vector_files.py): both
+    # searches and the coarse test read them a file at a time, so no worker ever holds
+    # the pool. The files live in the staging folder until the last reader is done.
     sim = cfg.similar
-    by_image = ((target_vectors, database)
-                | "Image to image top-k'" >> ShardedExactKnn(sim.image_k, sim.shards, exclude_self=True))
+    scratch = FileSystems.join(staging_dir, ".vectors")
+    pool_files = database | "Candidate pool to files" >> WriteVectorFiles(
+        FileSystems.join(scratch, "pool"), sim.shards)
+    by_image = ((target_vectors, pool_files)
+                | "Image to image top-k'" >> SearchVectorFiles(
+                    sim.image_k, FileSystems.join(scratch, "image-queries"), exclude_self=True))
     text_queries = all_captions | "Text queries" >> beam.Map(
         lambda c: ImageEmbedding(c.key, "", "", c.embedding))
-    by_text = ((text_queries, database)
-               | "Text to image top-k''" >> ShardedExactKnn(sim.text_k, sim.shards, exclude_self=False)
+    by_text = ((text_queries, pool_files)
+               | "Text to image top-k''" >> SearchVectorFiles(
+                   sim.text_k, FileSystems.join(scratch, "text-queries"), exclude_self=False)
                | "Per target" >> beam.MapTuple(lambda key, found: (key.rpartition("#")[0],
                                                                    (int(key.rpartition("#")[2]), found))))
     sets = ({"target": targets | "Key targets" >> beam.Map(lambda t: (t.image_id, t)),
@@ -127,16 +137,17 @@ def build_pipeline(p: beam.Pipeline, cfg: FgConfig, captions: Dict[str, List[str
 
     # F7: coarse-grained texts, against the old test images or the new pool
     if cfg.coarse.pool == "old":
-        retrieval = target_vectors | "Old pool vectors" >> beam.Map(lambda e: (e.image_id, e.embedding))
+        retrieval = target_vectors
     else:
-        retrieval = ({"pool": pooled[MAIN] | "Pool ids" >> beam.Map(lambda tm: (tm[1].image_id, True)),
-                      "vector": database | "Vectors by id" >> beam.Map(lambda e: (e.image_id, e.embedding))}
-                     | "New pool vectors" >> beam.CoGroupByKey()
-                     | "Pooled vectors" >> beam.FlatMap(
-                         lambda kv: [(kv[0], kv[1]["vector"][0])] if kv[1]["pool"] else []))
-    coarse = (_batched(all_captions, "Batch for coarse test")
-              | "Coarse texts" >> stage_pardo(DetectCoarse(), beam.pvalue.AsList(retrieval), outputs=(FINE,)))
+        pool_ids = pooled[MAIN] | "Pool ids" >> beam.Map(lambda tm: tm[1].image_id)
+        retrieval = pool_files | "New pool vectors" >> ReadRows(beam.pvalue.AsList(pool_ids))
+    retrieval_files = retrieval | "Retrieval pool to files" >> WriteVectorFiles(FileSystems.join(scratch, "coarse"))
+    coarse = (_batched(all_captions, "Batch for coarse test", COARSE_BATCH)
+              | "Coarse texts" >> stage_pardo(DetectCoarse(), beam.pvalue.AsList(retrieval_files), images_side,
+                                              outputs=(FINE,)))
     rejects.append(coarse[REJECTS])
+    _ = ((by_image, by_text, coarse[MAIN], coarse[FINE]) | "Searched" >> beam.Flatten()
+         | "Remove vector files" >> RemoveFolderWhenDone(scratch))
 
     # F8-F11: nouns, prompts, details, first filter
     prompted = coarse[MAIN] | "Prompts" >> stage_pardo(MakePrompts(cfg.nouns.tagger, cfg.prompts.templates))

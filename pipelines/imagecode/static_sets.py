@@ -27,7 +27,10 @@ from schemas.names import MAX_NAME_LENGTH, safe_name
 from schemas.records import SPLITS
 from transforms.core.sampling import priority
 from transforms.core.stage import StageFn, stage_pardo
-from transforms.vectors.knn import ShardedExactKnn
+from apache_beam.io.filesystems import FileSystems
+
+from transforms.vectors.knn import SearchVectorFiles
+from transforms.vectors.vector_files import ReadRows, RemoveFolderWhenDone, WriteVectorFiles, scratch_folder
 
 STAGE = "static_sets"
 SOURCE = "open-images"
@@ -91,22 +94,33 @@ class BuildStaticSets(beam.PTransform):
     seed          drives the sample and the splits
     n_sets        how many query images (sets) to sample; None = every image
     k             neighbours per set (§3.1: 9, so a set holds 10 images)
-    num_shards    database shards of the exact kNN (memory per worker)
+    num_shards    database shards of the exact kNN (tasks searched in parallel)
     split_ratios  e.g. {"train": 0.78, "valid": 0.11, "test": 0.11}
     source        the first part of the set names
+    scratch_dir   where the vectors are written while the sets are built (removed after;
+                  default: transforms/vectors/vector_files.scratch_folder)
+
+    The embeddings are written to vector files where they arrive; the sampled queries are
+    read back from them and searched shard by shard (transforms/vectors/knn.py), so no
+    worker holds the collection's vectors.
     """
 
     def __init__(self, seed: int, n_sets: Optional[int], k: int = 9, num_shards: int = 8,
-                 split_ratios: Optional[Dict[str, float]] = None, source: str = SOURCE):
+                 split_ratios: Optional[Dict[str, float]] = None, source: str = SOURCE,
+                 scratch_dir: Optional[str] = None):
         super().__init__()
         if n_sets is not None and n_sets < 0:
             raise ValueError("n_sets must be >= 0 or None")
         self.seed, self.n_sets, self.k, self.num_shards = seed, n_sets, k, num_shards
         self.ratios = check_split_ratios(split_ratios or {"train": 1.0})
         self.source = safe_name(source)
+        self.scratch_dir = scratch_dir
 
     def expand(self, embeddings):
         seed = self.seed
+        folder = scratch_folder(embeddings.pipeline, self.scratch_dir)
+        files = embeddings | "Vectors to files" >> WriteVectorFiles(
+            FileSystems.join(folder, "database"), self.num_shards)
         keyed = embeddings | "Priorities" >> beam.ParDo(_Prioritise(seed))
         if self.n_sets is None:
             lowest = keyed | "All, by priority" >> beam.combiners.ToList() | beam.Map(sorted)
@@ -116,8 +130,10 @@ class BuildStaticSets(beam.PTransform):
         sample = beam.pvalue.AsSingleton(
             lowest | "Rank" >> beam.Map(lambda entries: {i: (rank, path)
                                                          for rank, (_, i, path) in enumerate(entries)}))
-        queries = embeddings | "Queries" >> beam.Filter(lambda e, chosen: e.image_id in chosen, sample)
-        found = (queries, embeddings) | "Nearest" >> ShardedExactKnn(self.k, self.num_shards, exclude_self=True)
+        queries = files | "Queries" >> ReadRows(sample)
+        found = ((queries, files) | "Nearest" >> SearchVectorFiles(
+            self.k, FileSystems.join(folder, "queries"), exclude_self=True))
+        _ = found | "Remove vector files" >> RemoveFolderWhenDone(folder)
         return found | "Form sets" >> stage_pardo(
             _FormSet(seed, self.k, self.ratios, self.source), sample)
 

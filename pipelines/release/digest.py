@@ -16,6 +16,10 @@ import os
 import pyarrow.parquet as pq
 
 FILE_FOLDERS = ("compat", "crowd", "tasks", "review", "stats")
+# Text files whose line order carries no meaning (the crowd task exports are Beam text
+# sinks: their lines come in the order the runner ran the bundles): digested as their
+# first line (the CSV header) and the rest sorted.
+ORDERLESS = (("crowd/", ".csv"), ("crowd/", ".jsonl"))
 # stats/cache_files.json names this build's cache shards by run id: it differs per run.
 SKIPPED_FILES = ("stats/cache_files.json",)
 
@@ -65,8 +69,13 @@ def release_digest(release: str, root: str = "") -> dict:
                 path = os.path.join(dirpath, name)
                 if os.path.relpath(path, release) in SKIPPED_FILES:
                     continue
+                relative = os.path.relpath(path, release)
                 with open(path, "rb") as f:
-                    out["files"][os.path.relpath(path, release)] = hashlib.sha256(f.read()).hexdigest()
+                    data = f.read()
+                if any(relative.startswith(folder) and relative.endswith(suffix) for folder, suffix in ORDERLESS):
+                    first, *rest = data.split(b"\n") if data else [b""]
+                    data = b"\n".join([first] + sorted(rest))
+                out["files"][relative] = hashlib.sha256(data).hexdigest()
     return dict(sorted(out.items()))
 
 

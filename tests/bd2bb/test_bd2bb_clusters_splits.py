@@ -58,6 +58,40 @@ def test_review_sheet_samples_per_cluster_by_seeded_hash():
     assert rows != review_rows(texts, result, 5, seed=1)
 
 
+@pytest.mark.parametrize("n_per, centres, ks, fixed_k, method", [
+    (30, 4, range(2, 11), None, "elbow"),
+    (30, 4, range(2, 11), 6, "fixed"),
+    (2, 2, range(5, 7), None, "single"),      # fewer actions than any k
+    (0, 0, range(2, 11), None, "none"),
+], ids=["elbow", "fixed", "single", "none"])
+def test_cluster_actions_in_beam_fits_each_k_apart_and_chooses_as_in_process(tmp_path, n_per, centres, ks,
+                                                                            fixed_k, method):
+    """Each k is its own element, fitted on the matrix read back from its file: the curve,
+    the chosen clustering and the review sheet are those of cluster_actions in process
+    (on the encoder's float32 vectors), and the vector files are gone afterwards."""
+    from pipelines.bd2bb.clustering import ClusteringParams
+    from pipelines.bd2bb.topic_clusters import ClusterActions
+    items = [(key, v.astype(np.float32)) for key, v in blobs(n_per, centres)] if centres else []
+    texts = {key: f"action {key}" for key, _ in items}
+    params = ClusteringParams(tuple(ks), seed=3, fixed_k=fixed_k, review_per_cluster=4)
+    expected = cluster_actions(items, params.ks, params.seed, fixed_k, params.n_init, params.silhouette_sample)
+    assert expected.method == method
+
+    def seen(c):
+        r = c["result"]
+        return r.k, r.method, r.curve, r.assignments, r.sizes, c["sheet"], c["actions"]
+
+    scratch = tmp_path / "scratch"
+    p = local_test_pipeline()
+    clustered = (p | beam.Create([(key, texts[key], v) for key, v in items])
+                 | ClusterActions(params, str(scratch)))
+    assert_that(clustered | beam.Map(seen), equal_to([(
+        expected.k, expected.method, expected.curve, expected.assignments, expected.sizes,
+        review_rows(texts, expected, 4, params.seed), sorted(texts.values()))]))
+    p.run()
+    assert not scratch.exists()
+
+
 def test_review_decisions():
     review = parse_review("decision,cluster,action,to_cluster,label\nclustering,,,,abc\n"
                           "label,0,,,tennis\nlabel,1,,,cake\ndrop,2,,,\n"

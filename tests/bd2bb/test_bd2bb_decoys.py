@@ -154,16 +154,28 @@ def _datapoint(tuple_id, action, cluster, codes):
 
 
 def _beam_pool(datapoints, vectors):
-    """The pipeline's pool: one entry per action key, in normalise_text spelling."""
+    """The pipeline's pool entries: one per action key, in normalise_text spelling."""
     from transforms.text.tokens import normalise_text
     entries = {}
     for d in datapoints:
         entries.setdefault(d.tuple.action_key, (d.tuple.action_key, normalise_text(d.tuple.action),
                                                 d.cluster, d.codes, unit(*vectors[d.tuple.action_key])))
-    return build_pool(list(entries.values()))
+    return list(entries.values())
 
 
-def test_select_decoys_in_beam_rejects_no_decoys_and_counters_reconcile():
+def test_the_pool_file_holds_the_pool(tmp_path):
+    from pipelines.bd2bb.decoys import read_pool, write_pool
+    pool = pool_of(ROWS)
+    write_pool(pool, str(tmp_path / "pool.npz"))
+    again = read_pool(str(tmp_path / "pool.npz"))
+    for name in ("keys", "texts", "row_of", "start", "size"):
+        assert getattr(again, name) == getattr(pool, name), name
+    for name in ("clusters", "embeddings", "verbs", "nouns"):
+        assert np.array_equal(getattr(again, name), getattr(pool, name)) and \
+            getattr(again, name).dtype == getattr(pool, name).dtype, name
+
+
+def test_select_decoys_in_beam_rejects_no_decoys_and_counters_reconcile(tmp_path):
     """Cluster 0's actions all share the verb ride: no vision decoy exists, every target of
     it is a no_decoys reject. Cluster 1 gets its decoys; its targets are typed with
     capitals and double spaces, and the written endings must not show it."""
@@ -184,8 +196,8 @@ def test_select_decoys_in_beam_rejects_no_decoys_and_counters_reconcile():
     vectors = {d.tuple.action_key: (1.0, 0.1 * i, 0.2 if d.cluster else 0.0) for i, d in enumerate(points)}
     pool = _beam_pool(points, vectors)
     p = local_test_pipeline()
-    selected = ({"datapoints": p | "points" >> beam.Create(points), "pool": p | "pool" >> beam.Create([pool])}
-                | SelectDecoys(seed=0, pool_size=40))
+    selected = ({"datapoints": p | "points" >> beam.Create(points), "pool": p | "pool" >> beam.Create(pool)}
+                | SelectDecoys(seed=0, pool_size=40, scratch_dir=str(tmp_path / "scratch")))
     assert_that(selected[REJECTS] | "rejects" >> beam.Map(lambda r: (r.item_id, r.reason, r.stage, r.level)),
                 equal_to([(d.tuple.tuple_id, reasons.NO_DECOYS, "decoys", "sample") for d in riders]),
                 label="no_decoys rejects")
@@ -204,17 +216,40 @@ def test_select_decoys_in_beam_rejects_no_decoys_and_counters_reconcile():
     assert counts["sample.in"] == 7 and counts["sample.out"] == 4
     assert counts["sample.rejected.no_decoys"] == 3
     assert counts["sample.in"] == counts["sample.out"] + counts["sample.rejected.no_decoys"]
+    assert not (tmp_path / "scratch").exists()   # the pool's files are gone once the decoys are chosen
 
 
-def test_target_spelling_carries_no_signal():
+def test_decoys_do_not_depend_on_how_targets_are_batched(tmp_path):
+    """Targets of several clusters in one batch, or one at a time: the same samples."""
+    from pipelines.bd2bb.decoys import _DecoysForBatch, write_pool
+    rng = np.random.default_rng(4)
+    verbs, nouns = ["ride", "cut", "eat", "bake", "serve", "wash"], ["horse", "cake", "pie", "bread", "soup", "car"]
+    points = [_datapoint(f"t{n:02d}", f"{verbs[n % 6]} the {nouns[n // 6 % 6]} {n}", n % 3,
+                         Codes(verbs[n % 6], (nouns[n // 6 % 6],))) for n in range(36)]
+    pool = pool_of([(d.tuple.action_key, d.tuple.action, d.cluster, d.codes, tuple(rng.normal(size=3)))
+                    for d in points])
+    write_pool(pool, str(tmp_path / "pool.npz"))
+    path = str(tmp_path / "pool.npz")
+
+    def outcome(items):
+        items = [getattr(x, "value", x) for x in items]     # a reject comes as a TaggedOutput
+        return sorted((x.sample_id, x.endings, x.label) if hasattr(x, "endings") else (x.item_id, x.reason, "")
+                      for x in items)
+    together = outcome(_DecoysForBatch(0, 5).process(points, path))
+    one_by_one = outcome(x for d in points for x in _DecoysForBatch(0, 5).process([d], path))
+    assert together == one_by_one and len(together) == 36
+
+
+def test_target_spelling_carries_no_signal(tmp_path):
     """The same target typed "Ride A  Horse" or "ride a horse" gives the same endings."""
-    from pipelines.bd2bb.decoys import _DecoysForCluster
+    from pipelines.bd2bb.decoys import _DecoysForBatch, write_pool
     typed = [_datapoint("t", "Ride A  Horse", 0, Codes("ride", ("horse",)))]
     plain = [_datapoint("t", "ride a horse", 0, Codes("ride", ("horse",)))]
     pool = pool_of(ROWS[1:] + [(typed[0].tuple.action_key, "ride a horse", 0, Codes("ride", ("horse",)),
                                 (1, 0, 0))])
-    [a] = list(_DecoysForCluster(0, 50).process((0, typed), pool))
-    [b] = list(_DecoysForCluster(0, 50).process((0, plain), pool))
+    write_pool(pool, str(tmp_path / "pool.npz"))
+    [a] = list(_DecoysForBatch(0, 50).process(typed, str(tmp_path / "pool.npz")))
+    [b] = list(_DecoysForBatch(0, 50).process(plain, str(tmp_path / "pool.npz")))
     assert a.endings == b.endings and a.label == b.label
     assert a.endings[a.label] == "ride a horse"
     assert all(e == e.lower() and "  " not in e for e in a.endings)

@@ -14,6 +14,7 @@ from pipelines.fg.coarse import FINE, DetectCoarse, own_image_ranks
 from pipelines.fg.filetexts import JoinFileTexts
 from pipelines.fg.records import Candidate, Caption
 from pipelines.fg.renovate import ClipScoreFilter, PickBest
+from schemas.records import ImageEmbedding
 from pipelines.fg.similar import cosine_of_distance, merge_similar, text_ranking
 from transforms.core.stage import MAIN, REJECTS, stage_pardo
 from transforms.image.clipscore import PREFIX, WEIGHT, clipscore, with_prefix
@@ -87,18 +88,69 @@ def test_ranks_do_not_depend_on_how_captions_are_batched():
     assert together == exact
 
 
-def test_detect_coarse_rejects_fine_grained_captions_with_a_reason():
-    pool = [("a", np.array([1.0, 0.0], np.float32)), ("b", np.array([0.0, 1.0], np.float32))]
+def _ranks_one_caption_at_a_time(texts, owns, ids, matrix):
+    """The coarse test as it was before issue 28 (one caption at a time against the whole
+    pool, a float64 copy of every near row): the reference the block-wise count keeps."""
+    tol, tie = 1e-4, 1e-6
+    exact = lambda rows, text: np.einsum("ij,j->i", rows.astype(np.float64), text.astype(np.float64))  # noqa: E731
+    where = {i: n for n, i in enumerate(ids)}
+    fast = matrix @ texts.T
+    ranks = []
+    for col, own in enumerate(owns):
+        own_row = where[own]
+        own_score = float(exact(matrix[own_row:own_row + 1], texts[col])[0])
+        column = fast[:, col]
+        near = np.flatnonzero(np.abs(column - own_score) <= tol)
+        near = near[near != own_row]
+        near_count = int((exact(matrix[near], texts[col]) >= own_score - tie).sum()) if len(near) else 0
+        ranks.append(1 + int((column > own_score + tol).sum()) + near_count)
+    return ranks
+
+
+def test_block_wise_ranks_are_the_one_caption_at_a_time_ranks_with_ties_and_near_ties():
+    """Duplicated images, a text every image ties with (no colour word: the thumbnail
+    stand-in's constant vector), and images a hair from the own score; the pool in parts
+    of any size adds up to the same ranks."""
+    from pipelines.fg import coarse
+    rng = np.random.default_rng(5)
+    matrix = rng.normal(size=(500, 24)).astype(np.float32)
+    matrix -= matrix.mean(axis=1, keepdims=True)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    matrix[100:140] = matrix[0]                                   # 40 twins of image 0
+    nudged = matrix[1] + rng.normal(scale=2e-6, size=(30, 24)).astype(np.float32)
+    matrix[200:230] = nudged / np.linalg.norm(nudged, axis=1, keepdims=True)
+    ids = [f"i{n:03d}" for n in range(500)]
+    texts = np.concatenate([matrix[:60] + 0.05 * rng.normal(size=(60, 24)).astype(np.float32),
+                            np.full((5, 24), 1 / np.sqrt(24), np.float32),   # ties with every image
+                            matrix[[0, 1, 100, 200]]])
+    owns = ids[:60] + ids[:5] + [ids[0], ids[1], ids[100], ids[200]]
+    reference = _ranks_one_caption_at_a_time(texts, owns, ids, matrix)
+    assert own_image_ranks(texts, owns, ids, matrix) == reference
+    assert max(reference) > 400 and reference.count(1) > 10       # the data exercise both ends
+    scores = coarse.own_scores(texts, matrix[[ids.index(o) for o in owns]])
+    for cut in (1, 7, 128, 499):
+        parts = sum(coarse.count_at_least_own(texts, owns, scores, ids[lo:lo + cut], matrix[lo:lo + cut])
+                    for lo in range(0, 500, cut))
+        assert [1 + int(n) for n in parts] == reference, cut
+
+
+def test_detect_coarse_rejects_fine_grained_captions_with_a_reason(tmp_path):
+    from transforms.vectors.vector_files import WriteVectorFiles
+    pool = [ImageEmbedding("a", "a.jpg", "", np.array([1.0, 0.0], np.float32)),
+            ImageEmbedding("b", "b.jpg", "", np.array([0.0, 1.0], np.float32))]
     captions = [Caption("a", 0, "fine", np.array([1.0, 0.0], np.float32)),
                 Caption("a", 1, "coarse", np.array([0.0, 1.0], np.float32))]
     with local_test_pipeline() as p:
-        pool_side = p | "Pool" >> beam.Create(pool)
+        pool_files = p | "Pool" >> beam.Create(pool) | WriteVectorFiles(str(tmp_path / "pool"))
+        images = p | "Images" >> beam.Create([(e.image_id, e.embedding) for e in pool])
         out = (p | beam.Create([captions])
-               | stage_pardo(DetectCoarse(), beam.pvalue.AsList(pool_side), outputs=(FINE,)))
+               | stage_pardo(DetectCoarse(), beam.pvalue.AsList(pool_files), beam.pvalue.AsDict(images),
+                             outputs=(FINE,)))
         assert_that(out[MAIN] | "K" >> beam.Map(lambda c: (c.key, c.rank)), equal_to([("a#1", 2)]))
         assert_that(out[FINE] | "F" >> beam.Map(lambda c: c.key), equal_to(["a#0"]), label="fine")
-        assert_that(out[REJECTS] | "R" >> beam.Map(lambda r: (r.stage, r.reason, r.item_id)),
-                    equal_to([("coarse", reasons.NOT_COARSE, "a#0")]), label="rejects")
+        assert_that(out[REJECTS] | "R" >> beam.Map(lambda r: (r.stage, r.reason, r.item_id, r.detail)),
+                    equal_to([("coarse", reasons.NOT_COARSE, "a#0",
+                               "own image ranked 1 of 2: fine-grained, kept as is")]), label="rejects")
 
 
 # --- CLIPScore ---------------------------------------------------------------------------

@@ -130,6 +130,22 @@ def test_sharded_knn_with_more_shards_than_neighbours_in_worker_processes():
             direct_running_mode="multi_processing", direct_num_workers=2)
 
 
+def test_shards_split_into_many_files_give_the_same_neighbours_and_leave_no_files(tmp_path):
+    """A writer that holds 3 vectors at most: every shard spans several files, which a
+    task searches one at a time; the files are removed once the search is done."""
+    database, ids = grid(90, seed=4)
+    db = embeddings(database, ids)
+    query_rows = list(range(0, 90, 5))
+    reference = flat_reference(database[query_rows], [ids[r] for r in query_rows], database, ids, 9, True)
+    expected = [(ids[r], [(d, i, f"/images/{i}.jpg") for d, i in row]) for r, row in zip(query_rows, reference)]
+    with local_test_pipeline() as p:
+        found = ((p | "Queries" >> beam.Create([db[r] for r in query_rows]), p | "Database" >> beam.Create(db))
+                 | ShardedExactKnn(k=9, num_shards=3, scratch_dir=str(tmp_path / "knn"),
+                                   file_bytes=3 * database.shape[1] * 4))
+        assert_that(found, equal_to(expected))
+    assert not (tmp_path / "knn").exists()
+
+
 def test_every_query_gets_a_row_even_without_neighbours():
     database, ids = grid(3)
     with local_test_pipeline() as p:

@@ -3,10 +3,14 @@
 Elbow rule: on the inertia curve scaled to [0, 1] on both axes, the k farthest below
 the straight line (chord) from the first to the last k - the point where adding
 clusters stops paying off (the "kneedle" reading of the elbow).
+
+Each k is fitted on its own (`kmeans_at`), so a pipeline can fit the k values of a curve
+as separate elements on separate workers: a fit depends only on the matrix, k and the
+seed, never on which other k values run or where.
 """
 from __future__ import annotations
 
-from typing import Dict, List, Sequence, Tuple
+from typing import Sequence, Tuple
 
 import numpy as np
 
@@ -25,24 +29,24 @@ def elbow(ks: Sequence[int], inertias: Sequence[float]) -> int:
     return int(ks[int(np.argmax(chord - y))])
 
 
-def kmeans_curve(matrix: np.ndarray, ks: Sequence[int], seed: int, n_init: int,
-                 silhouette_sample: int) -> Tuple[List[dict], Dict[int, np.ndarray]]:
+def fits(k: int, rows: int) -> bool:
+    """Whether k clusters can be fitted on `rows` points (2 <= k < rows)."""
+    return 2 <= k < rows
+
+
+def kmeans_at(matrix: np.ndarray, k: int, seed: int, n_init: int,
+              silhouette_sample: int) -> Tuple[dict, np.ndarray]:
+    """({"k", "inertia", "silhouette"}, labels) of k-means with k clusters on the rows."""
     from sklearn.cluster import KMeans
     from sklearn.metrics import silhouette_score
-    curve, labels = [], {}
-    for k in ks:
-        if not 2 <= k < len(matrix):
-            continue
-        km = KMeans(n_clusters=k, n_init=n_init, random_state=seed).fit(matrix)
-        labels[k] = km.labels_
-        sample = min(silhouette_sample, len(matrix))
-        sil = silhouette_score(matrix, km.labels_, metric="cosine", sample_size=sample,
-                               random_state=seed) if len(set(km.labels_)) > 1 else float("nan")
-        # Multi-threaded sums (and a float32 encoder before them) move the last bits of
-        # inertia and silhouette from run to run; at 6 significant digits the curve, and
-        # the elbow read from it, are the same on every run.
-        curve.append({"k": int(k), "inertia": _figure(km.inertia_), "silhouette": _figure(sil)})
-    return curve, labels
+    km = KMeans(n_clusters=k, n_init=n_init, random_state=seed).fit(matrix)
+    sample = min(silhouette_sample, len(matrix))
+    sil = silhouette_score(matrix, km.labels_, metric="cosine", sample_size=sample,
+                           random_state=seed) if len(np.unique(km.labels_)) > 1 else float("nan")
+    # Multi-threaded sums (and a float32 encoder before them) move the last bits of
+    # inertia and silhouette from run to run; at 6 significant digits the curve, and
+    # the elbow read from it, are the same on every run.
+    return {"k": int(k), "inertia": _figure(km.inertia_), "silhouette": _figure(sil)}, km.labels_
 
 
 def _figure(x) -> float:

@@ -1,30 +1,38 @@
-"""Exact k-nearest-neighbour search, sharded so no worker holds more than one shard.
+"""Exact k-nearest-neighbour search over a database held as files, one shard at a time.
 
 Nearest-image sets over a large collection (Open Images has 1.74M images) need an exact
 search over a database too large for one worker, so:
 
-  1. the database is split into `num_shards` shards by a stable hash of image_id;
-  2. each shard builds a flat (exact) FAISS index and searches all queries (a side input:
-     the queries are sampled first, so they are few), keeping its own top-k per query;
+  1. the database is written, where its vectors are made, into files of one shard each
+     (a stable hash of the id; transforms/vectors/vector_files.py), and so are the queries;
+  2. each task pairs one shard with one file of queries: it loads the queries, then the
+     shard's files one by one, builds a flat (exact) FAISS index per file, and keeps each
+     query's top-k over the shard;
   3. a combiner merges the shards' lists per query into the global top-k.
+A worker holds one file of queries and one file of the database at a time: memory is
+bounded by the file, whatever the size of the collection, and no collection is ever
+one element or a side input (only file references are).
 
 The result is exactly that of one flat index over everything, by construction:
 - FAISS ranks candidates in float32 (BLAS: |q|^2 + |x|^2 - 2 q.x), whose rounding depends
   on the batch it runs in; so FAISS only proposes candidates, and every candidate's
-  distance is recomputed per pair in float64, which no batch or shard layout can change.
-- A shard asks FAISS for more candidates until the last one is clearly (beyond float32
+  distance is recomputed per pair in float64, which no batch, file or shard layout can change.
+- A search asks FAISS for more candidates until the last one is clearly (beyond float32
   error) farther than the k-th: so no true neighbour is ever cut off, whatever the ties.
-- Every list is ordered by (distance, id): ties break the same way in a shard, in the
-  merge and in the reference, on any runner and any number of shards.
+- Every list is ordered by (distance, id): ties break the same way in a file, a shard, the
+  merge and in the reference, on any runner and any number of shards or files.
 Distances are Euclidean (the square root of the float64 squared distance).
 """
 from __future__ import annotations
 
-import hashlib
-from typing import Iterable, List, Sequence, Tuple
+from typing import Iterable, List, Optional, Sequence, Tuple
 
 import apache_beam as beam
 import numpy as np
+from apache_beam.io.filesystems import FileSystems
+
+from transforms.vectors.vector_files import (MAX_BUFFER_BYTES, RemoveFolderWhenDone, WriteVectorFiles,
+                                             read_vector_file, scratch_folder, shard_of)  # noqa: F401 (shard_of: part of this API)
 
 Neighbour = Tuple[float, str]  # (Euclidean distance, image id); entries may carry more after these
 _SLACK = 8                     # extra candidates asked of FAISS, so one search is usually enough
@@ -68,6 +76,13 @@ def shard_topk(queries, query_ids: Sequence[str], database, db_ids: Sequence[str
     """Per query, its k nearest database rows as (Euclidean distance, id), ordered by
     (distance, id). `exclude_self` drops the database row whose id is the query's own id.
     Fewer than k when the database holds fewer."""
+    return [[(d, i) for d, i, _ in found]
+            for found in shard_topk_rows(queries, query_ids, database, db_ids, k, exclude_self)]
+
+
+def shard_topk_rows(queries, query_ids: Sequence[str], database, db_ids: Sequence[str], k: int,
+                    exclude_self: bool = False) -> List[List[Tuple[float, str, int]]]:
+    """shard_topk with each neighbour's database row: (distance, id, row)."""
     queries, database = _as_matrix(queries, "queries"), _as_matrix(database, "database")
     if len(query_ids) != len(queries) or len(db_ids) != len(database):
         raise ValueError("ids and rows differ in number")
@@ -80,7 +95,7 @@ def shard_topk(queries, query_ids: Sequence[str], database, db_ids: Sequence[str
     want = k + 1 if exclude_self else k          # the query itself may take one slot
     tol = _REL_TOL * (float(np.max(np.einsum("ij,ij->i", database, database)))
                       + np.einsum("ij,ij->i", queries, queries)) + 1e-12
-    results: List[List[Neighbour]] = [[] for _ in range(len(queries))]
+    results: List[List[Tuple[float, str, int]]] = [[] for _ in range(len(queries))]
     pending = np.arange(len(queries))
     k_search = min(n, want + _SLACK)
     while len(pending):
@@ -101,7 +116,7 @@ def shard_topk(queries, query_ids: Sequence[str], database, db_ids: Sequence[str
 
 
 def _exact_topk(query: np.ndarray, query_id: str, database: np.ndarray, db_ids: Sequence[str],
-                rows: np.ndarray, k: int, exclude_self: bool) -> List[Neighbour]:
+                rows: np.ndarray, k: int, exclude_self: bool) -> List[Tuple[float, str, int]]:
     if exclude_self:
         rows = np.asarray([r for r in rows if db_ids[r] != query_id], dtype=np.int64)
     if len(rows) == 0:
@@ -110,7 +125,7 @@ def _exact_topk(query: np.ndarray, query_id: str, database: np.ndarray, db_ids: 
     diff = database[rows].astype(np.float64) - query.astype(np.float64)
     distances = np.sqrt(np.einsum("ij,ij->i", diff, diff))
     # Ranked by the reported distance itself, so a shard and the merge use one key.
-    return sorted(zip(distances.tolist(), (db_ids[r] for r in rows)))[:k]
+    return sorted(zip(distances.tolist(), (db_ids[r] for r in rows), rows.tolist()))[:k]
 
 
 def merge_topk(lists: Iterable[Sequence[Tuple]], k: int) -> List[Tuple]:
@@ -118,12 +133,6 @@ def merge_topk(lists: Iterable[Sequence[Tuple]], k: int) -> List[Tuple]:
     merged = sorted((entry for entry in (tuple(e) for lst in lists for e in lst)),
                     key=lambda e: (e[0], e[1]))
     return merged[:k]
-
-
-def shard_of(image_id: str, num_shards: int) -> int:
-    """A stable shard number for an id (Python's hash() differs between processes)."""
-    digest = hashlib.sha256(image_id.encode()).digest()
-    return int.from_bytes(digest[:8], "big") % num_shards
 
 
 # ---------------------------------------------------------------------------- Beam
@@ -134,47 +143,83 @@ class ShardedExactKnn(beam.PTransform):
     Both inputs hold ImageEmbedding (or anything with image_id, path, embedding). Every
     query gets exactly one output, with at most k neighbours ordered by (distance, id);
     fewer when the database is smaller. `exclude_self` leaves the query's own id out.
+    Both sides are written to files in `scratch_dir` (this search's alone; default: a new
+    folder under the pipeline's --temp_location, else the local temp folder; see
+    vector_files.scratch_folder), which is removed when the search is done. `file_bytes` bounds the vectors a writer holds
+    and so a database file (vector_files.MAX_BUFFER_BYTES).
     """
 
-    def __init__(self, k: int, num_shards: int, exclude_self: bool = True):
+    def __init__(self, k: int, num_shards: int, exclude_self: bool = True,
+                 scratch_dir: Optional[str] = None, file_bytes: int = MAX_BUFFER_BYTES):
         super().__init__()
         if k < 1 or num_shards < 1:
             raise ValueError("k and num_shards must be >= 1")
         self.k, self.num_shards, self.exclude_self = k, num_shards, exclude_self
+        self.scratch_dir, self.file_bytes = scratch_dir, file_bytes
 
     def expand(self, inputs):
         queries, database = inputs
-        num_shards = self.num_shards
-        query_vectors = queries | "Query vectors" >> beam.Map(
-            lambda e: (e.image_id, np.asarray(e.embedding, dtype=np.float32)))
-        found = (database
-                 | "Key by shard" >> beam.Map(lambda e: (shard_of(e.image_id, num_shards), e))
+        folder = scratch_folder(database.pipeline, self.scratch_dir)
+        files = database | "Database to files" >> WriteVectorFiles(FileSystems.join(folder, "database"),
+                                                                   self.num_shards, max_buffer_bytes=self.file_bytes)
+        found = ((queries, files) | "Search files" >> SearchVectorFiles(
+            self.k, FileSystems.join(folder, "queries"), self.exclude_self))
+        _ = found | "Remove files" >> RemoveFolderWhenDone(folder)
+        return found
+
+
+class SearchVectorFiles(beam.PTransform):
+    """(queries, VectorFile of a database) -> (query_id, [(distance, id, label), ...]):
+    ShardedExactKnn over a database already written (WriteVectorFiles), so that several
+    searches can share it. The queries are written under `query_folder`; removing it and
+    the database's files is the caller's (RemoveFolderWhenDone on this output)."""
+
+    def __init__(self, k: int, query_folder: str, exclude_self: bool = True):
+        super().__init__()
+        if k < 1:
+            raise ValueError("k must be >= 1")
+        self.k, self.query_folder, self.exclude_self = k, query_folder, exclude_self
+
+    def expand(self, inputs):
+        queries, files = inputs
+        query_files = queries | "Queries to files" >> WriteVectorFiles(self.query_folder)
+        tasks = (files | "By shard" >> beam.Map(lambda f: (f.shard, f.path))
                  | "Group shards" >> beam.GroupByKey()
-                 | "Search shard" >> beam.ParDo(_SearchShard(self.k, self.exclude_self),
-                                                beam.pvalue.AsList(query_vectors)))
+                 | "Shard x query file" >> beam.FlatMap(_tasks, beam.pvalue.AsList(query_files))
+                 | "Spread tasks" >> beam.Reshuffle())
+        found = tasks | "Search" >> beam.ParDo(_SearchShard(self.k, self.exclude_self))
         # An empty list per query, so a query no shard answered still has its (empty) row.
-        empty = query_vectors | "Empty lists" >> beam.Map(lambda kv: (kv[0], []))
+        empty = queries | "Empty lists" >> beam.Map(lambda e: (e.image_id, []))
         return ((found, empty)
                 | "All lists" >> beam.Flatten()
                 | "Merge shards" >> beam.CombinePerKey(_MergeTopK(self.k)))
 
 
+def _tasks(shard_files, query_files) -> List[Tuple[Tuple[str, ...], str]]:
+    """One task per (shard, file of queries): (the shard's file paths, the query file)."""
+    _, paths = shard_files
+    paths = tuple(sorted(paths))
+    return [(paths, q.path) for q in query_files]
+
+
 class _SearchShard(beam.DoFn):
+    """One shard against one file of queries, the shard's files loaded one at a time."""
+
     def __init__(self, k: int, exclude_self: bool):
         self._k, self._exclude_self = k, exclude_self
 
-    def process(self, shard, query_vectors):
-        _, members = shard
-        if not query_vectors:
-            return []
-        members = list(members)  # one shard: the most any worker holds
-        query_ids = [q for q, _ in query_vectors]
-        found = shard_topk(np.stack([v for _, v in query_vectors]), query_ids,
-                           np.stack([m.embedding for m in members]), [m.image_id for m in members],
-                           self._k, self._exclude_self)
-        paths = {m.image_id: m.path for m in members}
-        return [(query_id, [(d, i, paths[i]) for d, i in neighbours])
-                for query_id, neighbours in zip(query_ids, found) if neighbours]
+    def process(self, task):
+        paths, query_path = task
+        query_ids, _, queries = read_vector_file(query_path)
+        best: List[List[Tuple]] = [[] for _ in query_ids]
+        for path in paths:
+            ids, labels, rows = read_vector_file(path)
+            found = shard_topk_rows(queries, query_ids, rows, ids, self._k, self._exclude_self)
+            for n, neighbours in enumerate(found):
+                if neighbours:
+                    best[n] = merge_topk([best[n], [(d, i, labels[r]) for d, i, r in neighbours]], self._k)
+            del rows
+        return [(query_id, neighbours) for query_id, neighbours in zip(query_ids, best) if neighbours]
 
 
 class _MergeTopK(beam.CombineFn):
