@@ -198,7 +198,7 @@ def test_release_loads_the_way_the_public_loader_reads_it(release):
     ("descriptions", DESCRIPTION_SCHEMA, "description_id")])
 def test_tfrecords_parse_as_tf_train_examples(release, table, schema, key):
     import tensorflow as tf  # a test dependency (requirements-dev.txt)
-    files = sorted(glob.glob(os.path.join(release, "tfrecord", table, "*")))
+    files = sorted(glob.glob(os.path.join(release, "tfrecord", table, "*.tfrecord")))
     parsed = [tf.io.parse_single_example(r, tf_feature_spec(tf, schema))
               for r in tf.data.TFRecordDataset(files)]
     keys = sorted(p[key].numpy().decode() for p in parsed)
