@@ -43,7 +43,7 @@ import pyarrow as pa
 import yaml
 from apache_beam.io.filesystems import FileSystems
 
-from pipelines.release.splits import Partitioned, SplitScheme, scheme_split_parts
+from pipelines.release.splits import Partitioned, SplitScheme, config_name, scheme_split_parts
 from schemas.columns import class_names_of, description
 from schemas.layout import PARQUET_DIR
 
@@ -64,10 +64,6 @@ class CardFacts:
     license_source: str      # e.g. "LICENSE of github.com/cambridgeltl/visual-spatial-reasoning"
     citation: str            # BibTeX of the paper
     homepage: str = ""
-
-
-def config_name(table: str, scheme: SplitScheme) -> str:
-    return f"{table}_{scheme.name}" if scheme.name else table
 
 
 def hf_configs(schemes: Mapping[str, Sequence[SplitScheme]],

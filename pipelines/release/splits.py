@@ -75,6 +75,12 @@ class Partitioned:
         return [name[:-len(".parquet")] + ".tfrecord" for name in self.files[key]]
 
 
+def config_name(table: str, scheme: SplitScheme) -> str:
+    """A scheme's name as a dataset config: the table for its main scheme, else
+    `<table>_<scheme name>` (VSR's examples_zeroshot)."""
+    return f"{table}_{scheme.name}" if scheme.name else table
+
+
 def scheme_columns(schemes: Sequence[SplitScheme]) -> Tuple[str, ...]:
     return tuple(dict.fromkeys(s.column for s in schemes))
 
@@ -153,9 +159,9 @@ def features_file(table: str, schema: pa.Schema, schemes: Sequence[SplitScheme],
     for scheme in schemes:
         files = scheme_split_parts(scheme, partitioned)
         if files:
-            name = f"{table}_{scheme.name}" if scheme.name else table
-            splits[name] = {split: sorted(n for key in keys for n in partitioned.tfrecords(key))
-                            for split, keys in files.items()}
+            splits[config_name(table, scheme)] = {
+                split: sorted(n for key in keys for n in partitioned.tfrecords(key))
+                for split, keys in files.items()}
     return {"table": table,
             "format": "TFRecord files (uncompressed) of tf.train.Example, one per row; parse "
                       "each with tf.io.parse_single_example and these features: "
