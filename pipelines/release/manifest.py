@@ -185,6 +185,29 @@ def read_parquet_columns(folder: str, columns: List[str]) -> Dict[str, list]:
     return out
 
 
+def iter_parquet_rows(folder: str, columns: List[str], batch_rows: int = 1024) -> Iterator[dict]:
+    """The rows (as dicts of `columns`) of every `*.parquet` file in `folder`, file by file
+    and batch by batch: memory holds one batch, also of a table with images embedded."""
+    for path in sorted(_match(FileSystems.join(folder, "*.parquet"))):
+        with parquet_file(path) as parquet:
+            for batch in parquet.iter_batches(batch_size=batch_rows, columns=columns):
+                yield from batch.to_pylist()
+
+
+@contextlib.contextmanager
+def parquet_file(path: str) -> Iterator[pq.ParquetFile]:
+    """A Parquet file to read, opened by Arrow itself when it is a local file. Arrow reads
+    a Python file object on its own I/O threads and frees what it read there; a buffer
+    freed after the interpreter began to exit aborts the process (exit 134). A URL
+    (gs://...) is read through Beam's FileSystems."""
+    if FileSystems.get_scheme(path) is None:
+        with pq.ParquetFile(path) as parquet:
+            yield parquet
+    else:
+        with FileSystems.open(path, compression_type="uncompressed") as f:
+            yield pq.ParquetFile(f)
+
+
 def parquet_column_names(folder: str) -> List[str]:
     """The columns of a table folder (its first `*.parquet` file's schema); [] without one."""
     files = sorted(_match(FileSystems.join(folder, "*.parquet")))

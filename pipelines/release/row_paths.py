@@ -29,6 +29,7 @@ import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
 from pipelines.release.locations import Relocate
+from pipelines.release.manifest import parquet_file
 from schemas.columns import DESCRIPTION, images_column, is_input_path
 from schemas.layout import PARQUET_DIR, REJECTS_DIR
 
@@ -136,8 +137,8 @@ def _values(files: List[str], columns: List[str]) -> List[str]:
     if not columns:
         return out
     for path in files:
-        with FileSystems.open(path, compression_type="uncompressed") as f:
-            for batch in pq.ParquetFile(f).iter_batches(batch_size=BATCH_ROWS, columns=columns):
+        with parquet_file(path) as parquet:
+            for batch in parquet.iter_batches(batch_size=BATCH_ROWS, columns=columns):
                 for column in batch.columns:
                     for value in column.to_pylist():
                         if isinstance(value, list):
@@ -155,8 +156,7 @@ def relocate_rejects(staging: str, relocate: Relocate) -> None:
     for path in _parquet_files(FileSystems.join(staging, REJECTS_DIR)):
         folder, name = FileSystems.split(path)
         moved = FileSystems.join(folder, f"_relocating-{name}")   # "_": no reader takes it
-        with FileSystems.open(path, compression_type="uncompressed") as f:
-            parquet = pq.ParquetFile(f)
+        with parquet_file(path) as parquet:
             codec = (parquet.metadata.row_group(0).column(0).compression
                      if parquet.metadata.num_row_groups else "UNCOMPRESSED")
             with FileSystems.create(moved, mime_type="application/octet-stream") as out, \
@@ -186,5 +186,5 @@ def _parquet_files(folder: str) -> List[str]:
 
 
 def _schema(path: str) -> pa.Schema:
-    with FileSystems.open(path, compression_type="uncompressed") as f:
-        return pq.read_schema(f)
+    with parquet_file(path) as parquet:
+        return parquet.schema_arrow

@@ -33,6 +33,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
+from pipelines.release.manifest import parquet_file
 from schemas.layout import PARQUET_DIR, TFRECORD_DIR
 from schemas.names import safe_name
 from schemas.tfexample import feature_spec_json, tfrecord_frame, to_example_bytes
@@ -186,8 +187,7 @@ def _rewrite_shard(path: str, folder: str, records: str, columns: Sequence[str],
     """Write the rows of one source shard into the Parquet and TFRecord files of each of
     its parts (`stems`), batch by batch; returns the declared schema (the TFRecord's) and
     the released one (the Parquet's)."""
-    with FileSystems.open(path, compression_type="uncompressed") as f:
-        parquet = pq.ParquetFile(f)
+    with parquet_file(path) as parquet:
         declared = parquet.schema_arrow
         codec = (parquet.metadata.row_group(0).column(0).compression
                  if parquet.metadata.num_row_groups else "UNCOMPRESSED")
@@ -215,8 +215,8 @@ def _rewrite_shard(path: str, folder: str, records: str, columns: Sequence[str],
 
 
 def _schema_of(path: str) -> pa.Schema:
-    with FileSystems.open(path, compression_type="uncompressed") as f:
-        return pq.read_schema(f)
+    with parquet_file(path) as parquet:
+        return parquet.schema_arrow
 
 
 class _PartFiles:
