@@ -11,6 +11,7 @@ threshold changed, and the diff of the two adds up.
 Registering a benchmark (pipelines/registry.py) adds it here; SECOND_VERSION must then
 name the threshold its second version changes.
 """
+import importlib
 import json
 import os
 import subprocess
@@ -127,7 +128,7 @@ def test_every_table_loads_as_a_hugging_face_dataset(built, tmp_path, offline_da
     from parquet/), offline, and the other files of the folder (compat/, some of them
     empty in the sample) never get in the way."""
     datasets = offline_datasets
-    from pipelines.release.hf_card import config_name
+    from pipelines.release.splits import config_name
 
     benchmark, release, sample = built
     plan = benchmark.prepare(load_config(benchmark.config_path(sample), [], benchmark.config_type), None)
@@ -164,14 +165,15 @@ def test_load_dataset_needs_no_config_and_decodes_labels_and_images_anywhere(
     list of them) that decodes to the very file in compat/, from another working folder,
     with no code of this project."""
     datasets = offline_datasets
-    from pipelines.release.hf_card import config_name
+    from pipelines.release.splits import config_name
     from schemas.columns import class_names_of
 
     benchmark, release, sample = built
     plan = benchmark.prepare(load_config(benchmark.config_path(sample), [], benchmark.config_type), None)
     front = _front_matter(release)
     default = [c["config_name"] for c in front["configs"] if c.get("default")]
-    assert default and default[0] in benchmark.tables(plan), default
+    card = importlib.import_module(f"pipelines.{os.path.basename(benchmark.package_dir)}.datacard").CARD
+    assert default == [card.main_table], default   # every sample has rows of its main table
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)

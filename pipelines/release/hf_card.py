@@ -69,7 +69,9 @@ class CardFacts:
 def hf_configs(schemes: Mapping[str, Sequence[SplitScheme]],
                partitions: Mapping[str, Partitioned], default: Optional[str] = None) -> List[dict]:
     """The `configs:` list: per table and scheme, its splits and their files; the main
-    scheme of table `default` is marked the default config."""
+    scheme of table `default` is marked the default config, or, when that table has no
+    rows in this build (ImageCoDe built without crowd answers has no descriptions), the
+    first config, so that a load still needs no config name."""
     configs = []
     for table, table_schemes in schemes.items():
         partitioned = partitions[table]
@@ -90,6 +92,8 @@ def hf_configs(schemes: Mapping[str, Sequence[SplitScheme]],
                                                 for name in partitioned.files[key])}
                 for split in sorted(parts, key=_split_rank)]
             configs.append(config)
+    if default is not None and configs and not any(c.get("default") for c in configs):
+        configs[0]["default"] = True
     return configs
 
 
@@ -248,8 +252,6 @@ def write_readme(staging: str, title: str, schemes: Mapping[str, Sequence[SplitS
     """Write `<staging>/README.md`; returns its path."""
     path = FileSystems.join(staging, README)
     default = facts.main_table if facts is not None else None
-    if default is not None and default not in schemes:
-        raise ValueError(f"the card's main table {default!r} is not a table of this release")
     text = render_readme(title, hf_configs(schemes, partitions, default),
                          split_rows(schemes, partitions), datacard,
                          infos=dataset_info(schemes, partitions),

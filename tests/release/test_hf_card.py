@@ -81,6 +81,22 @@ def test_a_table_without_rows_keeps_its_empty_shard_and_gets_no_config(tmp_path)
     assert hf_configs({"pairs": MAIN}, parts) == []
 
 
+def test_without_rows_of_the_main_table_the_first_config_is_the_default(tmp_path):
+    """ImageCoDe built without crowd answers has no descriptions: a load still needs no
+    config name."""
+    write_shards(str(tmp_path), "pairs", [[row(1, "train")]])
+    write_shards(str(tmp_path), "samples", [[]])
+    schemes = {"samples": MAIN, "pairs": MAIN}
+    parts = {t: partition_table(str(tmp_path), t, MAIN) for t in schemes}
+    assert [(c["config_name"], c.get("default")) for c in hf_configs(schemes, parts, "samples")] == [
+        ("pairs", True)]
+    write_shards(str(tmp_path), "more", [[row(2, "train")]])
+    schemes["more"] = MAIN
+    parts["more"] = partition_table(str(tmp_path), "more", MAIN)
+    assert [(c["config_name"], c.get("default")) for c in hf_configs(schemes, parts, "more")] == [
+        ("pairs", None), ("more", True)]
+
+
 def test_a_value_that_is_no_split_name_fails(tmp_path):
     write_shards(str(tmp_path), "t", [[row(1, "held out")]])
     parts = {"t": partition_table(str(tmp_path), "t", MAIN)}
@@ -146,6 +162,3 @@ def test_the_card_declares_features_a_default_config_license_and_citation(tmp_pa
     assert "| `label` | int64 (class label: 0 False, 1 True) | true or not |" in body
     assert "| `images` | list of images | the images of `image_paths`" in body
     assert "## License\n\n`mit`: its LICENSE" in body and "```bibtex\n@article{x," in body
-    with pytest.raises(ValueError, match="main table 'nope'"):
-        write_readme(str(tmp_path), "demo", {"rows": MAIN}, parts, "# demo\n",
-                     facts=CardFacts("nope", "mit", "", ""))
