@@ -26,3 +26,11 @@ def machine_paths(release: str, paths) -> list:
                     data = f.read()
             found += [(rel, n) for n in needles if n.encode("utf-8") in data]
     return found
+
+
+def on_building_machine(release: str, path: str) -> str:
+    """A path the release holds relative to its input root (a reject's `file`, FG's
+    `pool.path`), as the building machine named it: joined to MANIFEST.json's `input_root`."""
+    assert not os.path.isabs(path), f"{path} is absolute in {release}"
+    with open(os.path.join(release, "MANIFEST.json")) as f:
+        return os.path.join(json.load(f)["input_root"], path)
