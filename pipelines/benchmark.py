@@ -102,6 +102,11 @@ class Benchmark(abc.ABC):
         the scale-out checks build each); one benchmark may ship one per configuration."""
         return ["sample"]
 
+    def reads_sample(self, config) -> bool:
+        """Whether `config` reads the embedded sample (generated inputs, not the
+        benchmark's data: the release's cards say so first)."""
+        return False
+
     def ensure_sample(self, config) -> None:
         """Generate the embedded sample when `config` reads it and it is not there yet."""
 

@@ -28,7 +28,8 @@ VERSION_PATTERN = re.compile(r"^\d+\.\d+\.\d+([-+][0-9A-Za-z.-]+)?$")
 
 
 def add_build_arguments(parser: argparse.ArgumentParser, configs=()) -> None:
-    """--config, --set, --output, --version, --quiet, --no-explorer: what every build takes."""
+    """--config, --set, --output, --version, --quiet, --verbose, --no-explorer: what every
+    build takes."""
     named = f" or a name: {', '.join(configs)}" if configs else ""
     parser.add_argument("--config", required=True,
                         help=f"YAML config: a path{named} (pipelines/<benchmark>/configs/)")
@@ -40,6 +41,9 @@ def add_build_arguments(parser: argparse.ArgumentParser, configs=()) -> None:
     parser.add_argument("--quiet", action="store_true",
                         help="no progress lines on stderr (items done of the total per main "
                              "stage, rate, time left)")
+    parser.add_argument("--verbose", action="store_true",
+                        help="also the INFO log lines of Beam and of the stages (by default a "
+                             "build shows its progress lines, warnings and errors only)")
     parser.add_argument("--no-explorer", action="store_true",
                         help="write no explorer/ (the static pages to browse the release, its "
                              "rejects and its changes; see README, \"The release explorer\")")
@@ -102,11 +106,23 @@ def _version(text: str) -> str:
     return text
 
 
-def run_main(run: Callable[[Optional[List[str]]], object], argv: Optional[List[str]] = None) -> int:
-    """A command's `main`: log progress, run, and turn the errors a user can fix (bad
-    config, missing input, a release that cannot be written) into one line and exit 2."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+def configure_logging(verbose: bool = False) -> None:
+    """Warnings and errors only, or (`--verbose`) every INFO line too: Beam's own (30 to
+    120 per build: type hints, sinks, bundles) and the stages' (a line per video). What a
+    build has to say by default are its progress lines and its summary, printed apart."""
+    logging.basicConfig(level=logging.WARNING, format=LOG_FORMAT)
+    logging.getLogger().setLevel(logging.INFO if verbose else logging.WARNING)
     logging.getLogger("faiss.loader").setLevel(logging.WARNING)  # it logs each CPU build it tries
+
+
+def run_main(run: Callable[[Optional[List[str]]], object], argv: Optional[List[str]] = None) -> int:
+    """A command's `main`: run, and turn the errors a user can fix (bad config, missing
+    input, a release that cannot be written) into one line and exit 2. Logging shows
+    warnings and errors until the command asks for more (configure_logging)."""
+    configure_logging(verbose=False)
     try:
         run(argv)
     except UserError as e:

@@ -192,5 +192,10 @@ def to_dict(config) -> Dict[str, Any]:
 
 def config_hash(config) -> str:
     """A stable hash of the resolved config: same values, same hash."""
-    canonical = json.dumps(to_dict(config), sort_keys=True, separators=(",", ":"))
+    return dict_hash(to_dict(config))
+
+
+def dict_hash(data: Dict[str, Any]) -> str:
+    """The sha256 of a config as plain data (e.g. as a release's manifest records it)."""
+    canonical = json.dumps(data, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()

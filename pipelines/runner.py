@@ -21,6 +21,7 @@ from pipelines import cli, preflight, progress, registry
 from pipelines.benchmark import Benchmark
 from pipelines.config import load_config
 from pipelines.release import build as release
+from pipelines.release.datacard import generated_note
 from pipelines.runners import runner_for
 from transforms.core.stage import read_stage_counts
 
@@ -55,6 +56,8 @@ def build(benchmark: Union[str, Benchmark], argv: Optional[List[str]] = None,
     if isinstance(benchmark, str):
         benchmark = registry.load(benchmark)
     args, beam_args = parse_build_args(benchmark, argv)
+    if args.verbose:
+        cli.configure_logging(verbose=True)
     config = load_config(benchmark.config_path(args.config), args.set, benchmark.config_type)
     if generate_sample:
         benchmark.ensure_sample(config)
@@ -88,7 +91,8 @@ def build(benchmark: Union[str, Benchmark], argv: Optional[List[str]] = None,
         main_tables=benchmark.main_tables(plan),
         describe=lambda facts: benchmark.describe(plan, facts), cache_root=cache_root,
         check_counts=lambda stages: benchmark.check_counts(plan, stages),
-        explorer=None if args.no_explorer else benchmark.explorer(plan))
+        explorer=None if args.no_explorer else benchmark.explorer(plan),
+        generated=generated_note(benchmark.name) if benchmark.reads_sample(config) else "")
 
 
 def build_main(benchmark: Union[str, Benchmark], argv: Optional[List[str]] = None) -> int:

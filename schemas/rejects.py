@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
+from schemas.columns import described
+
 
 @dataclass(frozen=True)
 class Reject:
@@ -31,9 +33,21 @@ class Reject:
 _REJECT_TYPES = {"line": pa.int64()}  # every other field is a string
 
 
-REJECT_SCHEMA = pa.schema(
+REJECT_SCHEMA = described(pa.schema(
     [pa.field(f.name, _REJECT_TYPES.get(f.name, pa.string()), nullable=False)
-     for f in dataclasses.fields(Reject)])
+     for f in dataclasses.fields(Reject)]), {
+    "stage": "the stage that dropped the item",
+    "level": "what the item is at that stage (video, frame, line, example, vote, ...)",
+    "reason": "why: a code of the benchmark's closed vocabulary",
+    "item_id": "the item (paths in it relative to the release folder or the input root)",
+    "source": "the item's source (collection, configuration) when it has one",
+    "video_id": "the item's video when it has one",
+    "split": "the item's split when it had one",
+    "detail": "what was found, in words (paths relative to the release folder or the input root)",
+    "file": "the input file the item was read from, relative to the input root "
+            "(MANIFEST.json input_root); empty when not read from one line of a file",
+    "line": "its 1-based line in that file; 0 when not a line of a file",
+})
 
 
 def reject_to_row(reject: Reject) -> dict:

@@ -10,7 +10,9 @@ Mapping from an Arrow schema (flat: scalars and lists of scalars):
   string -> bytes_list (UTF-8), integer -> int64_list, floating -> float_list (float32).
 A scalar is a list of one value. For TensorFlow users, `tf_feature_spec(tf, schema)` gives the
 spec for `tf.io.parse_single_example`: scalars as FixedLenFeature([]), lists as
-VarLenFeature (lists can have any length, e.g. another set size).
+VarLenFeature (lists can have any length, e.g. another set size). A release writes the
+same spec as JSON beside its records (`feature_spec_json`, tfrecord/<table>/features.json),
+so that tf.data reads them with no code of this project.
 """
 from __future__ import annotations
 
@@ -103,6 +105,18 @@ def feature_spec(schema: pa.Schema) -> Dict[str, Tuple[str, bool]]:
     return spec
 
 
+def feature_spec_json(schema: pa.Schema) -> Dict[str, dict]:
+    """{feature: {"dtype": "string" | "int64" | "float32", "list": bool, "description"}}:
+    the spec as plain data, for `tf.io.VarLenFeature(dtype)` (a list) or
+    `tf.io.FixedLenFeature([], dtype)`; "string" features hold UTF-8 bytes, booleans are
+    int64 0/1, floats float32."""
+    from schemas.columns import description
+    names = {BYTES: "string", INT64: "int64", FLOAT: "float32"}
+    return {name: {"dtype": names[kind], "list": is_list,
+                   "description": description(schema.field(name))}
+            for name, (kind, is_list) in feature_spec(schema).items()}
+
+
 def tf_feature_spec(tf, schema: pa.Schema) -> dict:
     """The spec for `tf.io.parse_single_example`; pass the imported `tensorflow` module."""
     dtypes = {BYTES: tf.string, INT64: tf.int64, FLOAT: tf.float32}
@@ -154,6 +168,13 @@ def _masked_crc32c(data: bytes) -> int:
     import google_crc32c  # in requirements.txt (Beam's TFRecord writer needs it too)
     crc = google_crc32c.value(data)
     return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+def tfrecord_frame(data: bytes) -> bytes:
+    """One record as a TFRecord file holds it (what tf.io.TFRecordWriter writes)."""
+    length = struct.pack("<Q", len(data))
+    return (length + struct.pack("<I", _masked_crc32c(length)) + data
+            + struct.pack("<I", _masked_crc32c(data)))
 
 
 def iter_tfrecord_file(path: str) -> Iterator[bytes]:

@@ -158,3 +158,18 @@ def test_calibrate_table3_and_cache_prune_exit_2_on_bad_arguments(tmp_path):
         "cache", "prune", "--cache", str(tmp_path / "cache"), "--releases", str(tmp_path / "none")))
     done = run("cache", "prune", "--cache", str(tmp_path / "cache"), "--releases", str(tmp_path))
     assert done.returncode == 0 and "removed 0 " in done.stdout
+
+
+def test_a_build_shows_its_progress_and_beam_info_lines_only_with_verbose(tmp_path):
+    """By default a build prints its progress lines, warnings and summary: none of Beam's
+    INFO lines (30 to 120 a build) nor the stages' (a line per video); `--verbose` shows
+    them all."""
+    base = ["vsr", "build", "--config", "sample", "--output", str(tmp_path / "out"), "--no-explorer"]
+    quiet = run(*base, "--version", "1.0.0")
+    assert quiet.returncode == 0, quiet.stderr[-2000:]
+    assert "progress: annotations" in quiet.stderr and quiet.stdout.startswith("release: ")
+    assert " INFO " not in quiet.stderr, quiet.stderr[:2000]
+    verbose = run(*base, "--version", "1.0.1", "--verbose")
+    assert verbose.returncode == 0, verbose.stderr[-2000:]
+    assert "INFO apache_beam" in verbose.stderr and "progress: annotations" in verbose.stderr
+    assert "INFO pipelines.release.build: building vsr 1.0.1" in verbose.stderr

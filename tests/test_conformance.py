@@ -1,17 +1,23 @@
 """Every registered benchmark keeps the contract (pipelines/benchmark.py): each embedded
 sample (Benchmark.sample_configs) builds through the one runner, its counters reconcile, its tables hold the rows
 its counters say, every table declares the key that identifies its rows, and every
-reject reason it writes is in its vocabulary. Each sample then publishes a second
-version beside the first, with one threshold changed, and the diff of the two adds up.
+reject reason it writes is in its vocabulary. Its release is self-contained and reads
+without this project's code: `datasets.load_dataset(<release>)` with no config name,
+images and class labels decoded, from any folder; tf.data with the written feature spec,
+split by split; no path of the building machine anywhere in it; cards whose figures are
+the manifest's. Each sample then publishes a second version beside the first, with one
+threshold changed, and the diff of the two adds up.
 
 Registering a benchmark (pipelines/registry.py) adds it here; SECOND_VERSION must then
 name the threshold its second version changes.
 """
+import importlib
 import json
 import os
 import subprocess
 import sys
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -22,6 +28,7 @@ from pipelines.release.digest import differences, release_digest
 from pipelines.release.manifest import verify_manifest
 from pipelines.release.tables import MANIFEST_KEYS, Table, declared, key_problems, key_text
 from tests.paths import ROOT
+from tests.release.release_files import machine_paths
 from transforms.core.errors import ConfigError
 from transforms.core.stage import check_links, reconcile
 
@@ -49,6 +56,16 @@ def built(request, tmp_path_factory):
     release = runner.build(benchmark, ["--config", sample, "--output", str(out),
                                        "--version", "1.0.0"])
     return benchmark, release, sample
+
+
+@pytest.fixture
+def offline_datasets(tmp_path, monkeypatch):
+    """Hugging Face `datasets`, offline, with a cache of this test's own."""
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    import datasets   # requirements-dev.txt: never skipped
+    return datasets
 
 
 def test_it_ships_a_paper_and_a_sample_config(built):
@@ -106,16 +123,13 @@ def test_every_reject_reason_is_in_its_vocabulary(built):
     assert reasons <= set(benchmark.vocabulary), reasons - set(benchmark.vocabulary)
 
 
-def test_every_table_loads_as_a_hugging_face_dataset(built, tmp_path, monkeypatch):
+def test_every_table_loads_as_a_hugging_face_dataset(built, tmp_path, offline_datasets):
     """README.md is a dataset card: `load_dataset(<release>, <config>)` yields each split
     scheme of each table with exactly its splits and rows (pyarrow reads the same rows
     from parquet/), offline, and the other files of the folder (compat/, some of them
     empty in the sample) never get in the way."""
-    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
-    import datasets   # requirements-dev.txt: never skipped
-    from pipelines.release.hf_card import config_name
+    datasets = offline_datasets
+    from pipelines.release.splits import config_name
 
     benchmark, release, sample = built
     plan = benchmark.prepare(load_config(benchmark.config_path(sample), [], benchmark.config_type), None)
@@ -142,6 +156,180 @@ def test_every_table_loads_as_a_hugging_face_dataset(built, tmp_path, monkeypatc
                 assert sorted(got) == sorted(want), (name, split)
     assert loaded_configs == expected_configs
     assert len(expected_configs) >= len(schemes)
+
+
+def test_load_dataset_needs_no_config_and_decodes_labels_and_images_anywhere(
+        built, tmp_path, monkeypatch, offline_datasets):
+    """`load_dataset(<release>)` with no other argument gives the benchmark's main table;
+    each config's features are declared from the table's schema: a categorical column is
+    a ClassLabel with its names, a column of images the release holds is an Image (or a
+    list of them) that decodes to the very file in compat/, from another working folder,
+    with no code of this project."""
+    datasets = offline_datasets
+    from pipelines.release.splits import config_name
+    from schemas.columns import class_names_of
+
+    benchmark, release, sample = built
+    plan = benchmark.prepare(load_config(benchmark.config_path(sample), [], benchmark.config_type), None)
+    front = _front_matter(release)
+    default = [c["config_name"] for c in front["configs"] if c.get("default")]
+    card = importlib.import_module(f"pipelines.{os.path.basename(benchmark.package_dir)}.datacard").CARD
+    assert default == [card.main_table], default   # every sample has rows of its main table
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    cache = str(tmp_path / "cache")
+    loaded = datasets.load_dataset(release, cache_dir=cache)
+    named = datasets.load_dataset(release, default[0], cache_dir=cache)
+    assert {s: len(d) for s, d in loaded.items()} == {s: len(d) for s, d in named.items()} != {}
+    decoded = 0
+    for table, schemes in benchmark.splits(plan).items():
+        schema = pq.read_schema(_first_parquet(release, table))
+        for scheme in schemes:
+            name = config_name(table, scheme)
+            if name not in {c["config_name"] for c in front["configs"]}:
+                continue
+            features = datasets.load_dataset_builder(release, name, cache_dir=cache).info.features
+            assert list(features) == schema.names, name
+            for field in schema:
+                names = class_names_of(field)
+                if names is not None:
+                    assert features[field.name] == datasets.ClassLabel(names=names), field.name
+                if field.metadata and b"embeds" in field.metadata:
+                    feature = features[field.name]
+                    image = feature.feature if isinstance(feature, datasets.List) else feature
+                    assert isinstance(image, datasets.Image), field.name
+            for field in (f for f in schema if f.metadata and b"embeds" in f.metadata):
+                rows = datasets.load_dataset(release, name, cache_dir=cache)
+                split = next(iter(rows))
+                row = rows[split][0]
+                paths = row[field.metadata[b"embeds"].decode()]
+                images = row[field.name] if isinstance(row[field.name], list) else [row[field.name]]
+                paths = paths if isinstance(paths, list) else [paths]
+                for image, path in zip(images, paths):
+                    with open(os.path.join(release, path), "rb") as f:
+                        from PIL import Image
+                        assert image.size == Image.open(f).size
+                    decoded += 1
+    declares_images = any(f.metadata and b"embeds" in f.metadata
+                          for t in benchmark.tables(plan)
+                          for f in pq.read_schema(_first_parquet(release, t)))
+    assert decoded > 0 or not declares_images
+
+
+def test_the_card_holds_license_citation_and_every_column_described(built):
+    """README.md's front matter names a license; the card gives it with where it was read,
+    the paper's BibTeX, and a description of every column of every table (the Parquet
+    schema carries the same descriptions: schemas/columns.py); a sample build says in
+    its first lines that its inputs were generated."""
+    from pipelines.release.datacard import generated_note
+    from schemas.columns import undescribed
+
+    benchmark, release, sample = built
+    plan = benchmark.prepare(load_config(benchmark.config_path(sample), [], benchmark.config_type), None)
+    front = _front_matter(release)
+    readme = open(os.path.join(release, "README.md"), encoding="utf-8").read()
+    assert front["license"] and f"## License\n\n`{front['license']}`: " in readme
+    citation = readme.split("## Citation", 1)[1]
+    assert "```bibtex\n@" in citation and "title" in citation and "year" in citation
+    for table in benchmark.tables(plan):
+        schema = pq.read_schema(_first_parquet(release, table))
+        assert undescribed(schema) == [], (table, undescribed(schema))
+        section = readme.split(f"## Columns: {table}\n", 1)[1].split("\n## ", 1)[0]
+        described = [line.split("`")[1] for line in section.splitlines() if line.startswith("| `")]
+        assert described == schema.names, table
+    note = generated_note(benchmark.name)
+    card = open(os.path.join(release, "DATACARD.md"), encoding="utf-8").read()
+    assert card.split("\n\n")[1] == note          # right under the title
+    assert readme.split("---\n", 2)[2].split("\n\n")[1] == note
+    assert "generated sample" in front["pretty_name"]
+
+
+def test_no_path_of_the_building_machine_is_in_the_release(built):
+    """A release is read elsewhere: no file of it (tables, TFRecords, rejects, compat/,
+    cards, stats, the explorer) holds the build folder, the release folder or this
+    checkout's path, but for the one place the manifest records the input root; the
+    paths it holds resolve against the release or that root."""
+    benchmark, release, sample = built
+    out = os.path.dirname(os.path.dirname(release))
+    manifest = json.load(open(os.path.join(release, "MANIFEST.json")))
+    root = manifest["input_root"]
+    assert root and os.path.isdir(root)
+    found = machine_paths(release, [out, str(ROOT), os.getcwd()])
+    assert found == [], found[:10]
+    for name, entry in manifest["inputs"].items():   # inputs, relative to the input root
+        if entry:
+            assert not os.path.isabs(entry["path"]) and os.path.isfile(os.path.join(root, entry["path"]))
+    rejects = pq.read_table(os.path.join(release, "rejects"), columns=["file"]).column("file").to_pylist()
+    assert all(os.path.isfile(os.path.join(root, f)) for f in set(rejects) if f), set(rejects)
+
+
+def test_tfrecords_come_per_split_and_read_with_the_written_spec(built):
+    """tfrecord/<table>/ holds one file per Parquet file, the same rows, and features.json:
+    the spec tf.data parses them with, and each split's files; read with TensorFlow and
+    that JSON only, every split of every scheme gives the Parquet split's rows."""
+    tf = pytest.importorskip("tensorflow")
+    benchmark, release, sample = built
+    front = _front_matter(release)
+    files_of = {c["config_name"]: {d["split"]: d["path"] for d in c["data_files"]}
+                for c in front["configs"]}
+    plan = benchmark.prepare(load_config(benchmark.config_path(sample), [], benchmark.config_type), None)
+    for table, spec in benchmark.tables(plan).items():
+        folder = os.path.join(release, "tfrecord", table)
+        written = json.load(open(os.path.join(folder, "features.json")))
+        assert sorted(n[:-9] for n in os.listdir(folder) if n.endswith(".tfrecord")) == \
+            sorted(n[:-8] for n in os.listdir(os.path.join(release, "parquet", table)))
+        features = {name: tf.io.VarLenFeature(f["dtype"]) if f["list"]
+                    else tf.io.FixedLenFeature([], f["dtype"])
+                    for name, f in written["features"].items()}
+        key = spec.key[0]
+        for config, splits in written["splits"].items():
+            assert set(splits) == set(files_of[config]), config
+            for split, names in splits.items():
+                parsed = [tf.io.parse_single_example(r, features) for r in
+                          tf.data.TFRecordDataset([os.path.join(folder, n) for n in names])]
+                keys = [_tf_value(x[key]) for x in parsed]
+                rows = pa.concat_tables(pq.read_table(os.path.join(release, p),
+                                                      columns=list(written["features"]))
+                                        for p in files_of[config][split])
+                assert sorted(map(str, keys)) == sorted(map(str, rows.column(key).to_pylist())), (config, split)
+                assert len(parsed) == rows.num_rows
+
+
+def test_the_data_card_shows_the_manifest_figures(built):
+    """DATACARD.md takes every figure from the manifest: each stage's in, out, rejected
+    and other counters (a cache's miss and written), the rows per split, the rejects
+    per reason (those that leave their item in the release counted apart)."""
+    from pipelines.release.datacard import stage_levels
+
+    benchmark, release, sample = built
+    manifest = json.load(open(os.path.join(release, "MANIFEST.json")))
+    card = open(os.path.join(release, "DATACARD.md"), encoding="utf-8").read()
+    stages_table = card.split("## Stages\n", 1)[1].split("\n## ", 1)[0]
+    shown = {}
+    for line in stages_table.splitlines():
+        cells = [c.strip() for c in line.strip("|").split(" | ")]
+        if len(cells) == 9 and cells[0] in manifest["stages"]:
+            shown[(cells[0], cells[1])] = cells
+    for row in stage_levels(manifest["stages"]):
+        cells = shown[(row["stage"], row["level"])]
+        assert [int(c) for c in cells[2:5]] == [row["in"], row["out"], row["rejected"]]
+        assert cells[8] == ", ".join(f"{k} {v}" for k, v in row["counters"].items())
+        for name, value in row["counters"].items():   # every other counter is shown as it is
+            assert f"{name} {value}" in cells[8]
+    for stage, counters in manifest["stages"].items():
+        for name, value in counters.items():
+            if "." not in name:   # a cache's miss / written: on the card with its value
+                assert any(k[0] == stage and f"{name} {value}" in v[8] for k, v in shown.items()), (stage, name)
+    rejects = manifest["counts"]["rejects"]
+    for reason, n in rejects["by_reason"].items():
+        assert f"| {reason} | {n} |" in card
+    assert f"{rejects['total']} records in `rejects/`" in card
+    for table, counts in manifest["counts"]["tables"].items():
+        section = card.split(f"## Counts: {table}\n", 1)[1].split("\n## ", 1)[0]
+        total = [l for l in section.splitlines() if l.startswith("| **total** |")][0]
+        assert total.strip("| ").split(" | ")[1:] == [
+            str(v) for v in list(dict(sorted(counts["by_split"].items())).values()) + [counts["total"]]]
 
 
 def test_every_table_reads_with_pandas(built):
@@ -280,3 +468,20 @@ def test_its_decisions_are_the_pinned_ones(built):
 
 def _canonical(row: dict) -> str:
     return json.dumps(row, sort_keys=True, default=str)
+
+
+def _front_matter(release: str) -> dict:
+    import yaml
+    text = open(os.path.join(release, "README.md"), encoding="utf-8").read()
+    return yaml.safe_load(text.split("---\n", 2)[1])
+
+
+def _first_parquet(release: str, table: str) -> str:
+    folder = os.path.join(release, "parquet", table)
+    return os.path.join(folder, sorted(os.listdir(folder))[0])
+
+
+def _tf_value(tensor):
+    value = tensor.numpy()
+    return value.decode() if isinstance(value, bytes) else value.item()
+

@@ -22,8 +22,11 @@ class BD2BB(Benchmark):
     package_dir = os.path.dirname(os.path.abspath(__file__))
     vocabulary = reasons.VOCABULARY
 
+    def reads_sample(self, config: BD2BBConfig) -> bool:
+        return inside(config.inputs.tuples, SAMPLE_DIR)
+
     def ensure_sample(self, config: BD2BBConfig) -> None:
-        if inside(config.inputs.tuples, SAMPLE_DIR):
+        if self.reads_sample(config):
             from pipelines.bd2bb.sample import make_bd2bb_sample
             make_bd2bb_sample(SAMPLE_DIR)
 

@@ -13,6 +13,7 @@ from pipelines.bd2bb.stats import COLUMNS, table1
 from pipelines.release import plots
 from pipelines.release.cache import cache_report
 from pipelines.release.datacard import markdown_table
+from pipelines.release.hf_card import CardFacts
 from pipelines.release.manifest import read_parquet_columns, read_stats
 
 PAPER = "Pezzelle et al. 2020, BD2BB"
@@ -20,6 +21,26 @@ POSITION_WARN_P = 0.01       # chi-square p-value under which the target positio
 log = logging.getLogger("pipelines.bd2bb.pipeline")
 PAPER_TABLE1 = {"train": (2102, 1517, 1683, 5063, 2102, 4228), "val": (4082, 2447, 2772, 6082, 3567, 4133),
                 "test": (4081, 2425, 2720, 6108, 3561, 4138)}
+
+
+CARD = CardFacts(
+    main_table="samples",
+    license="unknown",
+    license_source=("the public repository github.com/sandropezzelle/bd2bb has no license file "
+                    "(commit eb1258a); the images are MS-COCO train2014's, under COCO's terms of "
+                    "use, and not in this release"),
+    citation="""@inproceedings{pezzelle-etal-2020-different,
+  title = "{B}e {D}ifferent to {B}e {B}etter! {A} {B}enchmark to {L}everage the {C}omplementarity of {L}anguage and {V}ision",
+  author = "Pezzelle, Sandro and Greco, Claudio and Gandolfi, Greta and Gualdoni, Eleonora and Bernardi, Raffaella",
+  booktitle = "Findings of the Association for Computational Linguistics: EMNLP 2020",
+  month = nov,
+  year = "2020",
+  address = "Online",
+  publisher = "Association for Computational Linguistics",
+  url = "https://www.aclweb.org/anthology/2020.findings-emnlp.248",
+  pages = "2751--2767"
+}""",
+    homepage="https://sites.google.com/view/bd2bb/home")
 
 
 def describe(cfg: BD2BBConfig, facts: dict, cache_root=None) -> dict:
@@ -53,7 +74,7 @@ def describe(cfg: BD2BBConfig, facts: dict, cache_root=None) -> dict:
             "manifest": {"table1": stats, "clusters": clusters, "target_positions": positions,
                          "no_main_verb": _no_main_verb(facts["stages"])},
             "manifest_top": {"cache_root": cache_root, "cache_files": cache_files, "cache": use}
-            if cache_root else {}}
+            if cache_root else {}, "dataset_card": CARD}
 
 
 def _cache(stages: dict, staging: str, cache_root):

@@ -13,6 +13,7 @@ from typing import Optional, Tuple
 
 import pyarrow as pa
 
+from schemas.columns import described
 from transforms.text.tokens import Token, text_key
 
 SPLITS = ("train", "val", "test")   # the public file names: train.csv, val.csv, test.csv
@@ -87,7 +88,7 @@ class Sample:
     hard_test: bool = False
 
 
-SAMPLE_SCHEMA = pa.schema([
+SAMPLE_SCHEMA = described(pa.schema([
     pa.field("sample_id", pa.string(), nullable=False),
     pa.field("split", pa.string(), nullable=False),
     pa.field("source", pa.string(), nullable=False),
@@ -106,7 +107,28 @@ SAMPLE_SCHEMA = pa.schema([
     pa.field("endings", pa.list_(pa.string()), nullable=False),       # shown order
     pa.field("ending_types", pa.list_(pa.string()), nullable=False),  # targ / lan / vis
     pa.field("label", pa.int64(), nullable=False),                    # target position
-])
+]), {
+    "sample_id": "the sample's id: its target tuple's id",
+    "split": "train, val or test (§5: 20/40/40, by the actions' topic clusters)",
+    "source": "coco: the images are MS-COCO train2014's (§3)",
+    "hard_test": "true for a test sample in the hard (unseen) test set (§7)",
+    "tuple_id": "the input tuple's id (its \"id\" when given, else a hash of its content)",
+    "image": "the image the tuple was written for: a COCO file name or URL, as the input gives it",
+    "annotator": "the participant who wrote the intention and the action",
+    "intention": "the intention, the text after \"If I\" (§3)",
+    "action": "the target action, the text after \"I will\" (§3)",
+    "cluster": "the target action's topic cluster (Universal Sentence Encoder + k-means, §3.2)",
+    "cluster_label": "the cluster's label from the review sheet; empty when unlabelled",
+    "code1": "the action's main verb, lemmatised (§3.2, A.3)",
+    "code2": "the main verb's objects (or other complements)",
+    "code3": "the verb of the coordinate or subordinate clause, lemmatised",
+    "code4": "the other nouns in complement positions of either verb",
+    "endings": "the 5 candidate actions in shown order: the target, 2 language decoys, "
+               "2 vision decoys (§4)",
+    "ending_types": "each ending's type: targ (the target), lan (language decoy), vis "
+                    "(vision decoy)",
+    "label": "the position of the target among the endings (0-4), as in the public CSVs",
+}, class_names={"label": ("ending0", "ending1", "ending2", "ending3", "ending4")})
 
 
 def sample_to_row(sample: Sample) -> dict:

@@ -32,8 +32,11 @@ class Fg(Benchmark):
     def sample_configs(self):
         return ["sample", "flickr30k-sample"]   # MSCOCO-FG's and Flickr30K-FG's
 
+    def reads_sample(self, config: FgConfig) -> bool:
+        return inside(config.inputs.captions, SAMPLE_DIR)
+
     def ensure_sample(self, config: FgConfig) -> None:
-        if inside(config.inputs.captions, SAMPLE_DIR):
+        if self.reads_sample(config):
             from pipelines.fg.sample import make_fg_sample
             make_fg_sample(SAMPLE_DIR)
 

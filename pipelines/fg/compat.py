@@ -4,7 +4,7 @@ publishes it:
 - `Annotations/{MSCOCO,Flickr30K}_FG_ann.json`: image id -> its 5 captions, written by
   `json.dumps` with its defaults (separators `", "` and `": "`, non-ASCII as `\\uXXXX`),
   one line, no trailing newline.
-- `Images/*_img_filenames.npy`: a 1-D numpy unicode array, the original test images'
+- `Images/{MSCOCO,Flickr30K}_FG_img_filenames.npy`: a 1-D numpy unicode array, the original test images'
   file names first, then the pool's unlabeled2017 names.
 
 Key order: both public files list the images in the order of the Karpathy test split

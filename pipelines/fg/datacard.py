@@ -11,6 +11,7 @@ from pipelines.fg.config import FgConfig
 from pipelines.fg.tagger import NONE
 from pipelines.release import plots
 from pipelines.release.datacard import markdown_table
+from pipelines.release.hf_card import CardFacts
 from pipelines.release.manifest import read_parquet_columns
 
 PAPER = "Chen, Yao, Jin, Rethinking Benchmarks for Cross-modal Image-text Retrieval (SIGIR '23)"
@@ -43,6 +44,30 @@ def stand_ins(cfg: FgConfig) -> list:
     rows.append(["details (F10)", *details[cfg.details.kind]])
     rows.append(["merge (F13)", *merge[cfg.merge.kind]])
     return rows
+
+
+CARD = CardFacts(
+    main_table="captions",
+    license="unknown",
+    license_source=("the public repository github.com/cwj1412/MSCOCO-Flikcr30K_FG has no license "
+                    "file (commit 6d98d41); by copyright it gives the pool's image file names "
+                    "only (its README): the images are COCO's and Flickr30K's, under their terms, "
+                    "and not in this release"),
+    citation="""@inproceedings{chen2023rethinking,
+  title = {Rethinking Benchmarks for Cross-modal Image-text Retrieval},
+  author = {Chen, Weijing and Yao, Linli and Jin, Qin},
+  booktitle = {Proceedings of the 46th International ACM SIGIR Conference on Research and Development in Information Retrieval (SIGIR '23)},
+  year = {2023},
+  doi = {10.1145/3539618.3591758}
+}""",
+    homepage="https://github.com/cwj1412/MSCOCO-Flikcr30K_FG")
+# Rejects whose item stays in the release (the data card counts them apart).
+KEPT_REJECTS = {
+    "not_coarse": "the caption stays in captions, unchanged: it is fine-grained",
+    "no_candidate": "the caption stays in captions, unchanged: no renovation survived",
+    "no_prompt": "the caption stays in captions, unchanged: no prompt applies",
+    "already_in_pool": "the image is in the pool once, through another similar set",
+}
 
 
 def describe(cfg: FgConfig, facts: dict) -> dict:
@@ -78,7 +103,8 @@ def describe(cfg: FgConfig, facts: dict) -> dict:
     ]
     return {"summary": _summary(cfg), "thresholds": _thresholds(cfg), "sections": sections,
             "manifest": {"table2": {"targets": targets, "pool": pool}, "coarse": coarse,
-                         "changed": changed, "stand_ins": stand_ins(cfg)}}
+                         "changed": changed, "stand_ins": stand_ins(cfg)},
+            "dataset_card": CARD, "kept_rejects": KEPT_REJECTS}
 
 
 def _funnel(stages: dict) -> list:

@@ -6,7 +6,8 @@ release in ../realdata/fg/).
                          pool           the new pool (F6), originals first
     compat/Annotations/<MSCOCO|Flickr30K>_FG_ann.json   image id -> 5 captions, normalised as
                                         the public release is (captions.normalise_caption)
-    compat/Images/<MSCOCO|Flickr30K>_img_filenames.npy  the new pool's file names
+    compat/Images/<MSCOCO|Flickr30K>_FG_img_filenames.npy  the new pool's file names (the
+                                        public repository's names)
     review/review_sheet.jsonl           the sheet a correction round starts from (F15)
     merge_training/pairs.jsonl          F12's <d'_c, d'_g> -> sentence pairs (train GPT-2 on them)
 """
@@ -20,6 +21,7 @@ import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 
 from pipelines.fg.records import Caption, SimilarSet
+from schemas.columns import described
 from transforms.core.stage import StageFn
 
 COMPAT_PREFIX = {"mscoco": "MSCOCO", "flickr30k": "Flickr30K"}
@@ -32,22 +34,62 @@ NAN = float("nan")
 SPLIT = "test"
 _SPLIT_SOURCE = [("split", pa.string()), ("source", pa.string())]
 
-CAPTION_SCHEMA = pa.schema([
+_CONFIGURATION = "the configuration: mscoco (MSCOCO-FG) or flickr30k (Flickr30K-FG)"
+
+CAPTION_SCHEMA = described(pa.schema([
     ("caption_id", pa.string()), ("image_id", pa.string()), ("caption_index", pa.int64()), ("original", pa.string()),
     ("renovated", pa.string()), ("changed", pa.int64()), ("coarse", pa.int64()),
     ("own_rank", pa.int64()), ("template", pa.int64()), ("noun", pa.string()),
     ("detail", pa.string()), ("clipscore_before", pa.float64()), ("clipscore_after", pa.float64()),
     ("corrected", pa.int64()),
-] + _SPLIT_SOURCE)
-SIMILAR_SCHEMA = pa.schema([
+] + _SPLIT_SOURCE), {
+    "caption_id": "the caption's id: <image_id>#<position>",
+    "image_id": "the test image the caption describes",
+    "caption_index": "the caption's position among the image's 5 (0-4, as in the annotation file)",
+    "original": "the caption as the old benchmark has it",
+    "renovated": "the caption as this release has it: the merged finer-grained sentence when "
+                 "one was picked (§3.2.3), a human correction (§3.2.4), else the original",
+    "changed": "1 when renovated differs from original",
+    "coarse": "1 when the caption is coarse-grained: its own image is not ranked first among "
+              "the pool by the caption (§3.2.1)",
+    "own_rank": "the rank of the caption's own image for it (1 = first); 0 when not ranked",
+    "template": "the Table 1 prompt template (1-5) of the picked detail; 0 when none",
+    "noun": "the noun the picked detail is about; empty when none",
+    "detail": "the generated detail d_g that was merged; empty when none",
+    "clipscore_before": "the CLIPScore of the original caption with its image",
+    "clipscore_after": "the CLIPScore of the renovated caption with its image",
+    "corrected": "1 when a human correction replaced the model's text (§3.2.4)",
+    "split": "test: FG is a test benchmark",
+    "source": _CONFIGURATION,
+})
+SIMILAR_SCHEMA = described(pa.schema([
     ("target", pa.string()), ("members", pa.list_(pa.string())),
     ("image_scores", pa.list_(pa.float64())), ("text_scores", pa.list_(pa.float64())),
     ("sources", pa.list_(pa.string())),
-] + _SPLIT_SOURCE)
-POOL_SCHEMA = pa.schema([
+] + _SPLIT_SOURCE), {
+    "target": "the test image the set is for",
+    "members": "the set S_t: the target, then its similar images (image ids of the pool)",
+    "image_scores": "each member's cosine to the target by image->image search; NaN when "
+                    "image search did not find it",
+    "text_scores": "each member's best cosine to the target's captions by text->image search; "
+                   "NaN when text search did not find it",
+    "sources": "why each member is there: target, image (image->image) or text (text->image)",
+    "split": "test: FG is a test benchmark",
+    "source": _CONFIGURATION,
+})
+POOL_SCHEMA = described(pa.schema([
     ("image_id", pa.string()), ("position", pa.int64()), ("file_name", pa.string()),
     ("path", pa.string()), ("original", pa.int64()),
-] + _SPLIT_SOURCE)
+] + _SPLIT_SOURCE), {
+    "image_id": "the image's id",
+    "position": "the image's place in the new pool (compat/Images/*_FG_img_filenames.npy), 0 first",
+    "file_name": "the image's file name, as the public file names list holds it",
+    "path": "the image file the build read, relative to the input root (MANIFEST.json "
+            "input_root)",
+    "original": "1 for an image of the old test set, 0 for one added from the pool (§3.1.3)",
+    "split": "test: FG is a test benchmark",
+    "source": _CONFIGURATION,
+}, input_paths=("path",))
 
 
 def annotation_path(configuration: str) -> str:
@@ -55,7 +97,9 @@ def annotation_path(configuration: str) -> str:
 
 
 def filenames_path(configuration: str) -> str:
-    return f"compat/Images/{COMPAT_PREFIX[configuration]}_img_filenames.npy"
+    """The public repository's name (Images/MSCOCO_FG_img_filenames.npy,
+    Images/Flickr30K_FG_img_filenames.npy)."""
+    return f"compat/Images/{COMPAT_PREFIX[configuration]}_FG_img_filenames.npy"
 
 
 def with_split(configuration: str):

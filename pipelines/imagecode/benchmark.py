@@ -21,8 +21,11 @@ class ImageCoDe(Benchmark):
     package_dir = os.path.dirname(os.path.abspath(__file__))
     vocabulary = reasons.VOCABULARY
 
+    def reads_sample(self, config: ImageCodeConfig) -> bool:
+        return inside(config.inputs.videos, SAMPLE_DIR)
+
     def ensure_sample(self, config: ImageCodeConfig) -> None:
-        if inside(config.inputs.videos, SAMPLE_DIR):
+        if self.reads_sample(config):
             from pipelines.imagecode.sample import make_imagecode_sample
             make_imagecode_sample(SAMPLE_DIR)
 

@@ -23,6 +23,7 @@ import tempfile
 from typing import List, Optional
 
 import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipelines.cli import check_beam_options
@@ -33,6 +34,7 @@ from pipelines.imagecode.params import build_rules, shot_params
 from pipelines.imagecode.video_content import OnePlanPerContent
 from pipelines.imagecode.video_plans import UNCACHED, LookUpCachedPlans
 from pipelines.release.diff import load_manifest
+from pipelines.release.locations import resolved_config
 from pipelines.runners import runner_for
 from transforms.core.errors import UserError
 from transforms.core.stage import MAIN
@@ -50,10 +52,14 @@ def load_release_config(release: str, overrides: List[str]) -> tuple:
         raise UserError(f"calibrate knows ImageCoDe releases only, not {manifest.get('benchmark')!r}")
     if not manifest.get("cache_root"):
         raise UserError(f"{release} was built without a cache: nothing to calibrate from")
-    raw = manifest["config"]
+    # a release holds its paths relative (pipelines/release/locations.py): back to this machine's
+    raw = resolved_config(manifest["config"], ImageCodeConfig, manifest.get("input_root"), release)
     for override in overrides:
         apply_override(raw, override)
-    return from_dict(ImageCodeConfig, raw), manifest["cache_root"]
+    cache_root = manifest["cache_root"]
+    if not FileSystems.get_scheme(cache_root) and not os.path.isabs(cache_root):
+        cache_root = os.path.normpath(os.path.join(release, cache_root))
+    return from_dict(ImageCodeConfig, raw), cache_root
 
 
 def parse_values(text: str) -> List[float]:

@@ -18,10 +18,30 @@ from pipelines.imagecode.quality_gate import QualityRule
 from pipelines.release import plots
 from pipelines.release.cache import cache_report
 from pipelines.release.datacard import markdown_table
+from pipelines.release.hf_card import CardFacts
 from pipelines.release.manifest import read_parquet_columns, read_stats
 
 PAPER = "Krojer et al. 2022, ImageCoDe"
 PAPER_RATIO = 1.13  # §4.3: video frames are more similar than static pictures by this factor
+
+
+CARD = CardFacts(
+    main_table="descriptions",
+    license="mit",
+    license_source=("the public repository github.com/McGill-NLP/imagecode: \"This work is "
+                    "licensed under the MIT license\" (its README); the images come from "
+                    "MSR-VTT, Video Storytelling, YouCook and Open Images, under their own "
+                    "licenses"),
+    citation="""@inproceedings{krojer_contextual_2022,
+  address = {Online},
+  title = {Image Retrieval from Contextual Descriptions},
+  booktitle = {Proceedings of the 60th Annual Meeting of the Association for Computational Linguistics},
+  publisher = {Association for Computational Linguistics},
+  author = {Krojer, Benno and Adlakha, Vaibhav and Vineet, Vibhav and Goyal, Yash and Ponti, Edoardo and Reddy, Siva},
+  month = may,
+  year = {2022}
+}""",
+    homepage="https://mcgill-nlp.github.io/imagecode/")
 
 
 def describe(cfg: ImageCodeConfig, rules: ImageCodeRules, facts: dict, cache_root=None) -> dict:
@@ -60,7 +80,7 @@ def describe(cfg: ImageCodeConfig, rules: ImageCodeRules, facts: dict, cache_roo
             "sections": sections, "manifest": {name: value for name, value in stats.items()
                                                if value is not None},
             "manifest_top": {"cache_root": cache_root, "cache_files": cache_files, "cache": use}
-            if cache_root else {}}
+            if cache_root else {}, "dataset_card": CARD}
 
 
 # What each cache stage stores, and the counters that say how many came from it.

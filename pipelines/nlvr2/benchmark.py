@@ -20,11 +20,14 @@ class Nlvr2(Benchmark):
     package_dir = os.path.dirname(os.path.abspath(__file__))
     vocabulary = reasons.VOCABULARY
 
-    def ensure_sample(self, config: Nlvr2Config) -> None:
+    def reads_sample(self, config: Nlvr2Config) -> bool:
         # the collection section names its inputs; any of them inside samples/nlvr2
         # means the sample config, generated on first use
         values = _strings(dataclasses.asdict(config.collection))
-        if not config.inputs.public and any(inside(v, SAMPLE_DIR) for v in values):
+        return not config.inputs.public and any(inside(v, SAMPLE_DIR) for v in values)
+
+    def ensure_sample(self, config: Nlvr2Config) -> None:
+        if self.reads_sample(config):
             from pipelines.nlvr2.sample import make_nlvr2_sample
             make_nlvr2_sample(SAMPLE_DIR)
 

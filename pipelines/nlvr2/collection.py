@@ -38,6 +38,7 @@ from pipelines.nlvr2.similar_words import SimilarWords, load_encoder
 from pipelines.nlvr2.splits import HELD_OUT_ITEMS, SplitAndValidate
 from pipelines.nlvr2.synsets import hypernym_table, ilsvrc_synsets, select_synsets
 from pipelines.release.tables import Table
+from schemas.columns import described
 from transforms.core.errors import ConfigError
 from transforms.core.stage import MAIN, REJECTS, StageFn, stage_pardo
 from transforms.crowd.answer_files import check_answer_file
@@ -55,11 +56,24 @@ ROUND_COLUMNS = {"search_results": SEARCH_COLUMNS, "pruning_answers": PRUNING_CO
 COLLECTION_SPLIT = "collection"
 _PLACE = [("split", pa.string()), ("source", pa.string())]
 # the Arrow schemas of the extra tables (the rows of query_row and set_row below)
+_PLACE_DOCS = {"split": "collection: the collection's tables precede the splits (S9)",
+               "source": "collection: rows of this build's collection stages"}
 TABLE_SCHEMAS = {
-    QUERIES: pa.schema(_PLACE + [("query", pa.string()), ("synset", pa.string()), ("wnid", pa.string()),
-                        ("kind", pa.string()), ("synonym", pa.string()), ("wide", pa.bool_())]),
-    IMAGE_SETS: pa.schema(_PLACE + [("set", pa.string()), ("synset", pa.string()), ("query", pa.string()),
-                           ("rank", pa.int64()), ("pairs", pa.string())]),
+    QUERIES: described(pa.schema(_PLACE + [
+        ("query", pa.string()), ("synset", pa.string()), ("wnid", pa.string()),
+        ("kind", pa.string()), ("synonym", pa.string()), ("wide", pa.bool_())]), {
+        **_PLACE_DOCS, "query": "the search query (S1)", "synset": "the WordNet synset searched for",
+        "wnid": "the synset's WordNet id", "kind": "the Table 1 heuristic that made the query",
+        "synonym": "the synset's lemma the query was made from",
+        "wide": "true when App. B's larger caps apply to the query"}),
+    IMAGE_SETS: described(pa.schema(_PLACE + [
+        ("set", pa.string()), ("synset", pa.string()), ("query", pa.string()),
+        ("rank", pa.int64()), ("pairs", pa.string())]), {
+        **_PLACE_DOCS, "set": "the set's id in the task and answer files: query#rank",
+        "synset": "the WordNet synset searched for",
+        "query": "the released query field: the query text and the result index",
+        "rank": "the search result's index for the query",
+        "pairs": "the set's four image pairs after pruning, a JSON list of [left URL, right URL]"}),
 }
 TASK_FILES = ("search_queries.jsonl", "pruning.jsonl", "interest.jsonl", "writing.jsonl",
               "validation.jsonl", "extra_validation.jsonl")

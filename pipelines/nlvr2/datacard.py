@@ -12,6 +12,7 @@ import os
 from pipelines.nlvr2.analysis import split_order
 from pipelines.nlvr2.config import Nlvr2Config
 from pipelines.release.datacard import markdown_table
+from pipelines.release.hf_card import CardFacts
 from pipelines.release.manifest import read_stats
 
 PAPER = "Suhr et al. 2019, A Corpus for Reasoning About Natural Language Grounded in Photographs (ACL)"
@@ -24,6 +25,28 @@ PAPER_HUMAN = {"dev": (96.2, 2.1), "test1": (96.3, 2.9)}   # Table 6 (Test-P = t
 LEAKAGE_NAMES = {"url": "image_urls", "ahash": "image_contents"}   # the leakage report's kinds
 REPORTS = ("table4", "agreement", "human", "groups", "synsets", "leakage", "anomalies", "compat",
            "respelled")
+
+
+CARD = CardFacts(
+    main_table="examples",
+    license="unknown",
+    license_source=("the public repository github.com/lil-lab/nlvr has no license file for "
+                    "nlvr2/ (commit 1892484); its README says the authors do not own the "
+                    "images' copyright and give access to them for research under their terms "
+                    "of service: the images are not in this release"),
+    citation="""@inproceedings{suhr-etal-2019-corpus,
+  title = "A Corpus for Reasoning about Natural Language Grounded in Photographs",
+  author = "Suhr, Alane and Zhou, Stephanie and Zhang, Ally and Zhang, Iris and Bai, Huajun and Artzi, Yoav",
+  booktitle = "Proceedings of the 57th Annual Meeting of the Association for Computational Linguistics",
+  month = jul,
+  year = "2019",
+  address = "Florence, Italy",
+  publisher = "Association for Computational Linguistics",
+  url = "https://aclanthology.org/P19-1644",
+  doi = "10.18653/v1/P19-1644",
+  pages = "6418--6428"
+}""",
+    homepage="https://lil.nlp.cornell.edu/nlvr/")
 
 
 def describe(cfg: Nlvr2Config, facts: dict) -> dict:
@@ -52,7 +75,7 @@ def describe(cfg: Nlvr2Config, facts: dict) -> dict:
                              **{f"{LEAKAGE_NAMES[kind]}_in_several_splits": r["in_several_splits"]
                                 for kind, r in leakage.items()}}}
     return {"summary": _summary(cfg, stats["respelled"]), "thresholds": _thresholds(cfg), "sections": sections,
-            "manifest": manifest, "manifest_top": top}
+            "manifest": manifest, "manifest_top": top, "dataset_card": CARD}
 
 
 def _stand_ins(cfg: Nlvr2Config) -> dict:

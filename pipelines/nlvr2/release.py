@@ -31,11 +31,16 @@ from apache_beam.io.filesystems import FileSystems
 
 from pipelines.nlvr2 import reasons
 from pipelines.nlvr2.schema import Example, image_file, public_line
+from schemas.columns import described
 from transforms.core.stage import MAIN, StageFn, stage_pardo
 
 EXAMPLES, SETS, SENTENCES = "examples", "sets", "sentences"
 
-EXAMPLE_SCHEMA = pa.schema([
+_SPLIT = ("the split: train, dev, test1 (the public test) or test2 (the unreleased one), as "
+          "the identifier's first part")
+_SOURCE = "public (re-released from the public files) or collection (collected by this build)"
+
+EXAMPLE_SCHEMA = described(pa.schema([
     pa.field("identifier", pa.string(), nullable=False),
     pa.field("split", pa.string(), nullable=False),
     pa.field("source", pa.string(), nullable=False),          # "public" or "collection"
@@ -60,9 +65,35 @@ EXAMPLE_SCHEMA = pa.schema([
     # hash files and the explorer's thumbnails are made from
     pa.field("left_path", pa.string(), nullable=False),
     pa.field("right_path", pa.string(), nullable=False),
-])
+]), {
+    "identifier": "the example's id, split-set_id-pair-sentence_id (the public files' identifier)",
+    "split": _SPLIT,
+    "source": _SOURCE,
+    "set_id": "the eight-image set the sentence was written for",
+    "pair": "which of the set's pairs the example shows (0-3)",
+    "sentence_id": "which of the set's sentences (0 or 1)",
+    "sentence": "the sentence",
+    "label": "1 when the sentence is true of the pair, 0 when false (the writer-time "
+             "validation, S8)",
+    "left_url": "the URL of the left image",
+    "right_url": "the URL of the right image",
+    "left_image": "the left image's public file name, split-set_id-pair-img0.png (not every "
+                  "file is a PNG)",
+    "right_image": "the right image's public file name, split-set_id-pair-img1.png",
+    "synset": "the WordNet synset the images were searched for (S1)",
+    "query": "the search query and its result index (\"some cups38\")",
+    "writer": "the anonymised worker who wrote the sentence",
+    "validator": "the worker of the writer-time validation",
+    "extra_workers": "the workers of the extra validations (dev and test: 4, §3.4)",
+    "extra_labels": "their judgements, 1 true, 0 false, in extra_workers order",
+    "extra_agreeing": "the extra judgements equal to the label",
+    "directory": "the train image folder (0-99) of the public layout; -1 outside train",
+    "left_path": "the left image file the build read, relative to the input root "
+                 "(MANIFEST.json input_root); empty when the build read no image (public files)",
+    "right_path": "the right image file the build read, as left_path",
+}, class_names={"label": ("False", "True")}, input_paths=("left_path", "right_path"))
 
-SET_SCHEMA = pa.schema([
+SET_SCHEMA = described(pa.schema([
     pa.field("set", pa.string(), nullable=False),               # split-set
     pa.field("split", pa.string(), nullable=False),
     pa.field("source", pa.string(), nullable=False),
@@ -74,9 +105,21 @@ SET_SCHEMA = pa.schema([
     pa.field("pairs", pa.list_(pa.int64()), nullable=False),   # pair indexes with examples
     pa.field("left_urls", pa.list_(pa.string()), nullable=False),   # per pair, in `pairs` order
     pa.field("right_urls", pa.list_(pa.string()), nullable=False),
-])
+]), {
+    "set": "the set's id: split-set_id",
+    "split": _SPLIT,
+    "source": _SOURCE,
+    "set_id": "the eight-image set's number",
+    "synset": "the WordNet synset of the set's examples (the most frequent one)",
+    "query": "the search query of the set's examples (the most frequent one)",
+    "examples": "the set's examples in this release",
+    "sentences": "the set's distinct sentences",
+    "pairs": "the set's pairs (0-3) that have examples",
+    "left_urls": "each pair's left image URL, in pairs order",
+    "right_urls": "each pair's right image URL, in pairs order",
+})
 
-SENTENCE_SCHEMA = pa.schema([
+SENTENCE_SCHEMA = described(pa.schema([
     pa.field("group", pa.string(), nullable=False),             # split-set-sentence
     pa.field("split", pa.string(), nullable=False),
     pa.field("source", pa.string(), nullable=False),
@@ -88,7 +131,19 @@ SENTENCE_SCHEMA = pa.schema([
     pa.field("labels", pa.list_(pa.int64()), nullable=False),   # per pair, in `pairs` order
     pa.field("examples", pa.int64(), nullable=False),
     pa.field("true_examples", pa.int64(), nullable=False),
-])
+]), {
+    "group": "the group's id: split-set_id-sentence_id (one sentence over the set's pairs)",
+    "split": _SPLIT,
+    "source": _SOURCE,
+    "set_id": "the eight-image set's number",
+    "sentence_id": "the sentence's number in the set (0 or 1)",
+    "sentence": "the sentence",
+    "writer": "the anonymised worker who wrote it",
+    "pairs": "the pairs (0-3) the sentence is paired with",
+    "labels": "its label on each of them, 1 true, 0 false, in pairs order",
+    "examples": "the group's examples (the consistency metric's unit, S11)",
+    "true_examples": "how many of them are true",
+})
 
 
 def example_to_row(x: Example, source: str) -> dict:

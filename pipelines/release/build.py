@@ -1,10 +1,14 @@
 """Building one immutable release version around a pipeline run (every benchmark).
 
-    staging folder -> run the pipeline into it -> read counters back -> one set of
-    Parquet files per split -> check that the counters reconcile and match the rows
-    written, and that every main table holds a row -> DATACARD.md -> README.md (the
+    staging folder -> run the pipeline into it -> read counters back -> the input root
+    -> one set of Parquet and TFRecord files per split (paths relative, images embedded)
+    and rejects with relative paths -> check that the counters reconcile and match the
+    rows written, and that every main table holds a row -> DATACARD.md -> README.md (the
     dataset card) -> RELEASE_NOTES.md -> explorer/ (pipelines/release/explorer.py) ->
     MANIFEST.json -> rename
+
+No absolute path of the building machine is written (pipelines/release/locations.py):
+paths are relative to the release folder, or to the input root MANIFEST.json records once.
 
 A run that fails anywhere leaves no version folder behind (pipelines.release.manifest).
 """
@@ -22,14 +26,16 @@ from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from apache_beam.io.filesystems import FileSystems
 
-from pipelines.config import config_hash, to_dict
+from pipelines.config import dict_hash, to_dict
 from pipelines.release import diff as release_diff
 from pipelines.release import manifest as release_manifest
 from pipelines.release import runs
 from pipelines.release.datacard import render_datacard, write_datacard
 from pipelines.release.explorer import EXPLORER_DIR, write_explorer
 from pipelines.release.explorer_views import Explorer
-from pipelines.release.hf_card import write_readme
+from pipelines.release.hf_card import CardFacts, write_readme
+from pipelines.release.locations import Relocate, config_paths, input_root, relocated_config
+from pipelines.release.row_paths import RowPaths, input_path_values, reject_paths, relocate_rejects
 from pipelines.release.splits import MAIN, SplitScheme, partition_table
 from pipelines.release.tables import MANIFEST_KEYS, Table, declared, key_problems
 from transforms.core.errors import UserError
@@ -59,7 +65,7 @@ def build_release(*, benchmark: str, out: str, version: str, config,
                   check_counts: Callable[[dict], List[str]] = lambda stages: [],
                   splits: Optional[Dict[str, Sequence[SplitScheme]]] = None,
                   explorer: Optional[Explorer] = Explorer(),
-                  main_tables: Optional[Sequence[str]] = None) -> str:
+                  main_tables: Optional[Sequence[str]] = None, generated: str = "") -> str:
     """Run `execute(staging_dir)` and publish what it wrote as `<out>/<benchmark>/<version>`.
 
     `tables` maps each table written under parquet/ to its Table: the (stage, counter)
@@ -70,11 +76,14 @@ def build_release(*, benchmark: str, out: str, version: str, config,
     `split` column), which decide its files and its dataset card configs; `explorer` the
     declared views of the release explorer (pipelines/release/explorer.py; None: no
     explorer/); `describe(facts)` returns the data card's summary, thresholds and
-    sections (it may write plots into facts["staging"]). While it runs the build holds a
-    lock beside its staging folder (and in the cache), so that the next build can tell
-    garbage from work in progress (pipelines/release/runs.py); before it starts it
-    removes what builds that died left behind. On any failure, SIGTERM included, its own
-    staging folder and its temp files in the cache are removed.
+    sections (it may write plots into facts["staging"]) and, as "dataset_card", the
+    benchmark's CardFacts (main table, license, citation: pipelines/release/hf_card.py);
+    `generated` is the sentence the cards open with when the inputs were generated (a
+    sample build). While it runs the build holds a lock beside its staging folder (and in
+    the cache), so that the next build can tell garbage from work in progress
+    (pipelines/release/runs.py); before it starts it removes what builds that died left
+    behind. On any failure, SIGTERM included, its own staging folder and its temp files
+    in the cache are removed.
     """
     tables = declared(tables)
     runs.sweep_release_dir(FileSystems.join(out, benchmark))
@@ -96,7 +105,7 @@ def build_release(*, benchmark: str, out: str, version: str, config,
             counts = _fill(staging, benchmark=benchmark, version=version, config=config,
                            result=execute(staging), models=models, inputs=inputs,
                            links=links, tables=tables, describe=describe,
-                           check_counts=check_counts, explorer=explorer,
+                           check_counts=check_counts, explorer=explorer, generated=generated,
                            splits={t: (splits or {}).get(t, MAIN) for t in tables},
                            main_tables=list(tables) if main_tables is None else list(main_tables))
             final = release_manifest.final_dir_of(staging)
@@ -129,10 +138,18 @@ def _sigterm_as_exit():
 
 
 def _fill(staging: str, *, benchmark, version, config, result, models, inputs, links,
-          tables, describe, check_counts, splits, explorer, main_tables) -> dict:
+          tables, describe, check_counts, splits, explorer, main_tables, generated) -> dict:
     """Everything after the pipeline run: checks, data card, manifest. Returns counts."""
     stages = read_stage_counts(result)
-    partitions = {table: partition_table(staging, table, splits[table]) for table in tables}
+    final = release_manifest.final_dir_of(staging)
+    root = input_root(config_paths(config) + [p for p in inputs.values() if p]
+                      + [p for t in tables for p in input_path_values(staging, t)]
+                      + reject_paths(staging), release_dirs=[staging, final])
+    relocate = Relocate(root, release_dirs=[staging, final])
+    partitions = {table: partition_table(staging, table, splits[table],
+                                         rewrite=lambda schema: RowPaths(schema, staging, relocate))
+                  for table in tables}
+    relocate_rejects(staging, relocate)
     counts = release_manifest.release_counts(staging, tuple(tables))
     release_manifest.write_reject_counts(staging, counts)
     release_manifest.remove_work_dir(staging)
@@ -150,20 +167,27 @@ def _fill(staging: str, *, benchmark, version, config, result, models, inputs, l
                      "models": models, "config": to_dict(config), "staging": staging})
     figures = card.pop("manifest", {})
     top_level = card.pop("manifest_top", {})
+    facts: Optional[CardFacts] = card.pop("dataset_card", None)
+    if top_level.get("cache_root"):   # an output of builds: relative to this release
+        top_level["cache_root"] = relocate.from_release(top_level["cache_root"], final)
     context = {"benchmark": benchmark, "version": version, "counts": counts,
-               "stages": stages, "models": models, **card}
-    write_datacard(staging, context)
-    write_readme(staging, f"{benchmark} {version}", splits, partitions, render_datacard(context))
+               "stages": stages, "models": models, "generated": generated, **card}
+    datacard = relocate.text(render_datacard(context))
+    write_datacard(staging, datacard)
+    write_readme(staging, f"{benchmark} {version}", splits, partitions, datacard,
+                 facts=facts, generated=generated)
+    released_config = relocated_config(config, relocate, final)
     manifest = {
         "format": MANIFEST_FORMAT,
         "benchmark": benchmark,
         "version": version,
         "created_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "code_revision": code_revision(),
-        "config": to_dict(config),
-        "config_sha256": config_hash(config),
+        "input_root": root,
+        "config": released_config,
+        "config_sha256": dict_hash(released_config),
         "models": models,
-        "inputs": {name: describe_input(path) for name, path in inputs.items()},
+        "inputs": {name: describe_input(path, relocate) for name, path in inputs.items()},
         "counts": counts,
         "stages": stages,
         "reconciled": True,
@@ -179,7 +203,8 @@ def _fill(staging: str, *, benchmark, version, config, result, models, inputs, l
                                      tables={t: spec.key for t, spec in tables.items()},
                                      views=explorer.views, diff=diff,
                                      previous_dir=previous,
-                                     reject_images=explorer.reject_images)
+                                     reject_images=explorer.reject_images,
+                                     input_root=root)
             manifest["explorer"] = {"files": written["files"], "bytes": written["bytes"]}
         else:  # its thumbnails and pages are written with local file calls
             log.warning("no explorer/: %s is not on a local disk", staging)
@@ -210,8 +235,8 @@ def write_release_notes(staging: str, manifest: dict) -> Tuple[Optional[str], Op
     previous = release_diff.previous_version(benchmark_dir, manifest["version"])
     diff = None
     if previous is None:
-        text = (f"# {manifest['benchmark']} {manifest['version']}\n\nFirst release in "
-                f"{benchmark_dir}: nothing to compare with.\n")
+        text = (f"# {manifest['benchmark']} {manifest['version']}\n\nThe first version of "
+                f"{manifest['benchmark']} in its release folder: nothing to compare with.\n")
     else:
         diff = release_diff.diff_releases(previous, staging, manifest)
         text = release_diff.render(diff)
@@ -257,12 +282,13 @@ def code_revision() -> dict:
         return {"commit": "unknown", "dirty": None}
 
 
-def describe_input(path: Optional[str]) -> Optional[dict]:
-    """Path, size and sha256 of an input file (the manifest, not the videos it lists)."""
+def describe_input(path: Optional[str], relocate: Optional[Relocate] = None) -> Optional[dict]:
+    """Path (relative to the input root), size and sha256 of an input file (the manifest,
+    not the videos it lists)."""
     if not path:
         return None
     sha256, size = content_sha256_and_size(path)
-    return {"path": path, "bytes": size, "sha256": sha256}
+    return {"path": relocate.path(path) if relocate else path, "bytes": size, "sha256": sha256}
 
 
 def print_summary(final: str, counts: dict) -> None:

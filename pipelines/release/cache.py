@@ -58,8 +58,9 @@ def cache_report(cache_root: str, staging: str, use: dict, what: str):
     written = read_stats(staging, "cache_files") or []
     rows = [[stage, u["items"], u["cached"], u["computed"]] for stage, u in use.items()]
     section = {"title": "Cache", "text": (
-        f"{what} reused from `{cache_root}` (cached) or computed in this build and written "
-        "back.\n\n" + markdown_table(["stage", "items", "cached", "computed"], rows))}
+        f"{what} reused from the build's cache (cached; MANIFEST.json `cache_root`, relative "
+        "to this folder) or computed in this build and written back (MANIFEST.json `cache`)."
+        "\n\n" + markdown_table(["stage", "items", "cached", "computed"], rows))}
     return section, sorted(set(read) | set(written))
 
 

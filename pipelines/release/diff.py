@@ -32,8 +32,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from apache_beam.io.filesystems import FileSystems
 
-from pipelines.release.manifest import parquet_column_names, read_parquet_columns
-from pipelines.release.tables import MANIFEST_KEYS, key_text, row_keys, sort_key
+from pipelines.release.manifest import iter_parquet_rows, parquet_column_names, read_parquet_columns
+from pipelines.release.tables import MANIFEST_KEYS, key_text, sort_key
 from schemas.layout import MANIFEST, PARQUET_DIR
 from schemas.reasons import STALE_ANSWER
 from transforms.core.errors import UserError
@@ -93,11 +93,10 @@ def table_rows(version_dir: str, table: str, key: Sequence[str]) -> Dict[tuple, 
     missing = [c for c in key if c not in names]
     if missing:
         raise Unmatched(f"{version_dir} has no column {', '.join(missing)} of the key")
-    columns = read_parquet_columns(folder, names)
     content = [n for n in names if n != SPLIT]
     out = {}
-    for row_key, values in zip(row_keys(columns, key), zip(*(columns[n] for n in names))):
-        row = dict(zip(names, values))
+    for row in iter_parquet_rows(folder, names):   # a batch at a time: rows may embed images
+        row_key = tuple(row[c] for c in key)
         if row_key in out:
             raise Unmatched(f"{version_dir} has more than one row with the key {key_text(row_key)!r}")
         text = json.dumps({n: row[n] for n in content}, sort_keys=True, default=str)

@@ -69,26 +69,29 @@ def write_explorer(release_dir: str, *, benchmark: str, version: str,
                    tables: Mapping[str, Sequence[str]],
                    views: Sequence[ExplorerView] = (),
                    diff: Optional[dict] = None, previous_dir: Optional[str] = None,
-                   reject_images: Optional[RejectImages] = None) -> dict:
+                   reject_images: Optional[RejectImages] = None,
+                   input_root: Optional[str] = None) -> dict:
     """Write `<release_dir>/explorer/`; returns {"files", "bytes", "thumbnails"}.
     `tables` are the release's tables with their key columns (pipelines/release/tables.py:
     a card is named by its row's key, as the diff names rows; a table without a declared
     view gets a plain one);
     `diff` is release_diff.diff_releases(previous_dir, release_dir) when there is a
-    previous version; `reject_images` pictures rejects whose image the release lacks."""
+    previous version; `reject_images` pictures rejects whose image the release lacks;
+    `input_root` is where a path the release holds relative to the build's input root
+    is found (pipelines/release/locations.py)."""
     root = os.path.join(release_dir, EXPLORER_DIR)
     files = _Files(root)
     thumbs = Thumbnails(root, os.path.join(previous_dir, EXPLORER_DIR) if previous_dir else None)
     all_views = views_for(tables, views)
     index = {"benchmark": benchmark, "version": version, "page_size": PAGE_SIZE, "views": []}
     with RowStore() as store:
-        images = _ImageLookup(store, release_dir, all_views, "now")
+        images = _ImageLookup(store, release_dir, all_views, "now", input_root)
         for n, view in enumerate(all_views):
             render = _Renderer(view, release_dir, thumbs, store, images, "now",
                                key=tables[view.table])
             index["views"].append(_write_table(files, f"items/{n}", render))
         index["rejects"] = _write_rejects(files, release_dir, thumbs, store, images, reject_images)
-        index["diff"] = (_write_diff(files, diff, all_views, previous_dir, thumbs, store)
+        index["diff"] = (_write_diff(files, diff, all_views, previous_dir, thumbs, store, input_root)
                          if diff and previous_dir else None)
     files.script("data/index.js", f"EXPLORER.index({_json(index)});\n")
     for name in sorted(os.listdir(ASSETS)):
@@ -361,16 +364,21 @@ class _Renderer:
         value = self.image_id_path(value) or value
         if "://" in value:
             return None      # never fetched (and gs:// is not this machine's disk)
-        candidate = value if os.path.isabs(value) else os.path.join(self.release_dir, value)
-        return candidate if os.path.isfile(candidate) else None
+        if os.path.isabs(value):
+            return value if os.path.isfile(value) else None
+        for folder in (self.release_dir, self.images.input_root):   # release paths, input paths
+            if folder and os.path.isfile(os.path.join(folder, value)):
+                return os.path.join(folder, value)
+        return None
 
 
 class _ImageLookup:
     """Image ids to local files through the views' image indexes (FG's pool ids), from
     the store: the id -> path columns only, never the table in memory."""
 
-    def __init__(self, store: RowStore, release_dir: str, views: Sequence[ExplorerView], tag: str):
-        self.store, self.names = store, {}
+    def __init__(self, store: RowStore, release_dir: str, views: Sequence[ExplorerView], tag: str,
+                 input_root: Optional[str] = None):
+        self.store, self.names, self.input_root = store, {}, input_root
         for view in views:
             index = view.image_index
             if index is None:
@@ -516,12 +524,12 @@ def _number(text: str):
 # --- diff -----------------------------------------------------------------------------
 
 def _write_diff(files: "_Files", diff: dict, views: Sequence[ExplorerView], previous_dir: str,
-                thumbs: Thumbnails, store: RowStore) -> dict:
+                thumbs: Thumbnails, store: RowStore, input_root: Optional[str] = None) -> dict:
     """The `release diff` comparison: per table its keys added, moved and changed (whose
     cards are the view's) and removed, and the cards of the removed and changed rows as
     the previous version had them (a changed set shows its frames now and before)."""
     by_table = {v.table: (n, v) for n, v in enumerate(views)}
-    images = _ImageLookup(store, previous_dir, views, "before")
+    images = _ImageLookup(store, previous_dir, views, "before", input_root)
     tables = []
     for n, (table, change) in enumerate(sorted(diff["tables"].items())):
         number, view = by_table.get(table, (None, ExplorerView(table)))

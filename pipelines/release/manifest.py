@@ -184,6 +184,15 @@ def read_parquet_columns(folder: str, columns: List[str]) -> Dict[str, list]:
     return out
 
 
+def iter_parquet_rows(folder: str, columns: List[str], batch_rows: int = 1024) -> Iterator[dict]:
+    """The rows (as dicts of `columns`) of every `*.parquet` file in `folder`, file by file
+    and batch by batch: memory holds one batch, also of a table with images embedded."""
+    for path in sorted(_match(FileSystems.join(folder, "*.parquet"))):
+        with open_parquet(path) as parquet:
+            for batch in parquet.iter_batches(batch_size=batch_rows, columns=columns):
+                yield from batch.to_pylist()
+
+
 def parquet_column_names(folder: str) -> List[str]:
     """The columns of a table folder (its first `*.parquet` file's schema); [] without one."""
     files = sorted(_match(FileSystems.join(folder, "*.parquet")))

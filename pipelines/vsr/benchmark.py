@@ -21,9 +21,12 @@ class Vsr(Benchmark):
     package_dir = os.path.dirname(os.path.abspath(__file__))
     vocabulary = reasons.VOCABULARY
 
-    def ensure_sample(self, config: VsrConfig) -> None:
+    def reads_sample(self, config: VsrConfig) -> bool:
         inputs = [p for key in pipeline.INPUT_KEYS for p in getattr(config.inputs, key)]
-        if any(inside(p, SAMPLE_DIR) for p in inputs):
+        return any(inside(p, SAMPLE_DIR) for p in inputs)
+
+    def ensure_sample(self, config: VsrConfig) -> None:
+        if self.reads_sample(config):
             from pipelines.vsr.sample import make_vsr_sample
             make_vsr_sample(SAMPLE_DIR)
 

@@ -15,6 +15,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from pipelines.release import plots
 from pipelines.release.datacard import markdown_table
+from pipelines.release.hf_card import CardFacts
 from pipelines.release.manifest import count_rows_by, read_stats
 from pipelines.vsr.config import VsrConfig
 from pipelines.vsr.schema import CATEGORIES, RELATIONS, relation_category
@@ -24,6 +25,27 @@ log = logging.getLogger("pipelines.vsr.pipeline")
 # the paper's column of the agreement table (§4.1, §3.5)
 PAPER_FIGURES = {"examples": 12809, "validation_labels": 39507, "all_agree_share": 0.691,
                  "kept_share": 0.856, "kept": 10972, "fleiss_kappa": 0.895, "human_accuracy": 0.954}
+
+
+CARD = CardFacts(
+    main_table="examples",
+    license="apache-2.0",
+    license_source=("the public repository github.com/cambridgeltl/visual-spatial-reasoning is "
+                    "licensed under the Apache License 2.0 (its LICENSE file); the images are "
+                    "COCO 2017's, under COCO's terms of use, and not in this release"),
+    citation="""@article{Liu2022VisualSR,
+  title = {Visual Spatial Reasoning},
+  author = {Fangyu Liu and Guy Edward Toh Emerson and Nigel Collier},
+  journal = {Transactions of the Association for Computational Linguistics},
+  year = {2023}
+}""",
+    homepage="https://github.com/cambridgeltl/visual-spatial-reasoning")
+# Rejects whose item stays in the release (the data card counts them apart).
+KEPT_REJECTS = {
+    "concepts_across_splits": "the example stays in the random split; only the concept "
+                              "zero-shot split leaves it out",
+    "uncaptioned_pair": "the pair stays in image_pairs; no caption was written for it",
+}
 
 
 def describe(cfg: VsrConfig, facts: dict) -> dict:
@@ -51,7 +73,8 @@ def describe(cfg: VsrConfig, facts: dict) -> dict:
         manifest["splits"] = splits
     top = {"leakage_check": _leakage_verdict(stats["leakage"][0])} if stats["leakage"] else {}
     return {"summary": _summary(cfg, tables), "thresholds": _thresholds(cfg),
-            "sections": sections, "manifest": manifest, "manifest_top": top}
+            "sections": sections, "manifest": manifest, "manifest_top": top,
+            "dataset_card": CARD, "kept_rejects": KEPT_REJECTS}
 
 
 def _sampling_section(s: dict) -> dict:

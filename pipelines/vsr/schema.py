@@ -16,6 +16,7 @@ from typing import Dict, List, Optional, Tuple
 import pyarrow as pa
 
 from schemas.coco import CocoImage
+from schemas.columns import described
 from transforms.io import strict_json
 
 # Table 1, in the paper's order (also ../shared/realdata/vsr/rel_meta_category_dict.txt).
@@ -131,7 +132,9 @@ class SplitExample:
 
 # --- Arrow schemas -------------------------------------------------------------------------
 
-EXAMPLE_SCHEMA = pa.schema([
+_IDS = "ids are strings in every file of the release (Parquet, TFRecord, compat/)"
+
+EXAMPLE_SCHEMA = described(pa.schema([
     pa.field("example_id", pa.string(), nullable=False),
     pa.field("image", pa.string(), nullable=False),
     pa.field("image_link", pa.string(), nullable=False),
@@ -151,9 +154,35 @@ EXAMPLE_SCHEMA = pa.schema([
     pa.field("zeroshot_split", pa.string(), nullable=False),     # "" = not in the zero-shot split
     pa.field("source", pa.string(), nullable=False),             # train2017 / val2017
     pa.field("pair_id", pa.string(), nullable=False),
-])
+]), {
+    "example_id": "the example's id: the first 16 hex digits of sha256(image, caption)",
+    "image": "the COCO 2017 file name of the image (the images are not in the release)",
+    "image_link": "the image's URL on images.cocodataset.org",
+    "caption": "the caption: \"The <subj> (is) <relation> the <obj>.\"",
+    "label": "1 when the caption is true of the image (the writer's label, confirmed by "
+             "the validators), 0 when false",
+    "relation": "the spatial relation the caption names (one of Table 1's)",
+    "relation_category": "the relation's meta-category (Table 1: Adjacency, Directional, ...)",
+    "subj": "the caption's subject concept (a COCO category)",
+    "obj": "the caption's object concept (a COCO category)",
+    "annotator_id": "the writer of the caption; " + _IDS,
+    "vote_true_validator_id": "the validators who judged the caption true (§3.2), as counted; "
+                              + _IDS,
+    "vote_false_validator_id": "the validators who judged it false, as counted; " + _IDS,
+    "validators": "the validators counted",
+    "agreeing": "the validators whose judgement equals the label (the keep rule: at least 2 "
+                "and at least 2/3, §4.1)",
+    "reference_frame": "the reference frame the public file gives, NaN when it gives none",
+    "split": "the random split (§3.4): train, dev or test",
+    "zeroshot_split": "the concept zero-shot split (§3.4): train, dev or test; empty when the "
+                      "example's two concepts fell into different parts (it is in the random "
+                      "split only)",
+    "source": "the COCO split of the image: train2017 or val2017",
+    "pair_id": "the sampled image pair the caption was written for (image_pairs); empty for "
+               "an example read from the public file",
+}, class_names={"label": ("False", "True")})
 
-PAIR_SCHEMA = pa.schema([
+PAIR_SCHEMA = described(pa.schema([
     pa.field("pair_id", pa.string(), nullable=False),
     pa.field("subj", pa.string(), nullable=False),
     pa.field("obj", pa.string(), nullable=False),
@@ -166,7 +195,20 @@ PAIR_SCHEMA = pa.schema([
     pa.field("pool_size", pa.int64(), nullable=False),
     pa.field("split", pa.string(), nullable=False),     # "unsplit": pairs precede the splits
     pa.field("source", pa.string(), nullable=False),    # "+"-joined COCO splits of the images
-])
+]), {
+    "pair_id": "the pair's id: a hash of its two images and two concepts",
+    "subj": "the concept the writer is asked to make the subject (ENT1, §3.1)",
+    "obj": "the other concept (ENT2)",
+    "image_ids": "the COCO ids of the pair's two images",
+    "images": "their COCO 2017 file names (the images are not in the release)",
+    "image_links": "their URLs on images.cocodataset.org",
+    "subj_areas": "the area of subj's one instance in each image, in pixels",
+    "obj_areas": "the area of obj's one instance in each image, in pixels",
+    "draw": "the number of the draw that sampled the pair (pipelines/vsr/pairs.py)",
+    "pool_size": "the images whose only instances of both concepts are large enough (§3.1)",
+    "split": "unsplit: pairs are sampled before the examples are split",
+    "source": "the COCO splits of the two images, joined by +",
+})
 
 
 def relation_category(relation: str, extra: Optional[Dict[str, str]] = None) -> str:
@@ -204,22 +246,19 @@ def pair_to_row(pair: ImagePair) -> dict:
 
 # --- the public layout -----------------------------------------------------------------------
 
-def public_id(value: str):
-    """Annotator ids back as the public file has them: integers where they are integers."""
-    text = str(value)
-    return int(text) if text.lstrip("-").isdigit() else text
-
-
 def to_public_line(voted: VotedExample, stringify_votes: bool = False) -> dict:
-    """One line of the public split files. Vote lists are JSON arrays; the public v2 files
-    hold them as strings ("[2, 10, 1]"), which `stringify_votes` reproduces."""
+    """One line of the public split files. Worker ids are strings, as in every other file
+    of the release (Parquet, TFRecord): one id has one type wherever a user joins on it,
+    also when the input gave integers (the public files do). Vote lists are JSON arrays;
+    the public v2 files hold them as strings ("[2, 10, 1]"), which `stringify_votes`
+    mimics with a JSON list of the string ids ('["2", "10", "1"]')."""
     e = voted.example
-    votes = {"vote_true_validator_id": [public_id(x) for x in voted.vote_true],
-             "vote_false_validator_id": [public_id(x) for x in voted.vote_false]}
+    votes = {"vote_true_validator_id": [str(x) for x in voted.vote_true],
+             "vote_false_validator_id": [str(x) for x in voted.vote_false]}
     if stringify_votes:
-        votes = {k: str(v) for k, v in votes.items()}
+        votes = {k: json.dumps(v) for k, v in votes.items()}
     return {"image": e.image, "image_link": e.image_link, "caption": e.caption,
-            "label": int(e.label), "relation": e.relation, "annotator_id": public_id(e.annotator_id),
+            "label": int(e.label), "relation": e.relation, "annotator_id": str(e.annotator_id),
             **votes, "reference_frame": e.reference_frame, "subj": e.subj, "obj": e.obj}
 
 

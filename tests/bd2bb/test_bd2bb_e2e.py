@@ -120,7 +120,8 @@ def test_rows_carry_codes_and_decoys_follow_the_rules(release):
 
 def test_tfrecords_hold_the_same_rows(release):
     folder = os.path.join(release, "tfrecord", "samples")
-    examples = [parse_example_bytes(b, SAMPLE_SCHEMA) for f in sorted(os.listdir(folder))
+    files = sorted(n for n in os.listdir(folder) if n.endswith(".tfrecord"))
+    examples = [parse_example_bytes(b, SAMPLE_SCHEMA) for f in files
                 for b in iter_tfrecord_file(os.path.join(folder, f))]
     by_id = {e["sample_id"]: e for e in examples}
     for r in rows_of(release):
@@ -132,7 +133,7 @@ def test_tfrecords_hold_the_same_rows(release):
 def test_tensorflow_reads_the_tfrecords(release):
     import tensorflow as tf  # a test dependency (requirements-dev.txt); see tests/conftest.py
     spec = tf_feature_spec(tf, SAMPLE_SCHEMA)
-    files = sorted(tf.io.gfile.glob(os.path.join(release, "tfrecord", "samples", "*")))
+    files = sorted(tf.io.gfile.glob(os.path.join(release, "tfrecord", "samples", "*.tfrecord")))
     parsed = {}
     for record in tf.data.TFRecordDataset(files):
         e = tf.io.parse_single_example(record, spec)

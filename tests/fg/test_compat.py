@@ -39,7 +39,7 @@ def test_non_ascii_is_escaped_and_there_is_no_newline():
 
 def test_image_filenames_round_trip(tmp_path):
     names = ["COCO_val2014_000000452113.jpg", "000000000008.jpg", "1007129816.jpg"]
-    path = tmp_path / "MSCOCO_img_filenames.npy"
+    path = tmp_path / "MSCOCO_FG_img_filenames.npy"
     write_image_filenames(str(path), names)
     array = np.load(path, allow_pickle=False)
     assert array.ndim == 1 and array.dtype.kind == "U" and array.dtype.itemsize // 4 == 29

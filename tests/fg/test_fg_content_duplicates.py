@@ -82,7 +82,7 @@ def test_one_pool_file_under_two_ids_and_a_png_of_its_pixels_are_listed_once(rel
     assert {r["stage"] for r in found.values()} == {"image_content"}
     assert "the same bytes) as kept image 000000000001" in found[POOL_FILE_AGAIN]["detail"]
     assert "the bytes differ) as kept image 000000000002" in found[POOL_PNG]["detail"]
-    names = np.load(os.path.join(release, "compat", "Images", "MSCOCO_img_filenames.npy"))
+    names = np.load(os.path.join(release, "compat", "Images", "MSCOCO_FG_img_filenames.npy"))
     assert len(set(names)) == len(names)
     pool = table(release, "parquet/pool")
     assert not {r["image_id"] for r in pool} & {BYTE_COPY, PNG_COPY, POOL_FILE_AGAIN, POOL_PNG}

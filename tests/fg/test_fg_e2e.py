@@ -66,7 +66,7 @@ def test_the_public_files_read_back(releases, configuration):
     source = json.load(open(f"samples/fg/{configuration}/captions.json"))
     assert list(annotations) == [i for i in source if i in released]   # the source's order
     assert set(annotations) == set(target_ids(configuration).values())
-    names = np.load(os.path.join(release, "compat", "Images", f"{prefix}_img_filenames.npy"))
+    names = np.load(os.path.join(release, "compat", "Images", f"{prefix}_FG_img_filenames.npy"))
     assert names.ndim == 1 and names.dtype.kind == "U"
     pool = sorted(table(release, "pool"), key=lambda r: r["position"])
     assert list(names) == [r["file_name"] for r in pool]

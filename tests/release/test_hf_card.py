@@ -81,8 +81,84 @@ def test_a_table_without_rows_keeps_its_empty_shard_and_gets_no_config(tmp_path)
     assert hf_configs({"pairs": MAIN}, parts) == []
 
 
+def test_without_rows_of_the_main_table_the_first_config_is_the_default(tmp_path):
+    """ImageCoDe built without crowd answers has no descriptions: a load still needs no
+    config name."""
+    write_shards(str(tmp_path), "pairs", [[row(1, "train")]])
+    write_shards(str(tmp_path), "samples", [[]])
+    schemes = {"samples": MAIN, "pairs": MAIN}
+    parts = {t: partition_table(str(tmp_path), t, MAIN) for t in schemes}
+    assert [(c["config_name"], c.get("default")) for c in hf_configs(schemes, parts, "samples")] == [
+        ("pairs", True)]
+    write_shards(str(tmp_path), "more", [[row(2, "train")]])
+    schemes["more"] = MAIN
+    parts["more"] = partition_table(str(tmp_path), "more", MAIN)
+    assert [(c["config_name"], c.get("default")) for c in hf_configs(schemes, parts, "more")] == [
+        ("pairs", None), ("more", True)]
+
+
 def test_a_value_that_is_no_split_name_fails(tmp_path):
     write_shards(str(tmp_path), "t", [[row(1, "held out")]])
     parts = {"t": partition_table(str(tmp_path), "t", MAIN)}
     with pytest.raises(ValueError, match="not a split name"):
         hf_configs({"t": MAIN}, parts)
+
+
+def test_each_part_gets_a_tfrecord_file_with_the_same_rows_and_a_feature_spec(tmp_path):
+    from schemas.tfexample import iter_tfrecord_file, parse_example_bytes
+    shards = [[row(1, "train", "test"), row(2, "dev")], [row(3, "train", "test")]]
+    write_shards(str(tmp_path), "examples", shards)
+    parts = partition_table(str(tmp_path), "examples", MAIN + (ZEROSHOT,))
+    records = tmp_path / "tfrecord" / "examples"
+    for key, names in parts.files.items():
+        for parquet, tfrecord in zip(names, parts.tfrecords(key)):
+            rows = pq.read_table(tmp_path / "parquet" / "examples" / parquet).to_pylist()
+            parsed = [parse_example_bytes(r, SCHEMA) for r in iter_tfrecord_file(str(records / tfrecord))]
+            assert parsed == [dict(r, hard=int(r["hard"])) for r in rows]
+    spec = json.loads((records / "features.json").read_text())
+    assert spec["features"]["hard"] == {"dtype": "int64", "list": False, "description": ""}
+    assert spec["splits"] == {
+        "examples": {"train": ["train.test-00000-of-00002.tfrecord", "train.test-00001-of-00002.tfrecord"],
+                     "dev": ["dev.none-00000-of-00001.tfrecord"]},
+        "examples_zeroshot": {"test": ["train.test-00000-of-00002.tfrecord",
+                                       "train.test-00001-of-00002.tfrecord"]}}
+
+
+def test_the_card_declares_features_a_default_config_license_and_citation(tmp_path):
+    from pipelines.release.hf_card import CardFacts, dataset_info
+    from pipelines.release.locations import Relocate
+    from pipelines.release.row_paths import RowPaths
+    from schemas.columns import described
+
+    schema = described(pa.schema([pa.field("id", pa.string()), pa.field("split", pa.string()),
+                                  pa.field("label", pa.int64()),
+                                  pa.field("image_paths", pa.list_(pa.string()))]),
+                       {"id": "the row's id", "split": "its split", "label": "true or not",
+                        "image_paths": "its images"},
+                       class_names={"label": ("False", "True")}, images={"image_paths": "images"})
+    folder = tmp_path / "parquet" / "rows"
+    folder.mkdir(parents=True)
+    (tmp_path / "compat").mkdir()
+    (tmp_path / "compat" / "a.jpg").write_bytes(b"jpeg")
+    pq.write_table(pa.Table.from_pylist([{"id": "1", "split": "train", "label": 1,
+                                          "image_paths": ["compat/a.jpg"]}], schema=schema),
+                   folder / "rows-00000-of-00001.parquet")
+    parts = {"rows": partition_table(str(tmp_path), "rows", MAIN, rewrite=lambda s: RowPaths(
+        s, str(tmp_path), Relocate(None, [str(tmp_path)])))}
+    assert dataset_info({"rows": MAIN}, parts) == [{"config_name": "rows", "features": [
+        {"name": "id", "dtype": "string"}, {"name": "split", "dtype": "string"},
+        {"name": "label", "dtype": {"class_label": {"names": {"0": "False", "1": "True"}}}},
+        {"name": "image_paths", "list": "string"}, {"name": "images", "list": "image"}]}]
+    facts = CardFacts(main_table="rows", license="mit", license_source="its LICENSE",
+                      citation="@article{x,\n  title = {X},\n  year = {2020}\n}")
+    path = write_readme(str(tmp_path), "demo 1.0.0", {"rows": MAIN}, parts,
+                        "# demo 1.0.0\n\nThe card.\n", facts=facts, generated="Generated.")
+    text = open(path, encoding="utf-8").read()
+    front = yaml.safe_load(text.split("---\n")[1])
+    assert front["license"] == "mit" and front["configs"][0]["default"] is True
+    assert front["pretty_name"] == "demo 1.0.0 (built from generated sample data)"
+    body = text.split("---\n", 2)[2]
+    assert body.startswith("# demo 1.0.0\n\nGenerated.\n\n## Loading")
+    assert "| `label` | int64 (class label: 0 False, 1 True) | true or not |" in body
+    assert "| `images` | list of images | the images of `image_paths`" in body
+    assert "## License\n\n`mit`: its LICENSE" in body and "```bibtex\n@article{x," in body

@@ -1,4 +1,6 @@
-"""A small release written by the Beam writers, then read back the way users read it.
+"""A small release written by the Beam writers and the driver's table step (one set of
+Parquet and TFRecord files per split, images embedded), then read back the way users
+read it.
 
 Runner: Beam 2.77's "DirectRunner" first tries Prism and downloads its binary from
 GitHub, so tests use the in-process FnApiRunner (what DirectRunner falls back to for
@@ -23,9 +25,12 @@ from pipelines.imagecode.publish import PublishCompatImages, WriteFrameSets
 from pipelines.imagecode.records import FrameSet
 from pipelines.imagecode.tables import FRAMESET_SCHEMA, frameset_to_row
 from pipelines.release.datacard import render_datacard, write_datacard
+from pipelines.release.locations import Relocate
 from pipelines.release.manifest import (file_checksums, finalise, new_staging_dir, release_counts,
                                         remove_work_dir, staged_release, verify_manifest,
                                         write_manifest, write_reject_counts)
+from pipelines.release.row_paths import RowPaths
+from pipelines.release.splits import MAIN, partition_table
 from schemas.layout import MANIFEST, REJECT_COUNTS, work_dir
 from schemas.rejects import REJECT_SCHEMA, Reject, reject_to_row
 from schemas.tfexample import (Example, feature_spec, iter_tfrecord_file, parse_example_bytes,
@@ -93,6 +98,8 @@ def release(tmp_path_factory):
         p | "Rejects" >> beam.Create(REJECTS) | WriteRejects(staging)
         result = p.run()
         result.wait_until_finish()
+        partition_table(staging, "video_sets", MAIN,
+                        rewrite=lambda schema: RowPaths(schema, staging, Relocate(None, [staging])))
 
         counts = release_counts(staging)
         write_reject_counts(staging, counts)
@@ -116,17 +123,22 @@ def test_version_folder_replaces_staging(release):
 
 def test_parquet_rows_and_types(release):
     table = pq.read_table(os.path.join(release["version"], "parquet", "video_sets"))
-    assert table.schema.remove_metadata() == FRAMESET_SCHEMA
-    assert sorted(os.listdir(os.path.join(release["version"], "parquet", "video_sets"))) == [
-        "video_sets-00000-of-00002.parquet", "video_sets-00001-of-00002.parquet"]
+    assert table.drop_columns(["images"]).schema.remove_metadata() == FRAMESET_SCHEMA
+    names = sorted(os.listdir(os.path.join(release["version"], "parquet", "video_sets")))
+    assert [n.split("-")[0] for n in names] == ["train"] * len(names[:-1]) + ["valid"]
     rows = sorted(table.to_pylist(), key=lambda r: r["set_name"])
+    images = [r.pop("images") for r in rows]
     assert rows == sorted((frameset_to_row(s) for s in release["sets"]),
                           key=lambda r: r["set_name"])
+    for row, embedded in zip(rows, images):   # each image's bytes and its path in the release
+        assert [i["path"] for i in embedded] == row["image_paths"]
+        assert [i["bytes"] for i in embedded] == [
+            pathlib.Path(release["version"], p).read_bytes() for p in row["image_paths"]]
 
 
 def _tfrecord_files(release):
     folder = os.path.join(release["version"], "tfrecord", "video_sets")
-    return sorted(os.path.join(folder, f) for f in os.listdir(folder))
+    return sorted(os.path.join(folder, f) for f in os.listdir(folder) if f.endswith(".tfrecord"))
 
 
 def test_tfrecord_framing_and_examples(release):
@@ -325,3 +337,26 @@ def test_finalise_by_copy_as_on_object_stores(tmp_path):
     final = finalise(staging, os.path.join(str(tmp_path), "imagecode", "v5"), rename=False)
     assert not os.path.exists(staging)
     assert verify_manifest(final) == []
+
+
+def test_the_stage_table_shows_counters_of_no_level_beside_the_levels():
+    """A cache stage counts `item.in`/`item.out` and, with no level, `miss` and `written`:
+    the card shows them as they are, never as levels of zeros."""
+    stages = {"cache.brisque": {"item.in": 5, "item.out": 5, "miss": 5, "written": 4},
+              "embed": {"frame.in": 9, "frame.out": 9, "frame.cached": 3, "frame.embedded": 6},
+              "counters_only": {"hit": 2}}
+    card = render_datacard({"benchmark": "B", "version": "1", "stages": stages})
+    assert "| cache.brisque | item | 5 | 5 | 0 |  | 0 | yes | miss 5, written 4 |" in card
+    assert "| embed | frame | 9 | 9 | 0 |  | 0 | yes | cached 3, embedded 6 |" in card
+    assert "| counters_only |  | 0 | 0 | 0 |  | 0 | yes | hit 2 |" in card
+    assert "| miss |" not in card and "| written |" not in card
+
+
+def test_rejects_that_leave_their_item_in_the_release_are_counted_apart():
+    counts = {"rejects": {"total": 10, "by_reason": {"low_agreement": 3, "concepts_across_splits": 7}}}
+    card = render_datacard({"benchmark": "B", "version": "1", "counts": counts,
+                            "kept_rejects": {"concepts_across_splits": "stays in the random split"}})
+    assert ("10 records in `rejects/`, per reason: 3 name items that are not in the release; "
+            "7 (marked yes) name items that stay in it") in card
+    assert "| concepts_across_splits | 7 | yes: stays in the random split |" in card
+    assert "| low_agreement | 3 | no |" in card

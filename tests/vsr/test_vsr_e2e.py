@@ -132,7 +132,7 @@ def test_pairs_tasks_and_examples(release, sample):
 def test_tfrecords_hold_the_parquet_rows(release):
     import tensorflow as tf
     rows = {r["example_id"]: r for r in pq.read_table(os.path.join(release, "parquet", "examples")).to_pylist()}
-    files = tf.io.gfile.glob(os.path.join(release, "tfrecord", "examples", "*"))
+    files = tf.io.gfile.glob(os.path.join(release, "tfrecord", "examples", "*.tfrecord"))
     spec = tf_feature_spec(tf, EXAMPLE_SCHEMA)
     seen = 0
     for record in tf.data.TFRecordDataset(files):
@@ -160,5 +160,10 @@ def test_compat_files_round_trip_to_the_rows(release):
                 seen.add(example.example_id)
                 assert (example.subj, example.obj, example.label) == (row["subj"], row["obj"], row["label"])
                 assert list(vote_true) == row["vote_true_validator_id"]
-                assert json.loads(line)["subj"] == row["subj"]
+                public = json.loads(line)
+                assert public["subj"] == row["subj"]
+                # ids have one type in the whole release: the compat line's are the row's
+                assert [public["annotator_id"], public["vote_true_validator_id"],
+                        public["vote_false_validator_id"]] == [
+                    row["annotator_id"], row["vote_true_validator_id"], row["vote_false_validator_id"]]
         assert seen == {k for k, r in rows.items() if r[column]}

@@ -59,11 +59,10 @@ def test_a_build_from_globs_reads_and_lists_every_matched_file(sample, tmp_path)
                        "--output", str(tmp_path), "--version", "1.0.0"])
     manifest = json.load(open(os.path.join(release, "MANIFEST.json")))
     listed = {name: entry["path"] for name, entry in manifest["inputs"].items()}
-    assert listed == {"coco[0]": f"{sample}/instances_broken.json",
-                      "coco[1]": f"{sample}/instances_train2017.json",
-                      "coco[2]": f"{sample}/instances_val2017.json",
-                      "annotations[0]": f"{sample}/public_layout.jsonl"}
-    assert manifest["config"]["inputs"]["coco"] == [f"{sample}/instances_*.json"]   # as given
+    assert manifest["input_root"] == str(sample)   # paths relative to it, recorded once
+    assert listed == {"coco[0]": "instances_broken.json", "coco[1]": "instances_train2017.json",
+                      "coco[2]": "instances_val2017.json", "annotations[0]": "public_layout.jsonl"}
+    assert manifest["config"]["inputs"]["coco"] == ["instances_*.json"]   # as given
     stages = manifest["stages"]
     assert stages["coco"]["file.in"] == 3 and stages["coco"]["file.rejected.malformed_coco"] == 1
     assert manifest["counts"]["tables"]["image_pairs"]["total"] == 12

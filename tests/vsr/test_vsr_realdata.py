@@ -27,11 +27,13 @@ def _lines(path):
 
 
 def _key(record):
-    """An item as compared: every public field, vote lists as lists of ints."""
-    votes = {k: json.loads(v) if isinstance(v, str) else v for k, v in record.items()
-             if k.startswith("vote_")}
-    return json.dumps({**{k: record[k] for k in ("image", "image_link", "caption", "label",
-                                                 "relation", "annotator_id")}, **votes},
+    """An item as compared: every public field, worker ids as strings (the public files
+    give integers; a release writes every id as a string, in compat/ as in Parquet),
+    vote lists as lists."""
+    votes = {k: [str(x) for x in (json.loads(v) if isinstance(v, str) else v)]
+             for k, v in record.items() if k.startswith("vote_")}
+    fields = {k: record[k] for k in ("image", "image_link", "caption", "label", "relation")}
+    return json.dumps({**fields, "annotator_id": str(record["annotator_id"]), **votes},
                       sort_keys=True)
 
 
@@ -79,6 +81,8 @@ def test_release_from_the_raw_file_alone(release):
     ours = [json.loads(x) for x in open(os.path.join(release, "compat", "all_vsr_validated_data.jsonl"))]
     assert sorted(map(_key, ours)) == public
     assert all(isinstance(x["vote_true_validator_id"], list) for x in ours)
+    assert all(isinstance(i, str) for x in ours   # one type for ids across the release
+               for i in [x["annotator_id"], *x["vote_true_validator_id"], *x["vote_false_validator_id"]])
     manifest = json.load(open(os.path.join(release, "MANIFEST.json")))
     assert manifest["counts"]["tables"]["examples"]["by_split"] == {"train": 7680, "dev": 1097,
                                                                      "test": 2195}

@@ -3,7 +3,7 @@
 Everything is written under a staging folder; the driver then counts, writes the
 manifest and renames the folder into place (pipelines/release/):
 
-    rows | WriteTable(staging, name, schema, to_row)   # parquet/<name>/, tfrecord/<name>/
+    rows | WriteTable(staging, name, schema, to_row)   # parquet/<name>/
     rejects | WriteRejects(staging)                   # rejects/
     reports | WriteReport(staging, name)              # stats/<name>.json
 """
@@ -14,20 +14,21 @@ import json
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-from schemas.layout import PARQUET_DIR, REJECTS_DIR, TFRECORD_DIR
+from schemas.layout import PARQUET_DIR, REJECTS_DIR
 from schemas.rejects import REJECT_SCHEMA, reject_to_row
-from schemas.tfexample import to_example_bytes
 
 REJECTS_PREFIX = "rejects"
 
 
 class WriteTable(beam.PTransform):
-    """Records -> `<staging>/parquet/<table>/*.parquet` and `<staging>/tfrecord/<table>/*.tfrecord`
-    (one row and one tf.train.Example per record, the same fields).
+    """Records -> `<staging>/parquet/<table>/*.parquet`, one row per record.
 
     num_shards=0 lets the runner choose; a fixed number gives the same file names on
-    every runner. The release's driver then rewrites the Parquet shards one set per split
-    (`<split>-00000-of-00002.parquet`), rows unchanged.
+    every runner. The release's driver then rewrites the shards one set per split
+    (`<split>-00000-of-00002.parquet`) and writes the same rows as tf.train.Examples
+    beside them (`tfrecord/<table>/<split>-00000-of-00002.tfrecord`,
+    pipelines/release/splits.py). `schema`'s field metadata (descriptions, path and image
+    columns: schemas/columns.py) travels with the files.
     """
 
     def __init__(self, staging_dir: str, table: str, schema, to_row, num_shards: int = 0):
@@ -39,17 +40,10 @@ class WriteTable(beam.PTransform):
         self.num_shards = num_shards
 
     def expand(self, records):
-        schema = self.schema
         rows = records | "ToRow" >> beam.Map(self.to_row)
-        parquet = rows | "Parquet" >> beam.io.WriteToParquet(
+        return rows | "Parquet" >> beam.io.WriteToParquet(
             FileSystems.join(self.staging_dir, PARQUET_DIR, self.table, self.table),
-            schema, file_name_suffix=".parquet", num_shards=self.num_shards)
-        tfrecord = (rows
-                    | "ToExample" >> beam.Map(lambda row: to_example_bytes(row, schema))
-                    | "TFRecord" >> beam.io.WriteToTFRecord(
-                        FileSystems.join(self.staging_dir, TFRECORD_DIR, self.table, self.table),
-                        file_name_suffix=".tfrecord", num_shards=self.num_shards))
-        return {"parquet": parquet, "tfrecord": tfrecord}
+            self.schema, file_name_suffix=".parquet", num_shards=self.num_shards)
 
 
 class WriteRejects(beam.PTransform):
