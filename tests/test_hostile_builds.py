@@ -23,6 +23,7 @@ import pytest
 
 from pipelines import cli, registry, runner
 from pipelines.config import load_config
+from tests.release.release_files import on_building_machine
 
 SURROGATE = "\ud83d"
 
@@ -48,7 +49,8 @@ def _rejects(release: str) -> List[dict]:
 
 def _placed(release: str, path: str) -> Dict[int, Tuple[str, str]]:
     """{line: (reason, detail)} of the rejects naming `path`."""
-    return {r["line"]: (r["reason"], r["detail"]) for r in _rejects(release) if r["file"] == path}
+    return {r["line"]: (r["reason"], r["detail"]) for r in _rejects(release)
+            if r["file"] and on_building_machine(release, r["file"]) == path}
 
 
 def _manifest(release: str) -> dict:
