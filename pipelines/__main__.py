@@ -5,7 +5,8 @@
     python -m pipelines imagecode diff releases/imagecode/1.0.0 releases/imagecode/1.1.0
     python -m pipelines imagecode calibrate ...        a benchmark's own commands
     python -m pipelines cache prune --cache C --releases R
-    python -m pipelines check dataflow|portable [benchmark ...]   scale-out checks
+    python -m pipelines check dataflow|portable|flink [benchmark ...]   scale-out checks
+    python -m pipelines cluster start|stop|status      a local Flink cluster (docs/scale-out.md)
 """
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ COMMON = {"build": "build a release (--config NAME|PATH --output DIR --version X
 def usage() -> str:
     lines = ["usage: python -m pipelines <benchmark> <command> [arguments]",
              "       python -m pipelines cache prune --cache DIR --releases DIR",
-             "       python -m pipelines check dataflow|portable [benchmark ...]", "",
+             "       python -m pipelines check dataflow|portable|flink [benchmark ...]",
+             "       python -m pipelines cluster start|stop|status [--taskmanagers N]", "",
              "benchmarks:"]
     width = max(map(len, registry.names()))
     lines += [f"  {name:<{width}}  {title}" for name, (_, title) in registry.BENCHMARKS.items()]
@@ -43,6 +45,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     if name == "check":
         from pipelines import scaleout
         return scaleout.main(rest)
+    if name == "cluster":
+        from pipelines.scaleout import flink
+        return flink.main(rest)
     if name not in registry.BENCHMARKS:
         print(f"error: unknown benchmark {name!r}\n\n{usage()}", file=sys.stderr)
         return 2

@@ -14,7 +14,7 @@ import sys
 from typing import Callable, List, Optional
 
 
-from transforms.core.errors import UserError
+from transforms.core.errors import RunFailed, UserError
 from transforms.io.files import absolute_path
 
 VERSION_PATTERN = re.compile(r"^\d+\.\d+\.\d+([-+][0-9A-Za-z.-]+)?$")
@@ -46,7 +46,9 @@ def _version(text: str) -> str:
 
 def run_main(run: Callable[[Optional[List[str]]], object], argv: Optional[List[str]] = None) -> int:
     """A command's `main`: log progress, run, and turn the errors a user can fix (bad
-    config, missing input, a release that cannot be written) into one line and exit 2."""
+    config, missing input, a release that cannot be written) into one line and exit 2,
+    a run the engine failed (RunFailed: a lost cluster, nothing published) into one line
+    and exit 1."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("faiss.loader").setLevel(logging.WARNING)  # it logs each CPU build it tries
     try:
@@ -54,6 +56,9 @@ def run_main(run: Callable[[Optional[List[str]]], object], argv: Optional[List[s
     except UserError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except RunFailed as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
     except Exception as e:
         if not disk_full(e):
             raise
