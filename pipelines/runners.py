@@ -16,6 +16,7 @@ import collections
 import json
 import logging
 import os
+import time
 import urllib.request
 import uuid
 from typing import Optional
@@ -148,23 +149,34 @@ def run_failed(error: BaseException, options: PipelineOptions) -> RunFailed:
     return RunFailed(f"the {runner} run failed, nothing was published{cancelled}: {first_line}")
 
 
-def _cancel_flink_job(options: PipelineOptions) -> str:
-    """Cancel the build's job if the cluster still runs it; a note for the message."""
+def _cancel_flink_job(options: PipelineOptions, wait_s: float = 60.0) -> str:
+    """Cancel the build's job if the cluster still runs it, and wait until it has
+    stopped (its tasks could still write into the staging folder the build removes);
+    a note for the message."""
     master = options.view_as(FlinkRunnerOptions).flink_master
     name = options.view_as(GoogleCloudOptions).job_name
     if not master or master.startswith("[") or not name:
         return ""
     base = (master if "://" in master else f"http://{master}").rstrip("/")
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-    try:
+
+    def running():
         with opener.open(f"{base}/jobs/overview", timeout=10) as answer:
             jobs = json.load(answer).get("jobs", [])
-        running = [j["jid"] for j in jobs if j.get("name") == name
-                   and j.get("state") not in ("FINISHED", "FAILED", "CANCELED")]
-        for jid in running:
+        return [j["jid"] for j in jobs if j.get("name") == name and j.get("state") not in TERMINAL]
+
+    try:
+        cancelled = running()
+        for jid in cancelled:
             request = urllib.request.Request(f"{base}/jobs/{jid}?mode=cancel", method="PATCH")
             opener.open(request, timeout=10).close()
-            log.warning("cancelled Flink job %s (%s), which went on after the build failed", jid, name)
+            log.warning("cancelling Flink job %s (%s): it went on after the build failed", jid, name)
+        deadline = time.monotonic() + wait_s
+        while cancelled and running() and time.monotonic() < deadline:
+            time.sleep(1)
     except (OSError, ValueError) as err:
         return f" (could not reach Flink at {base} to cancel job {name}: {err})"
-    return f" (Flink job {name} cancelled)" if running else ""
+    return f" (Flink job {name} cancelled)" if cancelled else ""
+
+
+TERMINAL = ("FINISHED", "FAILED", "CANCELED")

@@ -22,23 +22,17 @@ import dataclasses
 import glob
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
 import time
-import urllib.error
 import urllib.request
 from typing import Dict, List, Optional, Set
 
 from pipelines.scaleout import workers
+from pipelines.scaleout.flink_install import FLINK_MINOR, FLINK_VERSION, SETUP_DIR, Install
 from transforms.core.errors import UserError
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-FLINK_VERSION = "1.19.0"            # the Flink the job server's runner is built against
-FLINK_MINOR = "1.19"                # --flink_version
-BEAM_JOB_SERVER_VERSION = "2.62.0"  # scripts/flink/pom.xml
-SETUP_DIR = os.environ.get("FLINK_SETUP_DIR") or os.path.join(ROOT, "build", "flink")
 DEFAULT_CLUSTER_DIR = os.path.join(SETUP_DIR, "cluster")
 
 # Flink 1.19 on Java 17 needs these opened (the `env.java.opts.all` of the config.yaml
@@ -60,60 +54,6 @@ TASKMANAGER_CLASS = "org.apache.flink.runtime.taskexecutor.TaskManagerRunner"
 BASH_JAVA_UTILS_CLASS = "org.apache.flink.runtime.util.bash.BashJavaUtils"
 RESULT_PREFIX = "BASH_JAVA_UTILS_EXEC_RESULT:"
 ENVIRONMENT_CACHE_MS = 60_000
-
-
-class SetupError(UserError):
-    """Java or the fetched jars are missing: the message says what to run."""
-
-
-@dataclasses.dataclass(frozen=True)
-class Install:
-    """Where the set-up put Flink's jars and the job server, and the java to run them."""
-    java: str
-    flink_home: str
-    job_server_jar: str
-
-    @classmethod
-    def locate(cls, folder: str = SETUP_DIR) -> "Install":
-        java = _java()
-        flink_home = os.path.join(folder, f"flink-{FLINK_VERSION}")
-        jar = os.path.join(folder, "job-server",
-                           f"beam-runners-flink-{FLINK_MINOR}-job-server-{BEAM_JOB_SERVER_VERSION}.jar")
-        complete = glob.glob(os.path.join(folder, ".complete-*"))
-        for path, what in ((os.path.join(flink_home, "lib", f"flink-dist-{FLINK_VERSION}.jar"),
-                            f"Flink {FLINK_VERSION}'s jars"),
-                           (jar, f"Beam's Flink job server {BEAM_JOB_SERVER_VERSION}")):
-            if not os.path.isfile(path) or not complete:
-                raise SetupError(f"{what}: not set up ({path} missing, or the set-up did not "
-                                 "finish): run `make flink-setup` (scripts/flink/setup.sh)")
-        return cls(java=java, flink_home=flink_home, job_server_jar=jar)
-
-    def classpath(self) -> str:
-        """lib/'s jars with flink-dist last, the order Flink's scripts give them."""
-        jars = sorted(glob.glob(os.path.join(self.flink_home, "lib", "*.jar")))
-        dist = [j for j in jars if os.path.basename(j).startswith("flink-dist")]
-        return os.pathsep.join([j for j in jars if j not in dist] + dist)
-
-    def cluster_classpath(self) -> str:
-        """Flink's classpath and, after it, Beam's runner with its dependencies (the job
-        server's lib/ less the Flink and SLF4J jars Flink has itself). With Beam's
-        classes loaded once by the JVM rather than per job (classloader.resolve-order), a
-        TaskManager keeps a job's SDK workers from one stage to the next, and a long-lived
-        cluster's metaspace does not grow by Beam's classes per job (apache/beam#29890)."""
-        lib = os.path.join(os.path.dirname(self.job_server_jar), "lib")
-        beam = [j for j in sorted(glob.glob(os.path.join(lib, "*.jar")))
-                if not os.path.basename(j).startswith(("flink-", "slf4j-"))]
-        return os.pathsep.join([self.classpath(), *beam])
-
-
-def _java() -> str:
-    home = os.environ.get("JAVA_HOME")
-    java = os.path.join(home, "bin", "java") if home else shutil.which("java")
-    if not java or not os.access(java, os.X_OK):
-        raise SetupError("no java found (JAVA_HOME/bin/java or java on PATH): Flink "
-                         f"{FLINK_VERSION} and Beam's job server need a JDK 17 (Debian: "
-                         "apt-get install openjdk-17-jdk-headless)")
-    return java
 
 
 @dataclasses.dataclass

@@ -23,7 +23,7 @@ CHECK_DIR = os.path.join(flink.SETUP_DIR, "check")
 
 def run(samples: Sequence[Tuple[Benchmark, str]], taskmanagers: int = 2) -> List[str]:
     install = flink.Install.locate()
-    shutil.rmtree(CHECK_DIR, ignore_errors=True)
+    shutil.rmtree(CHECK_DIR, ignore_errors=True)  # the last check's logs and releases
     cluster = flink.LocalCluster(
         os.path.join(CHECK_DIR, "cluster"), install,
         flink.Settings(rest_port=workers.free_port(), pool_port=workers.free_port()))
@@ -55,7 +55,8 @@ def _check_sample(cluster: flink.LocalCluster, benchmark: Benchmark, config: str
     print(result.line(), flush=True)
     problems = list(result.problems)
     problems += _placement(cluster, job_name, label)
-    shutil.rmtree(work, ignore_errors=True)
+    if not problems:  # kept otherwise, to compare the two releases
+        shutil.rmtree(work, ignore_errors=True)
     return problems
 
 

@@ -50,8 +50,10 @@ HARNESS = ("import sys; from apache_beam.runners.worker.sdk_worker import SdkHar
 class WorkerPool(beam_fn_api_pb2_grpc.BeamFnExternalWorkerPoolServicer):
     """The BeamFnExternalWorkerPool service; its workers are processes of this machine."""
 
-    def __init__(self, log_dir: str):
+    def __init__(self, log_dir: str, harness: Optional[List[str]] = None):
         self.log_dir = log_dir
+        # the command a worker runs, given the control address and the worker id
+        self.harness = harness or [sys.executable, "-c", HARNESS]
         self._lock = threading.Lock()
         self._workers: Dict[Tuple[str, str], subprocess.Popen] = {}
         self._started = 0
@@ -65,7 +67,7 @@ class WorkerPool(beam_fn_api_pb2_grpc.BeamFnExternalWorkerPoolServicer):
             try:
                 with open(path, "ab") as out:
                     process = subprocess.Popen(
-                        [sys.executable, "-c", HARNESS, control, request.worker_id],
+                        [*self.harness, control, request.worker_id],
                         stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
             except OSError as error:
                 return beam_fn_api_pb2.StartWorkerResponse(error=f"cannot start a worker: {error}")

@@ -34,23 +34,16 @@ if [ -f "$stamp" ]; then
   exit 0
 fi
 
-# check_sums FOLDER PREFIX: every file under FOLDER is listed in $SUMS as PREFIX/<path>
-# with this sha256, and every listed file under PREFIX is there.
+# Every file under FOLDER is listed in $SUMS as PREFIX/<path>, with its sha256, and every
+# listed file is there (pipelines/scaleout/flink_install.py).
+flink_install() { PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" "$PY" -m pipelines.scaleout.flink_install "$@"; }
 check_sums() {
-  local folder=$1 prefix=$2
-  (cd "$folder" && find . -type f | sed 's|^\./||' | sort) > "$OUT/.found"
-  grep "  $prefix/" "$SUMS" | sed "s|  $prefix/|  |" > "$OUT/.expected"
-  local unlisted missing
-  unlisted=$(awk '{print $2}' "$OUT/.expected" | sort | comm -13 - "$OUT/.found")
-  missing=$(awk '{print $2}' "$OUT/.expected" | sort | comm -23 - "$OUT/.found")
-  [ -z "$unlisted" ] || die "not in $SUMS (a different version resolved?): $(echo $unlisted)"
-  [ -z "$missing" ] || die "missing from $folder: $(echo $missing)"
-  (cd "$folder" && sha256sum --quiet -c "$OLDPWD/$OUT/.expected") \
-    || die "checksums differ from $SUMS (files above): the download is not the pinned one"
-  rm -f "$OUT/.found" "$OUT/.expected"
+  flink_install verify "$1" "$2" || die "$1 is not what $SUMS pins (files above); the set-up stopped"
 }
 
-rm -rf "$OUT" && mkdir -p "$OUT"
+# Only what this script fetches: build/flink/ also holds clusters' logs (cluster/, check/).
+rm -rf "$OUT"/.complete-* "$OUT/downloads" "$OUT/flink-$FLINK_VERSION" "$OUT/job-server"
+mkdir -p "$OUT"
 
 echo "flink-setup: Flink $FLINK_VERSION's jars from PyPI (apache-flink-libraries, ~230 MB)"
 downloads="$OUT/downloads"
@@ -73,19 +66,7 @@ mvn -B -q -C -Dstyle.color=never -f scripts/flink/pom.xml dependency:copy-depend
   -DincludeScope=runtime -DoutputDirectory="$PWD/$server/lib" \
   || die "mvn could not resolve scripts/flink/pom.xml (output above)"
 check_sums "$server/lib" job-server/lib
-"$PY" - "$server" "$JOB_SERVER_JAR" <<'PY'
-import os, sys, zipfile
-folder, name = sys.argv[1:]
-jars = sorted(f"lib/{n}" for n in os.listdir(os.path.join(folder, "lib")) if n.endswith(".jar"))
-# Manifest lines are at most 72 bytes; a continuation line starts with one space.
-text = "Class-Path: " + " ".join(jars)
-lines = [text[:72]] + [" " + text[i:i + 71] for i in range(72, len(text), 71)]
-manifest = "\r\n".join(["Manifest-Version: 1.0",
-                        "Main-Class: org.apache.beam.runners.flink.FlinkJobServerDriver",
-                        *lines]) + "\r\n\r\n"
-with zipfile.ZipFile(os.path.join(folder, name), "w") as jar:
-    jar.writestr("META-INF/MANIFEST.MF", manifest)
-PY
+flink_install launcher "$server" >/dev/null
 # The launcher must start: the driver prints its usage for an unknown option.
 usage=$(java -jar "$server/$JOB_SERVER_JAR" --no-such-option 2>&1 || true)
 [[ "$usage" == *--flink-master* ]] || die "the job server launcher $server/$JOB_SERVER_JAR does not start"
