@@ -64,8 +64,8 @@ class Settings:
     slots_per_taskmanager: int = 1
     jobmanager_memory: str = "1024m"
     taskmanager_memory: str = "1536m"
-    restart_attempts: int = 4
-    restart_delay_s: int = 10
+    restart_attempts: int = 6
+    restart_delay_s: int = 15
 
     def config(self, folder: str) -> Dict[str, str]:
         return {
@@ -102,7 +102,13 @@ class Settings:
             # job's jars meets its twin of the classpath (ClassCastException).
             "classloader.resolve-order": "parent-first",
             # A lost TaskManager or worker restarts the job (Beam leaves the strategy to
-            # the cluster); a build that still fails publishes nothing.
+            # the cluster); a build that still fails publishes nothing. The restarts span
+            # 90 s: until the JobManager has dropped a lost TaskManager, a restart reads
+            # the lost results from it again and fails; a replacement takes ~30 s to
+            # register. Heartbeats every 2 s: an unreachable TaskManager is dropped after
+            # two failed ones (heartbeat.rpc-failure-threshold), not after Flink's 50 s.
+            "heartbeat.interval": "2000",
+            "heartbeat.timeout": "20000",
             "restart-strategy.type": "fixed-delay",
             "restart-strategy.fixed-delay.attempts": str(self.restart_attempts),
             "restart-strategy.fixed-delay.delay": f"{self.restart_delay_s} s",
@@ -220,13 +226,16 @@ class LocalCluster:
             workers.wait_for_port(self.settings.pool_port, pool, timeout_s, "the worker pool")
 
     def add_taskmanager(self, wait: bool = True, timeout_s: float = 180.0) -> str:
-        """Start one more TaskManager JVM (a replacement after a loss); returns its name."""
+        """Start one more TaskManager JVM (a replacement after a loss); returns its name.
+        `wait`: until a TaskManager the JobManager did not know before registers (a
+        lost one may still be listed, or be dropped meanwhile: counting would not do)."""
         names = [n for n in self._names() if n.startswith("taskmanager-")]
         name = f"taskmanager-{1 + max([int(n.split('-')[1]) for n in names] or [0])}"
-        before = len(self.taskmanagers()) if wait else 0
+        known = {tm["id"] for tm in self.taskmanagers()}
         self._start_jvm(name, TASKMANAGER_CLASS, self._resources("GET_TM_RESOURCE_PARAMS"), [])
         if wait:
-            self.wait_for_taskmanagers(before + 1, timeout_s)
+            self._wait(lambda: {tm["id"] for tm in self.taskmanagers()} - known,
+                       timeout_s, f"{name} did not register")
         return name
 
     def _names(self) -> List[str]:
@@ -288,17 +297,20 @@ class LocalCluster:
             return []
 
     def wait_for_taskmanagers(self, count: int, timeout_s: float = 180.0) -> None:
+        self._wait(lambda: len(self.taskmanagers()) >= count, timeout_s,
+                   f"{count} TaskManagers did not register")
+
+    def _wait(self, done, timeout_s: float, failure: str) -> None:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            if len(self.taskmanagers()) >= count:
+            if done():
                 return
             dead = [n for n in self._names() if n not in self.pids()]
             if dead:
                 raise RuntimeError(f"{', '.join(dead)} exited on start: see "
                                    + ", ".join(os.path.join(self.folder, n + ".out") for n in dead))
             time.sleep(0.5)
-        raise RuntimeError(f"{count} TaskManagers did not register in {timeout_s:.0f} s "
-                           f"(logs in {self.folder})")
+        raise RuntimeError(f"{failure} in {timeout_s:.0f} s (logs in {self.folder})")
 
     # --- stopping -------------------------------------------------------------------
 

@@ -35,8 +35,7 @@ BUILD_TIMEOUT_S = 900
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    settings = flink.Settings(rest_port=workers.free_port(), pool_port=workers.free_port(),
-                              restart_attempts=4, restart_delay_s=5)
+    settings = flink.Settings(rest_port=workers.free_port(), pool_port=workers.free_port())
     cluster = flink.LocalCluster(str(tmp_path_factory.mktemp("flink-faults") / "cluster"),
                                  settings=settings)
     cluster.start(taskmanagers=2)
@@ -99,12 +98,13 @@ def _published(output: str):
 
 
 def _one_line_error(stderr: str) -> str:
-    """The build's last word: one `error: ...` line, not a traceback (what Beam logs
-    on the way, above it, is its own)."""
-    lines = [line for line in stderr.splitlines() if line.strip()]
-    assert lines and lines[-1].startswith("error: "), stderr[-3000:]
-    assert [line for line in lines if line.startswith("error: ")] == lines[-1:]
-    return lines[-1]
+    """The build's error: one `error: ...` line and no traceback after it (what Beam
+    logs on the way is its own log; it shuts the job server down after the line)."""
+    lines = stderr.splitlines()
+    errors = [i for i, line in enumerate(lines) if line.startswith("error: ")]
+    assert len(errors) == 1, stderr[-3000:]
+    assert not any(line.startswith("Traceback") for line in lines[errors[0]:]), stderr[-3000:]
+    return lines[errors[0]]
 
 
 def _ended(cluster, build, states=("FAILED", "CANCELED", "FINISHED"), timeout_s=90.0):
