@@ -21,6 +21,7 @@ import json
 from typing import Dict, Tuple
 
 import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
 
 from pipelines.imagecode import reasons
 from pipelines.imagecode.rounds_schema import (DESCRIBE_TASK_COLUMNS, DESCRIPTION_COLUMNS,
@@ -125,31 +126,44 @@ def _csv_line(values) -> str:
 
 
 class WriteTasks(beam.PTransform):
-    """Tasks -> `<prefix>.csv` (header row) and `<prefix>.jsonl`, through Beam's text sink.
+    """Tasks -> `<prefix>.csv` (header row) and `<prefix>.jsonl`, rows in task id order.
 
-    With num_shards=1 the files carry exactly those names; otherwise Beam's shard
-    suffixes. Rows are identified by task_id; their order in the file carries no meaning.
-    Returns the written file names.
+    Each file is written by one worker after a GroupByKey, its rows sorted, so the same
+    tasks give the same bytes on any runner and any number of workers (Beam's text sink
+    writes rows in the order they arrive, which on Flink follows the shuffle). Returns
+    the written file names.
     """
 
-    def __init__(self, path_prefix: str, task_type=DescribeTask, num_shards: int = 1):
+    def __init__(self, path_prefix: str, task_type=DescribeTask):
         super().__init__()
-        self._prefix, self._num_shards = path_prefix, num_shards
+        self._prefix = path_prefix
         self._columns = DESCRIBE_TASK_COLUMNS if task_type is DescribeTask else RETRIEVE_TASK_COLUMNS
 
     def expand(self, tasks):
-        columns = self._columns
-        shards = dict(num_shards=self._num_shards,
-                      shard_name_template="" if self._num_shards == 1 else None)
-        rows = tasks | "Row" >> beam.Map(task_row)
-        csv_files = (rows
-                     | "CSV line" >> beam.Map(lambda r: _csv_line(r[c] for c in columns))
-                     | "Write CSV" >> beam.io.WriteToText(self._prefix, ".csv", header=_csv_line(columns),
-                                                          **shards))
-        jsonl_files = (rows
-                       | "JSON line" >> beam.Map(lambda r: json.dumps({c: r[c] for c in columns}))
-                       | "Write JSONL" >> beam.io.WriteToText(self._prefix, ".jsonl", **shards))
-        return (csv_files, jsonl_files) | beam.Flatten()
+        columns, prefix = self._columns, self._prefix
+
+        def lines(ext, row):
+            if ext == ".csv":
+                return _csv_line(row[c] for c in columns)
+            return json.dumps({c: row[c] for c in columns})
+
+        def write(ext, keyed):
+            body = [line for _, line in sorted(keyed)]
+            if ext == ".csv":
+                body.insert(0, _csv_line(columns))
+            path = prefix + ext
+            with FileSystems.create(path, mime_type="text/csv" if ext == ".csv"
+                                    else "application/jsonl") as f:
+                f.write(("\n".join(body) + ("\n" if body else "")).encode("utf-8"))
+            return path
+
+        every = tasks.pipeline | "Every file" >> beam.Create([(".csv", None), (".jsonl", None)])
+        keyed = (tasks | "Row" >> beam.Map(task_row)
+                 | "One line per file" >> beam.FlatMap(
+                     lambda r: [(ext, (r["task_id"], lines(ext, r))) for ext in (".csv", ".jsonl")]))
+        return ((keyed, every) | "Flatten" >> beam.Flatten()
+                | "Group by file" >> beam.GroupByKey()
+                | "Write" >> beam.MapTuple(lambda ext, items: write(ext, [i for i in items if i is not None])))
 
 
 # --- ingestion --------------------------------------------------------------------------
