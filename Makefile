@@ -6,7 +6,7 @@ CONFIG    ?=
 ARGS      ?=
 BENCHMARKS := imagecode vsr bd2bb fg nlvr2
 
-.PHONY: setup $(addprefix build-,$(BENCHMARKS)) test check-dataflow check-portable check-explorer bench bench-scale clean-sample cache-prune
+.PHONY: setup $(addprefix build-,$(BENCHMARKS)) test check-dataflow check-portable check-flink flink-setup flink-start flink-stop check-explorer bench bench-scale clean-sample cache-prune
 
 setup:
 	@bash scripts/setup.sh
@@ -75,6 +75,27 @@ check-dataflow: setup
 
 check-portable: setup
 	$(PY) -m pipelines check portable
+
+# A Flink 1.19 cluster of separate JVMs (docs/scale-out.md). flink-setup fetches, once,
+# Flink's jars (PyPI) and Beam's Flink job server (Maven Central) into build/flink/,
+# checked against scripts/flink/sha256sums; it needs java 17 and mvn. check-flink builds
+# every sample on a local cluster of two TaskManagers (equal to the in-process release,
+# subtasks on both), then the fault tests: a TaskManager killed mid-build, the job
+# server and the worker pool dying (tests/scaleout/test_flink_faults.py).
+flink-setup: setup
+	@bash scripts/flink/setup.sh
+
+check-flink: flink-setup
+	$(PY) -m pipelines check flink
+	FLINK_FAULTS=1 $(PY) -m pytest -q tests/scaleout/test_flink_faults.py
+
+# A local cluster to build on by hand: TASKMANAGERS JVMs, logs and pids in build/flink/cluster.
+TASKMANAGERS ?= 2
+flink-start: flink-setup
+	$(PY) -m pipelines cluster start --taskmanagers $(TASKMANAGERS)
+
+flink-stop:
+	$(PY) -m pipelines cluster stop
 
 # The release explorer opened in headless Chromium from file:// (tests/release/
 # test_explorer_browser.py): builds every sample, installs Debian's chromium if missing;

@@ -5,11 +5,13 @@
     python -m pipelines imagecode diff releases/imagecode/1.0.0 releases/imagecode/1.1.0
     python -m pipelines imagecode calibrate ...        a benchmark's own commands
     python -m pipelines cache prune --cache C --releases R
-    python -m pipelines check dataflow|portable [benchmark ...]   scale-out checks
+    python -m pipelines check dataflow|portable|flink [benchmark ...]   scale-out checks
+    python -m pipelines cluster start|stop|status      a local Flink cluster (docs/scale-out.md)
 
 Every command exits 0 when it did its job, 2 with one line on stderr for what the user
 can fix (a wrong argument, an unknown benchmark or option, a bad config or input: found
-before any work where it can be), and 1 for a failure of ours (with its traceback).
+before any work where it can be), and 1 for a failure of ours (with its traceback) or a
+run the engine failed (one line: nothing was published).
 `--help` and `diff` read pipelines/registry.py and the releases only: they import no
 benchmark and no model library.
 """
@@ -28,7 +30,8 @@ COMMON = {"build": "build a release (--config NAME|PATH --output DIR --version X
 def usage() -> str:
     lines = ["usage: python -m pipelines <benchmark> <command> [arguments]",
              "       python -m pipelines cache prune --cache DIR --releases DIR",
-             "       python -m pipelines check dataflow|portable [benchmark ...]", "",
+             "       python -m pipelines check dataflow|portable|flink [benchmark ...]",
+             "       python -m pipelines cluster start|stop|status [--taskmanagers N]", "",
              "benchmarks:"]
     width = max(map(len, registry.names()))
     lines += [f"  {name:<{width}}  {entry.title}" for name, entry in registry.BENCHMARKS.items()]
@@ -57,6 +60,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     if name == "check":
         from pipelines import scaleout
         return scaleout.main(rest)
+    if name == "cluster":
+        from pipelines.scaleout import flink
+        return flink.main(rest)
     if name not in registry.BENCHMARKS:
         print(f"error: unknown benchmark {name!r}; known: {', '.join(registry.names())} "
               "(python -m pipelines --help)", file=sys.stderr)

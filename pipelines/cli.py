@@ -21,7 +21,7 @@ from typing import Callable, Iterable, List, Optional
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from transforms.core.errors import UserError
+from transforms.core.errors import RunFailed, UserError
 from transforms.io.files import absolute_path
 
 VERSION_PATTERN = re.compile(r"^\d+\.\d+\.\d+([-+][0-9A-Za-z.-]+)?$")
@@ -120,14 +120,18 @@ def configure_logging(verbose: bool = False) -> None:
 
 def run_main(run: Callable[[Optional[List[str]]], object], argv: Optional[List[str]] = None) -> int:
     """A command's `main`: run, and turn the errors a user can fix (bad config, missing
-    input, a release that cannot be written) into one line and exit 2. Logging shows
-    warnings and errors until the command asks for more (configure_logging)."""
+    input, a release that cannot be written) into one line and exit 2, a run the engine
+    failed (RunFailed: a lost cluster, nothing published) into one line and exit 1.
+    Logging shows warnings and errors until the command asks for more (configure_logging)."""
     configure_logging(verbose=False)
     try:
         run(argv)
     except UserError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except RunFailed as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
     except Exception as e:
         if not disk_full(e):
             raise

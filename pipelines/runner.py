@@ -22,7 +22,7 @@ from pipelines.benchmark import Benchmark
 from pipelines.config import load_config
 from pipelines.release import build as release
 from pipelines.release.datacard import generated_note
-from pipelines.runners import runner_for
+from pipelines.runners import counters_summed, is_local, run_failed, runner_for
 from transforms.core.stage import read_stage_counts
 
 
@@ -72,7 +72,7 @@ def build(benchmark: Union[str, Benchmark], argv: Optional[List[str]] = None,
         benchmark.build(pipeline, plan, staging_dir)
         try:
             with progress.reporting(benchmark.progress(plan), enabled=not args.quiet) as reporter:
-                result = pipeline.run()
+                result = counters_summed(pipeline.run())
                 result.wait_until_finish()
                 if reporter is not None:
                     reporter.finish(read_stage_counts(result))
@@ -80,6 +80,8 @@ def build(benchmark: Union[str, Benchmark], argv: Optional[List[str]] = None,
             user_error = benchmark.user_error(error)
             if user_error is not None:
                 raise user_error from None
+            if not is_local(options):  # the engine's trace is in its own logs
+                raise run_failed(error, options) from error
             raise
         benchmark.after_run(plan, staging_dir)
         return result

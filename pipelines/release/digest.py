@@ -2,8 +2,9 @@
 
 Two builds published the same thing when every table (and rejects/) has the same rows,
 every compat/crowd/tasks/review/stats file the same bytes and every stage counter the
-same value. Row order and the split of a table into shards carry no meaning, so a table
-is digested as its rows in canonical JSON, sorted. Used to show that a code change or
+same value (but SKIPPED_COUNTERS, which count the run's workers, not the data). Row order
+and the split of a table into shards carry no meaning, so a table is digested as its
+rows in canonical JSON, sorted. Used to show that a code change or
 another runner changed no output (scripts/release_snapshot.py, the portable-runner
 check in pipelines/scaleout/portable.py).
 """
@@ -22,6 +23,9 @@ FILE_FOLDERS = ("compat", "crowd", "tasks", "review", "stats")
 ORDERLESS = (("crowd/", ".csv"), ("crowd/", ".jsonl"))
 # stats/cache_files.json names this build's cache shards by run id: it differs per run.
 SKIPPED_FILES = ("stats/cache_files.json",)
+# Counters of the run, not of the data: embed/model.loaded counts the worker processes that
+# built an image encoder, so it follows the runner (Flink: each TaskManager's worker).
+SKIPPED_COUNTERS = ("embed/model.loaded",)
 
 
 def _canonical(value, root: str):
@@ -58,7 +62,8 @@ def release_digest(release: str, root: str = "") -> dict:
         manifest = json.load(f)
     for stage, counters in manifest["stages"].items():
         for name, value in counters.items():
-            out["counters"][f"{stage}/{name}"] = value
+            if f"{stage}/{name}" not in SKIPPED_COUNTERS:
+                out["counters"][f"{stage}/{name}"] = value
     parquet = os.path.join(release, "parquet")
     for table in sorted(os.listdir(parquet)) if os.path.isdir(parquet) else []:
         out["tables"][table] = table_digest(os.path.join(parquet, table), root)

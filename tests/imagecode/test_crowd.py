@@ -290,6 +290,25 @@ def test_hostile_describer_file_loses_no_row_and_publishes_no_replacement_charac
         assert len(f.readlines()) == 43
 
 
+def test_task_files_are_in_task_id_order_whatever_order_the_tasks_arrive(tmp_path):
+    """The same tasks give the same bytes on any runner: a file's rows do not follow
+    arrival order (on Flink it follows the shuffle)."""
+    def write(folder, order):
+        p = local_test_pipeline()
+        tasks = p | beam.Create(order(SETS)) | MakeDescribeTasks(SEED)
+        _ = tasks[MAIN] | beam.Reshuffle() | WriteTasks(str(folder / "describe_tasks"))
+        run(p)
+        return {ext: (folder / f"describe_tasks.{ext}").read_bytes() for ext in ("csv", "jsonl")}
+
+    forward = write(tmp_path / "a", list)
+    backward = write(tmp_path / "b", lambda sets: list(reversed(sets)))
+    assert forward == backward
+    ids = [json.loads(line)["task_id"] for line in forward["jsonl"].decode().splitlines()]
+    assert len(ids) == 3 * len(SETS) and ids == sorted(ids)
+    rows = list(csv.reader(forward["csv"].decode().splitlines()))
+    assert rows[0] == list(DESCRIBE_TASK_COLUMNS) and [r[0] for r in rows[1:]] == ids
+
+
 # --- the whole chain over the simulated sample ------------------------------------------
 
 @pytest.fixture(scope="module")

@@ -21,3 +21,9 @@ class PreflightError(UserError, RuntimeError):
 
 class ConfigError(UserError, ValueError):
     """A config file or override that does not match the benchmark's schema."""
+
+
+class RunFailed(Exception):
+    """The engine that ran the pipeline failed it (a cluster that lost more workers than
+    it restarts, a job server that died): nothing was published. The command line prints
+    the one-line message and exits 1; the engine's own logs hold the detail."""

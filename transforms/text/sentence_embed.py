@@ -9,6 +9,10 @@ EmbedError naming `embed.model`.
 
 Beam: RunInference with a handler that loads the model once per worker and encodes a
 batch of actions per call; vectors are L2-normalised, so a dot product is the cosine.
+The batches are made from the actions themselves (FixedBatches), not from the runner's
+bundles: a transformer's output moves in its last bits with the batch a text is padded
+and multiplied in (~1e-7), so batches that followed the bundles gave another runner
+other vectors, and figures computed from them (BD2BB's silhouette) another last digit.
 Through the read-through cache (transforms/cache/read_through.py), an action already
 embedded with the same weights (fingerprint includes a checksum of every model file) is
 not embedded again.
@@ -18,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import zlib
 from dataclasses import dataclass
 from typing import Any, Dict, Iterable, Optional, Sequence
 
@@ -93,7 +98,8 @@ def encode(model, texts: Sequence[str], batch_size: int) -> np.ndarray:
 
 
 class ActionEncoderHandler(ModelHandler):
-    """RunInference: (action key, text) in, PredictionResult(item, unit vector) out."""
+    """RunInference: one batch of (action key, text) pairs in (FixedBatches), a
+    PredictionResult(item, unit vector) per pair out."""
 
     def __init__(self, spec: SentenceEncoderSpec):
         super().__init__()
@@ -103,12 +109,38 @@ class ActionEncoderHandler(ModelHandler):
         return load_encoder(self.spec)
 
     def run_inference(self, batch, model, inference_args=None) -> Iterable[PredictionResult]:
-        vectors = encode(model, [text for _, text in batch], self.spec.batch_size)
-        Metrics.counter(NAMESPACE, "text.embedded").inc(len(batch))
-        return [PredictionResult(item, vec) for item, vec in zip(batch, vectors)]
+        results = []
+        for pairs in batch:  # one fixed batch per call (batch_elements_kwargs)
+            vectors = encode(model, [text for _, text in pairs], max(1, len(pairs)))
+            results += [PredictionResult(item, vec) for item, vec in zip(pairs, vectors)]
+        Metrics.counter(NAMESPACE, "text.embedded").inc(len(results))
+        return results
 
     def batch_elements_kwargs(self) -> Dict[str, Any]:
-        return {"min_batch_size": 1, "max_batch_size": self.spec.batch_size}
+        return {"min_batch_size": 1, "max_batch_size": 1}
+
+
+class FixedBatches(beam.PTransform):
+    """(action key, text) -> lists of at most `size` pairs, made the same on every runner:
+    pairs go to one of `buckets` groups by a hash of the key and are batched in key order
+    within it, so a text's batch depends on the set of actions and not on bundles."""
+
+    def __init__(self, size: int, buckets: int = 16):
+        super().__init__()
+        self.size, self.buckets = size, buckets
+
+    def expand(self, items):
+        size, buckets = self.size, self.buckets
+
+        def batches(bucket):
+            pairs = sorted(bucket[1])
+            for start in range(0, len(pairs), size):
+                yield pairs[start:start + size]
+
+        return (items
+                | "Bucket" >> beam.Map(lambda kv: (zlib.crc32(str(kv[0]).encode("utf-8")) % buckets, kv))
+                | "Group" >> beam.GroupByKey()
+                | "Batch" >> beam.FlatMap(batches))
 
 
 class EmbedActions(beam.PTransform):
@@ -119,7 +151,8 @@ class EmbedActions(beam.PTransform):
         self.spec = spec
 
     def expand(self, items):
-        return (items | "Encode" >> RunInference(ActionEncoderHandler(self.spec))
+        return (items | "Fixed batches" >> FixedBatches(self.spec.batch_size)
+                | "Encode" >> RunInference(ActionEncoderHandler(self.spec))
                 | "Key" >> beam.Map(lambda r: (r.example[0], r.inference)))
 
 

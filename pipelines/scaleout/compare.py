@@ -1,0 +1,58 @@
+"""Does a benchmark give the same release on another runner as in process?
+
+A sample is built twice, in process (Beam's FnApiRunner) and with the runner options of
+a check (pipelines/scaleout/portable.py, flink.py), and the two releases are compared
+table by table (rows sorted: row order and shards carry no meaning), file by file and
+counter by counter (pipelines/release/digest.py). Both builds leave the release explorer
+out: it is written by the driver after the run, whatever the runner.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from typing import List, Sequence
+
+from pipelines import runner
+from pipelines.benchmark import Benchmark
+from pipelines.release.digest import differences, release_digest
+
+VERSION = "1.0.0"
+
+
+@dataclasses.dataclass
+class Comparison:
+    benchmark: str
+    config: str
+    runner: str                 # how the second build ran, for the report
+    problems: List[str]         # one line per table, file or counter that differs
+    in_process_s: float
+    other_s: float
+    release: str                # the second build's release folder
+
+    def line(self) -> str:
+        verdict = ("release equals the in-process one" if not self.problems
+                   else f"{len(self.problems)} difference(s) from the in-process release")
+        return (f"{self.benchmark} ({self.config}): {self.runner} {verdict} "
+                f"({self.other_s:.0f} s; in process {self.in_process_s:.0f} s)")
+
+
+def build(benchmark: Benchmark, config_name: str, output: str,
+          runner_options: Sequence[str] = ()) -> str:
+    """One build of `config_name` into `output`; returns the release folder."""
+    return runner.build(benchmark, ["--config", config_name, "--version", VERSION,
+                                    "--output", output, "--no-explorer", *runner_options])
+
+
+def compare(benchmark: Benchmark, config_name: str, work: str, runner_options: Sequence[str],
+            runner_label: str) -> Comparison:
+    """Build in process and with `runner_options` under `work`; what differs."""
+    started = time.monotonic()
+    in_process = build(benchmark, config_name, os.path.join(work, "in-process"))
+    middle = time.monotonic()
+    other = build(benchmark, config_name, os.path.join(work, "other"), runner_options)
+    ended = time.monotonic()
+    problems = differences(release_digest(in_process), release_digest(other),
+                           label=f"{benchmark.name} ({config_name}) ")
+    return Comparison(benchmark.name, config_name, runner_label, problems,
+                      in_process_s=middle - started, other_s=ended - middle, release=other)
