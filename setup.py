@@ -1,7 +1,7 @@
 """Installs pipelines/, transforms/ and schemas/; Dataflow workers get it via --setup_file.
 
 Debian programs (ffmpeg, tesseract) and the BRISQUE model files cannot come from here:
-the worker image in docker/ carries them (see README, "Dataflow").
+the worker image in docker/ carries them (see docs/scale-out.md, "Running on Dataflow").
 
 FAISS comes in two builds that install the same `faiss` module, so exactly one may be
 installed, and an extra can only add requirements: the base install leaves FAISS out,

@@ -46,7 +46,7 @@ def add_build_arguments(parser: argparse.ArgumentParser, configs=()) -> None:
                              "build shows its progress lines, warnings and errors only)")
     parser.add_argument("--no-explorer", action="store_true",
                         help="write no explorer/ (the static pages to browse the release, its "
-                             "rejects and its changes; see README, \"The release explorer\")")
+                             "rejects and its changes; see docs/explorer.md)")
 
 
 class UsageError(UserError):

@@ -1,7 +1,7 @@
 """The benchmarks this project builds: name -> where its Benchmark lives, its title and
 its own commands.
 
-Adding a benchmark adds one entry here (README, "Adding a benchmark"). Modules are
+Adding a benchmark adds one entry here (docs/architecture.md, "Adding a benchmark"). Modules are
 imported only when used: `python -m pipelines --help`, `<benchmark> --help` and `diff`
 read this table and import no benchmark (and so no model library: torch, faiss, spaCy
 ...), and a benchmark's dependencies load only for its own builds and commands.

@@ -27,7 +27,7 @@ class CollectionInputs:
 class TasksRelease:
     """Per crowd round, the release folder whose tasks/ file the round's answers were
     collected against: what shows what a worker saw when an answer row carries no
-    task_fingerprint (README, "Answers are bound to what the worker saw"). "" = none."""
+    task_fingerprint (pipelines/imagecode/README.md, "Answers are bound to what the worker saw"). "" = none."""
     pruning_answers: InputPath = ""     # its tasks/pruning.jsonl
     interest_answers: InputPath = ""    # its tasks/interest.jsonl
     sentences: InputPath = ""           # its tasks/writing.jsonl

@@ -370,7 +370,7 @@ def test_bytes_that_turn_bad_after_preflight_never_reach_the_release(sample, rel
     assert json.load(open(os.path.join(out, "MANIFEST.json")))["reconciled"] is True
 
 
-# --- answers bound to what their worker saw (README, "Answers are bound to what the worker saw")
+# --- answers bound to what their worker saw (pipelines/imagecode/README.md, "Answers are bound to what the worker saw")
 
 def answer_rows(sample, name):
     """The sample's well-formed answer rows, by file line: those whose task columns name

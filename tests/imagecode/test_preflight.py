@@ -147,7 +147,7 @@ def test_a_glob_matching_nothing_or_a_folder_stops_the_build(manifest, tmp_path)
         check_imagecode(config(manifest, f"crowd.descriptions={tmp_path}/answers.csv"))
 
 
-# --- answers bound to what their worker saw (README, "Answers are bound to what the worker saw")
+# --- answers bound to what their worker saw (pipelines/imagecode/README.md, "Answers are bound to what the worker saw")
 
 def test_answers_that_cannot_show_what_their_worker_saw_stop_the_build(manifest, tmp_path):
     """No task_fingerprint column and no crowd.tasks_release: every row could only be a
