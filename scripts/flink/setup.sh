@@ -24,6 +24,17 @@ PY=${PY:-.venv/bin/python}
 JOB_SERVER_JAR=beam-runners-flink-1.19-job-server-$BEAM_VERSION.jar
 
 die() { echo "flink-setup: $*" >&2; exit 1; }
+# java and mvn: Debian's packages when missing (as scripts/setup.sh installs ffmpeg)
+missing=()
+command -v java >/dev/null 2>&1 || missing+=(openjdk-17-jdk-headless)
+command -v mvn >/dev/null 2>&1 || missing+=(maven)
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ]; then SUDO=""; elif command -v sudo >/dev/null 2>&1; then SUDO="sudo"; else
+    die "no java or mvn on PATH and no root to install ${missing[*]}: install a JDK 17 and Maven 3.8"; fi
+  echo "flink-setup: installing Debian packages: ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
 command -v java >/dev/null 2>&1 || die "no java on PATH: install a JDK 17 (Debian: apt-get install openjdk-17-jdk-headless)"
 command -v mvn >/dev/null 2>&1 || die "no mvn on PATH: install Maven 3.8 (Debian: apt-get install maven)"
 [ -x "$PY" ] || die "no $PY: run 'make setup' first"
