@@ -52,7 +52,7 @@ def test_release_layout_and_counts(release):
     assert sorted(os.listdir(release)) == ["DATACARD.md", "MANIFEST.json", "README.md", "RELEASE_NOTES.md",
                                            "compat", "crowd", "explorer", "parquet", "plots",
                                            "rejects", "stats", "tfrecord"]
-    assert "First release" in open(os.path.join(release, "RELEASE_NOTES.md")).read()
+    assert "The first version of imagecode" in open(os.path.join(release, "RELEASE_NOTES.md")).read()
     manifest = json.load(open(os.path.join(release, "MANIFEST.json")))
     assert manifest["version"] == "1.0.0" and manifest["benchmark"] == "imagecode"
     assert manifest["models"]["image_encoder"]["kind"] == "thumbnail"

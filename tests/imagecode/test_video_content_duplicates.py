@@ -83,7 +83,9 @@ def test_the_inputs_are_one_video_in_other_bytes(inputs):
 
 
 def test_the_same_frames_in_other_bytes_are_rejected_naming_the_first_line(inputs, release):
-    manifest = str(inputs / "videos.jsonl")
+    # a reject names its input relative to the release's input root (MANIFEST.json)
+    root = json.load(open(os.path.join(release, "MANIFEST.json")))["input_root"]
+    manifest = os.path.relpath(str(inputs / "videos.jsonl"), root)
     found = video_rejects(release)
     assert [(reason, video_id, n) for reason, video_id, n, _ in found] == [
         (reasons.DUPLICATE_VIDEO_CONTENT, "again", 3), (reasons.SAME_CONTENT_OTHER_SPLIT, "tail", 2)]
