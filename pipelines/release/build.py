@@ -35,7 +35,8 @@ from pipelines.release.explorer import EXPLORER_DIR, write_explorer
 from pipelines.release.explorer_views import Explorer
 from pipelines.release.hf_card import CardFacts, write_readme
 from pipelines.release.locations import Relocate, config_paths, input_root, relocated_config
-from pipelines.release.row_paths import RowPaths, input_path_values, reject_paths, relocate_rejects
+from pipelines.release.row_paths import (RowPaths, input_path_values, reject_paths, relocate_reports,
+                                         relocate_rejects)
 from pipelines.release.splits import MAIN, SplitScheme, partition_table
 from pipelines.release.tables import MANIFEST_KEYS, Table, declared, key_problems
 from transforms.core.errors import UserError
@@ -150,6 +151,7 @@ def _fill(staging: str, *, benchmark, version, config, result, models, inputs, l
                                          rewrite=lambda schema: RowPaths(schema, staging, relocate))
                   for table in tables}
     relocate_rejects(staging, relocate)
+    relocate_reports(staging, relocate)
     counts = release_manifest.release_counts(staging, tuple(tables))
     release_manifest.write_reject_counts(staging, counts)
     release_manifest.remove_work_dir(staging)
@@ -165,7 +167,7 @@ def _fill(staging: str, *, benchmark, version, config, result, models, inputs, l
         raise ReleaseError(f"{empty}; nothing was published and version {version} is still unused")
     card = describe({"version": version, "counts": counts, "stages": stages,
                      "models": models, "config": to_dict(config), "staging": staging})
-    figures = card.pop("manifest", {})
+    figures = relocate.texts(card.pop("manifest", {}))
     top_level = card.pop("manifest_top", {})
     facts: Optional[CardFacts] = card.pop("dataset_card", None)
     if top_level.get("cache_root"):   # an output of builds: relative to this release

@@ -31,7 +31,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence
 
 from apache_beam.io.filesystems import FileSystems
 
-from pipelines.config import InputPath
+from pipelines.config import PATH_TYPES
 
 CACHE_KEY = ("cache", "dir")   # the config key of the cache folder: an output, not an input
 
@@ -101,6 +101,17 @@ class Relocate:
             value = pattern.sub("", value)
         return value
 
+    def texts(self, value):
+        """`text` over every string of a JSON-like value (a manifest's figures: a
+        leakage example names its input line)."""
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, dict):
+            return {k: self.texts(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [self.texts(v) for v in value]
+        return value
+
     def from_release(self, value: str, release_dir: str) -> str:
         """An output path (the cache) relative to the release folder `release_dir`."""
         if not is_local(value):
@@ -138,8 +149,9 @@ def resolved_config(raw: Dict[str, Any], config_type: type, input_root: Optional
 
 
 def _path_hint(hint) -> bool:
-    """Whether a type hint is InputPath, possibly inside Optional/List/Dict."""
-    if hint is InputPath:
+    """Whether a type hint is a path a build reads (InputPath, InputFile, ImageSource),
+    possibly inside Optional/List/Dict."""
+    if hint in PATH_TYPES:
         return True
     return any(_path_hint(a) for a in typing.get_args(hint))
 

@@ -20,6 +20,7 @@ by batch, as the driver writes each table's files per split (pipelines/release/s
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 from typing import Dict, List, Optional
@@ -146,6 +147,21 @@ def _values(files: List[str], columns: List[str]) -> List[str]:
                         elif value:
                             out.append(value)
     return out
+
+
+# --- reports ---------------------------------------------------------------------------
+
+def relocate_reports(staging: str, relocate: Relocate) -> None:
+    """Rewrite each `stats/*.json` report (transforms/io/release.py WriteReport) with the
+    paths in its texts relative: a leakage example names its input line."""
+    for path in sorted(m.path for match in FileSystems.match(
+            [FileSystems.join(staging, "stats", "*.json")]) for m in match.metadata_list):
+        with FileSystems.open(path, compression_type="uncompressed") as f:
+            report = json.loads(f.read().decode("utf-8"))
+        moved = relocate.texts(report)
+        if moved != report:   # written as WriteReport writes it
+            with FileSystems.create(path, mime_type="application/json") as f:
+                f.write(json.dumps(moved, sort_keys=True, indent=1, default=str).encode("utf-8"))
 
 
 # --- rejects ---------------------------------------------------------------------------
