@@ -10,6 +10,7 @@ three relations lacks it, and no other does).
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
