@@ -20,7 +20,7 @@ import logging
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-from pipelines.preflight import check_not_empty, input_files
+from pipelines.preflight import input_files
 from pipelines.release.tables import Table
 from pipelines.vsr.annotations import (JoinExtraLabels, JoinVotes, MergeExamples, ReadCaptions,
                                        ReadPublicAnnotations)
