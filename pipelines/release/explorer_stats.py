@@ -147,13 +147,32 @@ class _Bools(_Column):
         return {"kind": "bool", "missing": self.missing, "true": self.true, "false": self.false}
 
 
+class _Lengths:
+    """min, max and mean of the lengths of a column's values (strings or lists), batch by
+    batch."""
+
+    def __init__(self):
+        self.count = self.total = 0
+        self.shortest: Optional[int] = None
+        self.longest: Optional[int] = None
+
+    def add(self, lengths: pa.Array) -> None:
+        self.count += len(lengths)
+        self.total += pc.sum(lengths).as_py() or 0
+        low, high = (v.as_py() for v in pc.min_max(lengths).values())
+        self.shortest = low if self.shortest is None else min(self.shortest, low)
+        self.longest = high if self.longest is None else max(self.longest, high)
+
+    def result(self) -> dict:
+        return {"min": self.shortest, "max": self.longest, "mean": _round(self.total / self.count)}
+
+
 class _Strings(_Column):
     def __init__(self):
         super().__init__()
         self.counts: Optional[Counter] = Counter()   # None once past DISTINCT_CAP
-        self.empty = self.count = self.length_total = 0
-        self.shortest: Optional[int] = None
-        self.longest: Optional[int] = None
+        self.empty = self.count = 0
+        self.lengths = _Lengths()
 
     def add(self, values: pa.Array) -> None:
         super().add(values)
@@ -162,10 +181,7 @@ class _Strings(_Column):
             return
         self.count += len(present)
         lengths = pc.utf8_length(present)
-        self.length_total += pc.sum(lengths).as_py()
-        low, high = pc.min_max(lengths).values()
-        self.shortest = low.as_py() if self.shortest is None else min(self.shortest, low.as_py())
-        self.longest = high.as_py() if self.longest is None else max(self.longest, high.as_py())
+        self.lengths.add(lengths)
         self.empty += pc.sum(pc.equal(lengths, 0).cast(pa.int64())).as_py()
         if self.counts is not None:
             counted = pc.value_counts(present)
@@ -177,8 +193,7 @@ class _Strings(_Column):
     def result(self) -> dict:
         out = {"kind": "string", "missing": self.missing, "count": self.count, "empty": self.empty}
         if self.count:
-            out["length"] = {"min": self.shortest, "max": self.longest,
-                             "mean": _round(self.length_total / self.count)}
+            out["length"] = self.lengths.result()
         if self.counts is None:
             out["distinct"] = f"more than {DISTINCT_CAP:,}"
         else:
@@ -193,9 +208,8 @@ class _Lists(_Column):
     def __init__(self, elements: _Column):
         super().__init__()
         self.elements = elements
-        self.count = self.length_total = 0
-        self.shortest: Optional[int] = None
-        self.longest: Optional[int] = None
+        self.count = 0
+        self.lengths = _Lengths()
 
     def add(self, values: pa.Array) -> None:
         super().add(values)
@@ -203,11 +217,7 @@ class _Lists(_Column):
         if not len(present):
             return
         self.count += len(present)
-        lengths = pc.list_value_length(present)
-        self.length_total += pc.sum(lengths).as_py() or 0
-        low, high = pc.min_max(lengths).values()
-        self.shortest = low.as_py() if self.shortest is None else min(self.shortest, low.as_py())
-        self.longest = high.as_py() if self.longest is None else max(self.longest, high.as_py())
+        self.lengths.add(pc.list_value_length(present))
         self.elements.add(pc.list_flatten(present))
 
     @property
@@ -221,8 +231,7 @@ class _Lists(_Column):
         out = {"kind": "list", "missing": self.missing, "count": self.count,
                "elements": self.elements.result()}
         if self.count:
-            out["length"] = {"min": self.shortest, "max": self.longest,
-                             "mean": _round(self.length_total / self.count)}
+            out["length"] = self.lengths.result()
         return out
 
 
