@@ -10,13 +10,12 @@ import ffmpeg
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines import runner
 from pipelines.imagecode import reasons
 from tests.release.release_files import machine_paths
 from transforms.core.hashing import content_sha256
+from tests.imagecode.video_builds import build_videos
 from transforms.video import synthetic
 
-SAMPLE_CONFIG = "pipelines/imagecode/configs/sample.yaml"
 SEGMENTS = [("astronaut", 30, "pan"), ("chelsea", 30, "zoom")]
 
 
@@ -46,14 +45,6 @@ def inputs(tmp_path_factory):
     return d
 
 
-def build(inputs, out, version="1.0.0"):
-    return runner.build("imagecode", [
-        "--config", SAMPLE_CONFIG, "--output", str(out), "--version", version,
-        "--set", f"inputs.videos={inputs / 'videos.jsonl'}", "--set", "static.images=null",
-        "--set", "crowd.descriptions=null", "--set", "crowd.retrievals=null",
-        "--set", "quality.brisque.enabled=false", "--set", "quality.ocr.enabled=false"])
-
-
 @pytest.fixture(scope="module")
 def out(tmp_path_factory):
     return tmp_path_factory.mktemp("out")
@@ -61,7 +52,7 @@ def out(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def release(inputs, out):
-    return build(inputs, out)
+    return build_videos(inputs, out)
 
 
 def rows(release, table):
@@ -125,7 +116,7 @@ def test_leakage_report_counts_the_conflict_and_the_release_reconciles(inputs, r
 
 
 def test_a_rebuild_from_cached_shot_lists_judges_the_same(inputs, out, release):
-    again = build(inputs, out, "1.0.1")
+    again = build_videos(inputs, out, "1.0.1")
     manifest = json.load(open(os.path.join(again, "MANIFEST.json")))
     assert manifest["cache"]["shot_list"]["cached"] == 4 and manifest["cache"]["shot_list"]["computed"] == 0
     assert video_rejects(again) == video_rejects(release)

@@ -25,11 +25,10 @@ from apache_beam.coders.coder_impl import CoderImpl, create_InputStream
 import pyarrow.parquet as pq
 from apache_beam.runners.portability.fn_api_runner import execution
 
-from pipelines import runner
 from tests.beam_testing import local_test_pipeline
+from tests.imagecode.video_builds import build_videos
 from transforms.video import synthetic
 
-SAMPLE_CONFIG = "pipelines/imagecode/configs/sample.yaml"
 SHOT_FRAMES = 40
 EMBEDDING_DIM = 16 * 16 * 3  # the sample's stand-in encoder: a 16x16 RGB thumbnail
 ONE_SHOT_OF_EMBEDDINGS = SHOT_FRAMES * EMBEDDING_DIM * 4  # bytes, float32
@@ -131,14 +130,6 @@ def inputs(tmp_path_factory):
     return d
 
 
-def build(inputs, out, version):
-    return runner.build("imagecode", [
-        "--config", SAMPLE_CONFIG, "--output", str(out), "--version", version,
-        "--set", f"inputs.videos={inputs / 'videos.jsonl'}", "--set", "static.images=null",
-        "--set", "crowd.descriptions=null", "--set", "crowd.retrievals=null",
-        "--set", "quality.brisque.enabled=false", "--set", "quality.ocr.enabled=false"])
-
-
 @pytest.fixture(scope="module")
 def weighed(inputs, tmp_path_factory):
     """{"cold": (release, crossings), "warm": ...}: a build with an empty cache, then the
@@ -148,7 +139,7 @@ def weighed(inputs, tmp_path_factory):
     for cache, version in (("cold", "1.0.0"), ("warm", "1.0.1")):
         with pytest.MonkeyPatch.context() as monkeypatch:
             crossings = watch(monkeypatch)
-            builds[cache] = build(inputs, out, version), crossings
+            builds[cache] = build_videos(inputs, out, version), crossings
     return builds
 
 
