@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import csv
 import io
-from typing import Dict, Iterable, List
+from typing import Dict, Iterable, List, TextIO
 
 from pipelines.bd2bb.schema import CANDIDATES, LANGUAGE, TARGET, VISION, Sample
 from transforms.core.errors import InputError
@@ -32,11 +32,22 @@ def to_row(compat_id: int, sample: Sample) -> Dict[str, object]:
     return row
 
 
+class CsvWriter:
+    """A public-layout CSV written a row at a time (the header first)."""
+
+    def __init__(self, out: TextIO):
+        self._writer = csv.DictWriter(out, fieldnames=HEADER, lineterminator="\n")
+        self._writer.writeheader()
+
+    def write(self, row: Dict[str, object]) -> None:
+        self._writer.writerow(row)
+
+
 def csv_text(rows: Iterable[Dict[str, object]]) -> str:
     out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=HEADER, lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows)
+    writer = CsvWriter(out)
+    for row in rows:
+        writer.write(row)
     return out.getvalue()
 
 

@@ -114,17 +114,18 @@ def pool_entry_row(entry) -> Tuple[str, str, np.ndarray]:
 def write_pool(pool: DecoyPool, path: str) -> None:
     """The pool as one .npz (numpy arrays, no pickles; keys and texts as UTF-8 JSON)."""
     meta = json.dumps({"keys": pool.keys, "texts": pool.texts}).encode("utf-8")
-    buffer = io.BytesIO()
-    np.savez(buffer, embeddings=pool.embeddings, clusters=pool.clusters, verbs=pool.verbs,
-             nouns=pool.nouns, meta=np.frombuffer(meta, np.uint8))
     with FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
-        f.write(buffer.getvalue())
+        np.savez(f, embeddings=pool.embeddings, clusters=pool.clusters, verbs=pool.verbs,
+                 nouns=pool.nouns, meta=np.frombuffer(meta, np.uint8))
 
 
 def read_pool(path: str) -> DecoyPool:
     """The pool write_pool wrote, with its row and cluster lookups."""
     with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
-        with np.load(io.BytesIO(f.read()), allow_pickle=False) as data:
+        # A local file is read an array at a time; an object store's stream is not
+        # seekable, so it is read whole first.
+        source = f if not FileSystems.get_scheme(path) else io.BytesIO(f.read())
+        with np.load(source, allow_pickle=False) as data:
             arrays = {name: data[name] for name in ("embeddings", "clusters", "verbs", "nouns")}
             meta = json.loads(data["meta"].tobytes().decode("utf-8"))
     return _indexed(meta["keys"], meta["texts"], **arrays)
@@ -227,8 +228,14 @@ def shuffle(seed: int, sample_id: str, target: str, lan: Sequence[str],
 
 def position_uniformity(labels: Sequence[int]) -> dict:
     """Counts of the target position and Pearson's chi-square p-value against uniform."""
-    from scipy.stats import chisquare
     counts = np.bincount(np.asarray(labels, np.int64), minlength=CANDIDATES)[:CANDIDATES]
+    return uniformity_of_counts(counts)
+
+
+def uniformity_of_counts(counts: Sequence[int]) -> dict:
+    """position_uniformity from the number of targets at each position."""
+    from scipy.stats import chisquare
+    counts = np.asarray(counts, np.int64)
     p = float(chisquare(counts).pvalue) if counts.sum() else float("nan")
     return {"counts": [int(c) for c in counts], "chi2_p": p, "n": int(counts.sum())}
 

@@ -16,6 +16,7 @@ Run:  python -m pipelines bd2bb build --config paper \
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 from typing import Optional
@@ -30,7 +31,7 @@ from pipelines.bd2bb.decoys import SelectDecoys
 from pipelines.bd2bb.inputs import ReadCaptions, ReadTuples, load_captions
 from pipelines.bd2bb.release import WriteCompat, WriteReviewSheet, cluster_report
 from pipelines.bd2bb.schema import SAMPLE_SCHEMA, coco_image_id, sample_to_row
-from pipelines.bd2bb.positions import BalancePositions, position_report
+from pipelines.bd2bb.positions import BalancePositions, PositionCounts
 from pipelines.bd2bb.splits import AssignSplits
 from pipelines.bd2bb.topic_clusters import ApplyClusters, ClusterActions
 from pipelines.bd2bb.tuple_filters import (ActionNounFilter, GroundingFilter, IntentionLength,
@@ -68,7 +69,7 @@ def build_pipeline(p: beam.Pipeline, cfg: BD2BBConfig, staging_dir: str, models:
     samples, decoy_rejects = _decoys(reviewed, vectors, cfg, staging_dir)
     rejects.append(decoy_rejects)
     split = (samples | "Splits" >> AssignSplits(cfg.seed, cfg.splits.ratios)
-             | "Target positions" >> BalancePositions(cfg.seed))
+             | "Target positions" >> BalancePositions(cfg.seed, FileSystems.join(staging_dir, ".position-runs")))
     _release(split, clustered, reviewed, cfg, staging_dir)
     _ = (rejects | "All rejects" >> beam.Flatten() | "Write rejects" >> WriteRejects(staging_dir))
     if cache_root:
@@ -92,8 +93,10 @@ def _filters(p, cfg: BD2BBConfig, models: dict, cache_root, run_id):
     lexicon = (parsed[MAIN] | "Parses" >> beam.Map(lambda d: d.parse)
                | "Noun lexicon" >> beam.CombineGlobally(NounLexiconFn()))
     captions = p | "Read captions" >> ReadCaptions(cfg.inputs.captions)
+    # The parse has done its work (codes, action nouns, the lexicon): every later step
+    # carries a datapoint without it, half its size.
     grounded = ({"datapoints": with_nouns[MAIN] | "Key by image" >> beam.Map(
-                    lambda d: (coco_image_id(d.tuple.image), d)),
+                    lambda d: (coco_image_id(d.tuple.image), dataclasses.replace(d, parse=()))),
                  "captions": captions}
                 | "Grounding" >> GroundingFilter(lexicon))
     rejects = [tuples[REJECTS], short_enough[REJECTS], english[REJECTS], long_enough[REJECTS], parsed[REJECTS],
@@ -149,10 +152,9 @@ def _decoys(reviewed, vectors, cfg: BD2BBConfig, staging_dir: str):
 
 def _release(samples, clustered, reviewed, cfg: BD2BBConfig, staging_dir: str):
     _ = samples | "Write samples" >> WriteTable(staging_dir, SAMPLES, SAMPLE_SCHEMA, sample_to_row)
-    _ = samples | "Public layout" >> WriteCompat(staging_dir)
+    _ = samples | "Public layout" >> WriteCompat(staging_dir, FileSystems.join(staging_dir, ".compat-runs"))
     _ = (samples | "Labels" >> beam.Map(lambda s: (s.split, s.hard_test, s.label))
-         | "All labels" >> beam.combiners.ToList()
-         | "Position counts" >> beam.Map(position_report)
+         | "Position counts" >> beam.CombineGlobally(PositionCounts())
          | "Write positions" >> WriteReport(staging_dir, "target_positions"))
     _ = (reviewed | "Cluster of" >> beam.Map(lambda d: (d.cluster, d.cluster_label))
          | "Count per cluster" >> beam.combiners.Count.PerElement()

@@ -14,14 +14,17 @@ moves to its balanced position.
 """
 from __future__ import annotations
 
+import collections
 import dataclasses
-from typing import Dict, Iterable, List
+from typing import Dict, Iterable, Iterator, List
 
 import apache_beam as beam
 
-from pipelines.bd2bb.decoys import position_uniformity
+from pipelines.bd2bb.decoys import uniformity_of_counts
 from pipelines.bd2bb.schema import CANDIDATES, SPLITS, TARGET, Sample
 from transforms.core.sampling import priority
+from transforms.io.sorted_runs import WriteSortedRuns, merge_runs
+from transforms.vectors.vector_files import RemoveFolderWhenDone
 
 KEY_PREFIX = "position/"
 
@@ -36,54 +39,87 @@ def move_target(sample: Sample, position: int) -> Sample:
                                ending_types=tuple(k for _, k in shown), label=position)
 
 
+def position_key(seed: int, sample: Sample) -> tuple:
+    """A sample's place in the one order the positions are dealt over: its split (train,
+    val, test, then any other by name), hard test samples first, then hash(seed, id).
+    A sample's global rank in this order is the `offset + r` above."""
+    split = (SPLITS.index(sample.split), "") if sample.split in SPLITS else (len(SPLITS), sample.split)
+    return split, not sample.hard_test, priority(seed, KEY_PREFIX + sample.sample_id), sample.sample_id
+
+
+def place_in_order(ordered: Iterable[Sample]) -> Iterator[Sample]:
+    """Samples in position_key order -> each with its target at (global rank) mod 5."""
+    for rank, sample in enumerate(ordered):
+        yield move_target(sample, rank % CANDIDATES)
+
+
 def balanced_positions(seed: int, samples: Iterable[Sample]) -> Dict[str, int]:
-    """sample id -> target position, balanced per split, per hard subset and overall."""
-    by_split: Dict[str, List[Sample]] = {}
-    for s in samples:
-        by_split.setdefault(s.split, []).append(s)
-    order = list(SPLITS) + sorted(set(by_split) - set(SPLITS))
-    positions, offset = {}, 0
-    for split in order:
-        ranked = sorted(by_split.get(split, []),
-                        key=lambda s: (not s.hard_test, priority(seed, KEY_PREFIX + s.sample_id), s.sample_id))
-        for rank, s in enumerate(ranked):
-            positions[s.sample_id] = (offset + rank) % CANDIDATES
-        offset += len(ranked)
-    return positions
+    """sample id -> target position, balanced per split, per hard subset and overall
+    (in memory: the same order and positions as BalancePositions)."""
+    ordered = sorted(samples, key=lambda s: position_key(seed, s))
+    return {s.sample_id: rank % CANDIDATES for rank, s in enumerate(ordered)}
 
 
 def balance(seed: int, samples: List[Sample]) -> List[Sample]:
-    positions = balanced_positions(seed, samples)
-    return [move_target(s, positions[s.sample_id]) for s in samples]
+    return list(place_in_order(sorted(samples, key=lambda s: position_key(seed, s))))
 
 
 class BalancePositions(beam.PTransform):
     """Samples with split and hard_test set -> the same samples, targets at balanced
-    positions. The ranks are global, so the samples are gathered (~10k small rows for
-    BD2BB, as the public-layout writer does)."""
+    positions. The ranks are global, but the samples are never gathered: they are written
+    to sorted run files under `scratch_dir` (transforms/io/sorted_runs.py), merged in one
+    step that deals the positions as it reads, and spread again."""
 
-    def __init__(self, seed: int):
+    def __init__(self, seed: int, scratch_dir: str):
         super().__init__()
-        self.seed = seed
+        self.seed, self.scratch_dir = seed, scratch_dir
 
     def expand(self, samples):
         seed = self.seed
-        return (samples | "Gather" >> beam.combiners.ToList()
-                | "Balance" >> beam.FlatMap(lambda xs: balance(seed, xs))
-                | "Spread" >> beam.Reshuffle())
+        runs = samples | "Sorted runs" >> WriteSortedRuns(self.scratch_dir, lambda s: position_key(seed, s))
+        placed = (runs | "Run list" >> beam.combiners.ToList()
+                  | "Deal positions" >> beam.FlatMap(lambda files: place_in_order(merge_runs(files)))
+                  | "Spread" >> beam.Reshuffle())
+        _ = placed | "Remove runs" >> RemoveFolderWhenDone(self.scratch_dir)
+        return placed
+
+
+class PositionCounts(beam.CombineFn):
+    """(split, hard_test, label) per sample -> stats/target_positions.json (position_report),
+    from counts: bounded by splits x positions, not by the samples."""
+
+    def create_accumulator(self):
+        return collections.Counter()
+
+    def add_input(self, acc, placed):
+        acc[tuple(placed)] += 1
+        return acc
+
+    def merge_accumulators(self, accs):
+        total = collections.Counter()
+        for acc in accs:
+            total.update(acc)
+        return total
+
+    def extract_output(self, acc):
+        return report_from_counts(acc)
 
 
 def position_report(placed: Iterable[tuple]) -> dict:
     """(split, hard_test, label) per sample -> stats/target_positions.json: the overall
-    counts and chi-square p (decoys.position_uniformity) and the counts per split and
+    counts and chi-square p (decoys.uniformity_of_counts) and the counts per split and
     for the hard test subset."""
-    placed = sorted(placed)
-    report = position_uniformity([label for _, _, label in placed])
+    return report_from_counts(collections.Counter(tuple(p) for p in placed))
+
+
+def report_from_counts(counts: Dict[tuple, int]) -> dict:
+    """position_report from the number of samples per (split, hard_test, label)."""
+    overall = [0] * CANDIDATES
     groups: Dict[str, List[int]] = {}
-    for split, hard, label in placed:
-        groups.setdefault(split, []).append(label)
-        if hard:
-            groups.setdefault("hard_test", []).append(label)
-    report["per_split"] = {name: [labels.count(k) for k in range(CANDIDATES)]
-                           for name, labels in sorted(groups.items())}
+    for (split, hard, label), n in sorted(counts.items()):
+        overall[label] += n
+        for name in (split, "hard_test") if hard else (split,):
+            groups.setdefault(name, [0] * CANDIDATES)[label] += n
+    report = uniformity_of_counts(overall)
+    report["per_split"] = dict(sorted(groups.items()))
     return report

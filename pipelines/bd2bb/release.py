@@ -3,14 +3,16 @@
 compat/ holds the public SWAG-style CSVs (pipelines/bd2bb/compat.py) and `BD2BB.json`, the
 file the original loader (code/datasets/BD2BBDataset.py) and the baselines' prepare_inputs
 read next to them: {csv id: [{"target_item", "lang_decoy1", "lang_decoy2", "vis_decoy1",
-"vis_decoy2"}]}, each item {intention, action, image_url}. A CSV file
-has one writer, so the samples are gathered (small text rows: ~10k for BD2BB) and ids
-count from 1 in sample-id order, the same on every runner.
+"vis_decoy2"}]}, each item {intention, action, image_url}. A CSV file has one writer and
+ids count from 1 in sample-id order, the same on every runner: the samples reach that
+writer merged from sorted run files (transforms/io/sorted_runs.py), one at a time.
 """
 from __future__ import annotations
 
+import contextlib
+import io
 import json
-from typing import List
+from typing import Iterable, List
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
@@ -18,6 +20,8 @@ from apache_beam.io.filesystems import FileSystems
 from pipelines.bd2bb import compat
 from pipelines.bd2bb.clustering import DECISIONS_HEADER, REVIEW_HEADER, csv_text, decisions_template
 from pipelines.bd2bb.schema import LANGUAGE, TARGET, VISION, Sample, coco_image_id
+from transforms.io.sorted_runs import WriteSortedRuns, merge_runs
+from transforms.vectors.vector_files import RemoveFolderWhenDone
 
 COMPAT_JSON = "BD2BB.json"
 COCO_IMAGE_URL = "http://images.cocodataset.org/train2014/COCO_train2014_{:012d}.jpg"
@@ -54,33 +58,65 @@ def compat_item(s: Sample) -> list:
     return [{name: entry[name] for names in ITEM_NAMES.values() for name in names}]
 
 
-def write_compat(samples: List[Sample], folder: str) -> List[str]:
-    samples = sorted(samples, key=lambda s: s.sample_id)
-    numbered = list(enumerate(samples, 1))
-    groups = {"all": numbered, "hard": [(i, s) for i, s in numbered if s.hard_test]}
-    for split in ("train", "val", "test"):
-        groups[split] = [(i, s) for i, s in numbered if s.split == split]
-    paths = [_write(FileSystems.join(folder, compat.FILES[name]),
-                    compat.csv_text(compat.to_row(i, s) for i, s in rows), "text/csv")
-             for name, rows in groups.items()]
-    # Keyed by the CSVs' id, as a string (JSON object keys are strings).
-    whole = {str(i): compat_item(s) for i, s in numbered}
-    paths.append(_write(FileSystems.join(folder, COMPAT_JSON),
-                        json.dumps(whole, indent=1, ensure_ascii=False), "application/json"))
-    return paths
+def write_numbered(ordered: Iterable[Sample], folder: str) -> List[str]:
+    """The public layout (compat/) of samples given in sample-id order: each is numbered
+    from 1 as it comes and written at once into every file it belongs to."""
+    names = ["all", "train", "val", "test", "hard"]
+    paths = [FileSystems.join(folder, compat.FILES[name]) for name in names]
+    json_path = FileSystems.join(folder, COMPAT_JSON)
+    with contextlib.ExitStack() as files:
+        writers = {name: compat.CsvWriter(_text_file(files, path, "text/csv")) for name, path in zip(names, paths)}
+        whole = JsonObjectWriter(_text_file(files, json_path, "application/json"))
+        for number, s in enumerate(ordered, 1):
+            row = compat.to_row(number, s)
+            for name in ("all", s.split, "hard" if s.hard_test else None):
+                if name in writers:
+                    writers[name].write(row)
+            # Keyed by the CSVs' id, as a string (JSON object keys are strings).
+            whole.write(str(number), compat_item(s))
+        whole.close()
+    return paths + [json_path]
+
+
+def _text_file(files: contextlib.ExitStack, path: str, mime: str) -> io.TextIOWrapper:
+    raw = files.enter_context(FileSystems.create(path, mime_type=mime))
+    return files.enter_context(io.TextIOWrapper(raw, encoding="utf-8", newline=""))
+
+
+class JsonObjectWriter:
+    """Writes {key: value, ...} one member at a time, byte for byte what
+    json.dumps(whole, indent=1, ensure_ascii=False) gives for the whole dict."""
+
+    def __init__(self, out: io.TextIOBase):
+        self.out, self.members = out, 0
+
+    def write(self, key: str, value) -> None:
+        # A member of the top level is indented by one space, and so is every line of its
+        # value (json.dumps escapes newlines inside strings, so each "\n" is a line break).
+        text = json.dumps(value, indent=1, ensure_ascii=False).replace("\n", "\n ")
+        self.out.write(("{\n " if not self.members else ",\n ") + json.dumps(key, ensure_ascii=False) + ": " + text)
+        self.members += 1
+
+    def close(self) -> None:
+        self.out.write("\n}" if self.members else "{}")
 
 
 class WriteCompat(beam.PTransform):
-    """Samples (with split) -> compat/*.csv + compat/BD2BB.json."""
+    """Samples (with split) -> compat/*.csv + compat/BD2BB.json. The samples are written
+    to sorted run files under `scratch_dir` and merged by sample id in the one step that
+    writes the files (one writer per file), never gathered."""
 
-    def __init__(self, staging_dir: str):
+    def __init__(self, staging_dir: str, scratch_dir: str):
         super().__init__()
-        self.folder = FileSystems.join(staging_dir, "compat")
+        self.folder, self.scratch_dir = FileSystems.join(staging_dir, "compat"), scratch_dir
 
     def expand(self, samples):
         folder = self.folder
-        return (samples | "Gather" >> beam.combiners.ToList()
-                | "Write" >> beam.Map(lambda xs: write_compat(xs, folder)))
+        written = (samples | "Sorted runs" >> WriteSortedRuns(self.scratch_dir, lambda s: s.sample_id)
+                   | "Run list" >> beam.combiners.ToList()
+                   | "Write" >> beam.Map(lambda runs: write_numbered(merge_runs(runs), folder)))
+        _ = written | "Remove runs" >> RemoveFolderWhenDone(self.scratch_dir)
+        return written
 
 
 class WriteReviewSheet(beam.PTransform):

@@ -60,19 +60,10 @@ class BD2BBTuple:
 class Datapoint:
     """A tuple and what the stages learnt about it."""
     tuple: BD2BBTuple
-    parse: Tuple[Token, ...] = ()
+    parse: Tuple[Token, ...] = ()     # dropped after the action-noun filter (pipeline.py)
     codes: Codes = field(default_factory=Codes)
     cluster: int = -1
     cluster_label: str = ""
-
-
-@dataclass(frozen=True)
-class ActionEntry:
-    """One unique action of the decoy pool: its text, cluster, codes and embedding row."""
-    action_key: str
-    action: str
-    cluster: int
-    codes: Codes
 
 
 @dataclass(frozen=True)

@@ -42,10 +42,8 @@ def _write_matrix(files, folder: str) -> dict:
     keys, matrix = action_matrix(items)
     del items
     paths = {"matrix": FileSystems.join(folder, "matrix.npy"), "keys": FileSystems.join(folder, "keys.json")}
-    buffer = io.BytesIO()
-    np.save(buffer, matrix)
     with FileSystems.create(paths["matrix"], compression_type=CompressionTypes.UNCOMPRESSED) as out:
-        out.write(buffer.getvalue())
+        np.save(out, matrix)   # straight into the file: no second copy of the matrix in memory
     with FileSystems.create(paths["keys"], compression_type=CompressionTypes.UNCOMPRESSED) as out:
         out.write(json.dumps({"keys": keys, "texts": [texts[k] for k in keys]}).encode("utf-8"))
     return {**paths, "rows": len(keys)}
