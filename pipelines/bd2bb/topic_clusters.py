@@ -50,10 +50,11 @@ def _write_matrix(files, folder: str) -> dict:
 
 
 def _load_matrix(path: str) -> np.ndarray:
-    if not FileSystems.get_scheme(path):
-        return np.load(path, mmap_mode="r", allow_pickle=False)   # read-only; k-means copies
+    """The matrix as a writable array of this fit's own, which k-means centres in place."""
     with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
-        return np.load(io.BytesIO(f.read()), allow_pickle=False)
+        # A local file is read straight into the array; an object store's stream is not
+        # seekable, so it is read whole first.
+        return np.load(f if not FileSystems.get_scheme(path) else io.BytesIO(f.read()), allow_pickle=False)
 
 
 def _load_keys(path: str) -> dict:
@@ -72,7 +73,8 @@ class _FitK(beam.DoFn):
         if not fits(k, matrix["rows"]):
             return
         p = self.params
-        row, labels = kmeans_at(_load_matrix(matrix["matrix"]), k, p.seed, p.n_init, p.silhouette_sample)
+        row, labels = kmeans_at(_load_matrix(matrix["matrix"]), k, p.seed, p.n_init, p.silhouette_sample,
+                                in_place=True)
         yield row, np.asarray(labels, np.int32)
 
 

@@ -10,7 +10,7 @@ from pipelines.bd2bb.clustering import check_review, cluster_actions, parse_revi
 from pipelines.bd2bb.schema import BD2BBTuple, Datapoint, Sample
 from pipelines.bd2bb.splits import AssignSplits, split_of
 from tests.beam_testing import local_test_pipeline
-from transforms.vectors.kmeans import elbow
+from transforms.vectors.kmeans import elbow, kmeans_at
 
 
 def test_elbow_is_the_point_farthest_below_the_chord():
@@ -46,6 +46,20 @@ def test_kmeans_finds_the_blobs_by_elbow_and_ignores_input_order():
     assert again.assignments == result.assignments
     fixed = cluster_actions(items, range(2, 11), seed=0, fixed_k=6)
     assert fixed.k == 6 and fixed.method == "fixed"
+
+
+@pytest.mark.parametrize("rows, sample", [(400, 150), (120, 5000), (3_000, 3_000)])   # the last: distances in two blocks
+def test_a_fit_in_place_equals_the_copying_fit_and_sklearns_silhouette(rows, sample):
+    from sklearn.cluster import KMeans
+    from sklearn.metrics import silhouette_score
+    matrix = np.random.default_rng(3).normal(size=(rows, 16))
+    copied_row, copied_labels = kmeans_at(matrix, 5, 11, 2, sample)
+    owned = matrix.copy()
+    row, labels = kmeans_at(owned, 5, 11, 2, sample, in_place=True)
+    assert row == copied_row and (labels == copied_labels).all()
+    km = KMeans(n_clusters=5, n_init=2, random_state=11).fit(matrix)
+    expected = silhouette_score(matrix, km.labels_, metric="cosine", sample_size=min(sample, rows), random_state=11)
+    assert row["silhouette"] == float(f"{expected:.6g}") and (km.labels_ == labels).all()
 
 
 def test_review_sheet_samples_per_cluster_by_seeded_hash():

@@ -35,18 +35,32 @@ def fits(k: int, rows: int) -> bool:
 
 
 def kmeans_at(matrix: np.ndarray, k: int, seed: int, n_init: int,
-              silhouette_sample: int) -> Tuple[dict, np.ndarray]:
-    """({"k", "inertia", "silhouette"}, labels) of k-means with k clusters on the rows."""
+              silhouette_sample: int, in_place: bool = False) -> Tuple[dict, np.ndarray]:
+    """({"k", "inertia", "silhouette"}, labels) of k-means with k clusters on the rows.
+
+    `in_place`: the caller hands over the matrix (a writable array it will not use again),
+    so scikit-learn centres it in place instead of copying it: one matrix in memory, not
+    two. The fit is the same (the same centred values); only the matrix's last bits may
+    move when the mean is added back, so the silhouette's rows are taken before the fit."""
+    import sklearn
     from sklearn.cluster import KMeans
-    from sklearn.metrics import silhouette_score
-    km = KMeans(n_clusters=k, n_init=n_init, random_state=seed).fit(matrix)
-    sample = min(silhouette_sample, len(matrix))
-    sil = silhouette_score(matrix, km.labels_, metric="cosine", sample_size=sample,
-                           random_state=seed) if len(np.unique(km.labels_)) > 1 else float("nan")
+    from sklearn.metrics import silhouette_samples
+    # The rows silhouette_score(sample_size=, random_state=seed) would draw, drawn the same way.
+    rows = np.random.RandomState(seed).permutation(len(matrix))[:min(silhouette_sample, len(matrix))]
+    sample = np.array(matrix[rows], np.float64)
+    km = KMeans(n_clusters=k, n_init=n_init, random_state=seed, copy_x=not in_place).fit(matrix)
+    labels = km.labels_
+    sil = float("nan")
+    if len(np.unique(labels)) > 1:
+        # Distances in blocks of rows within 64 MiB, not scikit-learn's 1 GiB: each row's
+        # sums are computed alike, and the sample's whole distance matrix (5,000 rows:
+        # 200 MB) is never held at once.
+        with sklearn.config_context(working_memory=64):
+            sil = float(np.mean(silhouette_samples(sample, labels[rows], metric="cosine")))
     # Multi-threaded sums (and a float32 encoder before them) move the last bits of
     # inertia and silhouette from run to run; at 6 significant digits the curve, and
     # the elbow read from it, are the same on every run.
-    return {"k": int(k), "inertia": _figure(km.inertia_), "silhouette": _figure(sil)}, km.labels_
+    return {"k": int(k), "inertia": _figure(km.inertia_), "silhouette": _figure(sil)}, labels
 
 
 def _figure(x) -> float:
