@@ -24,7 +24,12 @@ from typing import Callable, Iterable, Iterator, List, Optional, Sequence
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-BATCH_ROWS = 2048          # rows per Parquet batch: a few MB at most for these tables
+BATCH_ROWS = 2048          # rows per Parquet batch, at most ...
+# ... and about this many bytes (uncompressed), whatever the rows weigh: a table with its
+# images embedded in the rows (issue 26; ImageCoDe's sets carry ten JPEGs a row) would
+# otherwise be read whole up to 2048 rows, hundreds of MB, and the Arrow allocator keeps
+# what it once held, so a build's peak grew with its table.
+BATCH_BYTES = 16 * 2**20
 _CACHE_KIB = 16 * 1024     # SQLite's page cache; beyond it, sorting spills to disk
 
 
@@ -41,13 +46,34 @@ def read_schema(folder: str) -> Optional[pa.Schema]:
 
 
 def read_batches(folder: str, columns: Optional[Sequence[str]] = None) -> Iterator[pa.RecordBatch]:
-    """The table's rows as Arrow batches of at most BATCH_ROWS rows, file by file;
-    `columns` reads only those (the ones a file lacks are left out)."""
+    """The table's rows as Arrow batches of at most BATCH_ROWS rows and about BATCH_BYTES,
+    file by file; `columns` reads only those (the ones a file lacks are left out)."""
     for path in parquet_files(folder):
-        parquet = pq.ParquetFile(path)
+        # pre_buffer off: pyarrow would otherwise fetch the column chunks of row groups
+        # ahead of the batches asked for, so a file's bytes are held whatever the batch
+        parquet = pq.ParquetFile(path, pre_buffer=False)
         names = parquet.schema_arrow.names
         wanted = None if columns is None else [c for c in columns if c in names]
-        yield from parquet.iter_batches(batch_size=BATCH_ROWS, columns=wanted)
+        yield from parquet.iter_batches(batch_size=_batch_rows(parquet.metadata, wanted),
+                                        columns=wanted)
+
+
+def _batch_rows(metadata: pq.FileMetaData, columns: Optional[Sequence[str]]) -> int:
+    """Rows per batch for one file: BATCH_ROWS, fewer where its rows (of `columns`; None:
+    all) weigh more than BATCH_BYTES / BATCH_ROWS on average (the footer's uncompressed
+    sizes: nothing is read to know). Light tables keep BATCH_ROWS, so their batches, and
+    what is summed per batch (explorer_stats.py), are as before."""
+    rows = metadata.num_rows
+    if not rows:
+        return BATCH_ROWS
+    size = 0
+    for group in range(metadata.num_row_groups):
+        chunks = metadata.row_group(group)
+        for column in range(chunks.num_columns):
+            chunk = chunks.column(column)
+            if columns is None or chunk.path_in_schema.split(".")[0] in columns:
+                size += chunk.total_uncompressed_size
+    return max(1, min(BATCH_ROWS, BATCH_BYTES * rows // max(size, 1)))
 
 
 def read_rows(folder: str, columns: Optional[Sequence[str]] = None) -> Iterator[List[dict]]:

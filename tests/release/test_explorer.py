@@ -208,6 +208,25 @@ def test_tables_are_read_in_batches_never_whole(release, monkeypatch):
     assert page_files(expected) == page_files(got) and mismatch == [] and errors == []
 
 
+def test_heavy_rows_are_read_fewer_at_a_time(tmp_path, monkeypatch):
+    """A batch is bounded in bytes too, not only in rows: a table whose rows carry their
+    images (ImageCoDe's sets, ten JPEGs a row) is read a few rows at a time, its light
+    columns alone and a light table BATCH_ROWS at a time, every row once."""
+    folder = tmp_path / "sets"
+    folder.mkdir()
+    noise = np.random.default_rng(0)   # incompressible, as JPEG bytes are
+    rows = [{"set_name": f"s{i:02d}", "images": [noise.bytes(10_000) for _ in range(10)]}
+            for i in range(40)]
+    pq.write_table(pa.Table.from_pylist(rows), str(folder / "all.parquet"), row_group_size=4)
+    monkeypatch.setattr(explorer_rows, "BATCH_BYTES", 250_000)   # about two rows of images
+    heavy = [b.num_rows for b in explorer_rows.read_batches(str(folder))]
+    assert sum(heavy) == 40 and max(heavy) <= 3
+    light = [b.num_rows for b in explorer_rows.read_batches(str(folder), ["set_name"])]
+    assert light == [40]
+    names = [r["set_name"] for batch in explorer_rows.read_rows(str(folder)) for r in batch]
+    assert names == [r["set_name"] for r in rows]
+
+
 def test_images_are_small_shared_thumbnails_absent_ones_named_urls_linked(release):
     _, folder = release
     _write(folder)
