@@ -56,8 +56,7 @@ def place_in_order(ordered: Iterable[Sample]) -> Iterator[Sample]:
 def balanced_positions(seed: int, samples: Iterable[Sample]) -> Dict[str, int]:
     """sample id -> target position, balanced per split, per hard subset and overall
     (in memory: the same order and positions as BalancePositions)."""
-    ordered = sorted(samples, key=lambda s: position_key(seed, s))
-    return {s.sample_id: rank % CANDIDATES for rank, s in enumerate(ordered)}
+    return {s.sample_id: s.label for s in balance(seed, samples)}
 
 
 def balance(seed: int, samples: List[Sample]) -> List[Sample]:
