@@ -19,6 +19,7 @@ Run:  python -m pipelines fg build --config paper --set inputs.captions=... \
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Dict, List
 
 import apache_beam as beam
@@ -87,11 +88,21 @@ def build_pipeline(p: beam.Pipeline, cfg: FgConfig, captions: Dict[str, List[str
     rejects.append(joined[REJECTS])
     target_vectors = targets | "Target vectors" >> beam.Map(lambda t: ImageEmbedding(
         t.image_id, t.path, "", t.embedding, t.pixels_sha256))
-    # duplicates by decoded pixels: one pool image per content, and none with a target's
-    distinct = pool_images[MAIN] | "One pool image per content" >> OneImagePerContent()
+    # duplicates by decoded pixels: one pool image per content, and none with a target's.
+    # The pool's vectors go to files where they are made; only the images' ids, paths and
+    # digests go through the dedupe's grouping steps (the in-process runner holds a
+    # grouping step's whole input), and the candidate pool's files are the embedded
+    # files less the duplicates' rows.
+    sim = cfg.similar
+    scratch = FileSystems.join(staging_dir, ".vectors")
+    embedded_files = pool_images[MAIN] | "Pool vectors to files" >> WriteVectorFiles(
+        FileSystems.join(scratch, "embedded"), sim.shards)
+    pool_refs = pool_images[MAIN] | "Pool without vectors" >> beam.Map(dataclasses.replace, embedding=None)
+    distinct = pool_refs | "One pool image per content" >> OneImagePerContent()
     pool_kept = distinct[MAIN] | "Pool without targets' copies" >> DropCopiesOfTargets(target_vectors)
     rejects += [distinct[REJECTS], pool_kept[REJECTS]]
-    database = (target_vectors, pool_kept[MAIN]) | "Candidate pool" >> beam.Flatten()
+    dropped = ((distinct[REJECTS], pool_kept[REJECTS]) | "Pool images dropped" >> beam.Flatten()
+               | "Dropped ids" >> beam.Map(lambda r: r.item_id))
     images_side = beam.pvalue.AsDict(target_vectors | "Image by id" >> beam.Map(lambda e: (e.image_id, e.embedding)))
 
     captions_in = targets | "Captions of targets" >> beam.FlatMap(
@@ -103,14 +114,16 @@ def build_pipeline(p: beam.Pipeline, cfg: FgConfig, captions: Dict[str, List[str
                                                   images_side, precomputed))
     all_captions = encoded[MAIN]
 
-    # F3-F6: similar sets and the new pool. The candidate pool's vectors are written to
-    # files per shard where they are made (transforms/vectors/vector_files.py): both
-    # searches and the coarse test read them a file at a time, so no worker ever holds
-    # the pool. The files live in the staging folder until the last reader is done.
-    sim = cfg.similar
-    scratch = FileSystems.join(staging_dir, ".vectors")
-    pool_files = database | "Candidate pool to files" >> WriteVectorFiles(
-        FileSystems.join(scratch, "pool"), sim.shards)
+    # F3-F6: similar sets and the new pool. The candidate pool (the targets and the kept
+    # pool images) is written to files per shard (transforms/vectors/vector_files.py):
+    # both searches and the coarse test read them a file at a time, so no worker ever
+    # holds the pool. Only file references are flattened: a flatten of vectors would be
+    # held whole. The files live in the staging folder until the last reader is done.
+    pool_folder = FileSystems.join(scratch, "pool")
+    pool_files = ((target_vectors | "Targets to files" >> WriteVectorFiles(pool_folder, sim.shards),
+                   embedded_files | "Kept pool vectors" >> ReadRows(without=beam.pvalue.AsList(dropped))
+                   | "Kept pool to files" >> WriteVectorFiles(pool_folder, sim.shards))
+                  | "Candidate pool" >> beam.Flatten())
     by_image = ((target_vectors, pool_files)
                 | "Image to image top-k'" >> SearchVectorFiles(
                     sim.image_k, FileSystems.join(scratch, "image-queries"), exclude_self=True))

@@ -152,3 +152,28 @@ def test_every_query_gets_a_row_even_without_neighbours():
         db = p | "Database" >> beam.Create(embeddings(database[:1], ids[:1]))
         found = (p | "Queries" >> beam.Create(embeddings(database[:1], ids[:1])), db) | ShardedExactKnn(3, 2)
         assert_that(found, equal_to([(ids[0], [])]))
+
+
+def test_read_rows_keeps_the_wanted_ids_and_drops_the_unwanted(tmp_path):
+    """ReadRows filters a folder of vector files by a side input of ids: those wanted,
+    or all but those named `without` (the FG pool less its duplicates)."""
+    from transforms.vectors.vector_files import ReadRows, WriteVectorFiles
+    rows = [ImageEmbedding(f"i{n}", f"i{n}.jpg", "", np.full(4, n, np.float32)) for n in range(20)]
+    with local_test_pipeline() as p:
+        files = (p | beam.Create(rows)
+                 | WriteVectorFiles(str(tmp_path / "v"), num_shards=3, max_buffer_bytes=32))
+        wanted = beam.pvalue.AsList(p | "Wanted ids" >> beam.Create(["i1", "i2", "i3"]))
+        without = beam.pvalue.AsList(p | "Without ids" >> beam.Create(["i2", "i7"]))
+
+        def seen(label, read):
+            return files | label >> read | f"{label} as tuples" >> beam.Map(
+                lambda e: (e.image_id, e.path, float(e.embedding[0])))
+
+        assert_that(seen("All", ReadRows()), equal_to([(e.image_id, e.path, float(e.embedding[0])) for e in rows]),
+                    label="all")
+        assert_that(seen("Wanted", ReadRows(wanted)), equal_to([("i1", "i1.jpg", 1.0), ("i2", "i2.jpg", 2.0),
+                                                                ("i3", "i3.jpg", 3.0)]), label="wanted")
+        assert_that(seen("Without", ReadRows(without=without)) | "Only ids" >> beam.Map(lambda r: r[0]),
+                    equal_to([f"i{n}" for n in range(20) if n not in (2, 7)]), label="without")
+        assert_that(seen("Both", ReadRows(wanted, without)), equal_to([("i1", "i1.jpg", 1.0), ("i3", "i3.jpg", 3.0)]),
+                    label="both")

@@ -11,6 +11,7 @@ count) travel through the pipeline; a step loads one file, uses it and drops it.
     elements -> WriteVectorFiles(folder, num_shards) -> VectorFile(shard, path, rows)
     read_vector_file(path) -> (ids, labels, (rows, d) float32 matrix)
     VectorFile -> ReadRows(ids side input) -> the rows of those ids, as ImageEmbedding
+    VectorFile -> ReadRows(without=ids side input) -> every other row
     any PCollection -> RemoveFolderWhenDone(folder): the folder goes once that is complete
 
 A writer holds at most `max_buffer_bytes` of vectors (all shards together) before it
@@ -133,29 +134,35 @@ class WriteVectorFiles(beam.PTransform):
         return elements | "Write" >> beam.ParDo(_Spill(self.folder, self.num_shards, self._row_of, self._max_bytes))
 
 
+def _as_set(ids):
+    return ids if isinstance(ids, (set, frozenset, dict)) else set(ids)
+
+
 class _Rows(beam.DoFn):
-    def process(self, vector_file: VectorFile, wanted=None):
+    def process(self, vector_file: VectorFile, wanted=None, without=None):
         from schemas.records import ImageEmbedding
-        if wanted is not None and not isinstance(wanted, (set, frozenset, dict)):
-            wanted = set(wanted)
+        wanted = None if wanted is None else _as_set(wanted)
+        without = _as_set(without or ())
         ids, labels, vectors = read_vector_file(vector_file.path)
         for n, item_id in enumerate(ids):
-            if wanted is None or item_id in wanted:
+            if (wanted is None or item_id in wanted) and item_id not in without:
                 yield ImageEmbedding(item_id, labels[n], "", vectors[n].copy())
 
 
 class ReadRows(beam.PTransform):
     """VectorFile -> ImageEmbedding(id, label, "", vector) of each row whose id is in
-    `wanted` (a side input holding ids: a list, set or dict), or of every row (None)."""
+    `wanted` (a side input holding ids: a list, set or dict), or of every row (None);
+    less the rows whose id is in `without` (a side input of ids, for a filter that drops
+    few rows of many: the side input holds the few)."""
 
-    def __init__(self, wanted=None):
+    def __init__(self, wanted=None, without=None):
         super().__init__()
-        self._wanted = wanted
+        self._wanted, self._without = wanted, without
 
     def expand(self, files):
-        if self._wanted is None:
-            return files | "Rows" >> beam.ParDo(_Rows())
-        return files | "Rows" >> beam.ParDo(_Rows(), self._wanted)
+        sides = {name: side for name, side in (("wanted", self._wanted), ("without", self._without))
+                 if side is not None}
+        return files | "Rows" >> beam.ParDo(_Rows(), **sides)
 
 
 def remove_folder(folder: str) -> None:
