@@ -15,7 +15,10 @@ count) travel through the pipeline; a step loads one file, uses it and drops it.
     any PCollection -> RemoveFolderWhenDone(folder): the folder goes once that is complete
 
 A writer holds at most `max_buffer_bytes` of vectors (all shards together) before it
-writes them out, so a file has at most that many bytes of vectors, usually far fewer. A
+writes them out, so a file has at most that many bytes of vectors, usually far fewer.
+Writing one shard's file briefly takes about three times its bytes again (the stacked
+matrix, the encoded file, its copy to the file system), so the bound is kept small:
+memory stays flat as the collection grows, and a reader holds small files. A
 file is `<folder>/<shard>/<random>.npz` (numpy, uncompressed, no pickles): `vectors`,
 and `meta`, the UTF-8 JSON of {"ids": [...], "labels": [...]}. Files go through Beam's
 FileSystems, so the folder may be on an object store, and must be where every worker can
@@ -42,7 +45,7 @@ from apache_beam.utils.windowed_value import WindowedValue
 
 log = logging.getLogger("transforms.vectors.vector_files")
 
-MAX_BUFFER_BYTES = 64 << 20   # vectors a writer holds before it writes them (all shards)
+MAX_BUFFER_BYTES = 16 << 20   # vectors a writer holds before it writes them (all shards)
 
 Row = Tuple[str, str, object]   # (id, label, vector): what a writer takes from an element
 
@@ -112,9 +115,11 @@ class _Spill(beam.DoFn):
 
     def _flush(self):
         buffers, self._buffers, self._bytes = self._buffers, {}, 0
-        for shard, (ids, labels, vectors) in sorted(buffers.items()):
+        for shard in sorted(buffers):
+            ids, labels, vectors = buffers.pop(shard)   # a written shard's rows are freed at once
             path = FileSystems.join(self._folder, str(shard), f"{uuid.uuid4().hex}.npz")
             write_vector_file(path, ids, labels, np.stack(vectors))
+            del vectors
             yield VectorFile(shard, path, len(ids))
 
 
