@@ -29,6 +29,7 @@ from transforms.core.stage import StageFn, stage_pardo
 from transforms.image.content import image_content
 from transforms.image.decode import DEFAULT_MAX_PIXELS, ImageProblem, read_image
 from transforms.vectors.embedding_folders import ReadEmbeddingFolder
+from transforms.vectors.vector_files import WriteVectorFiles, read_vector_file, shard_of
 
 
 class JoinTargets(StageFn):
@@ -118,42 +119,68 @@ class _AttachVector(StageFn):
     digest of its pixels (what duplicates are judged on), so a file that does not decode
     is a reject here as it is where images are embedded."""
     stage, level = "embed", "image"
-    counts_in = False   # counted per image, not per id group (vectors of unused images are not items)
+    counts_in = False   # counted per image, not per shard group (vectors of unused images are not items)
 
     def judge(self, keyed):
-        image_id, groups = keyed
-        vectors = sorted(groups["vector"], key=lambda v: v.tobytes())
-        self.counts.seen(len(groups["ref"]), level=self.level)
-        for ref in groups["ref"]:
+        _, groups = keyed
+        refs = sorted(groups["ref"], key=lambda r: (r.image_id, r.path))
+        self.counts.seen(len(refs), level=self.level)
+        vectors_of = _vectors_of({r.image_id for r in refs}, groups["file"])
+        for ref in refs:
+            vectors = sorted(vectors_of.get(ref.image_id, ()), key=lambda v: v.tobytes())
             if not vectors:
-                yield self.reject(reasons.NO_EMBEDDING, image_id,
+                yield self.reject(reasons.NO_EMBEDDING, ref.image_id,
                                   detail=f"{ref.path}: no vector in inputs.image_embeddings")
                 continue
             try:
                 pixels, sha = read_image(ref.path, max_pixels=DEFAULT_MAX_PIXELS)
             except ImageProblem as e:
-                yield self.reject(e.reason, image_id, detail=e.detail)
+                yield self.reject(e.reason, ref.image_id, detail=e.detail)
                 continue
-            yield ImageEmbedding(image_id, ref.path, sha, vectors[0], pixels_sha256(pixels))
+            yield ImageEmbedding(ref.image_id, ref.path, sha, vectors[0], pixels_sha256(pixels))
+
+
+def _vectors_of(wanted, vector_files) -> dict:
+    """{id: [vectors]} of the wanted ids in one shard's files, read one file at a time."""
+    found: dict = {}
+    for vector_file in sorted(vector_files, key=lambda f: f.path):
+        ids, _, matrix = read_vector_file(vector_file.path)
+        for n, item_id in enumerate(ids):
+            if item_id in wanted:
+                found.setdefault(item_id, []).append(matrix[n].copy())
+    return found
 
 
 class AttachPrecomputed(beam.PTransform):
-    """ImageRefs + the precomputed vectors (id, vector) -> {MAIN: ImageEmbedding with its
-    pixels' digest, REJECTS: no_embedding, unreadable_image, too_many_pixels}; counted as
-    stage "embed", level "image", like EmbedImages."""
+    """ImageRefs + the precomputed vectors as vector files (`precomputed_files`, sharded
+    by id into `num_shards`) -> {MAIN: ImageEmbedding with its pixels' digest, REJECTS:
+    no_embedding, unreadable_image, too_many_pixels}; counted as stage "embed", level
+    "image", like EmbedImages. The refs are grouped with their shard's file references
+    and each shard's files are read where its refs are: no vector passes through a
+    grouping step (the in-process runner holds a grouping step's whole input)."""
 
-    def __init__(self, vectors):
+    def __init__(self, vector_files, num_shards: int):
         super().__init__()
-        self._vectors = vectors
+        self._files, self._num_shards = vector_files, num_shards
 
     def expand(self, refs):
-        keyed = refs | "Key refs" >> beam.Map(lambda r: (r.image_id, r))
-        return ({"ref": keyed, "vector": self._vectors} | "Join vectors" >> beam.CoGroupByKey()
+        shards = self._num_shards
+        return ({"ref": refs | "Refs by shard" >> beam.Map(lambda r: (shard_of(r.image_id, shards), r)),
+                 "file": self._files | "Files by shard" >> beam.Map(lambda f: (f.shard, f))}
+                | "Refs with their shard's files" >> beam.CoGroupByKey()
                 | "Attach" >> stage_pardo(_AttachVector()))
 
 
-def read_image_vectors(p, folder: str, column: str):
-    return p | "Read image embeddings" >> ReadEmbeddingFolder(folder, "img", column, image_id_of(column))
+def precomputed_files(vectors, folder: str, num_shards: int):
+    """(id, vector) -> the vector files AttachPrecomputed reads, written where they are read."""
+    return vectors | "Precomputed vectors to files" >> WriteVectorFiles(
+        folder, num_shards, row_of=lambda kv: (kv[0], "", kv[1]))
+
+
+def read_image_vectors(p, folder: str, column: str, files_folder: str, num_shards: int):
+    """A clip-retrieval embedding folder -> vector files sharded by image id."""
+    vectors = p | "Read image embeddings" >> ReadEmbeddingFolder(folder, "img", column, image_id_of(column))
+    return precomputed_files(vectors, files_folder, num_shards)
 
 
 def read_text_vectors(p, folder: str, column: str):

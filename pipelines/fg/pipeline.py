@@ -66,15 +66,18 @@ def build_pipeline(p: beam.Pipeline, cfg: FgConfig, captions: Dict[str, List[str
     rejects = []
     spec = cfg.embed.spec()
     rows_of = with_split(cfg.configuration)
+    sim = cfg.similar
+    scratch = FileSystems.join(staging_dir, ".vectors")   # vector files, removed when searched
 
     # F0-F2: targets and pool, embedded
     targets_read = p | "Read target images" >> ReadImageCollection(cfg.inputs.images)
     pool_read = p | "Read pool images" >> ReadImageCollection(cfg.inputs.pool)
     candidates = pool_read[MAIN] | "Targets join the pool once" >> stage_pardo(DropTargetsFromPool(list(captions)))
     if cfg.inputs.image_embeddings:   # precomputed CLIP vectors (clip-retrieval layout)
-        vectors = read_image_vectors(p, cfg.inputs.image_embeddings, cfg.embed.image_id_column)
-        target_images = targets_read[MAIN] | "Target vectors (precomputed)" >> AttachPrecomputed(vectors)
-        pool_images = candidates[MAIN] | "Pool vectors (precomputed)" >> AttachPrecomputed(vectors)
+        vectors = read_image_vectors(p, cfg.inputs.image_embeddings, cfg.embed.image_id_column,
+                                     FileSystems.join(scratch, "precomputed"), sim.shards)
+        target_images = targets_read[MAIN] | "Target vectors (precomputed)" >> AttachPrecomputed(vectors, sim.shards)
+        pool_images = candidates[MAIN] | "Pool vectors (precomputed)" >> AttachPrecomputed(vectors, sim.shards)
     else:
         target_images = targets_read[MAIN] | "Embed target images" >> EmbedImages(spec)
         pool_images = candidates[MAIN] | "Embed pool images" >> EmbedImages(spec)
@@ -93,8 +96,6 @@ def build_pipeline(p: beam.Pipeline, cfg: FgConfig, captions: Dict[str, List[str
     # digests go through the dedupe's grouping steps (the in-process runner holds a
     # grouping step's whole input), and the candidate pool's files are the embedded
     # files less the duplicates' rows.
-    sim = cfg.similar
-    scratch = FileSystems.join(staging_dir, ".vectors")
     embedded_files = pool_images[MAIN] | "Pool vectors to files" >> WriteVectorFiles(
         FileSystems.join(scratch, "embedded"), sim.shards)
     pool_refs = pool_images[MAIN] | "Pool without vectors" >> beam.Map(dataclasses.replace, embedding=None)

@@ -93,7 +93,7 @@ def test_a_precomputed_vector_still_needs_an_image_that_decodes(tmp_path):
     import apache_beam as beam
     from apache_beam.testing.util import assert_that, equal_to
 
-    from pipelines.fg.inputs import AttachPrecomputed
+    from pipelines.fg.inputs import AttachPrecomputed, precomputed_files
     from schemas.records import ImageRef
     from tests.beam_testing import local_test_pipeline
     from transforms.core.hashing import pixels_sha256
@@ -106,7 +106,7 @@ def test_a_precomputed_vector_still_needs_an_image_that_decodes(tmp_path):
         refs = p | "Refs" >> beam.Create([ImageRef(str(tmp_path / "good.png"), "good"),
                                           ImageRef(str(tmp_path / "broken.jpg"), "broken")])
         vectors = p | "Vectors" >> beam.Create([("good", vector), ("broken", vector)])
-        attached = refs | AttachPrecomputed(vectors)
+        attached = refs | AttachPrecomputed(precomputed_files(vectors, str(tmp_path / "vectors"), 3), 3)
         assert_that(attached[MAIN] | beam.Map(lambda e: (e.image_id, e.pixels_sha256)),
                     equal_to([("good", pixels_sha256(good))]), label="kept")
         assert_that(attached[REJECTS] | beam.Map(lambda r: (r.stage, r.reason, r.item_id)),
