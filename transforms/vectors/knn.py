@@ -15,8 +15,9 @@ one element or a side input (only file references are).
 
 The result is exactly that of one flat index over everything, by construction:
 - FAISS ranks candidates in float32 (BLAS: |q|^2 + |x|^2 - 2 q.x), whose rounding depends
-  on the batch it runs in; so FAISS only proposes candidates, and every candidate's
-  distance is recomputed per pair in float64, which no batch, file or shard layout can change.
+  on the batch it runs in; so FAISS only proposes candidates, and every candidate within
+  float32 error of the k-th has its distance recomputed per pair in float64, which no
+  batch, file or shard layout can change.
 - A search asks FAISS for more candidates until the last one is clearly (beyond float32
   error) farther than the k-th: so no true neighbour is ever cut off, whatever the ties.
 - Every list is ordered by (distance, id): ties break the same way in a file, a shard, the
@@ -108,8 +109,12 @@ def shard_topk_rows(queries, query_ids: Sequence[str], database, db_ids: Sequenc
             if k_search < n and d_row[-1] <= d_row[cut] + tol[q]:
                 unsettled.append(q)
                 continue
+            # Only candidates within float32 error of the want-th can be among the exact
+            # top k (the bound that settles the unseen rows settles these too); on data
+            # with many near ties the rest would be most of the float64 work.
+            near = (i_row >= 0) & (d_row <= d_row[cut] + tol[q])
             results[q] = _exact_topk(queries[q], query_ids[q], database, db_ids,
-                                     i_row[i_row >= 0], k, exclude_self)
+                                     i_row[near], k, exclude_self)
         pending = np.asarray(unsettled, dtype=np.int64)
         k_search = min(n, 2 * k_search)
     return results
