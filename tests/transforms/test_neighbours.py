@@ -177,3 +177,23 @@ def test_read_rows_keeps_the_wanted_ids_and_drops_the_unwanted(tmp_path):
                     equal_to([f"i{n}" for n in range(20) if n not in (2, 7)]), label="without")
         assert_that(seen("Both", ReadRows(wanted, without)), equal_to([("i1", "i1.jpg", 1.0), ("i3", "i3.jpg", 3.0)]),
                     label="both")
+
+
+def test_small_files_are_searched_a_few_at_a_time_in_order(tmp_path):
+    """_SearchShard concatenates consecutive files up to a size: every row once, in file
+    order, whatever the grouping."""
+    from transforms.vectors.knn import _file_groups
+    from transforms.vectors.vector_files import write_vector_file
+    paths = []
+    for f in range(5):
+        path = str(tmp_path / f"{f}.npz")
+        write_vector_file(path, [f"f{f}r{r}" for r in range(3)], [f"l{f}{r}" for r in range(3)],
+                          np.full((3, 4), f, np.float32))
+        paths.append(path)
+    one_file = 3 * 4 * 4
+    for max_bytes, sizes in ((one_file, [3] * 5), (2 * one_file, [6, 6, 3]), (10 * one_file, [15])):
+        groups = list(_file_groups(paths, max_bytes))
+        assert [len(ids) for ids, _, _ in groups] == sizes
+        assert [i for ids, _, _ in groups for i in ids] == [f"f{f}r{r}" for f in range(5) for r in range(3)]
+        assert all(len(labels) == len(rows) == len(ids) for ids, labels, rows in groups)
+        assert np.concatenate([rows for _, _, rows in groups])[:, 0].tolist() == [f for f in range(5) for _ in range(3)]

@@ -39,6 +39,7 @@ Neighbour = Tuple[float, str]  # (Euclidean distance, image id); entries may car
 _SLACK = 8                     # extra candidates asked of FAISS, so one search is usually enough
 _REL_TOL = 1e-4                # float32 distance error bound, relative to |q|^2 + max |x|^2
 _GPU_MAX_K = 2048              # FAISS GPU flat search returns at most this many per query
+SEARCH_BYTES = 64 << 20       # database vectors searched at once (several small files)
 
 
 # ---------------------------------------------------------------------------- pure search
@@ -217,14 +218,37 @@ class _SearchShard(beam.DoFn):
         paths, query_path = task
         query_ids, _, queries = read_vector_file(query_path)
         best: List[List[Tuple]] = [[] for _ in query_ids]
-        for path in paths:
-            ids, labels, rows = read_vector_file(path)
+        for ids, labels, rows in _file_groups(paths):
             found = shard_topk_rows(queries, query_ids, rows, ids, self._k, self._exclude_self)
             for n, neighbours in enumerate(found):
                 if neighbours:
                     best[n] = merge_topk([best[n], [(d, i, labels[r]) for d, i, r in neighbours]], self._k)
             del rows
         return [(query_id, neighbours) for query_id, neighbours in zip(query_ids, best) if neighbours]
+
+
+def _file_groups(paths, max_bytes: int = SEARCH_BYTES):
+    """The rows of consecutive files, concatenated up to `max_bytes` of vectors: writers
+    keep files small for their own memory, and a search per file has a per-query cost
+    (the float64 recomputation), so small files are searched a few at a time."""
+    group: List[Tuple[List[str], List[str], np.ndarray]] = []
+    size = 0
+    for path in paths:
+        part = read_vector_file(path)
+        group.append(part)
+        size += part[2].nbytes
+        if size >= max_bytes:
+            yield _concatenated(group)
+            group, size = [], 0
+    if group:
+        yield _concatenated(group)
+
+
+def _concatenated(group):
+    if len(group) == 1:
+        return group[0]
+    return ([i for ids, _, _ in group for i in ids], [lb for _, labels, _ in group for lb in labels],
+            np.concatenate([rows for _, _, rows in group]))
 
 
 class _MergeTopK(beam.CombineFn):
