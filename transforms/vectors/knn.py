@@ -238,10 +238,11 @@ def _file_groups(paths, max_bytes: int = SEARCH_BYTES):
         group.append(part)
         size += part[2].nbytes
         if size >= max_bytes:
-            yield _concatenated(group)
-            group, size = [], 0
+            merged, group, size = _concatenated(group), [], 0   # the parts freed before the search
+            yield merged
     if group:
-        yield _concatenated(group)
+        merged, group = _concatenated(group), []
+        yield merged
 
 
 def _concatenated(group):
