@@ -6,11 +6,11 @@ search over a database too large for one worker, so:
   1. the database is written, where its vectors are made, into files of one shard each
      (a stable hash of the id; transforms/vectors/vector_files.py), and so are the queries;
   2. each task pairs one shard with one file of queries: it loads the queries, then the
-     shard's files one by one, builds a flat (exact) FAISS index per file, and keeps each
-     query's top-k over the shard;
+     shard's files a few at a time (up to SEARCH_BYTES of vectors), builds a flat
+     (exact) FAISS index per group, and keeps each query's top-k over the shard;
   3. a combiner merges the shards' lists per query into the global top-k.
-A worker holds one file of queries and one file of the database at a time: memory is
-bounded by the file, whatever the size of the collection, and no collection is ever
+A worker holds one file of queries and one group of database files at a time: memory is
+bounded by SEARCH_BYTES, whatever the size of the collection, and no collection is ever
 one element or a side input (only file references are).
 
 The result is exactly that of one flat index over everything, by construction:
