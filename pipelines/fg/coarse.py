@@ -9,7 +9,8 @@ pool is the old test set or the new pool (`coarse.pool`; unspecified in the pape
 Every caption is scored against every pool image (the rank is released): the work is
 captions x pool images, as float32 matrix products over blocks of the pool, the pool read
 as vector files one at a time (never a side input of vectors), each caption's own score
-computed once, and only the rows within float32 error of it recomputed in float64.
+computed once, and only the rows within float32 error of it recomputed in float64, once
+per distinct text vector.
 """
 from __future__ import annotations
 
@@ -49,27 +50,39 @@ def count_at_least_own(texts: np.ndarray, owns: Sequence[str], scores: np.ndarra
     least its own image's `scores` (within TIE). A float32 GEMM proposes: a row above the
     own score by more than float32 error counts, a row within that error is recomputed
     exactly, and the others cannot count; so the count is the same whatever the batch,
-    block or part a row is scored in, and parts of the pool add up."""
+    block or part a row is scored in, and parts of the pool add up.
+
+    Identical text vectors are scored once: the GEMM runs over the distinct vectors, and
+    each distinct vector's near rows are recomputed once for all its texts. (A stand-in
+    encoder gives one vector to every text without a colour word, and that vector ties
+    with every image: recomputing per text made the test captions x pool in float64.)"""
     texts = np.asarray(texts, dtype=np.float32).reshape(len(owns), -1)
     matrix = np.asarray(matrix, dtype=np.float32).reshape(len(ids), -1)
     scores = np.asarray(scores, dtype=np.float64)
     # As Python would compare a float32 score with the float own_score (+ _TOL): in float32.
     above_at, own32, tol32 = (scores + _TOL).astype(np.float32), scores.astype(np.float32), np.float32(_TOL)
-    ids = np.asarray(ids, dtype=object)
-    owns = np.asarray(owns, dtype=object)
+    distinct, vector_of = np.unique(texts, axis=0, return_inverse=True)
+    vector_of = vector_of.reshape(-1)
+    rows_of = {}
+    for row, image_id in enumerate(ids):
+        rows_of.setdefault(image_id, []).append(row)
+    own_pairs = [(row, text) for text, own in enumerate(owns) for row in rows_of.get(own, ())]
+    own_rows, own_texts = np.array(own_pairs, dtype=np.int64).reshape(-1, 2).T
     counts = np.zeros(len(owns), np.int64)
     for lo in range(0, len(ids), _BLOCK):
-        block, block_ids = matrix[lo:lo + _BLOCK], ids[lo:lo + _BLOCK]
-        fast = block @ texts.T                                  # (rows, texts)
+        block = matrix[lo:lo + _BLOCK]
+        fast = (block @ distinct.T)[:, vector_of]               # (rows, texts)
         counts += (fast > above_at).sum(axis=0)
         near = np.abs(fast - own32) <= tol32
-        # Ids are compared only where a score is near: comparing every (row, text) pair's
-        # ids would be a Python string comparison per pair, the most of this test's time.
-        for col in np.flatnonzero(near.any(axis=0)):
-            rows = np.flatnonzero(near[:, col])
-            rows = rows[block_ids[rows] != owns[col]]           # the own image is not "another"
-            if len(rows):
-                counts[col] += int((_exact(block[rows], texts[col]) >= scores[col] - TIE).sum())
+        here = (own_rows >= lo) & (own_rows < lo + len(block))
+        near[own_rows[here] - lo, own_texts[here]] = False      # the own image is not "another"
+        near_texts = np.flatnonzero(near.any(axis=0))
+        for vector in np.unique(vector_of[near_texts]):
+            texts_of = near_texts[vector_of[near_texts] == vector]
+            rows = np.flatnonzero(near[:, texts_of].any(axis=1))
+            exact = _exact(block[rows], distinct[vector])       # once per row and distinct vector
+            at_least = exact[:, None] >= scores[texts_of] - TIE
+            counts[texts_of] += (near[np.ix_(rows, texts_of)] & at_least).sum(axis=0)
     return counts
 
 

@@ -109,8 +109,9 @@ def _ranks_one_caption_at_a_time(texts, owns, ids, matrix):
 
 def test_block_wise_ranks_are_the_one_caption_at_a_time_ranks_with_ties_and_near_ties():
     """Duplicated images, a text every image ties with (no colour word: the thumbnail
-    stand-in's constant vector), and images a hair from the own score; the pool in parts
-    of any size adds up to the same ranks."""
+    stand-in's constant vector), images a hair from the own score, and one text vector
+    for captions of different images (scored once); the pool in parts of any size adds
+    up to the same ranks."""
     from pipelines.fg import coarse
     rng = np.random.default_rng(5)
     matrix = rng.normal(size=(500, 24)).astype(np.float32)
@@ -120,10 +121,13 @@ def test_block_wise_ranks_are_the_one_caption_at_a_time_ranks_with_ties_and_near
     nudged = matrix[1] + rng.normal(scale=2e-6, size=(30, 24)).astype(np.float32)
     matrix[200:230] = nudged / np.linalg.norm(nudged, axis=1, keepdims=True)
     ids = [f"i{n:03d}" for n in range(500)]
-    texts = np.concatenate([matrix[:60] + 0.05 * rng.normal(size=(60, 24)).astype(np.float32),
+    noisy = matrix[:60] + 0.05 * rng.normal(size=(60, 24)).astype(np.float32)
+    texts = np.concatenate([noisy,
                             np.full((5, 24), 1 / np.sqrt(24), np.float32),   # ties with every image
-                            matrix[[0, 1, 100, 200]]])
-    owns = ids[:60] + ids[:5] + [ids[0], ids[1], ids[100], ids[200]]
+                            matrix[[0, 1, 100, 200]],
+                            noisy[:3],                                    # one vector, other own images
+                            np.repeat(noisy[1:2], 6, axis=0)])            # owns a hair apart (the nudged)
+    owns = ids[:60] + ids[:5] + [ids[0], ids[1], ids[100], ids[200]] + ids[3:6] + ids[200:206]
     reference = _ranks_one_caption_at_a_time(texts, owns, ids, matrix)
     assert own_image_ranks(texts, owns, ids, matrix) == reference
     assert max(reference) > 400 and reference.count(1) > 10       # the data exercise both ends
