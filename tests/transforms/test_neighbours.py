@@ -66,6 +66,21 @@ def test_many_identical_vectors_are_ranked_by_id():
     assert found == flat_reference(query, ["q"], database, ids, 5, False)[0]
 
 
+@pytest.mark.parametrize("exclude_self", [True, False])
+def test_identical_queries_are_ranked_once_and_each_leaves_out_only_itself(exclude_self, monkeypatch):
+    """Every row a query, 27 possible vectors for 60 rows: many queries share a vector and
+    each is in the database under its own id."""
+    from transforms.vectors import knn
+    database, ids = grid(60, d=3)
+    ranked = []
+    exact_ranked = knn._exact_ranked
+    monkeypatch.setattr(knn, "_exact_ranked", lambda query, *a: ranked.append(query.tobytes()) or exact_ranked(query, *a))
+    found = shard_topk(database, ids, database, ids, 7, exclude_self)
+    assert found == flat_reference(database, ids, database, ids, 7, exclude_self)
+    distinct = {v.tobytes() for v in database}
+    assert len(distinct) < 30 and sorted(ranked) == sorted(distinct)   # one ranking per vector
+
+
 def test_random_unit_vectors_match_faiss():
     rng = np.random.default_rng(1)
     database = rng.standard_normal((3000, 64)).astype(np.float32)

@@ -22,10 +22,13 @@ The result is exactly that of one flat index over everything, by construction:
   error) farther than the k-th: so no true neighbour is ever cut off, whatever the ties.
 - Every list is ordered by (distance, id): ties break the same way in a file, a shard, the
   merge and in the reference, on any runner and any number of shards or files.
+- Queries with identical vectors share one search and one float64 ranking (their exact
+  distances are the same); each then leaves out only its own id.
 Distances are Euclidean (the square root of the float64 squared distance).
 """
 from __future__ import annotations
 
+from itertools import islice
 from typing import Iterable, List, Optional, Sequence, Tuple
 
 import apache_beam as beam
@@ -92,9 +95,22 @@ def shard_topk_rows(queries, query_ids: Sequence[str], database, db_ids: Sequenc
         return [[] for _ in range(len(queries))]
     if queries.shape[1] != database.shape[1]:
         raise ValueError(f"queries have {queries.shape[1]} dimensions, database {database.shape[1]}")
+    # Identical query vectors (a stand-in encoder gives one vector to many texts, and it
+    # may tie with every row) have the same exact distances: each is searched once, and
+    # each of its queries takes the first k of its list other than itself.
+    distinct, vector_of = np.unique(queries, axis=0, return_inverse=True)
+    ranked = _ranked_candidates(distinct, database, db_ids, k + 1 if exclude_self else k)
+    return [list(islice((found for found in ranked[vector]
+                         if not (exclude_self and found[1] == query_id)), k))
+            for vector, query_id in zip(vector_of.reshape(-1).tolist(), query_ids)]
+
+
+def _ranked_candidates(queries: np.ndarray, database: np.ndarray, db_ids: Sequence[str],
+                       want: int) -> List[List[Tuple[float, str, int]]]:
+    """Per query, every candidate that can be among its `want` nearest rows, as (distance,
+    id, row) ordered by (distance, id): a superset of the exact top `want`."""
     index = _FlatIndex(database)
     n = len(database)
-    want = k + 1 if exclude_self else k          # the query itself may take one slot
     tol = _REL_TOL * (float(np.max(np.einsum("ij,ij->i", database, database)))
                       + np.einsum("ij,ij->i", queries, queries)) + 1e-12
     results: List[List[Tuple[float, str, int]]] = [[] for _ in range(len(queries))]
@@ -111,27 +127,22 @@ def shard_topk_rows(queries, query_ids: Sequence[str], database, db_ids: Sequenc
                 unsettled.append(q)
                 continue
             # Only candidates within float32 error of the want-th can be among the exact
-            # top k (the bound that settles the unseen rows settles these too); on data
-            # with many near ties the rest would be most of the float64 work.
+            # top `want` (the bound that settles the unseen rows settles these too); on
+            # data with many near ties the rest would be most of the float64 work.
             near = (i_row >= 0) & (d_row <= d_row[cut] + tol[q])
-            results[q] = _exact_topk(queries[q], query_ids[q], database, db_ids,
-                                     i_row[near], k, exclude_self)
+            results[q] = _exact_ranked(queries[q], database, db_ids, i_row[near])
         pending = np.asarray(unsettled, dtype=np.int64)
         k_search = min(n, 2 * k_search)
     return results
 
 
-def _exact_topk(query: np.ndarray, query_id: str, database: np.ndarray, db_ids: Sequence[str],
-                rows: np.ndarray, k: int, exclude_self: bool) -> List[Tuple[float, str, int]]:
-    if exclude_self:
-        rows = np.asarray([r for r in rows if db_ids[r] != query_id], dtype=np.int64)
-    if len(rows) == 0:
-        return []
+def _exact_ranked(query: np.ndarray, database: np.ndarray, db_ids: Sequence[str],
+                  rows: np.ndarray) -> List[Tuple[float, str, int]]:
     # Per-pair float64: the same value whichever shard or batch the pair is in.
     diff = database[rows].astype(np.float64) - query.astype(np.float64)
     distances = np.sqrt(np.einsum("ij,ij->i", diff, diff))
     # Ranked by the reported distance itself, so a shard and the merge use one key.
-    return sorted(zip(distances.tolist(), (db_ids[r] for r in rows), rows.tolist()))[:k]
+    return sorted(zip(distances.tolist(), (db_ids[r] for r in rows), rows.tolist()))
 
 
 def merge_topk(lists: Iterable[Sequence[Tuple]], k: int) -> List[Tuple]:
