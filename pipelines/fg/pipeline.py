@@ -164,7 +164,8 @@ def build_pipeline(p: beam.Pipeline, cfg: FgConfig, captions: Dict[str, List[str
          | "Remove vector files" >> RemoveFolderWhenDone(scratch))
 
     # F8-F11: nouns, prompts, details, first filter
-    prompted = coarse[MAIN] | "Prompts" >> stage_pardo(MakePrompts(cfg.nouns.tagger, cfg.prompts.templates))
+    prompted = (_batched(coarse[MAIN], "Batch for prompts")
+                | "Prompts" >> stage_pardo(MakePrompts(cfg.nouns.tagger, cfg.prompts.templates)))
     rejects.append(prompted[REJECTS])
     if cfg.details.kind == "file":
         detailed = prompted[MAIN] | "Details from file" >> JoinFileTexts(

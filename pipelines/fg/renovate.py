@@ -21,7 +21,7 @@ import numpy as np
 
 from pipelines.fg import reasons
 from pipelines.fg.records import Candidate, Caption
-from pipelines.fg.tagger import NONE, load_tagger, nouns_of
+from pipelines.fg.tagger import NONE, load_tagger, nouns_of_texts
 from transforms.core.stage import StageFn
 from transforms.image.clipscore import clipscore, with_prefix
 from transforms.image.decode import read_image
@@ -80,28 +80,32 @@ class EncodeCaptions(_TextEncoding, StageFn):
 
 
 class MakePrompts(StageFn):
-    """F8 + F9: a coarse Caption -> one Candidate per (template, noun) of Table 1
-    (prompts.prompts_for), nouns from the tagger; `no_prompt` when none applies."""
+    """F8 + F9: batches of coarse Captions -> per caption, one Candidate per (template,
+    noun) of Table 1 (prompts.prompts_for), nouns from the tagger (a batch tagged at
+    once); `no_prompt` when none applies."""
     stage, level = "prompts", "caption"
-    counts_out = False
+    counts_in = counts_out = False
 
     def __init__(self, tagger: str, templates: List[int]):
         self._tagger, self._templates = tagger, tuple(templates)
 
-    def judge(self, caption: Caption):
+    def judge(self, batch: List[Caption]):
         from pipelines.fg.prompts import prompts_for
-        nouns = [] if self._tagger == NONE else nouns_of(load_tagger(self._tagger)(caption.text))
-        prompts = [p for p in prompts_for(caption.text, nouns) if p.template in self._templates]
-        if not prompts:
-            yield self.reject(reasons.NO_PROMPT, caption.key,
-                              detail=f"nouns {nouns}: no template of {list(self._templates)} applies")
-            return
-        self.counts.count_out(level=self.level)
-        self.counts.seen(len(prompts), level="candidate")
-        self.counts.count_out(len(prompts), level="candidate")
-        for p in prompts:
-            yield Candidate(caption.image_id, caption.index, caption.text, caption.score,
-                            p.template, p.noun, p.words)
+        self.counts.seen(len(batch), level=self.level)
+        texts = [caption.text for caption in batch]
+        tagged = [[] for _ in texts] if self._tagger == NONE else nouns_of_texts(self._tagger, texts)
+        for caption, nouns in zip(batch, tagged):
+            prompts = [p for p in prompts_for(caption.text, nouns) if p.template in self._templates]
+            if not prompts:
+                yield self.reject(reasons.NO_PROMPT, caption.key,
+                                  detail=f"nouns {nouns}: no template of {list(self._templates)} applies")
+                continue
+            self.counts.count_out(level=self.level)
+            self.counts.seen(len(prompts), level="candidate")
+            self.counts.count_out(len(prompts), level="candidate")
+            for p in prompts:
+                yield Candidate(caption.image_id, caption.index, caption.text, caption.score,
+                                p.template, p.noun, p.words)
 
 
 class GenerateDetails(StageFn):

@@ -7,7 +7,7 @@ and no merge_training/ export.
 """
 from __future__ import annotations
 
-from typing import List
+from typing import List, Sequence
 
 from transforms.core.errors import PreflightError
 
@@ -34,6 +34,12 @@ def tagger_identity(name: str) -> dict:
     return {"kind": "spacy", "name": name, "model": nlp.meta.get("name"),
             "version": nlp.meta.get("version"), "spacy_version": nlp.meta.get("spacy_version"),
             "note": "stand-in for Stanford CoreNLP's POS tags (§3.2.2(1))"}
+
+
+def nouns_of_texts(name: str, texts: Sequence[str]) -> List[List[str]]:
+    """nouns_of for each text, the texts tagged together (`nlp.pipe`: a call per text was
+    most of F8's time; each text's tags are its own, whatever the batch)."""
+    return [nouns_of(doc) for doc in load_tagger(name).pipe(texts)]
 
 
 def nouns_of(doc) -> List[str]:
