@@ -107,8 +107,9 @@ def shard_topk_rows(queries, query_ids: Sequence[str], database, db_ids: Sequenc
 
 def _ranked_candidates(queries: np.ndarray, database: np.ndarray, db_ids: Sequence[str],
                        want: int) -> List[List[Tuple[float, str, int]]]:
-    """Per query, every candidate that can be among its `want` nearest rows, as (distance,
-    id, row) ordered by (distance, id): a superset of the exact top `want`."""
+    """Per query, its exact `want` nearest rows as (distance, id, row), ordered by
+    (distance, id). With `exclude_self`, want is k + 1: ids are unique in a database, so a
+    query's own id takes at most one of them."""
     index = _FlatIndex(database)
     n = len(database)
     tol = _REL_TOL * (float(np.max(np.einsum("ij,ij->i", database, database)))
@@ -130,7 +131,8 @@ def _ranked_candidates(queries: np.ndarray, database: np.ndarray, db_ids: Sequen
             # top `want` (the bound that settles the unseen rows settles these too); on
             # data with many near ties the rest would be most of the float64 work.
             near = (i_row >= 0) & (d_row <= d_row[cut] + tol[q])
-            results[q] = _exact_ranked(queries[q], database, db_ids, i_row[near])
+            # Cut to `want` now: every distinct query's list is held until all are ranked.
+            results[q] = _exact_ranked(queries[q], database, db_ids, i_row[near])[:want]
         pending = np.asarray(unsettled, dtype=np.int64)
         k_search = min(n, 2 * k_search)
     return results
