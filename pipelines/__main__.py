@@ -23,7 +23,7 @@ from __future__ import annotations
 import sys
 from typing import List, Optional
 
-from pipelines import cli, registry
+from pipelines import registry
 
 COMMON = {"build": "build a release (--config NAME|PATH --output DIR --version X.Y.Z [--set K=V] [Beam options])",
           "diff": "what changed between two releases (config; per table the rows unchanged, "
@@ -78,7 +78,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         from pipelines import runner
         return runner.build_main(name, args)
     if verb == "diff":
-        diff_args = cli.parse_diff_args(args, prog=f"python -m pipelines {name} diff")
+        from pipelines.cli import parse_diff_args
+        diff_args = parse_diff_args(args, prog=f"python -m pipelines {name} diff")
         from pipelines.release import diff   # Beam's FileSystems and Arrow: once it has work
         return diff.run(diff_args)
     if verb in registry.BENCHMARKS[name].commands:

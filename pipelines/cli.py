@@ -27,7 +27,10 @@ from transforms.io.paths import absolute_path
 # identifiers of [0-9A-Za-z-], a numeric one without leading zeros), at most 64
 # characters. No "+build" part: semver orders 1.0.0+a and 1.0.0+b equal, and the release
 # notes compare a version with the highest one below it. Checked before any work: the
-# version names a folder (and a URL) of the release.
+# version names a folder (and a URL) of the release, which takes safe names only
+# (pipelines/release/manifest.py version_dir); a version this rule let through and the
+# folder did not ("+build", a non-ASCII digit, 300 digits) failed there, after the
+# whole run, with a traceback and exit 1.
 MAX_VERSION_CHARS = 64
 _NUMBER = r"(?:0|[1-9][0-9]*)"
 _PRE_RELEASE_ID = rf"(?:{_NUMBER}|[0-9]*[A-Za-z-][0-9A-Za-z-]*)"

@@ -16,7 +16,6 @@ import os
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Tuple
 
-from pipelines.config import config_names, config_path
 from transforms.core.errors import UserError
 
 
@@ -50,9 +49,11 @@ class Registered:
                             "configs")
 
     def config_names(self) -> List[str]:
+        from pipelines.config import config_names   # YAML's loader: only for a command that reads configs
         return config_names(self.configs_dir)
 
     def config_path(self, name_or_path: str) -> str:
+        from pipelines.config import config_path
         return config_path(self.configs_dir, name_or_path)
 
 
