@@ -61,7 +61,8 @@ def test_top_level_help_imports_nothing_heavy():
 @pytest.mark.parametrize("name", BENCHMARKS)
 def test_help_mistakes_and_missing_inputs_are_answered_before_beam_or_a_model(name, tmp_path):
     entry = registry.entry(name)
-    for args in ([name, "--help"], [name, "build", "--help"], [name, "diff", "--help"]):
+    own = [[name, verb, "--help"] for verb in entry.commands]   # calibrate, table3
+    for args in ([name, "--help"], [name, "build", "--help"], [name, "diff", "--help"], *own):
         code, _, imported, out = run(*args)
         assert code == 0 and "usage:" in out, args
         assert_light(imported)
