@@ -113,3 +113,16 @@ def test_a_good_version_passes_the_check_and_is_a_safe_folder_name(version):
     from schemas.names import safe_name
     cli.check_version(version)
     assert safe_name(version) == version
+
+
+@pytest.mark.parametrize("name", BENCHMARKS)
+def test_the_registry_names_what_the_benchmark_uses(name):
+    """What the runner reads before loading a benchmark (its config type and configs, and
+    whether a config reads the embedded sample) is what the loaded benchmark uses."""
+    entry, benchmark = registry.entry(name), registry.load(name)
+    assert entry.config_type is benchmark.config_type
+    assert os.path.samefile(entry.configs_dir, os.path.join(benchmark.package_dir, "configs"))
+    assert entry.config_names() == benchmark.config_names()
+    for config in benchmark.sample_configs():
+        assert benchmark.reads_sample(load_config(entry.config_path(config), [], entry.config_type))
+    assert not benchmark.reads_sample(entry.config_type())   # the defaults name no sample file
