@@ -1,6 +1,7 @@
 """The command line every benchmark shares: the arguments of `build` (config, overrides,
-output, version) and of `diff`, and how a command ends: exit 0 on success, one line and exit 2 for what a user can fix (found
-before any work where it can be), exit 1 with the traceback for a failure of ours.
+output, version) and of `diff`, and how a command ends: exit 0 on success, one line and
+exit 2 for what a user can fix (found before any work where it can be), exit 1 with the
+traceback for a failure of ours.
 
 Arguments a build does not know are handed to Beam as pipeline options (--runner,
 --direct_running_mode, --project, --setup_file, ...), but only those Beam knows: Beam
@@ -22,7 +23,7 @@ from typing import Callable, Iterable, List, Optional
 from transforms.core.errors import RunFailed, UserError
 from transforms.io.paths import absolute_path
 
-# A release version (README, "Versions"): MAJOR.MINOR.PATCH of semantic versioning 2.0.0,
+# A release version (README, "Building from your own data"): MAJOR.MINOR.PATCH of semantic versioning 2.0.0,
 # ASCII digits without leading zeros, an optional pre-release after "-" (dot-separated
 # identifiers of [0-9A-Za-z-], a numeric one without leading zeros), at most 64
 # characters. No "+build" part: semver orders 1.0.0+a and 1.0.0+b equal, and the release
