@@ -106,6 +106,7 @@ check-explorer:
 	@echo "explorer times (logged, not asserted; screenshots in build/explorer/):"; cat build/explorer/timings.json
 
 bench: setup
+	$(PY) -m bench.cli_latency
 	$(PY) -m bench.imagecode_video
 	$(PY) -m bench.knn
 	$(PY) -m bench.crowd_ingest

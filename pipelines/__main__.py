@@ -13,7 +13,10 @@ can fix (a wrong argument, an unknown benchmark or option, a bad config or input
 before any work where it can be), and 1 for a failure of ours (with its traceback) or a
 run the engine failed (one line: nothing was published).
 `--help` and `diff` read pipelines/registry.py and the releases only: they import no
-benchmark and no model library.
+benchmark and no model library. Every command parses its arguments first, and `build`
+also loads and checks its config and the inputs it names, before Beam, torch or a
+benchmark is imported: `--help` at every level and every mistake of that kind answer in
+well under a second (tests/test_cli_imports.py; bench/cli_latency.py measures it).
 """
 from __future__ import annotations
 
@@ -75,8 +78,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         from pipelines import runner
         return runner.build_main(name, args)
     if verb == "diff":
-        from pipelines.release import diff
-        return diff.main(args, prog=f"python -m pipelines {name} diff")
+        from pipelines.cli import parse_diff_args
+        diff_args = parse_diff_args(args, prog=f"python -m pipelines {name} diff")
+        from pipelines.release import diff   # Beam's FileSystems and Arrow: once it has work
+        return diff.run(diff_args)
     if verb in registry.BENCHMARKS[name].commands:
         return registry.command(name, verb)(args)
     print(f"error: {name} has no command {verb!r}; try: python -m pipelines {name} --help",

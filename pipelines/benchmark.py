@@ -39,6 +39,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import apache_beam as beam
 
+from pipelines.config import config_names, config_path, reads_sample
 from pipelines.progress import Progress
 from pipelines.release.explorer_views import Explorer
 from pipelines.release.splits import MAIN, SplitScheme
@@ -60,12 +61,6 @@ class Plan:
     rules: Any = None
 
 
-def inside(path: str, folder: str) -> bool:
-    """Whether a config's path (absolute once loaded: pipelines/config.py InputPath)
-    lies in `folder` (relative to the working directory, as the sample configs are)."""
-    return os.path.abspath(path or "").startswith(os.path.abspath(folder) + os.sep)
-
-
 Tables = Dict[str, Table]   # table -> its counter and key, e.g. Table("sets", "set.out", key="set")
 Links = Sequence[Tuple[str, str, str, str]]   # (stage, counter) passed on == (stage, counter) taken in
 
@@ -83,14 +78,11 @@ class Benchmark(abc.ABC):
 
     def config_names(self) -> List[str]:
         """The named configs shipped in `configs/` (at least "paper" and "sample")."""
-        folder = os.path.join(self.package_dir, "configs")
-        return sorted(n[:-5] for n in os.listdir(folder) if n.endswith(".yaml"))
+        return config_names(os.path.join(self.package_dir, "configs"))
 
     def config_path(self, name_or_path: str) -> str:
-        """A named config's YAML, or the path itself when it is not a name."""
-        if name_or_path in self.config_names():
-            return os.path.join(self.package_dir, "configs", f"{name_or_path}.yaml")
-        return name_or_path
+        """A named config's YAML, or the path itself when it names a file."""
+        return config_path(os.path.join(self.package_dir, "configs"), name_or_path)
 
     def release_name(self, config) -> str:
         """The folder under the release root (one benchmark may publish several, as FG
@@ -104,8 +96,9 @@ class Benchmark(abc.ABC):
 
     def reads_sample(self, config) -> bool:
         """Whether `config` reads the embedded sample (generated inputs, not the
-        benchmark's data: the release's cards say so first)."""
-        return False
+        benchmark's data: the release's cards say so first). The config says
+        (pipelines/config.py reads_sample), so the runner can ask before loading this."""
+        return reads_sample(config)
 
     def ensure_sample(self, config) -> None:
         """Generate the embedded sample when `config` reads it and it is not there yet."""

@@ -1,6 +1,7 @@
-"""The command line every build shares: config, overrides, output, version, and how a
-command ends: exit 0 on success, one line and exit 2 for what a user can fix (found
-before any work where it can be), exit 1 with the traceback for a failure of ours.
+"""The command line every benchmark shares: the arguments of `build` (config, overrides,
+output, version) and of `diff`, and how a command ends: exit 0 on success, one line and
+exit 2 for what a user can fix (found before any work where it can be), exit 1 with the
+traceback for a failure of ours.
 
 Arguments a build does not know are handed to Beam as pipeline options (--runner,
 --direct_running_mode, --project, --setup_file, ...), but only those Beam knows: Beam
@@ -19,25 +20,40 @@ import re
 import sys
 from typing import Callable, Iterable, List, Optional
 
-from apache_beam.options.pipeline_options import PipelineOptions
-
 from transforms.core.errors import RunFailed, UserError
-from transforms.io.files import absolute_path
+from transforms.io.paths import absolute_path
 
-VERSION_PATTERN = re.compile(r"^\d+\.\d+\.\d+([-+][0-9A-Za-z.-]+)?$")
+# A release version (README, "Building from your own data"): MAJOR.MINOR.PATCH of semantic versioning 2.0.0,
+# ASCII digits without leading zeros, an optional pre-release after "-" (dot-separated
+# identifiers of [0-9A-Za-z-], a numeric one without leading zeros), at most 64
+# characters. No "+build" part: semver orders 1.0.0+a and 1.0.0+b equal, and the release
+# notes compare a version with the highest one below it. Checked before any work: the
+# version names a folder (and a URL) of the release, which takes safe names only
+# (pipelines/release/manifest.py version_dir); a version this rule let through and the
+# folder did not ("+build", a non-ASCII digit, 300 digits) failed there, after the
+# whole run, with a traceback and exit 1.
+MAX_VERSION_CHARS = 64
+_NUMBER = r"(?:0|[1-9][0-9]*)"
+_PRE_RELEASE_ID = rf"(?:{_NUMBER}|[0-9]*[A-Za-z-][0-9A-Za-z-]*)"
+VERSION_PATTERN = re.compile(rf"{_NUMBER}\.{_NUMBER}\.{_NUMBER}(?:-{_PRE_RELEASE_ID}(?:\.{_PRE_RELEASE_ID})*)?",
+                             re.ASCII)
 
 
-def add_build_arguments(parser: argparse.ArgumentParser, configs=()) -> None:
+def add_build_arguments(parser: argparse.ArgumentParser, configs=(), example_set: str = "") -> None:
     """--config, --set, --output, --version, --quiet, --verbose, --no-explorer: what every
-    build takes."""
+    build takes. `example_set` is a KEY=VALUE of the benchmark's own config."""
     named = f" or a name: {', '.join(configs)}" if configs else ""
+    example = f", e.g. {example_set}" if example_set else ""
     parser.add_argument("--config", required=True,
                         help=f"YAML config: a path{named} (pipelines/<benchmark>/configs/)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                        help="override a config value, e.g. mining.distance_threshold=0.3 (repeatable)")
+                        help=f"override a config value{example} (repeatable)")
     parser.add_argument("--output", required=True, type=absolute_path,
                         help="release root: writes <output>/<benchmark>/<version>/")
-    parser.add_argument("--version", required=True, type=_version, help="release version, x.y.z")
+    parser.add_argument("--version", required=True,
+                        help="release version: MAJOR.MINOR.PATCH[-PRE.RELEASE], e.g. 1.2.0 or "
+                             "2.0.0-rc.1 (semver, ASCII digits, no leading zeros, no +build, "
+                             f"at most {MAX_VERSION_CHARS} characters)")
     parser.add_argument("--quiet", action="store_true",
                         help="no progress lines on stderr (items done of the total per main "
                              "stage, rate, time left)")
@@ -47,6 +63,19 @@ def add_build_arguments(parser: argparse.ArgumentParser, configs=()) -> None:
     parser.add_argument("--no-explorer", action="store_true",
                         help="write no explorer/ (the static pages to browse the release, its "
                              "rejects and its changes; see docs/explorer.md)")
+
+
+def parse_diff_args(argv: List[str], prog: str = "python -m pipelines BENCHMARK diff") -> argparse.Namespace:
+    """The arguments of `diff OLD NEW [--json] [--examples N]` (pipelines/release/diff.py
+    run), parsed before the comparison's modules (Beam's FileSystems, Arrow) are loaded."""
+    parser = argparse.ArgumentParser(prog=prog, description="What changed between two releases: "
+                                     "config, and per table the rows added, removed, moved "
+                                     "between splits or changed.")
+    parser.add_argument("old", help="version folder, e.g. releases/imagecode/1.0.0")
+    parser.add_argument("new", help="version folder, e.g. releases/imagecode/1.1.0")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of Markdown")
+    parser.add_argument("--examples", type=int, default=10, help="keys listed per change kind")
+    return parser.parse_args(argv)
 
 
 class UsageError(UserError):
@@ -59,6 +88,8 @@ def check_beam_options(args: List[str], config_type: Optional[type] = None,
     left) is a Beam pipeline option. An option that looks like a config key of
     `config_type` (dotted, or one of its top-level fields) is told the `--set` to use;
     any other gets the closest option name, of the command's own or Beam's."""
+    if not args:
+        return   # nothing for Beam: its parser (and Beam) is not even loaded
     parser = beam_option_parser()
     parser.exit_on_error = False   # a bad value of a Beam option: one line, not its usage
     try:
@@ -87,6 +118,7 @@ def beam_option_parser() -> argparse.ArgumentParser:
     """The parser of every option Beam's PipelineOptions know, as Beam builds it (it hands
     the parser to `add_extra_args_fn`, its public hook), so that new Beam options and
     runner options (Dataflow's --project, --region, ...) are known without a list here."""
+    from apache_beam.options.pipeline_options import PipelineOptions
     parsers: List[argparse.ArgumentParser] = []
     PipelineOptions([]).get_all_options(add_extra_args_fn=parsers.append)
     return parsers[0]
@@ -100,10 +132,13 @@ def _looks_like_config_key(name: str, config_type: Optional[type]) -> bool:
     return False
 
 
-def _version(text: str) -> str:
-    if not VERSION_PATTERN.match(text):
-        raise argparse.ArgumentTypeError(f"version must look like 1.2.3, got {text!r}")
-    return text
+def check_version(text: str) -> None:
+    """UsageError (one line, exit 2) unless `text` is a release version (VERSION_PATTERN)."""
+    if len(text) > MAX_VERSION_CHARS:
+        raise UsageError(f"--version: at most {MAX_VERSION_CHARS} characters, got {len(text)}")
+    if not VERSION_PATTERN.fullmatch(text):
+        raise UsageError(f"--version: must be MAJOR.MINOR.PATCH[-PRE.RELEASE] with ASCII digits "
+                         f"and no leading zeros (e.g. 1.2.3 or 2.0.0-rc.1; no +build), got {text!r}")
 
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"

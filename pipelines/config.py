@@ -10,13 +10,14 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
 import typing
 from typing import Any, Dict, Iterable, Iterator, List, NewType, Tuple, Type, TypeVar
 
 import yaml
 
 from transforms.core.errors import ConfigError
-from transforms.io.files import absolute_path
+from transforms.io.paths import absolute_path
 
 T = TypeVar("T")
 
@@ -51,6 +52,23 @@ def load_config(path: str, overrides: Iterable[str], schema: Type[T]) -> T:
     for override in overrides:
         apply_override(raw, override)
     return from_dict(schema, raw)
+
+
+def config_names(folder: str) -> List[str]:
+    """The named configs in a benchmark's configs/ folder ("paper", "sample", ...)."""
+    return sorted(n[:-len(".yaml")] for n in os.listdir(folder) if n.endswith(".yaml"))
+
+
+def config_path(folder: str, name_or_path: str) -> str:
+    """A named config's YAML in `folder`, or the path itself when it names a file; a
+    ConfigError listing the names when it is neither (a mistyped name is not a path)."""
+    names = config_names(folder)
+    if name_or_path in names:
+        return os.path.join(folder, f"{name_or_path}.yaml")
+    if not os.path.isfile(name_or_path):
+        raise ConfigError(f"--config {name_or_path}: no config of that name ({', '.join(names)}) "
+                          "and no such file")
+    return name_or_path
 
 
 def apply_override(raw: Dict[str, Any], override: str) -> None:
@@ -183,6 +201,21 @@ def _path_type(hint):
 
 def _type_name(hint) -> str:
     return getattr(hint, "__name__", None) or str(hint).replace("typing.", "")
+
+
+def inside(path: str, folder: str) -> bool:
+    """Whether a config's path (absolute once loaded: InputPath) lies in `folder`
+    (relative to the working directory, as the sample configs are)."""
+    return os.path.abspath(path or "").startswith(os.path.abspath(folder) + os.sep)
+
+
+def reads_sample(config) -> bool:
+    """Whether a loaded config reads its benchmark's embedded sample (samples/<benchmark>/,
+    generated on first use): its type says, with a `reads_sample()` method (a config type
+    without one never does). Asked before the benchmark is loaded: the runner checks the
+    inputs of any other config before it imports Beam (pipelines/runner.py)."""
+    method = getattr(config, "reads_sample", None)
+    return bool(method and method())
 
 
 def to_dict(config) -> Dict[str, Any]:

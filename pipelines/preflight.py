@@ -9,7 +9,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from pipelines.config import ImageSource, InputFile, input_paths
 from transforms.core.errors import PreflightError
-from transforms.io.files import special_file_kind
+from transforms.image.formats import IMAGE_SUFFIXES
+from transforms.io.paths import special_file_kind, url_scheme
 
 
 def require_program(name: str, purpose: str) -> None:
@@ -73,7 +74,6 @@ def check_inputs(config) -> None:
 def check_image_folder(folder: str, key: str) -> None:
     """A local folder of images holds at least one (an empty one builds an empty release,
     or one without its main input)."""
-    from transforms.image.collection import IMAGE_SUFFIXES
     for _, _, files in os.walk(folder):
         if any(name.lower().endswith(IMAGE_SUFFIXES) for name in files):
             return
@@ -116,14 +116,15 @@ def input_files(key: str, patterns: Sequence[str]) -> List[str]:
 
 
 def _match(key: str, pattern: str) -> List[str]:
-    """The files a path or glob names: a local path by stat, a glob or URL by
-    FileSystems.match. A named folder, FIFO, device or socket is refused."""
-    from apache_beam.io.filesystems import FileSystems
-    if not _is_glob(pattern) and not FileSystems.get_scheme(pattern):
+    """The files a path or glob names: a local path by stat (no Beam: a missing input is
+    told before Beam is imported), a glob or URL by FileSystems.match. A named folder,
+    FIFO, device or socket is refused."""
+    if not _is_glob(pattern) and not url_scheme(pattern):
         if not os.path.lexists(pattern):
             return []
         _refuse_special(key, pattern, allow_folder=False)
         return [pattern]
+    from apache_beam.io.filesystems import FileSystems
     try:
         matched = sorted(m.path for m in FileSystems.match([pattern])[0].metadata_list)
     except Exception as e:   # noqa: BLE001 - an unknown scheme, no credentials
@@ -149,8 +150,7 @@ def _refuse_special(key: str, path: str, allow_folder: bool) -> None:
 def _identity(path: str):
     """What makes two spellings one file: (device, inode) for a local file (symlinks,
     hard links, `a/../b`), the URL otherwise."""
-    from apache_beam.io.filesystems import FileSystems
-    if FileSystems.get_scheme(path):
+    if url_scheme(path):
         return path
     try:
         st = os.stat(path)
@@ -174,10 +174,9 @@ def check_stored_text(path: str, key: str) -> None:
     """An input text file as stored holds something and is plain UTF-8 text, not a
     compressed file or UTF-16/32 text (read from its first bytes, up to the first
     non-blank one): PreflightError naming `key` otherwise. Opens only a regular file."""
-    from apache_beam.io.filesystems import FileSystems
     _refuse_special(key, path, allow_folder=False)
     try:
-        with FileSystems.open(path, compression_type="uncompressed") as f:
+        with _open_as_stored(path) as f:
             head = f.read(8)
             if head.startswith(b"\xef\xbb\xbf"):   # a UTF-8 BOM is fine, but it is not content
                 head = head[3:]
@@ -199,6 +198,15 @@ def check_stored_text(path: str, key: str) -> None:
     except OSError as e:
         raise PreflightError(f"{key}: cannot read {path}: {e.strerror or e}") from None
     raise PreflightError(f"{key}: {path} is empty: nothing to build")
+
+
+def _open_as_stored(path: str):
+    """A file's bytes as stored: a local one with open() (Beam is not imported to check
+    a local input), a URL through Beam's FileSystems."""
+    if not url_scheme(path):
+        return open(path, "rb")
+    from apache_beam.io.filesystems import FileSystems
+    return FileSystems.open(path, compression_type="uncompressed")
 
 
 def check_not_empty(path: Optional[str], key: str) -> None:

@@ -1,9 +1,12 @@
 """The one runner: builds a release of any registered benchmark.
 
-    config + overrides -> the embedded sample (if the config reads it) -> preflight (the
-    inputs the config names, checked by type; then benchmark.prepare) -> output and cache
-    writable -> Beam run into a staging folder -> counters reconciled, tables counted, at
-    least one row in a main table -> data card, manifest, release notes -> rename
+    arguments, config + overrides (keys, types, ranges), the inputs the config names
+    (checked by type), Beam options: all before Beam, torch or the benchmark is imported,
+    so a mistake is one line within a second -> the benchmark loaded -> the embedded
+    sample (if the config reads it, made on first use; its inputs checked then) ->
+    benchmark.prepare (models, tools) -> output and cache writable -> Beam run into a
+    staging folder -> counters reconciled, tables counted, at least one row in a main
+    table -> data card, manifest, release notes -> rename
 
 Everything a build shares lives here and in pipelines/release/; what differs lives in
 the benchmark's package (pipelines/benchmark.py says what a benchmark provides).
@@ -11,37 +14,43 @@ the benchmark's package (pipelines/benchmark.py says what a benchmark provides).
 from __future__ import annotations
 
 import argparse
-from typing import List, Optional, Union
+from typing import TYPE_CHECKING, List, Optional, Tuple, Union
 
-import apache_beam as beam
-from apache_beam.io.filesystems import FileSystems
-from apache_beam.options.pipeline_options import PipelineOptions
+from pipelines import cli, preflight, registry
+from pipelines.config import load_config, reads_sample
 
-from pipelines import cli, preflight, progress, registry
-from pipelines.benchmark import Benchmark
-from pipelines.config import load_config
-from pipelines.release import build as release
-from pipelines.release.datacard import generated_note
-from pipelines.runners import counters_summed, is_local, run_failed, runner_for
-from transforms.core.stage import read_stage_counts
+if TYPE_CHECKING:
+    from pipelines.benchmark import Benchmark
 
 
-def parse_build_args(benchmark: Benchmark, argv: Optional[List[str]]):
-    """(known args, Beam pipeline options): arguments we do not know go to Beam, if Beam
-    knows them (cli.check_beam_options: else one line and exit 2, before any work)."""
+def build_parser(entry: registry.Registered) -> argparse.ArgumentParser:
+    """`build`'s own arguments (pipelines/cli.py), read from the registry alone."""
     parser = argparse.ArgumentParser(
-        prog=f"python -m pipelines {benchmark.name} build",
-        description=f"Build a release of {benchmark.title}. Arguments not listed here are "
+        prog=f"python -m pipelines {entry.name} build",
+        description=f"Build a release of {entry.title}. Arguments not listed here are "
                     "Beam pipeline options (--runner, --direct_running_mode, ...).")
-    cli.add_build_arguments(parser, configs=benchmark.config_names())
-    args, beam_args = parser.parse_known_args(argv)
-    cli.check_beam_options(beam_args, benchmark.config_type,
-                           own_options=[o for a in parser._actions for o in a.option_strings])
-    return args, beam_args
+    cli.add_build_arguments(parser, configs=entry.config_names(), example_set=entry.example_set)
+    return parser
+
+
+def parse_build_args(benchmark: Union[str, Benchmark, registry.Registered],
+                     argv: Optional[List[str]]) -> Tuple[argparse.Namespace, List[str]]:
+    """(known args, the rest): what we do not know is for Beam (check_beam_args)."""
+    return build_parser(_entry(benchmark)).parse_known_args(argv)
+
+
+def check_beam_args(benchmark: Union[str, Benchmark, registry.Registered], beam_args: List[str]) -> None:
+    """Every argument left by parse_build_args is a Beam pipeline option: else one line
+    and exit 2, before any work (cli.check_beam_options; Beam is imported only when an
+    argument is left)."""
+    entry = _entry(benchmark)
+    own = [o for a in build_parser(entry)._actions for o in a.option_strings]
+    cli.check_beam_options(beam_args, entry.config_type, own_options=own)
 
 
 def cache_root_of(config, output: str) -> Optional[str]:
     """`cache.dir`, else `<output>/.cache`; None when the config has no cache or it is off."""
+    from apache_beam.io.filesystems import FileSystems
     cache = getattr(config, "cache", None)
     if cache is None or not cache.enabled:
         return None
@@ -52,17 +61,45 @@ def build(benchmark: Union[str, Benchmark], argv: Optional[List[str]] = None,
           generate_sample: bool = True) -> str:
     """Build one release; returns its folder. User-fixable problems raise UserError.
     `generate_sample=False` is for the sample generator itself, which builds from the
-    sample's first files to learn what the crowd will be shown."""
-    if isinstance(benchmark, str):
-        benchmark = registry.load(benchmark)
-    args, beam_args = parse_build_args(benchmark, argv)
+    sample's first files to learn what the crowd will be shown.
+
+    Everything a user can get wrong in the command (arguments, config keys, types and
+    ranges, the config's inputs, Beam options) is checked before Beam, torch or a
+    benchmark is imported (seconds of start-up): the benchmark's registry entry names its
+    config type, which imports neither (tests/test_cli_imports.py)."""
+    entry = _entry(benchmark)
+    args, beam_args = parse_build_args(entry, argv)
+    cli.check_version(args.version)
     if args.verbose:
         cli.configure_logging(verbose=True)
-    config = load_config(benchmark.config_path(args.config), args.set, benchmark.config_type)
-    if generate_sample:
-        benchmark.ensure_sample(config)
+    config = load_config(entry.config_path(args.config), args.set, entry.config_type)
+    sample = reads_sample(config)
+    if not sample:   # the sample's files are made on first use, by the benchmark: below
+        preflight.check_inputs(config)
+    check_beam_args(entry, beam_args)
+    if isinstance(benchmark, str):
+        benchmark = registry.load(benchmark)
+    if sample:
+        if generate_sample:
+            benchmark.ensure_sample(config)
+        preflight.check_inputs(config)
+    return _run(benchmark, config, args, beam_args)
+
+
+def _run(benchmark: Benchmark, config, args: argparse.Namespace, beam_args: List[str]) -> str:
+    """The build itself, once everything it was given is known to be right: preflight of
+    the benchmark's own (models, tools), outputs writable, the Beam run, the release."""
+    # imported here, not above: build() has checked everything the user gave without them
+    import apache_beam as beam
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    from pipelines import progress
+    from pipelines.release import build as release
+    from pipelines.release.datacard import generated_note
+    from pipelines.runners import counters_summed, is_local, run_failed, runner_for
+    from transforms.core.stage import read_stage_counts
+
     cache_root = cache_root_of(config, args.output)
-    preflight.check_inputs(config)
     plan = benchmark.prepare(config, cache_root)
     preflight.check_outputs(args.output, cache_root)
     options = PipelineOptions(beam_args)
@@ -94,9 +131,17 @@ def build(benchmark: Union[str, Benchmark], argv: Optional[List[str]] = None,
         describe=lambda facts: benchmark.describe(plan, facts), cache_root=cache_root,
         check_counts=lambda stages: benchmark.check_counts(plan, stages),
         explorer=None if args.no_explorer else benchmark.explorer(plan),
-        generated=generated_note(benchmark.name) if benchmark.reads_sample(config) else "")
+        generated=generated_note(benchmark.name) if reads_sample(config) else "")
 
 
 def build_main(benchmark: Union[str, Benchmark], argv: Optional[List[str]] = None) -> int:
     """`build` as a command: progress logged, one line and exit 2 for a user error."""
     return cli.run_main(lambda args: build(benchmark, args), argv)
+
+
+def _entry(benchmark: Union[str, Benchmark, registry.Registered]) -> registry.Registered:
+    """The registry's entry of a benchmark given by name, object or entry (a Benchmark
+    object passed in, e.g. a test's subclass, is registered under its name)."""
+    if isinstance(benchmark, registry.Registered):
+        return benchmark
+    return registry.entry(benchmark if isinstance(benchmark, str) else benchmark.name)

@@ -11,7 +11,7 @@ import textwrap
 
 import pytest
 
-from pipelines.runner import parse_build_args
+from pipelines.runner import check_beam_args, parse_build_args
 from pipelines.registry import load
 from tests.paths import ROOT
 from tests.release.test_release_diff import make_release, sets
@@ -82,6 +82,7 @@ def test_beam_options_keep_working():
                   "--max_num_workers", "4", "--save_main_session"]):
         args, beam_args = parse_build_args(benchmark, common + beam)
         assert beam_args == beam and args.config == "sample"
+        check_beam_args(benchmark, beam_args)   # no UsageError: every one is Beam's
 
 
 def test_a_build_exits_0_and_honours_beam_options(tmp_path):

@@ -188,7 +188,7 @@ COCO_NAME, COCO_LINK = "000000000001.jpg", "http://images.cocodataset.org/train2
 
 def _vsr_public_stage(path: str):
     from pipelines.vsr.annotations import _ParsePublic
-    from pipelines.vsr.schema import RELATIONS
+    from pipelines.vsr.relations import RELATIONS
     return _ParsePublic(frozenset(RELATIONS), {})
 
 
@@ -523,7 +523,7 @@ def test_a_vote_list_held_as_a_string_is_decoded_under_the_same_rules():
     surrogate or deep nesting inside one was a crash (RecursionError, or the writer)."""
     from pipelines.vsr.annotations import parse_public_line
     from pipelines.vsr.captions import CaptionParser
-    from pipelines.vsr.schema import RELATIONS
+    from pipelines.vsr.relations import RELATIONS
     record = {"image": COCO_NAME, "image_link": COCO_LINK, "caption": "The cat is under the couch.",
               "label": 1, "relation": "under", "annotator_id": 3,
               "vote_true_validator_id": "[1, 2]", "vote_false_validator_id": "[]"}

@@ -4,15 +4,13 @@ from __future__ import annotations
 import os
 
 from pipelines.bd2bb import datacard, pipeline, reasons
-from pipelines.bd2bb.config import BD2BBConfig
-from pipelines.benchmark import Benchmark, Plan, inside
+from pipelines.bd2bb.config import SAMPLE_DIR, BD2BBConfig
+from pipelines.benchmark import Benchmark, Plan
 from pipelines.progress import Progress
 from pipelines.release.explorer_views import Explorer, ExplorerView
 from pipelines.release.splits import MAIN, SplitScheme
 from pipelines.release.tables import Table
 from transforms.core.errors import ConfigError
-
-SAMPLE_DIR = "samples/bd2bb"   # where the sample config reads (configs/sample.yaml)
 
 
 class BD2BB(Benchmark):
@@ -21,9 +19,6 @@ class BD2BB(Benchmark):
     config_type = BD2BBConfig
     package_dir = os.path.dirname(os.path.abspath(__file__))
     vocabulary = reasons.VOCABULARY
-
-    def reads_sample(self, config: BD2BBConfig) -> bool:
-        return inside(config.inputs.tuples, SAMPLE_DIR)
 
     def ensure_sample(self, config: BD2BBConfig) -> None:
         if self.reads_sample(config):

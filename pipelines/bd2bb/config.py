@@ -4,8 +4,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, List, Literal, Optional
 
-from pipelines.config import InputFile, InputPath
+from pipelines.config import InputFile, InputPath, inside
 from transforms.core.errors import ConfigError
+
+SAMPLE_DIR = "samples/bd2bb"   # where the sample configs read, generated on first use
 
 
 @dataclass
@@ -85,6 +87,10 @@ class BD2BBConfig:
     def k_values(self):
         c = self.clusters
         return list(range(c.k_min, c.k_max + 1, c.k_step))
+
+    def reads_sample(self) -> bool:
+        """Whether this config reads the embedded sample (SAMPLE_DIR, generated on first use)."""
+        return inside(self.inputs.tuples, SAMPLE_DIR)
 
     def validate(self) -> None:
         c = self.clusters

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import os
 
-from pipelines.benchmark import Benchmark, Plan, inside
+from pipelines.benchmark import Benchmark, Plan
 from pipelines.fg import datacard, pipeline, reasons
-from pipelines.fg.config import FgConfig
+from pipelines.fg.config import SAMPLE_DIR, FgConfig
 from pipelines.fg.tagger import tagger_identity
 from pipelines.fg.release import CAPTIONS, POOL, SIMILAR_SETS
 from pipelines.preflight import check_not_empty
@@ -15,8 +15,6 @@ from pipelines.release.explorer_views import Explorer, ExplorerView, ImageIndex,
 from transforms.core.errors import InputError, PreflightError
 from transforms.image.encoders import encoder_identity
 from transforms.image.weights import EncoderError
-
-SAMPLE_DIR = "samples/fg"   # where the sample configs read (configs/*sample.yaml)
 
 
 class Fg(Benchmark):
@@ -31,9 +29,6 @@ class Fg(Benchmark):
 
     def sample_configs(self):
         return ["sample", "flickr30k-sample"]   # MSCOCO-FG's and Flickr30K-FG's
-
-    def reads_sample(self, config: FgConfig) -> bool:
-        return inside(config.inputs.captions, SAMPLE_DIR)
 
     def ensure_sample(self, config: FgConfig) -> None:
         if self.reads_sample(config):

@@ -33,7 +33,6 @@ from pathlib import Path
 from typing import Dict, List
 
 from transforms.core.errors import InputError
-from transforms.io import strict_json
 
 CAPTIONS_PER_IMAGE = 5   # §1, §3: five captions per test image in both benchmarks
 
@@ -75,6 +74,7 @@ def read_captions(path: str, split: str = "test") -> Dict[str, List[str]]:
     twice), every image needs five captions, and a caption needs a letter or digit (an
     empty or punctuation-only one would be renovated into text nobody wrote, or published
     empty)."""
+    from transforms.io import strict_json   # Beam's file systems: only once a file is read
     try:
         data = strict_json.load_document(path)
     except OSError as e:

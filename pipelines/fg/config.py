@@ -3,11 +3,15 @@ SIGIR '23, or saying "unspecified in the paper" with the value chosen)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import List, Literal, Optional
+from typing import TYPE_CHECKING, List, Literal, Optional
 
-from pipelines.config import ImageSource, InputFile, InputPath
+from pipelines.config import ImageSource, InputFile, InputPath, inside
 from transforms.core.errors import ConfigError
-from transforms.image.encoders import EncoderSpec
+
+if TYPE_CHECKING:
+    from transforms.image.encoders import EncoderSpec
+
+SAMPLE_DIR = "samples/fg"   # where the sample configs read, generated on first use
 
 CONFIGURATIONS = ("mscoco", "flickr30k")
 TEMPLATES = (1, 2, 3, 4, 5)   # Table 1
@@ -39,6 +43,8 @@ class EmbedConfig:
     text_column: str = "caption"          # inputs.text_embeddings: the metadata column holding the text
 
     def spec(self) -> EncoderSpec:
+        # imported here: a config is loaded and checked before numpy and Beam are
+        from transforms.image.encoders import EncoderSpec
         return EncoderSpec(kind=self.kind, model_name=self.model_name, pretrained=self.pretrained,
                            checkpoint=self.checkpoint, batch_size=self.batch_size,
                            device=self.device, thumbnail_size=self.thumbnail_size)
@@ -116,6 +122,10 @@ class FgConfig:
     filters: FiltersConfig = field(default_factory=FiltersConfig)
     corrections: CorrectionsConfig = field(default_factory=CorrectionsConfig)
     release: ReleaseConfig = field(default_factory=ReleaseConfig)
+
+    def reads_sample(self) -> bool:
+        """Whether this config reads the embedded sample (SAMPLE_DIR, generated on first use)."""
+        return inside(self.inputs.captions, SAMPLE_DIR)
 
     def validate(self) -> None:
         if self.benchmark != "fg":

@@ -27,7 +27,8 @@ from schemas.records import ImageEmbedding
 from transforms.core.hashing import pixels_sha256
 from transforms.core.stage import StageFn, stage_pardo
 from transforms.image.content import image_content
-from transforms.image.decode import DEFAULT_MAX_PIXELS, ImageProblem, read_image
+from transforms.image.decode import ImageProblem, read_image
+from transforms.image.formats import DEFAULT_MAX_PIXELS
 from transforms.vectors.embedding_folders import ReadEmbeddingFolder
 from transforms.vectors.vector_files import WriteVectorFiles, read_vector_file, shard_of
 

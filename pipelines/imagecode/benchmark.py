@@ -3,15 +3,13 @@ from __future__ import annotations
 
 import os
 
-from pipelines.benchmark import Benchmark, Plan, inside
+from pipelines.benchmark import Benchmark, Plan
 from pipelines.imagecode import datacard, pipeline, preflight, reasons
-from pipelines.imagecode.config import ImageCodeConfig
+from pipelines.imagecode.config import SAMPLE_DIR, ImageCodeConfig
 from pipelines.imagecode.explorer_frames import rejected_frames
 from pipelines.imagecode.params import build_rules
 from pipelines.progress import Progress
 from pipelines.release.explorer_views import Explorer, ExplorerView
-
-SAMPLE_DIR = "samples/imagecode"   # where the sample config reads (configs/sample.yaml)
 
 
 class ImageCoDe(Benchmark):
@@ -20,9 +18,6 @@ class ImageCoDe(Benchmark):
     config_type = ImageCodeConfig
     package_dir = os.path.dirname(os.path.abspath(__file__))
     vocabulary = reasons.VOCABULARY
-
-    def reads_sample(self, config: ImageCodeConfig) -> bool:
-        return inside(config.inputs.videos, SAMPLE_DIR)
 
     def ensure_sample(self, config: ImageCodeConfig) -> None:
         if self.reads_sample(config):

@@ -22,23 +22,15 @@ import sys
 import tempfile
 from typing import List, Optional
 
-import apache_beam as beam
-from apache_beam.io.filesystems import FileSystems
-from apache_beam.options.pipeline_options import PipelineOptions
-
 from pipelines.cli import check_beam_options
 from pipelines.config import apply_override, from_dict
 from pipelines.imagecode.config import ImageCodeConfig
-from pipelines.imagecode.mining import sets_from_known_scores
-from pipelines.imagecode.params import build_rules, shot_params
-from pipelines.imagecode.video_content import OnePlanPerContent
-from pipelines.imagecode.video_plans import UNCACHED, LookUpCachedPlans
-from pipelines.release.diff import load_manifest
-from pipelines.release.locations import resolved_config
-from pipelines.runners import runner_for
 from transforms.core.errors import UserError
-from transforms.core.stage import MAIN
-from transforms.video.manifest import ReadVideoManifest
+from transforms.io.paths import url_scheme
+
+# Beam, the release readers and the miner (torch, through the quality gate) are imported
+# by the functions that use them, once the command's arguments are known to be right:
+# `calibrate --help` and a mistyped argument answer without them.
 
 BENCHMARK = "imagecode"  # the only benchmark with candidates so far
 # The thresholds a calibration can vary, and how each reaches the miner.
@@ -47,6 +39,8 @@ PARAMS = ("mining.distance_threshold", "quality.brisque.max_score", "quality.ocr
 
 def load_release_config(release: str, overrides: List[str]) -> tuple:
     """(config, cache root) of a release, with `overrides` applied."""
+    from pipelines.release.diff import load_manifest
+    from pipelines.release.locations import resolved_config
     manifest = load_manifest(release)
     if manifest.get("benchmark") != BENCHMARK:
         raise UserError(f"calibrate knows ImageCoDe releases only, not {manifest.get('benchmark')!r}")
@@ -57,7 +51,7 @@ def load_release_config(release: str, overrides: List[str]) -> tuple:
     for override in overrides:
         apply_override(raw, override)
     cache_root = manifest["cache_root"]
-    if not FileSystems.get_scheme(cache_root) and not os.path.isabs(cache_root):
+    if not url_scheme(cache_root) and not os.path.isabs(cache_root):
         cache_root = os.path.normpath(os.path.join(release, cache_root))
     return from_dict(ImageCodeConfig, raw), cache_root
 
@@ -99,6 +93,17 @@ def candidate_runs(cfg: ImageCodeConfig, param: str, values: List[float]) -> Lis
 def calibrate(cfg: ImageCodeConfig, cache_root: str, runs: List[dict],
               beam_args: Optional[List[str]] = None) -> dict:
     """{"rows": [{value, source, sets, unscored, videos}], "uncached": [video keys]}."""
+    import apache_beam as beam
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    from pipelines.imagecode.mining import sets_from_known_scores
+    from pipelines.imagecode.params import build_rules, shot_params
+    from pipelines.imagecode.video_content import OnePlanPerContent
+    from pipelines.imagecode.video_plans import UNCACHED, LookUpCachedPlans
+    from pipelines.runners import runner_for
+    from transforms.core.stage import MAIN
+    from transforms.video.manifest import ReadVideoManifest
+
     cache = build_rules(cfg).video_cache_spec(cache_root, run_id="calibrate")  # it only reads
     set_size = cfg.mining.set_size
     with tempfile.TemporaryDirectory() as tmp:
@@ -169,10 +174,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--json", action="store_true", help="print JSON")
     args, beam_args = parser.parse_known_args(argv)
     try:   # exit 2 for what the user can fix; anything else is ours (a traceback, exit 1)
+        values = parse_values(args.values)
         check_beam_options(beam_args, ImageCodeConfig,
                            own_options=[o for a in parser._actions for o in a.option_strings])
         cfg, cache_root = load_release_config(args.release, args.set)
-        values = parse_values(args.values)
         result = calibrate(cfg, cache_root, candidate_runs(cfg, args.param, values), beam_args)
     except UserError as e:
         print(f"error: {e}", file=sys.stderr)

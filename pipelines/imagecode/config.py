@@ -4,9 +4,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, Literal, Optional
 
-from pipelines.config import ImageSource, InputFile, InputPath
+from pipelines.config import ImageSource, InputFile, InputPath, inside
 from transforms.core.errors import ConfigError
-from transforms.image.decode import DEFAULT_MAX_PIXELS, pillow_pixel_ceiling
+from transforms.image.formats import DEFAULT_MAX_PIXELS, pillow_pixel_ceiling
+
+SAMPLE_DIR = "samples/imagecode"   # where the sample configs read, generated on first use
 
 
 @dataclass
@@ -149,6 +151,10 @@ class ImageCodeConfig:
     cache: CacheConfig = field(default_factory=CacheConfig)
     leakage: LeakageConfig = field(default_factory=LeakageConfig)
     release: ReleaseConfig = field(default_factory=ReleaseConfig)
+
+    def reads_sample(self) -> bool:
+        """Whether this config reads the embedded sample (SAMPLE_DIR, generated on first use)."""
+        return inside(self.inputs.videos, SAMPLE_DIR)
 
     def validate(self) -> None:
         """Range checks that types alone cannot express."""

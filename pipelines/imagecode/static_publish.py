@@ -22,7 +22,8 @@ from PIL import Image
 from pipelines.imagecode.mining import pairwise_distances
 from pipelines.imagecode.names import compat_image_path
 from pipelines.imagecode.records import StaticSet
-from transforms.image.decode import DEFAULT_MAX_PIXELS, decode_rgb, read_header
+from transforms.image.decode import decode_rgb, read_header
+from transforms.image.formats import DEFAULT_MAX_PIXELS
 
 # JPEGs whose bytes already are what the public layout holds (MPO: a camera JPEG with a
 # second picture appended; readers show the first).

@@ -1,16 +1,13 @@
 """NLVR2 (Suhr et al. 2019) as the runner sees it (pipelines/benchmark.py)."""
 from __future__ import annotations
 
-import dataclasses
 import os
 
-from pipelines.benchmark import Benchmark, Plan, inside
+from pipelines.benchmark import Benchmark, Plan
 from pipelines.nlvr2 import datacard, pipeline, reasons
-from pipelines.nlvr2.config import Nlvr2Config
+from pipelines.nlvr2.config import SAMPLE_DIR, Nlvr2Config
 from pipelines.progress import Progress
 from pipelines.release.explorer_views import Explorer, ExplorerView
-
-SAMPLE_DIR = "samples/nlvr2"   # where the sample config reads (configs/sample.yaml)
 
 
 class Nlvr2(Benchmark):
@@ -19,12 +16,6 @@ class Nlvr2(Benchmark):
     config_type = Nlvr2Config
     package_dir = os.path.dirname(os.path.abspath(__file__))
     vocabulary = reasons.VOCABULARY
-
-    def reads_sample(self, config: Nlvr2Config) -> bool:
-        # the collection section names its inputs; any of them inside samples/nlvr2
-        # means the sample config, generated on first use
-        values = _strings(dataclasses.asdict(config.collection))
-        return not config.inputs.public and any(inside(v, SAMPLE_DIR) for v in values)
 
     def ensure_sample(self, config: Nlvr2Config) -> None:
         if self.reads_sample(config):
@@ -75,18 +66,6 @@ class Nlvr2(Benchmark):
 
     def describe(self, plan: Plan, facts: dict) -> dict:
         return datacard.describe(plan.config, facts)
-
-
-def _strings(value):
-    """Every string inside a (nested) config dict: the paths it may name."""
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for v in value.values():
-            yield from _strings(v)
-    elif isinstance(value, (list, tuple)):
-        for v in value:
-            yield from _strings(v)
 
 
 BENCHMARK = Nlvr2()

@@ -7,12 +7,15 @@ is configured by the sections here and is the same for both.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import List
 
-from pipelines.config import InputFile
+from pipelines.config import InputFile, inside
 from pipelines.nlvr2.collection_config import CollectionConfig
 from transforms.core.errors import ConfigError
+
+SAMPLE_DIR = "samples/nlvr2"   # where the sample configs read, generated on first use
 
 
 @dataclass
@@ -63,6 +66,13 @@ class Nlvr2Config:
         """"public" (examples read from released files) or "collection" (S1-S9)."""
         return "public" if self.inputs.public else "collection"
 
+    def reads_sample(self) -> bool:
+        """Whether this config reads the embedded sample (SAMPLE_DIR, generated on first use)."""
+        # the collection section names its inputs; any of them inside samples/nlvr2
+        # means the sample config
+        values = _strings(dataclasses.asdict(self.collection))
+        return not self.inputs.public and any(inside(v, SAMPLE_DIR) for v in values)
+
     def validate(self) -> None:
         if self.benchmark != "nlvr2":
             raise ConfigError(f"benchmark: this config is for {self.benchmark!r}, not nlvr2")
@@ -92,3 +102,15 @@ class Nlvr2Config:
                 raise ConfigError(
                     f"collection.splits.extra_judgements ({self.collection.splits.extra_judgements}) "
                     f"must equal rules.extra_judgements ({r.extra_judgements})")
+
+
+def _strings(value):
+    """Every string inside a (nested) config dict: the paths it may name."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _strings(v)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _strings(v)

@@ -22,7 +22,6 @@ It reads manifests and Parquet only, and imports no model, so `diff` starts quic
 """
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import re
@@ -269,16 +268,10 @@ def previous_version(benchmark_dir: str, version: str) -> Optional[str]:
     return max(candidates)[1] if candidates else None
 
 
-def main(argv: Optional[List[str]] = None, prog: str = "python -m pipelines BENCHMARK diff") -> int:
-    """`diff OLD NEW [--json]`: the config and rows changed between two releases."""
-    parser = argparse.ArgumentParser(prog=prog, description="What changed between two releases: "
-                                     "config, and per table the rows added, removed, moved "
-                                     "between splits or changed.")
-    parser.add_argument("old", help="version folder, e.g. releases/imagecode/1.0.0")
-    parser.add_argument("new", help="version folder, e.g. releases/imagecode/1.1.0")
-    parser.add_argument("--json", action="store_true", help="print JSON instead of Markdown")
-    parser.add_argument("--examples", type=int, default=10, help="keys listed per change kind")
-    args = parser.parse_args(argv)
+def run(args) -> int:
+    """`diff OLD NEW [--json] [--examples N]`, its arguments parsed by pipelines/cli.py
+    parse_diff_args (before this module, and Beam, is imported): the config and rows
+    changed between two releases; exit 2 with one line for what the user can fix."""
     try:
         result = diff_releases(args.old, args.new)
     except UserError as e:

@@ -3,15 +3,13 @@ from __future__ import annotations
 
 import os
 
-from pipelines.benchmark import Benchmark, Plan, inside
+from pipelines.benchmark import Benchmark, Plan
 from pipelines.progress import Progress
 from pipelines.release.explorer_views import Explorer, ExplorerView
 from pipelines.release.splits import MAIN, SplitScheme
 from pipelines.vsr import datacard, pipeline, reasons
-from pipelines.vsr.config import VsrConfig
+from pipelines.vsr.config import SAMPLE_DIR, VsrConfig
 from pipelines.vsr.validation import AgreementRule
-
-SAMPLE_DIR = "samples/vsr"   # where the sample config reads (configs/sample.yaml)
 
 
 class Vsr(Benchmark):
@@ -20,10 +18,6 @@ class Vsr(Benchmark):
     config_type = VsrConfig
     package_dir = os.path.dirname(os.path.abspath(__file__))
     vocabulary = reasons.VOCABULARY
-
-    def reads_sample(self, config: VsrConfig) -> bool:
-        inputs = [p for key in pipeline.INPUT_KEYS for p in getattr(config.inputs, key)]
-        return any(inside(p, SAMPLE_DIR) for p in inputs)
 
     def ensure_sample(self, config: VsrConfig) -> None:
         if self.reads_sample(config):

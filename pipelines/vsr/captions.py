@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from typing import Dict, Iterable, Mapping, Optional, Tuple
 
-from pipelines.vsr.schema import NO_COPULA, RELATIONS
+from pipelines.vsr.relations import RELATIONS
+from pipelines.vsr.schema import NO_COPULA
 from schemas.coco import ID_BY_NAME
 
 

@@ -1,14 +1,17 @@
 """The VSR pipeline's config schema (values live in configs/paper.yaml and configs/sample.yaml)."""
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Dict, List, Literal
 
-from pipelines.config import InputFile
-from pipelines.vsr.schema import RELATIONS
-from pipelines.vsr.validation import AgreementRule
+from pipelines.config import InputFile, inside
+from pipelines.vsr.relations import RELATIONS
 from schemas.coco import ID_BY_NAME
 from transforms.core.errors import ConfigError
+
+SAMPLE_DIR = "samples/vsr"   # where the sample configs read, generated on first use
 
 VoteRule = Literal["count", "drop"]
 
@@ -44,6 +47,17 @@ class ValidationConfig:
     duplicate_votes: VoteRule = "count"
     conflicting_votes: VoteRule = "count"
 
+    def share(self) -> Fraction:
+        """min_agreement as an exact fraction in (0, 1] (the threshold stays exact: 0.6667
+        would drop 2 of 3); a ConfigError naming validation.min_agreement otherwise."""
+        try:
+            share = Fraction(self.min_agreement)
+        except (TypeError, ValueError, ZeroDivisionError):
+            raise ConfigError(f"validation.min_agreement: not a fraction: {self.min_agreement!r}") from None
+        if not 0 < share <= 1:
+            raise ConfigError(f"validation.min_agreement: must be in (0, 1], got {self.min_agreement!r}")
+        return share
+
 
 @dataclass
 class SplitsConfig:
@@ -70,6 +84,11 @@ class VsrConfig:
     def relations(self) -> frozenset:
         return frozenset(RELATIONS) | frozenset(self.captions.extra_relations)
 
+    def reads_sample(self) -> bool:
+        """Whether this config reads the embedded sample (SAMPLE_DIR, generated on first use)."""
+        return any(inside(path, SAMPLE_DIR)
+                   for f in dataclasses.fields(self.inputs) for path in getattr(self.inputs, f.name))
+
     def validate(self) -> None:
         if self.benchmark != "vsr":
             raise ConfigError(f"benchmark: this config is for {self.benchmark!r}, not vsr")
@@ -85,7 +104,7 @@ class VsrConfig:
                 raise ConfigError(f"{name}: must be at least 1, got {value}")
         if self.sampling.min_area < 0:
             raise ConfigError("sampling.min_area: must not be negative")
-        AgreementRule.from_config(self.validation)   # a ConfigError naming a bad share
+        self.validation.share()   # a ConfigError naming a bad share
         for scheme in ("random", "zeroshot"):
             ratios = getattr(self.splits, scheme)
             if not ratios or any(v <= 0 for v in ratios.values()) or abs(sum(ratios.values()) - 1) > 1e-9:

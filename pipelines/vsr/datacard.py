@@ -18,7 +18,8 @@ from pipelines.release.datacard import markdown_table
 from pipelines.release.hf_card import CardFacts
 from pipelines.release.manifest import count_rows_by, read_stats
 from pipelines.vsr.config import VsrConfig
-from pipelines.vsr.schema import CATEGORIES, RELATIONS, relation_category
+from pipelines.vsr.relations import CATEGORIES, RELATIONS
+from pipelines.vsr.schema import relation_category
 
 PAPER = "Liu et al. 2023, Visual Spatial Reasoning (TACL)"
 log = logging.getLogger("pipelines.vsr.pipeline")

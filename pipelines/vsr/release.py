@@ -17,8 +17,8 @@ from typing import Callable
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-from pipelines.vsr.schema import (SPLITS, TABLE_1, TEMPLATE, SplitExample, relation_category,
-                                  to_public_line)
+from pipelines.vsr.relations import TABLE_1
+from pipelines.vsr.schema import SPLITS, TEMPLATE, SplitExample, relation_category, to_public_line
 from transforms.crowd.shown import FINGERPRINT, TaskView, view
 from transforms.crowd.task_files import WriteTaskFiles as WriteJsonLines
 

@@ -31,7 +31,6 @@ import numpy as np
 
 from pipelines.vsr import reasons
 from pipelines.vsr.schema import VotedExample
-from transforms.core.errors import ConfigError
 from transforms.core.stage import StageFn, stage_pardo
 from transforms.crowd.agreement import fleiss_kappa
 
@@ -52,15 +51,8 @@ class AgreementRule:
     @classmethod
     def from_config(cls, validation) -> "AgreementRule":
         """From the config's `validation` section; a bad share is a ConfigError naming
-        validation.min_agreement."""
-        text = validation.min_agreement
-        try:
-            share = Fraction(text)
-        except (TypeError, ValueError, ZeroDivisionError):
-            raise ConfigError(f"validation.min_agreement: not a fraction: {text!r}") from None
-        if not 0 < share <= 1:
-            raise ConfigError(f"validation.min_agreement: must be in (0, 1], got {text!r}")
-        return cls(validation.min_agreeing, share, validation.writer_votes,
+        validation.min_agreement (pipelines/vsr/config.py ValidationConfig.share)."""
+        return cls(validation.min_agreeing, validation.share(), validation.writer_votes,
                    validation.duplicate_votes, validation.conflicting_votes)
 
     @property

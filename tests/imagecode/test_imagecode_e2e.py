@@ -472,6 +472,7 @@ def test_a_threshold_rebuild_publishes_no_description_on_frames_its_describer_di
 
 
 def test_release_notes_and_diff_count_stale_answers(release, rebuilt, capsys):
+    from pipelines.cli import parse_diff_args
     from pipelines.release import diff
     counts = json.load(open(os.path.join(rebuilt, "rejects", "_counts.json")))["by_stage"]
     stale = {stage: sum(levels.get(level, {}).get(reasons.STALE_ANSWER, 0) for level in levels)
@@ -483,7 +484,7 @@ def test_release_notes_and_diff_count_stale_answers(release, rebuilt, capsys):
     notes = open(os.path.join(rebuilt, "RELEASE_NOTES.md")).read()
     assert "## Stale crowd answers" in notes and line in notes
     assert f"By stage: describe {stale['describe']}, retrieve {stale['retrieve']}." in notes
-    assert diff.main([release, rebuilt]) == 0
+    assert diff.run(parse_diff_args([release, rebuilt])) == 0
     assert line in capsys.readouterr().out
     unchanged = open(os.path.join(release, "RELEASE_NOTES.md")).read()
     assert "Stale crowd answers" not in unchanged

@@ -23,8 +23,8 @@ from transforms.core.errors import ConfigError
 from transforms.core.stage import MAIN, REJECTS, read_stage_counts, reconcile
 from transforms.image import decode as image_decode
 from transforms.image.collection import HashAndDedupe, check_pixel_limit
-from transforms.image.decode import (BACKGROUND, ImageProblem, decode_rgb, pillow_pixel_ceiling,
-                                     read_header)
+from transforms.image.decode import BACKGROUND, ImageProblem, decode_rgb, read_header
+from transforms.image.formats import pillow_pixel_ceiling
 from transforms.image.embed import EmbedImages
 from transforms.image.encoders import EncoderSpec
 

@@ -4,7 +4,8 @@ import itertools
 import pytest
 
 from pipelines.vsr.captions import CaptionParser, render_caption
-from pipelines.vsr.schema import CATEGORIES, NO_COPULA, RELATION_CATEGORY, RELATIONS, TABLE_1
+from pipelines.vsr.relations import CATEGORIES, RELATION_CATEGORY, RELATIONS, TABLE_1
+from pipelines.vsr.schema import NO_COPULA
 from schemas.coco import ID_BY_NAME
 
 

@@ -16,7 +16,8 @@ from pipelines.vsr.annotations import (JoinExtraLabels, JoinVotes, ReadCaptions,
                                        ReadPublicAnnotations)
 from pipelines.vsr.config import VsrConfig
 from pipelines.vsr.pairs import EligibleConcepts
-from pipelines.vsr.schema import RELATIONS, ImagePair
+from pipelines.vsr.relations import RELATIONS
+from pipelines.vsr.schema import ImagePair
 from schemas.coco import ID_BY_NAME, CocoImage, is_file_name, is_link
 from tests.beam_testing import local_test_pipeline
 from transforms.coco.instances import ReadCoco

@@ -11,7 +11,7 @@ from pipelines import runner
 from pipelines.release.manifest import verify_manifest
 from pipelines.vsr.annotations import parse_public_line
 from pipelines.vsr.captions import CaptionParser
-from pipelines.vsr.schema import RELATIONS
+from pipelines.vsr.relations import RELATIONS
 from pipelines.vsr.validation import AgreementRule, apply_vote_rules
 from tests.paths import REALDATA as ALL_REALDATA
 

@@ -36,11 +36,11 @@ from schemas.names import safe_name
 from schemas.records import ImageRef
 from transforms.core.hashing import content_sha256
 from transforms.core.stage import MAIN, REJECTS, KeepFirst, StageFn, stage_pardo
-from transforms.image.decode import DEFAULT_MAX_PIXELS, ImageProblem, describe_error, read_header
+from transforms.image.decode import ImageProblem, describe_error, read_header
+from transforms.image.formats import DEFAULT_MAX_PIXELS, IMAGE_SUFFIXES
 from transforms.io.lines import ReadNumberedLines, SourceLine, parse_json_object
 
 STAGE = "images"
-IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
 MANIFEST_SUFFIXES = (".jsonl", ".json")
 REQUIRED_FIELDS = ("path", "image_id")
 

@@ -39,9 +39,9 @@ import numpy as np
 from PIL import Image, UnidentifiedImageError
 
 from schemas import reasons
+from transforms.image.formats import DEFAULT_MAX_PIXELS
 
 BACKGROUND = (255, 255, 255)      # what transparent pixels are composited on: white (ours)
-DEFAULT_MAX_PIXELS = 50_000_000   # ours: a 50-megapixel photo; see static.max_pixels
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 
 
@@ -61,13 +61,6 @@ class ImageHeader:
     mode: str         # Pillow's pixel mode: "RGB", "L", "I;16", "RGBA", "P", "CMYK", ...
     width: int
     height: int
-
-
-def pillow_pixel_ceiling() -> int:
-    """The size above which Pillow's Image.open refuses an image (DecompressionBombError):
-    a pixel limit above it could never be reached."""
-    limit = Image.MAX_IMAGE_PIXELS
-    return 2 * limit if limit else 1 << 62
 
 
 def describe_error(error: BaseException) -> str:

@@ -31,8 +31,9 @@ from apache_beam.utils import shared
 from schemas.records import ImageEmbedding, ImageRef, ShotFrames
 from transforms.core.hashing import pixels_sha256
 from transforms.core.stage import StageCounts, StageFn, stage_pardo
-from transforms.image.decode import DEFAULT_MAX_PIXELS, ImageProblem, Unreadable, read_image
+from transforms.image.decode import ImageProblem, Unreadable, read_image
 from transforms.image.encoders import EncoderSpec, build_encoder, encoder_identity
+from transforms.image.formats import DEFAULT_MAX_PIXELS
 
 STAGE = "embed"
 

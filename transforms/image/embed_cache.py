@@ -17,8 +17,8 @@ import apache_beam as beam
 from schemas.records import ImageEmbedding
 from transforms.cache.read_through import ReadThrough
 from transforms.cache.store import cache_key, decode_array, encode_array
-from transforms.image.decode import DEFAULT_MAX_PIXELS
 from transforms.image.embed import EmbedImages
+from transforms.image.formats import DEFAULT_MAX_PIXELS
 
 CACHE_STAGE = "image_embedding"
 ENTRY_FORMAT = {"entry": "pixels_sha256+npy"}   # in the key: entries of another format never hit

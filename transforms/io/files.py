@@ -1,24 +1,12 @@
 """Small helpers over Beam's FileSystems (local paths and gs:// alike)."""
 from __future__ import annotations
 
-import os
-import stat
-from typing import Optional
-
 import pyarrow as pa
 import pyarrow.parquet as pq
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-
-def absolute_path(path: str) -> str:
-    """A local path made absolute against the working directory the command ran in; a
-    URL (gs://...) and "" (unset) as given. Beam hands paths to workers as written, and
-    a worker of a distributed run (another process, another working directory) must
-    find the same file; every path derived from it (staging, cache) is then absolute too."""
-    if not path or FileSystems.get_scheme(path):
-        return path
-    return os.path.abspath(os.path.expanduser(path))
+from transforms.io.paths import special_file_kind
 
 
 def make_dirs(path: str) -> None:
@@ -33,31 +21,6 @@ def make_dirs(path: str) -> None:
 class NotARegularFile(OSError):
     """A local path that exists but is no regular file: reading a FIFO waits forever,
     /dev/zero never ends, a folder is no content."""
-
-
-def special_file_kind(path: str) -> Optional[str]:
-    """What a local path is when it exists but is not a regular file ("a folder",
-    "a FIFO (named pipe)", "a character device", ...), found with stat (a FIFO is never
-    opened); None for a regular file, a missing path and a URL (gs://...)."""
-    if not path or FileSystems.get_scheme(path):
-        return None
-    try:
-        mode = os.stat(path).st_mode
-    except OSError:   # missing, or a symlink loop: the reader's own error says so
-        return None
-    if stat.S_ISREG(mode):
-        return None
-    if stat.S_ISDIR(mode):
-        return "a folder"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO (named pipe)"
-    if stat.S_ISCHR(mode):
-        return "a character device"
-    if stat.S_ISBLK(mode):
-        return "a block device"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    return "not a regular file"
 
 
 def open_regular_file(path: str):

@@ -21,7 +21,8 @@ from apache_beam.io.filesystems import FileSystems
 
 from schemas import reasons
 from transforms.io import strict_json
-from transforms.io.files import open_regular_file, special_file_kind
+from transforms.io.files import open_regular_file
+from transforms.io.paths import special_file_kind
 
 _BOM = b"\xef\xbb\xbf"
 

@@ -1,0 +1,56 @@
+"""What a path is, told without importing Beam: a URL or a local path, absolute, a
+regular file or something else. The command line checks its arguments, its config and
+its inputs with these before Beam (seconds to import) is loaded, so that a mistake is
+answered at once (pipelines/runner.py); transforms/io/files.py opens and writes files
+through Beam's FileSystems."""
+from __future__ import annotations
+
+import os
+import re
+import stat
+from typing import Optional
+
+# Beam's FileSystems.get_scheme reads a scheme with this same pattern
+# (apache_beam/io/filesystems.py, URI_SCHEMA_PATTERN): "gs://b/x" -> "gs", "/a/b" -> None.
+_SCHEME = re.compile(r"(?P<scheme>[a-zA-Z][-a-zA-Z0-9+.]*)://")
+
+
+def url_scheme(path: str) -> Optional[str]:
+    """The scheme of a URL ("gs", "s3", "file"), None for a local path."""
+    found = _SCHEME.match(path.strip())
+    return found["scheme"] if found else None
+
+
+def absolute_path(path: str) -> str:
+    """A local path made absolute against the working directory the command ran in; a
+    URL (gs://...) and "" (unset) as given. Beam hands paths to workers as written, and
+    a worker of a distributed run (another process, another working directory) must
+    find the same file; every path derived from it (staging, cache) is then absolute too."""
+    if not path or url_scheme(path):
+        return path
+    return os.path.abspath(os.path.expanduser(path))
+
+
+def special_file_kind(path: str) -> Optional[str]:
+    """What a local path is when it exists but is not a regular file ("a folder",
+    "a FIFO (named pipe)", "a character device", ...), found with stat (a FIFO is never
+    opened); None for a regular file, a missing path and a URL (gs://...)."""
+    if not path or url_scheme(path):
+        return None
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:   # missing, or a symlink loop: the reader's own error says so
+        return None
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
