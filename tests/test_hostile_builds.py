@@ -192,10 +192,12 @@ def test_vsr_build_with_hostile_lines_keeps_the_first_of_two_duplicate_lines(tmp
 
 
 def test_vsr_annotations_that_are_all_bad_yield_nothing_and_fail(tmp_path, capsys):
-    path = _write_lines(tmp_path / "raw.jsonl", [line for line, _, _ in _hostile_lines(_vsr_line(1), "caption", "annotator_id")])
+    hostile = _hostile_lines(_vsr_line(1), "caption", "annotator_id")
+    path = _write_lines(tmp_path / "raw.jsonl", [line for line, _, _ in hostile])
     code, error, release = _build("vsr", "paper", [f"inputs.annotations=[{path}]"], tmp_path / "out", capsys)
     assert code == 2 and release is None
-    assert error.startswith("error: the build yields nothing: parquet/examples has no rows (5 rejected: ")
+    assert error.startswith("error: the build yields nothing: parquet/examples has no rows "
+                            f"({len(hostile)} rejected: ")
     _assert_unpublished(tmp_path / "out", "vsr")
 
 
