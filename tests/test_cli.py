@@ -140,6 +140,22 @@ def test_diff_exits_0_or_2_and_verify_0_1_or_2(tmp_path):
     assert "not a release" in one_line_error(run("verify", str(tmp_path / "none")))
 
 
+def test_verify_of_a_local_release_imports_no_beam(tmp_path):
+    """`verify` reads files and Parquet with os and pyarrow: it starts at once (Beam's
+    import alone costs seconds)."""
+    a = make_release(str(tmp_path), "1.0.0", {}, {"video_sets": sets(s1=("train", [1]))})
+    script = textwrap.dedent(f"""
+        import contextlib, io, json, sys
+        from pipelines.__main__ import main
+        with contextlib.redirect_stdout(io.StringIO()):
+            code = main(["verify", {a!r}])
+        print(json.dumps([code, sorted(m for m in sys.modules if m.split(".")[0] == "apache_beam")]))
+    """)
+    done = run(script=script)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == [0, []]
+
+
 def test_help_and_diff_import_no_model_library(tmp_path):
     a = make_release(str(tmp_path), "1.0.0", {}, {"video_sets": sets(s1=("train", [1]))})
     b = make_release(str(tmp_path), "1.1.0", {}, {"video_sets": sets(s2=("test", [1]))})
