@@ -1,7 +1,7 @@
 """Building one immutable release version around a pipeline run (every benchmark).
 
-    the previous version verified -> staging folder -> run the pipeline into it -> read counters back -> the input root
-    -> one set of Parquet and TFRecord files per split (paths relative, images embedded)
+    the previous version verified -> staging folder -> run the pipeline into it -> read
+    counters back -> the input root -> one set of Parquet and TFRecord files per split (paths relative, images embedded)
     and rejects with relative paths -> check that the counters reconcile and match the
     rows written, and that every main table holds a row -> DATACARD.md -> README.md (the
     dataset card) -> RELEASE_NOTES.md -> explorer/ (pipelines/release/explorer.py) ->
