@@ -1,11 +1,11 @@
 """Building one immutable release version around a pipeline run (every benchmark).
 
     the previous version verified -> staging folder -> run the pipeline into it -> read
-    counters back -> the input root -> one set of Parquet and TFRecord files per split (paths relative, images embedded)
-    and rejects with relative paths -> check that the counters reconcile and match the
-    rows written, and that every main table holds a row -> DATACARD.md -> README.md (the
-    dataset card) -> RELEASE_NOTES.md -> explorer/ (pipelines/release/explorer.py) ->
-    MANIFEST.json -> rename -> read-only
+    counters back -> the input root -> one set of Parquet and TFRecord files per split
+    (paths relative, images embedded) and rejects with relative paths -> check that the
+    counters reconcile and match the rows written, and that every main table holds a row
+    -> DATACARD.md -> README.md (the dataset card) -> RELEASE_NOTES.md -> explorer/
+    (pipelines/release/explorer.py) -> MANIFEST.json -> rename -> read-only
 
 No absolute path of the building machine is written (pipelines/release/locations.py):
 paths are relative to the release folder, or to the input root MANIFEST.json records once.
