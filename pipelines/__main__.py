@@ -4,6 +4,7 @@
     python -m pipelines imagecode build --config sample --output releases --version 1.0.0
     python -m pipelines imagecode diff releases/imagecode/1.0.0 releases/imagecode/1.1.0
     python -m pipelines imagecode calibrate ...        a benchmark's own commands
+    python -m pipelines verify releases/imagecode/1.0.0  a release against its MANIFEST.json
     python -m pipelines cache prune --cache C --releases R
     python -m pipelines check dataflow|portable|flink [benchmark ...]   scale-out checks
     python -m pipelines cluster start|stop|status      a local Flink cluster (docs/scale-out.md)
@@ -11,9 +12,12 @@
 Every command exits 0 when it did its job, 2 with one line on stderr for what the user
 can fix (a wrong argument, an unknown benchmark or option, a bad config or input: found
 before any work where it can be), and 1 for a failure of ours (with its traceback) or a
-run the engine failed (one line: nothing was published).
-`--help` and `diff` read pipelines/registry.py and the releases only: they import no
-benchmark and no model library. Every command parses its arguments first, and `build`
+run the engine failed (one line: nothing was published). `verify` exits 1 with a line
+per file of the release that differs from its manifest; `diff`, and a build that compares
+itself with a previous version, exit 2 with one line when a release they read differs
+(pipelines/release/verify.py).
+`--help`, `verify` and `diff` read pipelines/registry.py and the releases only: they import
+no benchmark and no model library. Every command parses its arguments first, and `build`
 also loads and checks its config and the inputs it names, before Beam, torch or a
 benchmark is imported: `--help` at every level and every mistake of that kind answer in
 well under a second (tests/test_cli_imports.py; bench/cli_latency.py measures it).
@@ -32,6 +36,7 @@ COMMON = {"build": "build a release (--config NAME|PATH --output DIR --version X
 
 def usage() -> str:
     lines = ["usage: python -m pipelines <benchmark> <command> [arguments]",
+             "       python -m pipelines verify RELEASE_DIR   (a release against its MANIFEST.json)",
              "       python -m pipelines cache prune --cache DIR --releases DIR",
              "       python -m pipelines check dataflow|portable|flink [benchmark ...]",
              "       python -m pipelines cluster start|stop|status [--taskmanagers N]", "",
@@ -57,6 +62,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(usage(), file=sys.stdout if argv else sys.stderr)
         return 0 if argv else 2
     name, rest = argv[0], argv[1:]
+    if name == "verify":
+        from pipelines.release import verify
+        return verify.main(rest)
     if name == "cache":
         from pipelines.release import cache
         return cache.main(rest)

@@ -7,8 +7,6 @@
 """
 from __future__ import annotations
 
-from apache_beam.io.filesystems import FileSystems
-
 MANIFEST = "MANIFEST.json"
 PARQUET_DIR, TFRECORD_DIR, REJECTS_DIR, COMPAT_DIR = "parquet", "tfrecord", "rejects", "compat"
 WORK_DIR = "_work"  # scratch inside staging (e.g. JPEGs before publishing); never released
@@ -18,4 +16,6 @@ REJECT_COUNTS = "rejects/_counts.json"
 
 def work_dir(staging: str) -> str:
     """Scratch space inside staging for files that are moved into place by the pipeline."""
+    # imported here: the names above are read by commands that import no Beam (verify)
+    from apache_beam.io.filesystems import FileSystems
     return FileSystems.join(staging, WORK_DIR)

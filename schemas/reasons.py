@@ -31,6 +31,10 @@ TOO_MANY_PIXELS = "too_many_pixels"        # width x height (from the header) ov
 # sampling (transforms/core/sampling.py)
 NOT_SAMPLED = "not_sampled"        # frame/set of a complete set that sampling left out
 
+# free text (transforms/io/free_text.py: every JSON reader and crowd answer row)
+CONTROL_CHARACTER = "control_character"      # NUL or another control character (not tab, line feed, carriage return) in a text
+FORMULA_TEXT = "formula_text"                # text beginning with =, +, -, @, tab or CR where a CSV publishes it verbatim
+
 # crowd answer files (transforms/crowd/answer_files.py)
 MALFORMED_ROW = "malformed_row"              # a CSV row with the wrong number of fields, or not CSV
 RUNAWAY_QUOTE = "runaway_quote"              # a CSV quote left open over later rows (those are read again)
@@ -50,4 +54,4 @@ VOCABULARY = (BAD_JSON, BAD_ENCODING, NOT_A_FILE, MISSING_FIELD, BAD_FIELD, PATH
               UNREADABLE_VIDEO, NO_FRAMES, TRUNCATED_VIDEO, SHOT_TOO_SHORT, DUPLICATE_IMAGE_ID,
               DUPLICATE_IMAGE, UNREADABLE_IMAGE, TOO_MANY_PIXELS, NOT_SAMPLED, MALFORMED_ROW,
               RUNAWAY_QUOTE, STALE_ANSWER, MALFORMED_COCO, BAD_COCO_RECORD, DUPLICATE_COCO_IMAGE,
-              UNKNOWN_IMAGE, UNKNOWN_CATEGORY)
+              UNKNOWN_IMAGE, UNKNOWN_CATEGORY, CONTROL_CHARACTER, FORMULA_TEXT)

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 
@@ -30,6 +29,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)  # run as a script: the project's packages come from this checkout
 
 from pipelines.release.digest import differences, release_digest  # noqa: E402
+from pipelines.release.manifest import remove_tree  # noqa: E402  (releases are read-only)
 
 CONFIG = os.path.join(ROOT, "pipelines/imagecode/configs/sample.yaml")
 VIDEO_ONLY = ("static.images=null", "crowd.descriptions=null", "crowd.retrievals=null")
@@ -104,7 +104,7 @@ def build(work: str, snapshot: str) -> None:
 
     work = os.path.abspath(work)
     out_root = os.path.join(work, "out")
-    shutil.rmtree(out_root, ignore_errors=True)
+    remove_tree(out_root, ignore_errors=True)
     digests = {}
     for name, inputs, folder, version, overrides in SCENARIOS:
         sets = [arg for o in (*inputs(work), *overrides) for arg in ("--set", o)]

@@ -120,23 +120,48 @@ def test_a_release_that_fails_its_own_checks_exits_1(tmp_path):
     assert os.listdir(tmp_path / "vsr") == []
 
 
-def test_diff_exits_0_2_or_1(tmp_path):
+def test_diff_exits_0_or_2_and_verify_0_1_or_2(tmp_path):
     a = make_release(str(tmp_path), "1.0.0", {}, {"video_sets": sets(s1=("train", [1]))})
     b = make_release(str(tmp_path), "1.1.0", {}, {"video_sets": sets(s1=("train", [2]))})
     done = run("imagecode", "diff", a, b, "--json")
     assert done.returncode == 0 and json.loads(done.stdout)["tables"]["video_sets"]["changed"] == ["s1"]
     assert "not a release" in one_line_error(run("imagecode", "diff", a, str(tmp_path / "none")))
     shard = os.path.join(b, "parquet", "video_sets", "video_sets-00000-of-00001.parquet")
-    with open(shard, "r+b") as f:   # a damaged release: nothing we anticipated, so ours
+    os.chmod(shard, 0o644)   # a published file is read-only
+    with open(shard, "r+b") as f:   # a damaged release: verified first, so the user's to fix
         f.truncate(20)
-    done = run("imagecode", "diff", a, b)
-    assert done.returncode == 1 and "Traceback" in done.stderr
+    error = one_line_error(run("imagecode", "diff", a, b))
+    assert error.endswith("is not as published: checksum differs: "
+                          "parquet/video_sets/video_sets-00000-of-00001.parquet (python -m pipelines "
+                          f"verify {b} lists them; restore it or rebuild it)"), error
+    done = run("verify", b)
+    assert (done.returncode, done.stdout.splitlines()[0]) == (
+        1, "checksum differs: parquet/video_sets/video_sets-00000-of-00001.parquet")
+    assert run("verify", a).returncode == 0
+    assert "not a release" in one_line_error(run("verify", str(tmp_path / "none")))
+
+
+def test_verify_of_a_local_release_imports_no_beam(tmp_path):
+    """`verify` reads files and Parquet with os and pyarrow: it starts at once (Beam's
+    import alone costs seconds)."""
+    a = make_release(str(tmp_path), "1.0.0", {}, {"video_sets": sets(s1=("train", [1]))})
+    script = textwrap.dedent(f"""
+        import contextlib, io, json, sys
+        from pipelines.__main__ import main
+        with contextlib.redirect_stdout(io.StringIO()):
+            code = main(["verify", {a!r}])
+        print(json.dumps([code, sorted(m for m in sys.modules if m.split(".")[0] == "apache_beam")]))
+    """)
+    done = run(script=script)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == [0, []]
 
 
 def test_help_and_diff_import_no_model_library(tmp_path):
     a = make_release(str(tmp_path), "1.0.0", {}, {"video_sets": sets(s1=("train", [1]))})
     b = make_release(str(tmp_path), "1.1.0", {}, {"video_sets": sets(s2=("test", [1]))})
-    for args in (["--help"], ["imagecode", "--help"], ["fg", "--help"], ["imagecode", "diff", a, b]):
+    for args in (["--help"], ["imagecode", "--help"], ["fg", "--help"], ["imagecode", "diff", a, b],
+                 ["verify", a]):
         script = textwrap.dedent(f"""
             import contextlib, io, json, sys
             from pipelines.__main__ import main

@@ -389,6 +389,64 @@ def test_its_explorer_shows_every_row_and_reject(built):
     assert manifest["explorer"]["files"] == sum(p.startswith("explorer/") for p in manifest["files"])
 
 
+# A file of each kind a release holds, by its path in the manifest (never MANIFEST.json).
+FILE_KINDS = {"parquet": lambda rel: rel.startswith("parquet/") and rel.endswith(".parquet"),
+              "tfrecord": lambda rel: rel.endswith(".tfrecord"),
+              "compat": lambda rel: rel.startswith("compat/"),
+              "json": lambda rel: rel.endswith(".json") and not rel.startswith("compat/"),
+              "md": lambda rel: rel.endswith(".md")}
+
+
+def test_verify_names_each_file_that_differs_and_diff_refuses_the_release(built, tmp_path, capsys):
+    """`python -m pipelines verify` passes the published release, which is read-only on
+    disk; in a copy with one bit flipped in a file of each kind, a file removed and one
+    added, it names exactly those, one line each (exit 1), and `diff` stops with one line
+    (exit 2) rather than report the damage as changed rows. A manifest whose counts say
+    other rows than the tables hold is named by its table folder."""
+    from pipelines.__main__ import main
+    from tests.release.release_files import writable_copy
+
+    benchmark, release, _ = built
+    assert main(["verify", release]) == 0, capsys.readouterr().out
+    capsys.readouterr()
+    modes = {os.stat(os.path.join(d, n)).st_mode & 0o222
+             for d, folders, files in os.walk(release) for n in folders + files}
+    assert modes | {os.stat(release).st_mode & 0o222} == {0}
+    copy = writable_copy(release, str(tmp_path / "copy" / "1.0.0"))
+    manifest = json.load(open(os.path.join(copy, "MANIFEST.json")))
+    listed = sorted(manifest["files"])
+    nonempty = [rel for rel in listed if os.path.getsize(os.path.join(copy, rel))]
+    flipped = {kind: next(rel for rel in nonempty if test(rel)) for kind, test in FILE_KINDS.items()}
+    for rel in flipped.values():
+        path = os.path.join(copy, rel)
+        data = bytearray(open(path, "rb").read())
+        data[len(data) // 2] ^= 0x01
+        open(path, "wb").write(bytes(data))
+    removed = next(rel for rel in reversed(listed) if rel not in flipped.values())
+    os.remove(os.path.join(copy, removed))
+    open(os.path.join(copy, "compat", "unlisted.txt"), "w").close()
+    assert main(["verify", copy]) == 1
+    shown = capsys.readouterr()
+    assert sorted(shown.out.splitlines()) == sorted(
+        [f"checksum differs: {rel}" for rel in flipped.values()]
+        + [f"missing: {removed}", "not in manifest: compat/unlisted.txt"]), shown.out
+    assert main([benchmark.name, "diff", release, copy]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"error: the new release {copy} is not as "
+                                                    "published: missing: "), err
+
+    recount = writable_copy(release, str(tmp_path / "recount" / "1.0.0"))
+    table = sorted(manifest["counts"]["tables"])[0]
+    split = sorted(manifest["counts"]["tables"][table]["by_split"])[0]
+    manifest = json.load(open(os.path.join(recount, "MANIFEST.json")))
+    manifest["counts"]["tables"][table]["by_split"][split] += 1
+    json.dump(manifest, open(os.path.join(recount, "MANIFEST.json"), "w"))
+    assert main(["verify", recount]) == 1
+    assert capsys.readouterr().out.splitlines() == [f"rows differ: parquet/{table}/ (split {split}: "
+        f"{manifest['counts']['tables'][table]['by_split'][split] - 1} rows, the manifest says "
+        f"{manifest['counts']['tables'][table]['by_split'][split]})"]
+
+
 @pytest.fixture(scope="module")
 def second(built):
     """The sample built again into the same release root as 1.1.0, one threshold changed

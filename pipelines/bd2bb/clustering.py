@@ -155,14 +155,6 @@ def decisions_template(result: ClusterResult) -> List[list]:
     return [["clustering", "", "", "", result.fingerprint]]
 
 
-def csv_text(header: List[str], rows: List[list]) -> str:
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(header)
-    writer.writerows(rows)
-    return out.getvalue()
-
-
 @dataclass
 class Review:
     labels: Dict[int, str] = field(default_factory=dict)

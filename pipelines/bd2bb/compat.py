@@ -15,6 +15,7 @@ from typing import Dict, Iterable, List, TextIO
 
 from pipelines.bd2bb.schema import CANDIDATES, LANGUAGE, TARGET, VISION, Sample
 from transforms.core.errors import InputError
+from transforms.io.csv_out import CsvWriter as RowWriter
 
 HEADER = (["id", "sent1", "sent2"] + [f"ending{k}" for k in range(CANDIDATES)]
           + [f"end{k}type" for k in range(CANDIDATES)] + ["label"])
@@ -33,14 +34,15 @@ def to_row(compat_id: int, sample: Sample) -> Dict[str, object]:
 
 
 class CsvWriter:
-    """A public-layout CSV written a row at a time (the header first)."""
+    """A public-layout CSV written a row at a time (the header first), cells verbatim for
+    the original loaders: an intention or action that a spreadsheet would run as a
+    formula never gets here (inputs.py rejects it as formula_text; transforms/io/csv_out.py)."""
 
     def __init__(self, out: TextIO):
-        self._writer = csv.DictWriter(out, fieldnames=HEADER, lineterminator="\n")
-        self._writer.writeheader()
+        self._writer = RowWriter(out, HEADER, verbatim=True)
 
     def write(self, row: Dict[str, object]) -> None:
-        self._writer.writerow(row)
+        self._writer.row([row[c] for c in HEADER])
 
 
 def csv_text(rows: Iterable[Dict[str, object]]) -> str:

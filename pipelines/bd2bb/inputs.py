@@ -4,7 +4,10 @@ A tuple line is {"image": ..., "intention": ..., "action": ..., "annotator": ...
 optional "id"; the intention and action are the texts typed after "If I" and "I will"
 (§3.1). Without an id, the tuple's id is a hash of its content key. A line that is not
 UTF-8, not JSON or lacks a field is a line-level reject naming its file and line
-(transforms/io/lines.py).
+(transforms/io/lines.py); so is one whose text holds a control character
+(control_character) or whose intention or action begins like a spreadsheet formula
+(`=`, `+`, `-`, `@`: formula_text, since compat/*.csv publishes them verbatim;
+transforms/io/free_text.py).
 
 §4.1: each sample is a unique <image, intention, action>. The content key is (COCO image
 id, normalised intention, normalised action) - not the annotator, not the input id, not
@@ -29,6 +32,7 @@ from schemas.coco import is_file_name
 from transforms.core.errors import InputError
 from transforms.core.stage import MAIN, REJECTS, KeepFirst, StageFn, stage_pardo
 from transforms.io import strict_json
+from transforms.io.free_text import formula_problem
 from transforms.io.lines import (ReadNumberedLines, SourceLine, parse_json_object,
                                  required_strings_problem)
 from transforms.io.strict_json import printable
@@ -58,6 +62,12 @@ def parse_tuple_line(line: Union[SourceLine, str]):
                                    "COCO file name (COCO_train2014_000000123456.jpg) nor a COCO id")
     fields = [record["image"].strip(), record["intention"].strip(), record["action"].strip(),
               str(annotator).strip()]
+    for name, text in (("intention", fields[1]), ("action", fields[2])):
+        # published verbatim in compat/*.csv for the original loaders, so never neutralised
+        # there: none of the 61,590 texts of the public BD2BB.csv begins like a formula
+        problem = formula_problem(f"field '{name}'", text)
+        if problem:
+            return problem
     tuple_id = record.get("id")
     if tuple_id is None:
         tuple_id = hashlib.sha256("\x00".join(map(str, content_key_of(*fields[:3]))).encode("utf-8")

@@ -1,11 +1,11 @@
 """Building one immutable release version around a pipeline run (every benchmark).
 
-    staging folder -> run the pipeline into it -> read counters back -> the input root
-    -> one set of Parquet and TFRecord files per split (paths relative, images embedded)
-    and rejects with relative paths -> check that the counters reconcile and match the
-    rows written, and that every main table holds a row -> DATACARD.md -> README.md (the
-    dataset card) -> RELEASE_NOTES.md -> explorer/ (pipelines/release/explorer.py) ->
-    MANIFEST.json -> rename
+    the previous version verified -> staging folder -> run the pipeline into it -> read
+    counters back -> the input root -> one set of Parquet and TFRecord files per split
+    (paths relative, images embedded) and rejects with relative paths -> check that the
+    counters reconcile and match the rows written, and that every main table holds a row
+    -> DATACARD.md -> README.md (the dataset card) -> RELEASE_NOTES.md -> explorer/
+    (pipelines/release/explorer.py) -> MANIFEST.json -> rename -> read-only
 
 No absolute path of the building machine is written (pipelines/release/locations.py):
 paths are relative to the release folder, or to the input root MANIFEST.json records once.
@@ -39,6 +39,7 @@ from pipelines.release.row_paths import (RowPaths, input_path_values, reject_pat
                                          relocate_rejects)
 from pipelines.release.splits import MAIN, SplitScheme, partition_table
 from pipelines.release.tables import MANIFEST_KEYS, Table, declared, key_problems
+from pipelines.release.verify import ReleaseDiffers, require_as_published
 from transforms.core.errors import UserError
 from transforms.core.hashing import content_sha256_and_size
 from transforms.core.stage import check_links, read_stage_counts, reconcile
@@ -88,6 +89,7 @@ def build_release(*, benchmark: str, out: str, version: str, config,
     """
     tables = declared(tables)
     runs.sweep_release_dir(FileSystems.join(out, benchmark))
+    _check_previous_version(out, benchmark, version)
     if cache_root:
         runs.sweep_cache(cache_root)
     run_uuid = uuid.uuid4().hex
@@ -120,6 +122,18 @@ def build_release(*, benchmark: str, out: str, version: str, config,
         runs.remove_quietly(locks)
     print_summary(final, counts)
     return final
+
+
+def _check_previous_version(out: str, benchmark: str, version: str) -> None:
+    """The version this build's release notes will compare with must be as published
+    (pipelines/release/verify.py), or the notes would show damage on disk as changed
+    rows: checked before any work, one line (exit 2) naming the first file that differs."""
+    previous = release_diff.previous_version(FileSystems.join(out, benchmark), version)
+    if previous is not None:
+        try:
+            require_as_published(previous, "the previous version")
+        except ReleaseDiffers as e:
+            raise ReleaseError(f"{e}; nothing was built") from None
 
 
 @contextlib.contextmanager
@@ -240,7 +254,9 @@ def write_release_notes(staging: str, manifest: dict) -> Tuple[Optional[str], Op
         text = (f"# {manifest['benchmark']} {manifest['version']}\n\nThe first version of "
                 f"{manifest['benchmark']} in its release folder: nothing to compare with.\n")
     else:
-        diff = release_diff.diff_releases(previous, staging, manifest)
+        # verified before the build's work (_check_previous_version); a published
+        # version is read-only, so it is as it was then
+        diff = release_diff.diff_releases(previous, staging, manifest, verify_old=False)
         text = release_diff.render(diff)
     with FileSystems.create(FileSystems.join(staging, "RELEASE_NOTES.md"),
                             mime_type="text/markdown") as f:

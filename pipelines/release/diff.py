@@ -18,6 +18,10 @@ records its key, as releases built before keys were recorded; the old version la
 column of the key or shares a key value between rows) is reported as not compared, with
 its rows per split and the reason.
 
+Both releases are verified against their manifests first (pipelines/release/verify.py):
+one that is not as published (a flipped bit, a file missing or added) stops the diff with
+one line (exit 2), rather than showing damage as changed rows.
+
 It reads manifests and Parquet only, and imports no model, so `diff` starts quickly.
 """
 from __future__ import annotations
@@ -33,6 +37,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from pipelines.release.manifest import iter_parquet_rows, parquet_column_names, read_parquet_columns
 from pipelines.release.tables import MANIFEST_KEYS, key_text, sort_key
+from pipelines.release.verify import ReleaseDiffers, require_as_published
 from schemas.layout import MANIFEST, PARQUET_DIR
 from schemas.reasons import STALE_ANSWER
 from transforms.core.errors import UserError
@@ -190,13 +195,25 @@ def _render_stale(diff: dict) -> List[str]:
             "per answer, what changed."]
 
 
-def diff_releases(old_dir: str, new_dir: str, new_manifest: Optional[dict] = None) -> dict:
+def diff_releases(old_dir: str, new_dir: str, new_manifest: Optional[dict] = None,
+                  verify_old: bool = True) -> dict:
     """Compare two version folders; `new_manifest` stands in for a manifest not yet
-    written (a build writes its notes before its manifest, which checksums them)."""
+    written (a build writes its notes before its manifest, which checksums them).
+    Each published release is verified first (pipelines/release/verify.py): one that
+    differs from its manifest raises DiffError, since a flipped bit is no change of
+    data. `verify_old=False` is for a build that verified its previous version before
+    its work."""
     old = load_manifest(old_dir)
     new = new_manifest if new_manifest is not None else load_manifest(new_dir)
     if old.get("benchmark") != new.get("benchmark"):
         raise DiffError(f"different benchmarks: {old.get('benchmark')} and {new.get('benchmark')}")
+    try:
+        if verify_old:
+            require_as_published(old_dir, "the old release")
+        if new_manifest is None:
+            require_as_published(new_dir, "the new release")
+    except ReleaseDiffers as e:
+        raise DiffError(str(e)) from None
     tables = sorted(set(old.get("counts", {}).get("tables", {}))
                     | set(new.get("counts", {}).get("tables", {})))
     keys = table_keys(old, new, tables)

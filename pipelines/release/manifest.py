@@ -11,7 +11,8 @@ failed run never leaves a half-written `<out>/<benchmark>/<version>/`:
     # here the version exists; on an exception the staging folder is removed instead
 
 Paths go through Beam's FileSystems, so gs:// works. The rename is atomic on a local
-disk; object stores have no folder rename, so there the files are copied with
+disk, and the published version is then read-only there (its files and folders lose their
+write bits: make_read_only); object stores have no folder rename, so there the files are copied with
 MANIFEST.json last (a version without MANIFEST.json is incomplete) and staging deleted.
 """
 from __future__ import annotations
@@ -21,6 +22,7 @@ import contextlib
 import json
 import os
 import shutil
+import stat
 import uuid
 from typing import Dict, Iterator, List, Optional
 
@@ -104,6 +106,7 @@ def finalise(staging: str, final: str, rename: Optional[bool] = None) -> str:
             os.rename(staging, final)  # atomic; fails on a non-empty final folder
         except OSError as err:
             raise FileExistsError(f"cannot rename {staging} to {final}: {err}") from err
+        make_read_only(final)
         return final
     # Object stores: copy, manifest last, then drop staging.
     rest = sorted(rel for rel in _list_files(staging) if rel != MANIFEST)
@@ -114,6 +117,37 @@ def finalise(staging: str, final: str, rename: Optional[bool] = None) -> str:
                          [FileSystems.join(final, r) for r in batch])
     _delete_tree(staging)
     return final
+
+
+def make_read_only(folder: str) -> None:
+    """Take the write bits off every file and folder below a published version (and the
+    version folder itself), so that nothing writes into it by mistake: a version is
+    immutable, and `verify` would name what changed. Removing an old version takes
+    `chmod -R u+w` first, on purpose."""
+    write = stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH
+    for parent, folders, files in os.walk(folder, topdown=False):
+        for name in files + folders:
+            path = os.path.join(parent, name)
+            if not os.path.islink(path):
+                os.chmod(path, stat.S_IMODE(os.lstat(path).st_mode) & ~write)
+    os.chmod(folder, stat.S_IMODE(os.stat(folder).st_mode) & ~write)
+
+
+def remove_tree(path: str, ignore_errors: bool = False) -> None:
+    """Remove a local folder that may hold published versions (a check's or a
+    benchmark's scratch releases): their folders get their owner's write bit back first,
+    since without it not even the owner can delete what they hold. Nothing when `path`
+    does not exist; `ignore_errors` as shutil.rmtree's."""
+    if not os.path.lexists(path):
+        return
+    for parent, folders, _ in os.walk(path):
+        for name in folders:
+            folder = os.path.join(parent, name)
+            if not os.path.islink(folder):
+                os.chmod(folder, os.stat(folder).st_mode | stat.S_IWUSR)
+    if os.path.isdir(path) and not os.path.islink(path):
+        os.chmod(path, os.stat(path).st_mode | stat.S_IWUSR)
+    shutil.rmtree(path, ignore_errors=ignore_errors)
 
 
 # --- checksums and manifest ----------------------------------------------------------
@@ -147,16 +181,10 @@ def write_manifest(staging: str, manifest: dict) -> dict:
 
 
 def verify_manifest(version: str) -> List[str]:
-    """Problems found checking a version folder against its manifest ([] when sound)."""
-    with FileSystems.open(FileSystems.join(version, MANIFEST),
-                          compression_type="uncompressed") as f:
-        expected = json.loads(f.read().decode("utf-8"))["files"]
-    actual = {rel: sha for rel, sha in file_checksums(version).items() if rel != MANIFEST}
-    problems = [f"missing: {rel}" for rel in sorted(expected.keys() - actual.keys())]
-    problems += [f"not in manifest: {rel}" for rel in sorted(actual.keys() - expected.keys())]
-    problems += [f"checksum differs: {rel}" for rel in sorted(expected.keys() & actual.keys())
-                 if expected[rel] != actual[rel]]
-    return problems
+    """Problems found checking a version folder against its manifest ([] when sound):
+    pipelines/release/verify.py, what `python -m pipelines verify` prints."""
+    from pipelines.release.verify import release_problems
+    return release_problems(version)
 
 
 # --- counts read back from the written tables ----------------------------------------

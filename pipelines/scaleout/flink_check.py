@@ -10,12 +10,12 @@ spread, not merely accepted by a cluster.
 from __future__ import annotations
 
 import os
-import shutil
 import time
 import uuid
 from typing import List, Sequence, Tuple
 
 from pipelines.benchmark import Benchmark
+from pipelines.release.manifest import remove_tree
 from pipelines.scaleout import compare, flink, workers
 
 CHECK_DIR = os.path.join(flink.SETUP_DIR, "check")
@@ -23,7 +23,7 @@ CHECK_DIR = os.path.join(flink.SETUP_DIR, "check")
 
 def run(samples: Sequence[Tuple[Benchmark, str]], taskmanagers: int = 2) -> List[str]:
     install = flink.Install.locate()
-    shutil.rmtree(CHECK_DIR, ignore_errors=True)  # the last check's logs and releases
+    remove_tree(CHECK_DIR, ignore_errors=True)  # the last check's logs and releases
     cluster = flink.LocalCluster(
         os.path.join(CHECK_DIR, "cluster"), install,
         flink.Settings(rest_port=workers.free_port(), pool_port=workers.free_port()))
@@ -56,7 +56,7 @@ def _check_sample(cluster: flink.LocalCluster, benchmark: Benchmark, config: str
     problems = list(result.problems)
     problems += _placement(cluster, job_name, label)
     if not problems:  # kept otherwise, to compare the two releases
-        shutil.rmtree(work, ignore_errors=True)
+        remove_tree(work, ignore_errors=True)
     return problems
 
 

@@ -34,3 +34,44 @@ def on_building_machine(release: str, path: str) -> str:
     assert not os.path.isabs(path), f"{path} is absolute in {release}"
     with open(os.path.join(release, "MANIFEST.json")) as f:
         return os.path.join(json.load(f)["input_root"], path)
+
+
+def seal(release: str) -> str:
+    """Complete a hand-made version folder's MANIFEST.json as a build publishes it: the
+    rows per split of each table it counts, the rejects per reason, and the sha256 of
+    every other file (write_manifest's `files`), so that `verify`, and with it `diff`,
+    takes it as published. Call it after the last file is written."""
+    from pipelines.release.manifest import file_checksums, write_json
+
+    path = os.path.join(release, "MANIFEST.json")
+    manifest = json.load(open(path))
+    for table in manifest.get("counts", {}).get("tables", {}):
+        folder = os.path.join(release, "parquet", table)
+        table_rows = pq.read_table(folder) if os.path.isdir(folder) else None
+        splits = table_rows.column("split").to_pylist() if table_rows and table_rows.num_rows else []
+        manifest["counts"]["tables"][table] = {
+            "total": len(splits), "by_split": {s: splits.count(s) for s in sorted(set(splits))}}
+    if os.path.isdir(os.path.join(release, "rejects")):
+        reasons = pq.read_table(os.path.join(release, "rejects"), columns=["reason"]) \
+            .column("reason").to_pylist()
+        manifest.setdefault("counts", {})["rejects"] = {
+            "total": len(reasons), "by_reason": {r: reasons.count(r) for r in sorted(set(reasons))}}
+    manifest["files"] = {rel: sha for rel, sha in file_checksums(release).items()
+                         if rel != "MANIFEST.json"}
+    write_json(path, manifest)
+    return release
+
+
+def writable_copy(release: str, dest: str) -> str:
+    """A copy of a published (read-only) release that a test may damage: its files and
+    folders get their owner's write bit back. The release itself is never written to."""
+    import shutil
+    import stat
+
+    shutil.copytree(release, dest)
+    for folder, folders, names in os.walk(dest):
+        for name in folders + names:
+            path = os.path.join(folder, name)
+            os.chmod(path, os.stat(path).st_mode | stat.S_IWUSR)
+    os.chmod(dest, os.stat(dest).st_mode | stat.S_IWUSR)
+    return dest

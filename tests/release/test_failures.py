@@ -176,6 +176,38 @@ def test_the_loser_of_two_builds_of_one_version_leaves_nothing(tmp_path):
     assert os.listdir(tmp_path / "out" / "demo") == ["1.0.0"]
 
 
+def test_a_build_stops_before_any_work_when_its_previous_version_is_not_as_published(tmp_path, capsys):
+    """Its release notes would show a flipped bit as changed rows: one line (exit 2)
+    naming the file, before the pipeline runs, and nothing left behind."""
+    from pipelines import cli
+    from tests.release.release_files import writable_copy
+
+    previous = _run_release(tmp_path, lambda staging: _NoCounters())
+    assert _modes(previous) == {0}   # published read-only
+    damaged = writable_copy(previous, str(tmp_path / "copy"))
+    card = os.path.join(damaged, "DATACARD.md")
+    data = bytearray(open(card, "rb").read())
+    data[len(data) // 2] ^= 0x01
+    open(card, "wb").write(bytes(data))
+    os.rename(previous, str(tmp_path / "published"))
+    os.rename(damaged, previous)
+    ran = []
+    code = cli.run_main(lambda argv: _run_release(tmp_path, ran.append, version="1.1.0"), [])
+    err = capsys.readouterr().err
+    assert (code, ran, err.count("\n")) == (2, [], 1), err
+    assert err.startswith(f"error: the previous version {previous} is not as published: "
+                          "checksum differs: DATACARD.md"), err
+    assert sorted(os.listdir(tmp_path / "out" / "demo")) == ["1.0.0"]
+
+
+def _modes(folder):
+    """The write bits (of anyone) of a folder and everything below it."""
+    found = {os.stat(folder).st_mode & 0o222}
+    for parent, folders, files in os.walk(folder):
+        found |= {os.stat(os.path.join(parent, n)).st_mode & 0o222 for n in folders + files}
+    return found
+
+
 def test_a_full_disk_ends_in_one_line_and_removes_the_partial_build(tmp_path, monkeypatch, capsys):
     from pipelines import cli
 

@@ -231,9 +231,8 @@ def test_manifest_checksums_verify(release, tmp_path):
                               ensure_ascii=False) + "\n"  # stable form
 
     # a tampered copy is caught
-    import shutil
-    copy = tmp_path / "copy"
-    shutil.copytree(release["version"], copy)
+    from tests.release.release_files import writable_copy
+    copy = pathlib.Path(writable_copy(release["version"], str(tmp_path / "copy")))
     (copy / "DATACARD.md").write_text("changed")
     (copy / "extra.txt").write_text("x")
     os.remove(copy / release["sets"][0].image_paths[0])

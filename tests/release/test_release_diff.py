@@ -11,6 +11,8 @@ from pipelines.__main__ import main as pipelines_main
 from pipelines.release.diff import (DiffError, compare_table, config_changes, diff_releases,
                                     previous_version, render)
 
+from tests.release.release_files import seal
+
 KEYS = {"video_sets": ["set_name"], "descriptions": ["description_id"]}
 
 
@@ -32,7 +34,7 @@ def make_release(root, version, config, tables, keys=KEYS):
         manifest["table_keys"] = {t: keys[t] for t in tables}
     with open(os.path.join(folder, "MANIFEST.json"), "w") as f:
         json.dump(manifest, f)
-    return folder
+    return seal(folder)
 
 
 def sets(**splits_and_frames):

@@ -8,7 +8,8 @@ that names its file and line, and of the rows that share a key only the earliest
 
 Reading the files (whole-file checks, bad rows, runaway quotes) is answer_files.py; here
 is what every crowd round does with the rows: counts each in (stage `stage`, level
-"line"), rejects a row with an empty required column (missing_field), hands the others to
+"line"), rejects a row with an empty required column (missing_field) or a cell holding a
+control character (control_character: transforms/io/free_text.py), hands the others to
 the benchmark's `check`, and keeps the earliest row (file, line: never arrival order) of
 each key. What a row means is the benchmark's: `check(row, context)` returns
 (key, record) or a RowProblem. `context` is an optional side input (e.g. the sets in the
@@ -33,6 +34,8 @@ from schemas.tfexample import INT64_MAX, INT64_MIN
 from transforms.core.stage import MAIN, REJECTS, KeepFirst, StageFn, stage_pardo
 from transforms.crowd.answer_files import AnswerRow, file_format, parse_file
 from transforms.crowd.shown import Answer, CheckShown, Evidence, carried
+from transforms.io.free_text import control_character_problem
+from transforms.io.strict_json import printable
 
 
 _INTEGER = re.compile(r"-?[0-9]{1,19}")   # 19 digits: the widest an int64 can be
@@ -63,6 +66,18 @@ def whole_number(value) -> Optional[int]:
     if isinstance(value, bool) or not isinstance(value, int) or not INT64_MIN <= value <= INT64_MAX:
         return None
     return value
+
+
+def control_characters(row: dict) -> Optional[RowProblem]:
+    """control_character for the first text cell holding NUL or another control character
+    (transforms/io/free_text.py): whatever a column means, the row is no one's typing.
+    A JSON Lines row was checked as it was decoded (strict_json); a CSV cell is here."""
+    for column, value in row.items():
+        if isinstance(value, str):
+            problem = control_character_problem(f"column {printable(str(column), 60)!r}", value)
+            if problem:
+                return RowProblem(*problem)
+    return None
 
 
 def _no_fields(*_) -> dict:
@@ -183,6 +198,8 @@ class _CheckRowFn(StageFn):
             if missing:
                 problem = (reasons.MISSING_FIELD, ",".join(missing))
             else:
+                problem = control_characters(row)
+            if problem is None:
                 checked = self._check(row, context)
                 if isinstance(checked, RowProblem):
                     problem = checked

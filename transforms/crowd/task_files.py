@@ -11,17 +11,19 @@ its file).
 
 A path ending in `.jsonl` gets one JSON object a line (with `columns[path]`: those keys,
 in that order); one ending in `.csv` a header row of `columns[path]` and a row per task
-(booleans `true`/`false`, lists as JSON, the form crowdsourcing tools take in).
+(booleans `true`/`false`, lists as JSON, the form crowdsourcing tools take in; a text
+that a spreadsheet would run as a formula, e.g. a description `=HYPERLINK(...)`, with a
+leading `'`: transforms/io/csv_out.py. The `.jsonl` file keeps the text as it is).
 """
 from __future__ import annotations
 
-import csv
-import io
 import json
 from typing import Mapping, Optional, Sequence
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
+
+from transforms.io.csv_out import csv_record, safe_cell
 
 
 def csv_cell(value) -> str:
@@ -34,10 +36,9 @@ def csv_cell(value) -> str:
 
 
 def csv_line(values) -> str:
-    """Cells as one CSV record (quoted where needed), without the line end."""
-    buf = io.StringIO()
-    csv.writer(buf, lineterminator="").writerow([csv_cell(v) for v in values])
-    return buf.getvalue()
+    """Cells as one CSV record (quoted where needed), without the line end; a text that
+    begins like a spreadsheet formula gets a leading quote (transforms/io/csv_out.py)."""
+    return csv_record(csv_cell(safe_cell(v)) for v in values)
 
 
 def task_lines(path: str, tasks, columns: Optional[Sequence[str]] = None):

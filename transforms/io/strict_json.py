@@ -9,6 +9,8 @@ problem named here, with the field it sits in:
   a lone UTF-16 surrogate ("\\ud83d" is legal JSON; Python keeps it in the str and the
   first UTF-8 encode - a Beam coder, Parquet, TFRecord - kills the build)   bad_encoding
   an object naming a key twice (json keeps the last value without a word)  bad_json
+  a control character escaped in a string ("\\u0000"; a raw one is not JSON:
+  bad_json), transforms/io/free_text.py                                    control_character
   an integer beyond the 64-bit range of an int64 column or feature           bad_field
   NaN, Infinity, -Infinity, or a number beyond float range such as 1e999
   (not JSON at all: RFC 8259 has no such numbers; Python reads them)        bad_field
@@ -32,12 +34,13 @@ from typing import Any, Iterator, List, Optional, Tuple
 from schemas import reasons
 from schemas.tfexample import INT64_MAX, INT64_MIN
 from transforms.io.files import open_regular_file
+from transforms.io.free_text import CONTROL_ESCAPE, control_character_problem
 
 Problem = Tuple[str, str]   # (reason code, detail)
 
 # What may hide a lone surrogate or a big integer in the raw text: a \uD800-\uDFFF
 # escape, a run of 19+ digits (2**63 has 19). Only a line that holds one is walked.
-_SUSPECT = re.compile(r"\\u[dD][89a-fA-F]|\d{19}")
+_SUSPECT = re.compile(r"\\u[dD][89a-fA-F]|\d{19}|" + CONTROL_ESCAPE)
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -124,8 +127,8 @@ def loads(text: str) -> Any:
 
 def value_problem(value: Any, text: Optional[str] = None, start: int = 0,
                   end: Optional[int] = None) -> Optional[Problem]:
-    """(reason, detail) for the first string holding a lone surrogate (anywhere, keys
-    too) or integer beyond int64 in `value`; None when there is none. With the `text`
+    """(reason, detail) for the first string holding a lone surrogate or a control
+    character (anywhere, keys too) or integer beyond int64 in `value`; None when there is none. With the `text`
     it was decoded from (text[start:end]), a value whose text cannot hold one is not
     walked."""
     if text is not None and not _SUSPECT.search(text, start, len(text) if end is None else end):
@@ -134,6 +137,10 @@ def value_problem(value: Any, text: Optional[str] = None, start: int = 0,
         if isinstance(item, str) and _SURROGATE.search(item):
             return reasons.BAD_ENCODING, (f"{_where(path)} holds a lone UTF-16 surrogate "
                                           f"({printable(item, 60)}): not text")
+        if isinstance(item, str):
+            problem = control_character_problem(_where(path), item)
+            if problem:
+                return problem
         if isinstance(item, int) and not isinstance(item, bool) and not INT64_MIN <= item <= INT64_MAX:
             return reasons.BAD_FIELD, (f"{_where(path)}: {str(item)[:40]} is beyond the 64-bit "
                                        "integer range a release holds")
