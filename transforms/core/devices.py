@@ -6,6 +6,7 @@ only when a device is resolved, so configs and drivers that never run a model st
 """
 from __future__ import annotations
 
+import contextlib
 from typing import Any, Dict
 
 from transforms.core.errors import UserError
@@ -52,3 +53,19 @@ def torch_device_record(setting: str, key: str, **extra: Any) -> Dict[str, Any]:
     if device == "cuda":
         out.update(cuda_versions())
     return out
+
+
+@contextlib.contextmanager
+def strict_float32():
+    """float32 work in IEEE float32 for the duration, on a GPU too: no TF32 (a 10-bit
+    mantissa) in matrix products or cuDNN convolutions. A kNN's float32 error bound and an
+    "fp32" encoder's agreement with the CPU rest on it. The settings are the process's:
+    they are put back afterwards (threads that enter together set the same values)."""
+    import torch
+    saved = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("highest")
+    try:
+        with torch.backends.cudnn.flags(enabled=torch.backends.cudnn.enabled, allow_tf32=False):
+            yield
+    finally:
+        torch.set_float32_matmul_precision(saved)

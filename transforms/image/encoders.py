@@ -19,6 +19,7 @@ for either.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -30,6 +31,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
+from transforms.core.devices import strict_float32
 from transforms.core.hashing import file_sha256
 from transforms.image.weights import EncoderError, resolve_checkpoint
 
@@ -162,8 +164,10 @@ def _centre_and_normalise(x: np.ndarray) -> np.ndarray:
 class OpenClipEncoder:
     """An open_clip image tower with its eval preprocessing, batched on tensors."""
 
-    def __init__(self, model, preprocess: Dict[str, Any], dim: int, device: str, batch_size: int):
+    def __init__(self, model, preprocess: Dict[str, Any], dim: int, device: str, batch_size: int,
+                 precision: str = "fp32"):
         self.model = model
+        self.precision = precision   # fp32: no TF32 on a GPU either (transforms/core/devices.py)
         self.preprocess = preprocess
         self.dim = dim
         self.device = device
@@ -185,7 +189,8 @@ class OpenClipEncoder:
             return np.zeros((0, self.dim), dtype=np.float32)
         batches = [frames[start:start + self.batch_size] for start in range(0, len(frames), self.batch_size)]
         outputs = []
-        with torch.inference_mode(), ThreadPoolExecutor(max_workers=1) as host:
+        exact = strict_float32() if self.precision == "fp32" else contextlib.nullcontext()
+        with exact, torch.inference_mode(), ThreadPoolExecutor(max_workers=1) as host:
             staged = host.submit(self._on_host, batches[0])
             for n in range(len(batches)):
                 ready = staged.result()
@@ -362,7 +367,8 @@ def load_open_clip(spec: EncoderSpec) -> OpenClipEncoder:
                            f"weights: {str(e)[:500]}") from e
     device = resolve_device(spec.device)
     model = model.to(device=device, dtype=torch_dtype(spec.precision)).eval()
-    return OpenClipEncoder(model, settings["preprocess"], settings["embed_dim"], device, spec.batch_size)
+    return OpenClipEncoder(model, settings["preprocess"], settings["embed_dim"], device, spec.batch_size,
+                           spec.precision)
 
 
 def build_encoder(spec: EncoderSpec):

@@ -34,7 +34,6 @@ float32 error bound (_REL_TOL) is measured per device by bench/gpu.py
 """
 from __future__ import annotations
 
-import contextlib
 import functools
 from dataclasses import dataclass
 from itertools import islice
@@ -44,6 +43,7 @@ import apache_beam as beam
 import numpy as np
 from apache_beam.io.filesystems import FileSystems
 
+from transforms.core.devices import strict_float32
 from transforms.core.errors import UserError
 from transforms.vectors.vector_files import (MAX_BUFFER_BYTES, RemoveFolderWhenDone, WriteVectorFiles,
                                              read_vector_file, scratch_folder, shard_of)  # noqa: F401 (shard_of: part of this API)
@@ -184,7 +184,7 @@ class FlatSearch:
         n = len(self._rows)
         block = max(1, _TORCH_BLOCK_BYTES[self.device] // (4 * n))
         distances, rows = [], []
-        with _full_float32(), torch.inference_mode():
+        with strict_float32(), torch.inference_mode():
             for start in range(0, len(queries), block):
                 q = torch.from_numpy(queries[start:start + block]).to(self.device)
                 d = torch.einsum("ij,ij->i", q, q)[:, None] + self._norms[None, :] - 2 * (q @ self._rows.T)
@@ -192,19 +192,6 @@ class FlatSearch:
                 distances.append(found.values.cpu())
                 rows.append(found.indices.cpu())
         return torch.cat(distances).numpy(), torch.cat(rows).numpy().astype(np.int64, copy=False)
-
-
-@contextlib.contextmanager
-def _full_float32():
-    """Matrix products in true float32 for the duration: a TF32 product (10-bit mantissa)
-    would break the float32 error bound that settles the candidates."""
-    import torch
-    saved = torch.get_float32_matmul_precision()
-    torch.set_float32_matmul_precision("highest")
-    try:
-        yield
-    finally:
-        torch.set_float32_matmul_precision(saved)
 
 
 def float32_error_bound(queries: np.ndarray, database: np.ndarray, squared: np.ndarray,
