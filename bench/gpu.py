@@ -260,9 +260,12 @@ def main(argv=None) -> int:
     parser.add_argument("--size", choices=sorted(SIZES), help="default: full, or smoke with --cpu-smoke")
     parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     parser.add_argument("--sections", default="knn,clip,brisque,video")
+    parser.add_argument("--clip-batch", type=int, help="frames per forward pass (default: the size's)")
     args = parser.parse_args(argv)
     import torch
     size = SIZES[args.size or ("smoke" if args.cpu_smoke else "full")]
+    if args.clip_batch:
+        size = dict(size, clip_batch=args.clip_batch)
     device = "cpu" if args.cpu_smoke else args.device
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"

@@ -52,7 +52,8 @@ class EncoderSpec:
                   the preprocessing; never used to download. ""/"none": config defaults.
     checkpoint    local weights file (or a folder holding one, or a Beam filesystem URL
                   such as gs://...); required for open_clip
-    batch_size    frames per forward pass (on a GPU, 256 keeps a ViT-B/16 busy: docs/benchmarks.md)
+    batch_size    frames per forward pass (an H200 runs a ViT-B/16 at full speed from 128;
+                  64 gives 90% in fp32, 94% in fp16: docs/benchmarks.md)
     device        "auto" (CUDA when present), "cpu" or "cuda"; not in the identity: fp32 on
                   a CPU and on a GPU agree to float32 rounding (docs/models.md, measured)
     precision     the model's weights and activations: "fp32" (default), "fp16" or "bf16";
