@@ -3,21 +3,21 @@
 Debian programs (ffmpeg, tesseract) and the BRISQUE model files cannot come from here:
 the worker image in docker/ carries them (see docs/scale-out.md, "Running on Dataflow").
 
-FAISS comes in two builds that install the same `faiss` module, so exactly one may be
-installed, and an extra can only add requirements: the base install leaves FAISS out,
-and you pick one build:
-    pip install '.[cpu]'   # faiss-cpu, as requirements.txt (and the worker image by default)
-    pip install '.[gpu]'   # faiss-gpu (CUDA 12 runtime from PyPI), instead of faiss-cpu
-transforms/vectors/knn.py runs the static sets' exact kNN on a GPU when faiss finds one.
+One CUDA major version per install. torch from PyPI (requirements.txt) is its CUDA 13
+build and carries its own CUDA runtime; PyPI's FAISS GPU build (faiss-gpu 1.15) needs
+CUDA 12's, and no CUDA 13 FAISS build installs from PyPI (`pip install --dry-run`,
+2026-11-28). So no install here holds FAISS's GPU build: on a GPU the exact kNN runs on
+torch (knn.backend: torch, device auto|cuda; transforms/vectors/knn.py), which returns
+the same lists as FAISS, and FAISS stays the CPU build:
+    pip install '.[cpu]'   # faiss-cpu, as requirements.txt (and the worker image)
+    pip install '.[gpu]'   # the same: CLIP, BRISQUE, TransNetV2 and the kNN on torch's CUDA
+tests/test_one_cuda_major.py checks the installed packages and this file's extras.
 """
 from pathlib import Path
 
 from setuptools import find_packages, setup
 
 FAISS_CPU = "faiss-cpu"
-# faiss-gpu 1.15.1 is one abi3 wheel for CPython >= 3.10 (manylinux_2_27 x86_64), built
-# against CUDA 12 (nvidia-cuda-runtime-cu12, nvidia-cublas-cu12 come with it).
-FAISS_GPU = "faiss-gpu==1.15.*"
 
 
 def requirements():
@@ -41,7 +41,8 @@ setup(
     install_requires=[r for r in requirements() if not faiss_cpu(r)],
     extras_require={
         "cpu": [r for r in requirements() if faiss_cpu(r)],
-        "gpu": [FAISS_GPU],
+        # faiss-cpu too: faiss-gpu 1.15 would bring CUDA 12 beside torch's CUDA 13
+        "gpu": [r for r in requirements() if faiss_cpu(r)],
         # The machine that submits to Dataflow needs Beam's GCP extra (docs/scale-out.md).
         "dataflow": ["apache-beam[gcp]==2.77.*"],
     },

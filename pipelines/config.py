@@ -37,6 +37,21 @@ InputFile = NewType("InputFile", str)
 ImageSource = NewType("ImageSource", str)
 PATH_TYPES = (InputPath, InputFile, ImageSource)
 
+Device = typing.Literal["auto", "cpu", "cuda"]   # a model stage's device (transforms/core/devices.py)
+
+
+@dataclasses.dataclass
+class KnnConfig:
+    """An exact kNN's candidate search (transforms/vectors/knn.py KnnSpec): FAISS or torch,
+    on the CPU or a GPU. The neighbour lists are the same for every choice (the float64
+    re-rank decides them), so it is not part of any identity; the manifest records it."""
+    backend: typing.Literal["faiss", "torch"] = "faiss"
+    device: Device = "auto"
+
+    def spec(self):
+        from transforms.vectors.knn import KnnSpec   # Beam and FAISS: not at config import
+        return KnnSpec(self.backend, self.device)
+
 
 def load_config(path: str, overrides: Iterable[str], schema: Type[T]) -> T:
     """Read `path`, apply `KEY=VALUE` overrides, and validate against `schema`."""

@@ -201,8 +201,10 @@ def preflight(cfg: BD2BBConfig) -> dict:
     except ValueError as e:   # py3langid: "Unknown language code(s): {'xx'}"
         raise ConfigError(f"filters.languages: {e}") from None
     # EmbedError and ParserError are UserErrors naming their config key
+    from transforms.core.devices import torch_device_record
     return {"sentence_encoder": encoder_identity(encoder_spec(cfg)),
-            "parser": parser_identity(cfg.parser.backend, cfg.parser.model)}
+            "parser": parser_identity(cfg.parser.backend, cfg.parser.model),
+            "devices": {"sentence_encoder": torch_device_record(cfg.embed.device, "embed.device")}}
 
 
 def load_review(path: Optional[str]) -> Review:

@@ -67,7 +67,8 @@ class Fg(Benchmark):
             raise PreflightError(str(e)) from None
         models = {"image_text_encoder": {**encoder, "text_side": _text_side(config)},
                   "tagger": tagger_identity(config.nouns.tagger),
-                  "details": _generator_identity(config), "merge": _merger_identity(config)}
+                  "details": _generator_identity(config), "merge": _merger_identity(config),
+                  "devices": _stage_devices(config)}
         return Plan(config, models=models, inputs={k: v for k, v in inputs.items() if v},
                     cache_root=cache_root, rules={"captions": captions})
 
@@ -136,3 +137,14 @@ def _merger_identity(config: FgConfig) -> dict:
 
 
 BENCHMARK = Fg()
+
+
+def _stage_devices(config) -> dict:
+    """Where each model stage runs, with library and CUDA versions (the manifest's record)."""
+    from transforms.core.devices import torch_device_record
+    from transforms.vectors.knn import knn_identity
+    out = {}
+    if config.embed.kind == "open_clip" and not config.inputs.image_embeddings:
+        out["embed"] = torch_device_record(config.embed.device, "embed.device", precision=config.embed.precision)
+    out["similar_knn"] = knn_identity(config.similar.knn.spec())
+    return out

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, List, Literal, Optional
 
-from pipelines.config import ImageSource, InputFile, InputPath, inside
+from pipelines.config import Device, ImageSource, InputFile, InputPath, KnnConfig, inside
 from transforms.core.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -37,7 +37,8 @@ class EmbedConfig:
     pretrained: Optional[str] = "openai"
     checkpoint: Optional[InputPath] = None   # local weights file (nothing is downloaded)
     batch_size: int = 64
-    device: str = "auto"
+    device: Device = "auto"
+    precision: Literal["fp32", "fp16", "bf16"] = "fp32"   # fp16/bf16: an encoder identity of their own
     thumbnail_size: int = 16
     image_id_column: str = "image_path"   # inputs.image_embeddings: the metadata column naming the image
     text_column: str = "caption"          # inputs.text_embeddings: the metadata column holding the text
@@ -47,7 +48,8 @@ class EmbedConfig:
         from transforms.image.encoders import EncoderSpec
         return EncoderSpec(kind=self.kind, model_name=self.model_name, pretrained=self.pretrained,
                            checkpoint=self.checkpoint, batch_size=self.batch_size,
-                           device=self.device, thumbnail_size=self.thumbnail_size)
+                           device=self.device, thumbnail_size=self.thumbnail_size,
+                           precision=self.precision)
 
 
 @dataclass
@@ -57,6 +59,7 @@ class SimilarConfig:
     set_size: int = 10                 # §3.1.2(3): the target plus 9
     merge_rule: Literal["interleave", "image_first"] = "interleave"   # unspecified in the paper
     shards: int = 8                    # ours: shards of the exact kNN
+    knn: KnnConfig = field(default_factory=KnnConfig)   # ours: its backend and device
 
 
 @dataclass

@@ -127,12 +127,14 @@ def build_pipeline(p: beam.Pipeline, cfg: FgConfig, captions: Dict[str, List[str
                   | "Candidate pool" >> beam.Flatten())
     by_image = ((target_vectors, pool_files)
                 | "Image to image top-k'" >> SearchVectorFiles(
-                    sim.image_k, FileSystems.join(scratch, "image-queries"), exclude_self=True))
+                    sim.image_k, FileSystems.join(scratch, "image-queries"), exclude_self=True,
+                    spec=sim.knn.spec()))
     text_queries = all_captions | "Text queries" >> beam.Map(
         lambda c: ImageEmbedding(c.key, "", "", c.embedding))
     by_text = ((text_queries, pool_files)
                | "Text to image top-k''" >> SearchVectorFiles(
-                   sim.text_k, FileSystems.join(scratch, "text-queries"), exclude_self=False)
+                   sim.text_k, FileSystems.join(scratch, "text-queries"), exclude_self=False,
+                   spec=sim.knn.spec())
                | "Per target" >> beam.MapTuple(lambda key, found: (key.rpartition("#")[0],
                                                                    (int(key.rpartition("#")[2]), found))))
     sets = ({"target": targets | "Key targets" >> beam.Map(lambda t: (t.image_id, t)),

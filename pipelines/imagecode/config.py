@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, Literal, Optional
 
-from pipelines.config import ImageSource, InputFile, InputPath, inside
+from pipelines.config import Device, ImageSource, InputFile, InputPath, KnnConfig, inside
 from transforms.core.errors import ConfigError
 from transforms.image.formats import DEFAULT_MAX_PIXELS, pillow_pixel_ceiling
 
@@ -29,6 +29,7 @@ class ShotsConfig:
     pyscenedetect_threshold: float = 27.0
     ffmpeg_threshold: float = 0.3
     transnetv2_threshold: float = 0.5     # transition probability; its authors' 0.5
+    transnetv2_device: Device = "cpu"     # not cpu: part of the shot lists' cache key
     min_scene_len: int = 15
 
 
@@ -39,7 +40,8 @@ class EmbedConfig:
     pretrained: str = "openai"
     checkpoint: Optional[InputPath] = None      # local weights file; nothing is downloaded
     batch_size: int = 64
-    device: Literal["auto", "cpu", "cuda"] = "auto"
+    device: Device = "auto"
+    precision: Literal["fp32", "fp16", "bf16"] = "fp32"   # fp16/bf16: an encoder identity of their own
     thumbnail_size: int = 16
 
 
@@ -49,6 +51,7 @@ class BrisqueConfig:
     max_score: float = 0.65               # on the BRISQUE/100 scale
     model_dir: Optional[InputPath] = None       # folder with svm.txt + normalize.pickle
     features: Literal["package", "piq"] = "package"   # who computes the 36 features
+    device: Device = "auto"               # float64 on either: scores agree to ~1e-12 (docs/benchmarks.md)
 
 
 @dataclass
@@ -90,6 +93,7 @@ class StaticConfig:
     sets: Optional[int] = None            # sets to sample; null = one per image
     neighbours: int = 9
     shards: int = 8
+    knn: KnnConfig = field(default_factory=KnnConfig)
     max_pixels: int = DEFAULT_MAX_PIXELS  # width x height above which an image is too_many_pixels
     split_ratios: Dict[str, float] = field(
         default_factory=lambda: {"train": 0.78, "valid": 0.11, "test": 0.11})

@@ -9,7 +9,7 @@ the config (the OCR identity starts a Tesseract process, the open_clip one hashe
 weights)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Dict, Optional
 
 from pipelines.imagecode.config import ImageCodeConfig
@@ -27,12 +27,14 @@ class ImageCodeRules:
     quality: QualityRule
     filter_identities: Dict[str, dict]   # "brisque"/"ocr": only the filters that are on
     shot_detector_identity: Optional[Dict[str, Any]] = None   # a learned detector (transnetv2) only
+    devices: Dict[str, dict] = field(default_factory=dict)     # per model stage: setting, device, versions
 
     @property
     def models(self) -> Dict[str, dict]:
         """What the manifest records about the models (Plan.models)."""
         detector = {"shot_detector": self.shot_detector_identity} if self.shot_detector_identity else {}
-        return {"image_encoder": self.encoder_identity, **self.filter_identities, **detector}
+        return {"image_encoder": self.encoder_identity, **self.filter_identities, **detector,
+                "devices": self.devices}
 
     @property
     def encoder_fingerprint(self) -> str:
@@ -57,14 +59,30 @@ def build_rules(cfg: ImageCodeConfig) -> ImageCodeRules:
         detector = transnetv2.identity()
     return ImageCodeRules(encoder=encoder, encoder_identity=encoder_identity(encoder),
                           quality=quality, filter_identities=quality.identities(),
-                          shot_detector_identity=detector)
+                          shot_detector_identity=detector, devices=stage_devices(cfg))
+
+
+def stage_devices(cfg: ImageCodeConfig) -> Dict[str, dict]:
+    """The manifest's record of where each model stage of this build runs (the stages on)."""
+    from transforms.core.devices import torch_device_record
+    from transforms.vectors.knn import knn_identity
+    out = {}
+    if cfg.embed.kind == "open_clip":
+        out["embed"] = torch_device_record(cfg.embed.device, "embed.device", precision=cfg.embed.precision)
+    if cfg.quality.brisque.enabled:
+        out["brisque"] = torch_device_record(cfg.quality.brisque.device, "quality.brisque.device")
+    if cfg.shots.backend == "transnetv2":
+        out["shots"] = torch_device_record(cfg.shots.transnetv2_device, "shots.transnetv2_device")
+    if cfg.static.images:
+        out["static_knn"] = knn_identity(cfg.static.knn.spec())
+    return out
 
 
 def encoder_spec(cfg: ImageCodeConfig) -> EncoderSpec:
     e = cfg.embed
     return EncoderSpec(kind=e.kind, model_name=e.model_name, pretrained=e.pretrained,
                        checkpoint=e.checkpoint, batch_size=e.batch_size, device=e.device,
-                       thumbnail_size=e.thumbnail_size)
+                       thumbnail_size=e.thumbnail_size, precision=e.precision)
 
 
 def quality_rule(cfg: ImageCodeConfig) -> QualityRule:
@@ -72,6 +90,7 @@ def quality_rule(cfg: ImageCodeConfig) -> QualityRule:
     return QualityRule(
         brisque_enabled=q.brisque.enabled, max_brisque=q.brisque.max_score,
         brisque_model_dir=q.brisque.model_dir, brisque_features=q.brisque.features,
+        brisque_device=q.brisque.device,
         ocr_enabled=q.ocr.enabled, max_text_chars=q.ocr.max_text_chars,
         min_confidence=q.ocr.min_confidence, lang=q.ocr.lang,
         ocr_backend=q.ocr.backend, tessdata=q.ocr.tessdata, tesseract_cmd=q.ocr.tesseract_cmd)
@@ -83,6 +102,11 @@ def shot_params(cfg: ImageCodeConfig) -> dict:
     thresholds = {"pyscenedetect": cfg.shots.pyscenedetect_threshold,
                   "ffmpeg": cfg.shots.ffmpeg_threshold,
                   "transnetv2": cfg.shots.transnetv2_threshold}
-    return dict(backend=backend, threshold=thresholds[backend],
-                min_scene_len=cfg.shots.min_scene_len, stride=cfg.decode.stride,
-                max_side=cfg.decode.max_side or None)
+    params = dict(backend=backend, threshold=thresholds[backend],
+                  min_scene_len=cfg.shots.min_scene_len, stride=cfg.decode.stride,
+                  max_side=cfg.decode.max_side or None)
+    if backend == "transnetv2" and cfg.shots.transnetv2_device != "cpu":
+        # Another device may round a probability at the threshold the other way: its shot
+        # lists are cached apart. The CPU keeps the key it always had.
+        params["device"] = cfg.shots.transnetv2_device
+    return params

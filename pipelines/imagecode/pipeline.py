@@ -153,7 +153,8 @@ def _static_sets(p, cfg: ImageCodeConfig, rules: ImageCodeRules, staging_dir: st
     sets = distinct[MAIN] | "Nearest neighbours" >> BuildStaticSets(
         seed=cfg.seed, n_sets=cfg.static.sets, k=cfg.static.neighbours,
         num_shards=cfg.static.shards, split_ratios=cfg.static.split_ratios,
-        source=cfg.static.source, scratch_dir=FileSystems.join(staging_dir, ".vectors"))
+        source=cfg.static.source, scratch_dir=FileSystems.join(staging_dir, ".vectors"),
+        knn=cfg.static.knn.spec())
     rows = ((sets[MAIN], distinct[MAIN]) | "Publish static sets" >> PublishStaticSets(
         staging_dir, cfg.static.source, cfg.release.jpeg_quality, cfg.static.max_pixels))
     _ = rows | "Write static sets" >> WriteTable(staging_dir, STATIC_SETS, STATIC_SET_SCHEMA,

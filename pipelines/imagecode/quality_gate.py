@@ -100,6 +100,7 @@ class QualityRule:
     max_brisque: float = 0.65          # BRISQUE/100 above this: blurry
     brisque_model_dir: Optional[str] = None
     brisque_features: str = "package"
+    brisque_device: str = "auto"       # auto|cpu|cuda (quality.brisque.device)
     ocr_enabled: bool = True
     max_text_chars: int = 10           # more confidently read letters/digits: text
     min_confidence: float = 60
@@ -112,7 +113,7 @@ class QualityRule:
         return build_quality_gate(
             brisque_enabled=self.brisque_enabled, max_brisque=self.max_brisque,
             brisque_model_dir=self.brisque_model_dir, brisque_features=self.brisque_features,
-            ocr_enabled=self.ocr_enabled, max_text_chars=self.max_text_chars,
+            device=self.brisque_device, ocr_enabled=self.ocr_enabled, max_text_chars=self.max_text_chars,
             min_confidence=self.min_confidence, lang=self.lang, tesseract_cmd=self.tesseract_cmd,
             ocr_backend=self.ocr_backend, tessdata=self.tessdata)
 

@@ -29,7 +29,7 @@ from transforms.core.sampling import priority
 from transforms.core.stage import StageFn, stage_pardo
 from apache_beam.io.filesystems import FileSystems
 
-from transforms.vectors.knn import SearchVectorFiles
+from transforms.vectors.knn import KnnSpec, SearchVectorFiles
 from transforms.vectors.vector_files import ReadRows, RemoveFolderWhenDone, WriteVectorFiles, scratch_folder
 
 STAGE = "static_sets"
@@ -99,6 +99,8 @@ class BuildStaticSets(beam.PTransform):
     source        the first part of the set names
     scratch_dir   where the vectors are written while the sets are built (removed after;
                   default: transforms/vectors/vector_files.scratch_folder)
+    knn           who proposes the kNN's candidates (KnnSpec: backend, device); the sets
+                  do not depend on it
 
     The embeddings are written to vector files where they arrive; the sampled queries are
     read back from them and searched shard by shard (transforms/vectors/knn.py), so no
@@ -107,7 +109,7 @@ class BuildStaticSets(beam.PTransform):
 
     def __init__(self, seed: int, n_sets: Optional[int], k: int = 9, num_shards: int = 8,
                  split_ratios: Optional[Dict[str, float]] = None, source: str = SOURCE,
-                 scratch_dir: Optional[str] = None):
+                 scratch_dir: Optional[str] = None, knn: Optional[KnnSpec] = None):
         super().__init__()
         if n_sets is not None and n_sets < 0:
             raise ValueError("n_sets must be >= 0 or None")
@@ -115,6 +117,7 @@ class BuildStaticSets(beam.PTransform):
         self.ratios = check_split_ratios(split_ratios or {"train": 1.0})
         self.source = safe_name(source)
         self.scratch_dir = scratch_dir
+        self.knn = knn or KnnSpec()
 
     def expand(self, embeddings):
         seed = self.seed
@@ -132,7 +135,7 @@ class BuildStaticSets(beam.PTransform):
                                                          for rank, (_, i, path) in enumerate(entries)}))
         queries = files | "Queries" >> ReadRows(sample)
         found = ((queries, files) | "Nearest" >> SearchVectorFiles(
-            self.k, FileSystems.join(folder, "queries"), exclude_self=True))
+            self.k, FileSystems.join(folder, "queries"), exclude_self=True, spec=self.knn))
         _ = found | "Remove vector files" >> RemoveFolderWhenDone(folder)
         return found | "Form sets" >> stage_pardo(
             _FormSet(seed, self.k, self.ratios, self.source), sample)

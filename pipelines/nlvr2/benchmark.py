@@ -23,12 +23,15 @@ class Nlvr2(Benchmark):
             make_nlvr2_sample(SAMPLE_DIR)
 
     def prepare(self, config: Nlvr2Config, cache_root) -> Plan:
+        models = {}
         if not config.inputs.public:
             from pipelines.nlvr2.collection import preflight as collection_preflight
+            from pipelines.nlvr2.collection import stage_devices
             collection_preflight(config.collection)
+            models["devices"] = stage_devices(config.collection)
         concrete = pipeline.preflight(config)
         inputs = {f"public[{i}]": path for i, path in enumerate(concrete.inputs.public)}
-        return Plan(concrete, inputs=inputs, cache_root=cache_root)
+        return Plan(concrete, models=models, inputs=inputs, cache_root=cache_root)
 
     def build(self, p, plan: Plan, staging_dir: str) -> None:
         pipeline.build_pipeline(p, plan.config, staging_dir)

@@ -87,6 +87,25 @@ ROUND_TASKS = {"pruning_answers": ("pruning.jsonl", "set", image_task_labels),
                "extra_validations": ("extra_validation.jsonl", "example", validation_task_labels)}
 
 
+def stage_devices(config: CollectionConfig) -> dict:
+    """Where the collection's model stages run, with library and CUDA versions (the
+    manifest's record): the similar words' sentence encoder, and the local similar
+    images' encoder and kNN when a collection is given."""
+    from transforms.core.devices import torch_device_record
+    from transforms.vectors.knn import knn_identity
+    out = {}
+    if config.queries.similar_words.enabled:
+        out["similar_words"] = torch_device_record(config.queries.similar_words.device,
+                                                   "collection.queries.similar_words.device")
+    local = config.search.local_similar
+    if local.collection:
+        if local.kind == "open_clip":
+            out["local_similar_embed"] = torch_device_record(local.device, "collection.search.local_similar.device",
+                                                             precision=local.precision)
+        out["local_similar_knn"] = knn_identity(local.knn.spec())
+    return out
+
+
 def preflight(config: CollectionConfig) -> None:
     """Before any work: every round's answer file exists, is UTF-8 and has the round's
     columns (transforms/crowd/answer_files.check_answer_file raises InputError naming the
@@ -177,7 +196,7 @@ class _Queries(StageFn):
         similar = self._cfg.queries.similar_words
         if similar.enabled:
             vocabulary = similar.vocabulary or sorted({l for s in ilsvrc_synsets() for l in s.lemmas})
-            self._similar = SimilarWords(load_encoder(similar.model), vocabulary,
+            self._similar = SimilarWords(load_encoder(similar.model, similar.device), vocabulary,
                                          similar.threshold, similar.max_words)
 
     def judge(self, synset):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, List, Literal, Optional
 
-from pipelines.config import ImageSource, InputFile, InputPath
+from pipelines.config import Device, ImageSource, InputFile, InputPath, KnnConfig
 from transforms.core.errors import ConfigError
 
 
@@ -48,6 +48,7 @@ class SimilarWordsConfig:
     threshold: float = 0.31     # calibrated (scripts/nlvr2_calibrate_similar.py)
     max_words: int = 3          # per synonym
     model: str = ""             # sentence-transformers folder; "" = the bundled MiniLM
+    device: Device = "cpu"      # cpu keeps the calibrated cosines exactly as scripts/ computed them
 
 
 @dataclass
@@ -72,9 +73,11 @@ class LocalSimilarConfig:
     pretrained: str = "openai"
     checkpoint: Optional[InputPath] = None
     batch_size: int = 64
-    device: Literal["auto", "cpu", "cuda"] = "auto"
+    device: Device = "auto"
+    precision: Literal["fp32", "fp16", "bf16"] = "fp32"   # fp16/bf16: an encoder identity of their own
     thumbnail_size: int = 16
     shards: int = 1
+    knn: KnnConfig = field(default_factory=KnnConfig)
 
 
 @dataclass

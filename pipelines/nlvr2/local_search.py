@@ -30,7 +30,7 @@ STAND_IN = ("similar images: exact kNN over a local image collection with the pr
 def encoder_spec(cfg: LocalSimilarConfig) -> EncoderSpec:
     return EncoderSpec(kind=cfg.kind, model_name=cfg.model_name, pretrained=cfg.pretrained,
                        checkpoint=cfg.checkpoint, batch_size=cfg.batch_size, device=cfg.device,
-                       thumbnail_size=cfg.thumbnail_size)
+                       thumbnail_size=cfg.thumbnail_size, precision=cfg.precision)
 
 
 def _complete(image_set: ImageSet, neighbours, seeds, base: str, n_similar: int) -> ImageSet:
@@ -67,7 +67,8 @@ class LocalSimilarImages(beam.PTransform):
         db = database[MAIN] | "Id by content" >> beam.Map(
             lambda e: e.__class__(image_id=e.content_sha256, path=e.path,
                                   content_sha256=e.content_sha256, embedding=e.embedding))
-        found = (seeds[MAIN], db) | "Nearest" >> ShardedExactKnn(n + 1, cfg.shards, exclude_self=False)
+        found = (seeds[MAIN], db) | "Nearest" >> ShardedExactKnn(n + 1, cfg.shards, exclude_self=False,
+                                                                        spec=cfg.knn.spec())
         seed_shas = beam.pvalue.AsDict(seeds[MAIN] | "Seed sha" >> beam.Map(lambda e: (e.image_id, e.content_sha256)))
         completed = ({"set": seeds_only | "Set by key" >> beam.Map(lambda s: (s.key, s)), "found": found}
                      | "Join" >> beam.CoGroupByKey()

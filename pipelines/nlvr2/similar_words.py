@@ -20,10 +20,12 @@ STAND_IN = ("similar words: all-MiniLM-L6-v2 sentence-embedding cosine over the 
             "scripts/nlvr2_calibrate_similar.py")
 
 
-def load_encoder(model: str = ""):
+def load_encoder(model: str = "", device: str = "cpu"):
+    from transforms.core.devices import resolve_torch_device
     from transforms.text.sentence_embed import resolve_model
     from sentence_transformers import SentenceTransformer
-    return SentenceTransformer(resolve_model(model or None), device="cpu")
+    return SentenceTransformer(resolve_model(model or None),
+                               device=resolve_torch_device(device, "collection.queries.similar_words.device"))
 
 
 def embed(encoder, words: Sequence[str]) -> np.ndarray:

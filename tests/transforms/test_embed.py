@@ -256,3 +256,41 @@ def test_embed_shots_in_worker_processes(tiny_model, photos):
     assert 1 <= counters["model.loaded"] <= 2
     assert embed.loads_in_this_process() == loads_before   # it really ran in other processes
     assert counters["frame.embedded"] == sum(len(s.frames) for s in shots)
+
+
+# ---------------------------------------------------------------- precision and batches
+
+def test_precision_is_an_identity_of_its_own_and_fp32_keeps_the_old_one(tiny_model):
+    fp32 = encoder_identity(tiny_spec(tiny_model))
+    assert "precision" not in fp32          # fp32 fingerprints (and their caches) unchanged
+    bf16 = encoder_identity(tiny_spec(tiny_model, precision="bf16"))
+    fp16 = encoder_identity(tiny_spec(tiny_model, precision="fp16"))
+    assert len({fp32["fingerprint"], bf16["fingerprint"], fp16["fingerprint"]}) == 3
+    # the device is not in the identity: fp32 on either device is one cache entry
+    assert encoder_identity(tiny_spec(tiny_model, device="auto"))["fingerprint"] == fp32["fingerprint"]
+
+
+def test_bad_precision_names_the_key():
+    with pytest.raises(EncoderError, match="embed.precision"):
+        EncoderSpec(kind="open_clip", precision="int8")
+    with pytest.raises(EncoderError, match="embed.precision"):
+        dataclasses.replace(THUMB, precision="fp16")
+
+
+def test_bf16_embeds_unit_rows_close_to_fp32(tiny_model, photos):
+    frames = list(photos)
+    fp32 = build_encoder(tiny_spec(tiny_model)).encode(frames)
+    bf16 = build_encoder(tiny_spec(tiny_model, precision="bf16")).encode(frames)
+    assert bf16.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(bf16, axis=1), 1.0, atol=1e-5)
+    assert 0 < np.abs(bf16 - fp32).max() < 0.1     # other values: hence its own identity
+
+
+def test_prefetched_batches_keep_the_order_and_values(tiny_model, photos):
+    """Batches prepared ahead on a thread: every batch size gives the frames' embeddings in
+    their order, as one frame at a time does (mixed frame sizes in a batch included)."""
+    frames = [photos[i % 3] for i in range(7)]
+    one_by_one = np.concatenate([build_encoder(tiny_spec(tiny_model, batch_size=1)).encode([f]) for f in frames])
+    for batch_size in (1, 2, 3, 7, 64):
+        found = build_encoder(tiny_spec(tiny_model, batch_size=batch_size)).encode(frames)
+        np.testing.assert_allclose(found, one_by_one, atol=1e-6)

@@ -19,16 +19,19 @@ for either.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
 import os
 import zipfile
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
+from transforms.core.devices import strict_float32
 from transforms.core.hashing import file_sha256
 from transforms.image.weights import EncoderError, resolve_checkpoint
 
@@ -36,6 +39,7 @@ KINDS = ("open_clip", "thumbnail")
 
 
 DEVICES = ("auto", "cpu", "cuda")
+PRECISIONS = ("fp32", "fp16", "bf16")
 
 
 @dataclass(frozen=True)
@@ -48,8 +52,12 @@ class EncoderSpec:
                   the preprocessing; never used to download. ""/"none": config defaults.
     checkpoint    local weights file (or a folder holding one, or a Beam filesystem URL
                   such as gs://...); required for open_clip
-    batch_size    frames per forward pass
-    device        "auto" (CUDA when present), "cpu" or "cuda"
+    batch_size    frames per forward pass (an H200 runs a ViT-B/16 at full speed from 128;
+                  64 gives 90% in fp32, 94% in fp16: docs/benchmarks.md)
+    device        "auto" (CUDA when present), "cpu" or "cuda"; not in the identity: fp32 on
+                  a CPU and on a GPU agree to float32 rounding (docs/models.md, measured)
+    precision     the model's weights and activations: "fp32" (default), "fp16" or "bf16";
+                  the latter two are an identity (and a cache entry) of their own
     thumbnail_size  side of the thumbnail (kind "thumbnail")
     model_config  optional open_clip model-config JSON for an architecture open_clip does
                   not ship; registered on every worker before the model is built
@@ -64,12 +72,17 @@ class EncoderSpec:
     thumbnail_size: int = 16
     model_config: Optional[str] = None
     shots_per_batch: int = 4
+    precision: str = "fp32"
 
     def __post_init__(self):
         if self.kind not in KINDS:
             raise EncoderError(f"embed.kind: {self.kind!r} is not one of {KINDS}")
         if self.device not in DEVICES:
             raise EncoderError(f"embed.device: {self.device!r} is not one of {DEVICES}")
+        if self.precision not in PRECISIONS:
+            raise EncoderError(f"embed.precision: {self.precision!r} is not one of {PRECISIONS}")
+        if self.kind == "thumbnail" and self.precision != "fp32":
+            raise EncoderError("embed.precision: the thumbnail stand-in has no model; only 'fp32'")
         if self.batch_size < 1 or self.shots_per_batch < 1:
             raise EncoderError("embed.batch_size and shots_per_batch must be >= 1")
         if self.kind == "thumbnail" and self.thumbnail_size < 2:
@@ -103,6 +116,10 @@ def encoder_identity(spec: EncoderSpec) -> Dict[str, Any]:
             "embedding_dim": settings["embed_dim"], "quick_gelu": settings["quick_gelu"],
             "preprocess": settings["preprocess"], "open_clip_version": open_clip.__version__,
         }
+    if spec.precision != "fp32":
+        # Half precision moves embeddings by ~1e-3: its own fingerprint, so its values never
+        # meet fp32 ones in a cache. fp32 identities stay as they were (their caches stay valid).
+        identity["precision"] = spec.precision
     identity["normalisation"] = "l2"
     identity["distance"] = "euclidean"
     stable = {k: v for k, v in identity.items() if k not in ("checkpoint", "open_clip_version")}
@@ -148,8 +165,10 @@ def _centre_and_normalise(x: np.ndarray) -> np.ndarray:
 class OpenClipEncoder:
     """An open_clip image tower with its eval preprocessing, batched on tensors."""
 
-    def __init__(self, model, preprocess: Dict[str, Any], dim: int, device: str, batch_size: int):
+    def __init__(self, model, preprocess: Dict[str, Any], dim: int, device: str, batch_size: int,
+                 precision: str = "fp32"):
         self.model = model
+        self.precision = precision   # fp32: no TF32 on a GPU either (transforms/core/devices.py)
         self.preprocess = preprocess
         self.dim = dim
         self.device = device
@@ -163,37 +182,58 @@ class OpenClipEncoder:
         self._pil_transform = None
 
     def encode(self, frames: Sequence[np.ndarray]) -> np.ndarray:
+        """(n, d) float32 unit rows. While the model runs on one batch, a thread stacks the
+        next batch's frames (pinned, for an asynchronous copy to a GPU), so the device does
+        not wait for the host between batches; results stay on the device until the end."""
         import torch
-        chunks = []
-        with torch.inference_mode():
-            for start in range(0, len(frames), self.batch_size):
-                x = self.prepare(frames[start:start + self.batch_size])
-                features = self.model.encode_image(x).float()
-                # Normalise in float32 so distances do not depend on the model's precision.
-                chunks.append(torch.nn.functional.normalize(features, dim=-1).cpu().numpy())
-        if not chunks:
+        if len(frames) == 0:
             return np.zeros((0, self.dim), dtype=np.float32)
-        return np.concatenate(chunks).astype(np.float32, copy=False)
+        batches = [frames[start:start + self.batch_size] for start in range(0, len(frames), self.batch_size)]
+        outputs = []
+        exact = strict_float32() if self.precision == "fp32" else contextlib.nullcontext()
+        with exact, torch.inference_mode(), ThreadPoolExecutor(max_workers=1) as host:
+            staged = host.submit(self._on_host, batches[0])
+            for n in range(len(batches)):
+                ready = staged.result()
+                if n + 1 < len(batches):
+                    staged = host.submit(self._on_host, batches[n + 1])
+                features = self.model.encode_image(self._on_device(ready)).float()
+                # Normalise in float32 so distances do not depend on the model's precision.
+                outputs.append(torch.nn.functional.normalize(features, dim=-1))
+        return torch.cat(outputs).cpu().numpy().astype(np.float32, copy=False)
 
     def prepare(self, frames: Sequence[np.ndarray]):
         """uint8 RGB frames -> the model's normalised input batch (N, 3, H, W)."""
+        return self._on_device(self._on_host(frames))
+
+    def _on_host(self, frames: Sequence[np.ndarray]):
+        """The host's half of preparing a batch: uint8 stacks (one per frame size), pinned
+        for a GPU; or, for preprocessing the batched path does not cover, PIL's tensors."""
         import torch
         frames = [_check_frame(f) for f in frames]
         if not self._batched:
-            return self._prepare_with_pil(frames)
+            return ("pil", self._prepare_with_pil(frames))
         # Frames of one shot share a size: one stacked tensor; mixed sizes go one by one.
         groups = [frames] if len({f.shape for f in frames}) == 1 else [[f] for f in frames]
-        return torch.cat([self._prepare_stack(np.stack(g)) for g in groups])
+        stacks = [torch.from_numpy(np.stack(g)) for g in groups]
+        if self.device != "cpu":
+            stacks = [t.pin_memory() for t in stacks]
+        return ("stacks", stacks)
 
-    def _prepare_stack(self, stack: np.ndarray):
+    def _on_device(self, staged):
+        kind, value = staged
+        if kind == "pil":
+            return value.to(self.device, dtype=next(self.model.parameters()).dtype)
+        return _cat([self._prepare_stack(t) for t in value])
+
+    def _prepare_stack(self, stack):
         # open_clip eval transform: Resize (shortest side, or squash), CenterCrop, /255,
         # Normalize; batched on the model's device. Resizing in float is faster than in
         # uint8 on CPU; rounding and clamping afterwards gives the uint8 pixels PIL makes.
-        import torch
         from torchvision.transforms import InterpolationMode
         from torchvision.transforms import functional as F
         p = self.preprocess
-        x = torch.from_numpy(stack).to(self.device).permute(0, 3, 1, 2).float()
+        x = stack.to(self.device, non_blocking=True).permute(0, 3, 1, 2).float()
         mode = InterpolationMode.BILINEAR if p["interpolation"] == "bilinear" else InterpolationMode.BICUBIC
         if p["resize_mode"] == "squash":
             x = F.resize(x, list(self._size), interpolation=mode, antialias=True)
@@ -210,8 +250,12 @@ class OpenClipEncoder:
         from PIL import Image
         if self._pil_transform is None:
             self._pil_transform = image_transform_v2(PreprocessCfg(**self.preprocess), is_train=False)
-        x = torch.stack([self._pil_transform(Image.fromarray(f)) for f in frames])
-        return x.to(self.device, dtype=next(self.model.parameters()).dtype)
+        return torch.stack([self._pil_transform(Image.fromarray(f)) for f in frames])
+
+
+def _cat(tensors):
+    import torch
+    return tensors[0] if len(tensors) == 1 else torch.cat(tensors)
 
 
 def _check_frame(frame: np.ndarray) -> np.ndarray:
@@ -295,6 +339,11 @@ def resolve_device(device: str) -> str:
     return device
 
 
+def torch_dtype(precision: str):
+    import torch
+    return {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[precision]
+
+
 def load_open_clip(spec: EncoderSpec) -> OpenClipEncoder:
     """Build the model from its architecture config and load the local weights into it."""
     settings = _open_clip_settings(spec)
@@ -318,8 +367,9 @@ def load_open_clip(spec: EncoderSpec) -> OpenClipEncoder:
         raise EncoderError(f"embed.checkpoint: {spec.checkpoint} does not hold {spec.model_name} "
                            f"weights: {str(e)[:500]}") from e
     device = resolve_device(spec.device)
-    model = model.to(device).eval()
-    return OpenClipEncoder(model, settings["preprocess"], settings["embed_dim"], device, spec.batch_size)
+    model = model.to(device=device, dtype=torch_dtype(spec.precision)).eval()
+    return OpenClipEncoder(model, settings["preprocess"], settings["embed_dim"], device, spec.batch_size,
+                           spec.precision)
 
 
 def build_encoder(spec: EncoderSpec):

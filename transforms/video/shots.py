@@ -66,12 +66,14 @@ def iter_shots(video: VideoRef, *, backend: str = "pyscenedetect",
                max_side: Optional[int] = None,
                stall_timeout: float = DEFAULT_STALL_TIMEOUT,
                report: Optional[DecodeReport] = None,
-               digest: Optional[PixelDigest] = None) -> Iterator[ShotFrames]:
+               digest: Optional[PixelDigest] = None,
+               device: str = "cpu") -> Iterator[ShotFrames]:
     """Yield the shots of `video` in order, each as soon as it ends. Raises VideoError
     when the video cannot be read (possibly after some shots were yielded). `report` is
     filled in when the decode has ended: whether the video was whole is known only then.
     `digest` is fed every decoded frame (the stride does not apply), in order: the
-    video's content, whatever container its frames came in."""
+    video's content, whatever container its frames came in. `device` is TransNetV2's
+    (auto|cpu|cuda); the other backends run no model."""
     _check_params(backend, threshold, min_scene_len, stride)
     info = probe(video.path)
     if threshold is None:
@@ -81,7 +83,7 @@ def iter_shots(video: VideoRef, *, backend: str = "pyscenedetect",
         frames = iter_scored_frames(video.path, max_side, info=info,
                                     stall_timeout=stall_timeout, report=report)
     else:
-        detector = (_TransNetCuts(threshold, min_scene_len) if backend == "transnetv2"
+        detector = (_TransNetCuts(threshold, min_scene_len, device) if backend == "transnetv2"
                     else _ContentCuts(threshold, min_scene_len, info.fps))
         frames = ((i, f, None) for i, f in iter_frames(video.path, max_side, info=info,
                                                        stall_timeout=stall_timeout,
@@ -430,11 +432,11 @@ class _TransNetCuts:
     transnetv2.LOOKBACK frames after the frame, and a cut is known one frame after the
     transition it ends."""
 
-    def __init__(self, threshold: float, min_scene_len: int):
+    def __init__(self, threshold: float, min_scene_len: int, device: str = "cpu"):
         from transforms.video.transnetv2 import LOOKBACK, TransitionStream
         self.threshold, self.min_len = threshold, min_scene_len
         self.lookback = LOOKBACK + 1
-        self._stream = TransitionStream()
+        self._stream = TransitionStream(device)
         self._in_transition = False
         self.last_cut = 0
 

@@ -10,7 +10,10 @@ the ends of the video) and call a frame a transition where the probability excee
 
 `TransitionStream` does the same frame by frame, so the shot splitter keeps its single
 decode pass: a frame's probability is known at most `LOOKBACK` frames after it arrived.
-The weights load once per process and nothing is downloaded.
+The weights load once per process (and device) and nothing is downloaded. The device
+is `shots.transnetv2_device` (default "cpu"): on another device the float32
+probabilities may round differently, so a non-CPU device is part of the shot lists' cache
+key (pipelines/imagecode/params.py shot_params).
 """
 from __future__ import annotations
 
@@ -53,9 +56,9 @@ def identity() -> dict:
             "fingerprint": sha[:16]}
 
 
-@functools.lru_cache(maxsize=1)
-def load_model():
-    """The network on the CPU, in eval mode; once per process. Its constructor seeds the
+@functools.lru_cache(maxsize=2)
+def load_model(device: str = "cpu"):
+    """The network on `device` ("cpu" or "cuda"), in eval mode; once per process and device. Its constructor seeds the
     global RNGs and switches on deterministic algorithms for the whole process: that
     state is put back, so loading it changes nothing else a worker does."""
     import torch
@@ -65,14 +68,14 @@ def load_model():
              torch.is_deterministic_algorithms_warn_only_enabled(),
              torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark)
     try:
-        model = TransNetV2(device="cpu")
+        model = TransNetV2(device="cpu")   # built on the CPU (its RNG state is restored below)
     finally:
         random.setstate(saved[0])
         np.random.set_state(saved[1])
         torch.random.set_rng_state(saved[2])
         torch.use_deterministic_algorithms(saved[3], warn_only=saved[4])
         torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = saved[5], saved[6]
-    return model.eval()
+    return model.to(device).eval()
 
 
 def small_frame(frame: np.ndarray) -> np.ndarray:
@@ -83,7 +86,9 @@ def small_frame(frame: np.ndarray) -> np.ndarray:
 class TransitionStream:
     """Per-frame transition probabilities of a stream of frames, in order."""
 
-    def __init__(self):
+    def __init__(self, device: str = "cpu"):
+        from transforms.core.devices import resolve_torch_device
+        self._device = resolve_torch_device(device, "shots.transnetv2_device")
         self._padded: List[np.ndarray] = []   # the current window's frames onwards
         self._next = 0                        # the first frame whose probability is not out yet
         self._frames = 0
@@ -110,7 +115,7 @@ class TransitionStream:
         return [(i, p) for i, p in out if i < self._frames]
 
     def _window(self) -> List[Tuple[int, float]]:
-        probabilities = _predict(np.stack(self._padded[:WINDOW]))
+        probabilities = _predict(np.stack(self._padded[:WINDOW]), self._device)
         decided = [(self._next + k, float(p))
                    for k, p in enumerate(probabilities[CONTEXT:CONTEXT + STEP])]
         self._next += STEP
@@ -118,9 +123,9 @@ class TransitionStream:
         return decided
 
 
-def _predict(window: np.ndarray) -> np.ndarray:
+def _predict(window: np.ndarray, device: str = "cpu") -> np.ndarray:
     """Transition probability of each of a window's 100 frames (the single-frame head)."""
     import torch
     with torch.no_grad():
-        single, _ = load_model().predict_raw(torch.from_numpy(window)[None])
-    return single[0, :, 0].numpy()
+        single, _ = load_model(device).predict_raw(torch.from_numpy(window)[None].to(device))
+    return single[0, :, 0].cpu().numpy()
