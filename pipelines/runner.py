@@ -48,19 +48,15 @@ def cache_root_of(config, output: str) -> Optional[str]:
     return cache.dir or FileSystems.join(output, ".cache")
 
 
-def build(benchmark: Union[str, Benchmark], argv: Optional[List[str]] = None,
-          generate_sample: bool = True) -> str:
-    """Build one release; returns its folder. User-fixable problems raise UserError.
-    `generate_sample=False` is for the sample generator itself, which builds from the
-    sample's first files to learn what the crowd will be shown."""
+def build(benchmark: Union[str, Benchmark], argv: Optional[List[str]] = None) -> str:
+    """Build one release; returns its folder. User-fixable problems raise UserError."""
     if isinstance(benchmark, str):
         benchmark = registry.load(benchmark)
     args, beam_args = parse_build_args(benchmark, argv)
     if args.verbose:
         cli.configure_logging(verbose=True)
     config = load_config(benchmark.config_path(args.config), args.set, benchmark.config_type)
-    if generate_sample:
-        benchmark.ensure_sample(config)
+    benchmark.ensure_sample(config)
     cache_root = cache_root_of(config, args.output)
     preflight.check_inputs(config)
     plan = benchmark.prepare(config, cache_root)
