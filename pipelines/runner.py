@@ -57,11 +57,8 @@ def cache_root_of(config, output: str) -> Optional[str]:
     return cache.dir or FileSystems.join(output, ".cache")
 
 
-def build(benchmark: Union[str, Benchmark], argv: Optional[List[str]] = None,
-          generate_sample: bool = True) -> str:
+def build(benchmark: Union[str, Benchmark], argv: Optional[List[str]] = None) -> str:
     """Build one release; returns its folder. User-fixable problems raise UserError.
-    `generate_sample=False` is for the sample generator itself, which builds from the
-    sample's first files to learn what the crowd will be shown.
 
     Everything a user can get wrong in the command (arguments, config keys, types and
     ranges, the config's inputs, Beam options) is checked before Beam, torch or a
@@ -80,8 +77,7 @@ def build(benchmark: Union[str, Benchmark], argv: Optional[List[str]] = None,
     if isinstance(benchmark, str):
         benchmark = registry.load(benchmark)
     if sample:
-        if generate_sample:
-            benchmark.ensure_sample(config)
+        benchmark.ensure_sample(config)
         preflight.check_inputs(config)
     return _run(benchmark, config, args, beam_args)
 

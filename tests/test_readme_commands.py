@@ -34,7 +34,7 @@ def git(*args, cwd=ROOT):
 
 @pytest.fixture(scope="module")
 def clone(tmp_path_factory):
-    if not os.path.isdir(os.path.join(ROOT, ".git")):
+    if not os.path.exists(os.path.join(ROOT, ".git")):
         pytest.fail("the README test needs the repository's .git to clone from")
     target = str(tmp_path_factory.mktemp("fresh") / "clone")
     git("clone", "-q", "--no-hardlinks", ROOT, target)
@@ -62,7 +62,10 @@ def test_a_readme_build_runs_as_written_in_a_fresh_clone(clone, command):
     done = subprocess.run(command.split(), cwd=clone, env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     benchmark = command.split("build-", 1)[1]
-    assert f"release: releases/{benchmark}/1.0.0\n" in done.stdout
+    # one build, one release: a first build makes its embedded sample (the crowd answers
+    # included) without building anything else first
+    printed = [line for line in done.stdout.splitlines() if line.startswith("release: ")]
+    assert printed == [f"release: releases/{benchmark}/1.0.0"], printed
     release = os.path.join(clone, "releases", benchmark, "1.0.0")
     assert verify_manifest(release) == []
     assert [n for n in os.listdir(os.path.dirname(release)) if n.startswith(".")] == []

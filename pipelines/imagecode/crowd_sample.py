@@ -1,7 +1,9 @@
 """Simulated crowd answers for the embedded sample, so the rounds run offline.
 
 Given the tasks a build exports (crowd/describe_tasks.jsonl, then crowd/retrieve_tasks.jsonl
-of a build with the descriptions), writes what a crowdsourcing tool would return:
+of a build with the descriptions), or the sets alone (`write_sample_crowd_outputs` makes
+their tasks by the rounds' own rules, as a build exports them: how the embedded sample
+gets its answers, pipelines/imagecode/sample.py), writes what a crowdsourcing tool would return:
 describer output (one description per describe task) and retriever output (1 retriever
 per description in train, 3 in valid/test, §3.3). Like a platform export, every answer
 row carries its task's columns through, task_fingerprint among them, so the sample's
@@ -29,7 +31,7 @@ from pipelines.imagecode import reasons
 from pipelines.imagecode.rounds import describe_tasks, retrieve_task, task_row
 from pipelines.imagecode.rounds_schema import (DESCRIBE_TASK_COLUMNS, DESCRIPTION_COLUMNS,
                                                RETRIEVAL_COLUMNS, RETRIEVE_TASK_COLUMNS,
-                                               RETRIEVERS, AnnotationSet, Description,
+                                               RETRIEVERS, TARGETS_PER_SET, AnnotationSet, Description,
                                                description_id)
 from transforms.core.sampling import priority
 from transforms.crowd.task_files import csv_cell
@@ -217,12 +219,14 @@ def write_retrievals(describe_rows: Sequence[dict], retrieve_rows: Sequence[dict
 
 def write_sample_crowd_outputs(sets: Sequence[AnnotationSet], out_dir: str, seed: int = 0,
                                describer_format: str = "csv",
-                               retriever_format: str = "jsonl") -> SampleCrowdFiles:
+                               retriever_format: str = "jsonl",
+                               targets_per_set: int = TARGETS_PER_SET) -> SampleCrowdFiles:
     """Both answer files for `sets` (>= 1), their tasks made in process by the rounds'
-    own rules (rounds.describe_tasks / retrieve_task), as a build would export them."""
+    own rules (rounds.describe_tasks / retrieve_task), as a build with this `seed` and
+    `targets_per_set` exports them."""
     if not sets:
         raise ValueError("the crowd sample needs at least one set")
-    describe = [task_row(t) for s in sets for t in describe_tasks(s, seed)]
+    describe = [task_row(t) for s in sets for t in describe_tasks(s, seed, targets_per_set)]
     by_name = {s.set_name: s for s in sets}
     retrieve = [task_row(retrieve_task(
         Description(description_id(d["set_name"], d["target_index"], d["worker"]), d["set_name"],

@@ -31,7 +31,7 @@ from pipelines.imagecode.names import compat_image_path, image_file_name, video_
 from pipelines.imagecode.records import FrameSet, VideoPlan
 from schemas.records import ShotFrames
 from schemas.rejects import Reject
-from transforms.core.stage import StageFn, stage_pardo
+from transforms.core.stage import MAIN, StageFn, apply_in_process, stage_pardo
 from transforms.video.decode import ForwardFrameReader
 
 log = logging.getLogger(__name__)
@@ -176,6 +176,13 @@ class MineFrameSets(beam.PTransform):
 
     def expand(self, plans):
         return plans | stage_pardo(self._dofn, outputs=(BRISQUE_SCORES, NEW_SCORES))
+
+
+def mine_in_process(plans, **settings) -> List[FrameSet]:
+    """MineFrameSets(**settings) run here on plans in hand (no pipeline): the sets it
+    mines, by the build's own DoFn (JPEGs staged as it stages them); rejects and scores
+    dropped."""
+    return apply_in_process(MineFrameSets(**settings)._dofn, plans).get(MAIN, [])
 
 
 class _MineVideo(StageFn):

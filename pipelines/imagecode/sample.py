@@ -5,8 +5,11 @@
 writes a few short videos made from scikit-image's photos (known cuts, a blurred shot,
 a captioned shot, a too-short shot) for three sources and all three splits, plus the
 kinds of bad input a real manifest has (a corrupt file, a missing path, a line that is
-not JSON, a line without a field), and `videos.jsonl` listing them. A second call with
-the same files present does nothing.
+not JSON, a line without a field), and `videos.jsonl` listing them; views of photos
+standing in for Open Images (`images.jsonl`); and simulated answers of both crowd rounds
+(`crowd/`) for the sets the sample config mines, worked out without building anything
+(sample_sets.py says how, and why they are made here rather than shipped). A second call
+with the same files present does nothing.
 """
 from __future__ import annotations
 
@@ -14,7 +17,6 @@ import hashlib
 import json
 import shutil
 import sys
-import tempfile
 from pathlib import Path
 from typing import List
 
@@ -77,35 +79,15 @@ def make_crowd_answers(out: Path) -> None:
     """Simulated describer and retriever output for the sets the sample config mines, as a
     crowdsourcing platform returns them: each answer row carries its task's columns.
 
-    The tasks come from builds of the sample in a temporary folder, as in real use: one
-    without crowd inputs exports the describe tasks; the describers answer them; one
-    with those descriptions exports the retrieve tasks; the retrievers answer those. The
-    real build mines the same sets (same config, inputs and seed), so every answer's
-    task_fingerprint matches what it shows."""
-    from pipelines.imagecode.crowd_sample import write_descriptions, write_retrievals
-    crowd = str(out / CROWD_DIR)
-    with tempfile.TemporaryDirectory() as tmp:
-        first = _temporary_build(out, tmp, "0.0.0")
-        describe = _task_rows(first, "describe_tasks")
-        descriptions, _ = write_descriptions(describe, crowd)
-        second = _temporary_build(out, tmp, "0.0.1", descriptions)
-        write_retrievals(describe, _task_rows(second, "retrieve_tasks"), crowd)
-
-
-def _temporary_build(out: Path, tmp: str, version: str, descriptions: str = "null") -> str:
-    from pipelines import runner
-    # by its registered name: this module is what benchmark.py calls to make the sample,
-    # so naming the benchmark object here would tie the two modules in a cycle
-    return runner.build("imagecode", generate_sample=False, argv=[
-        "--config", SAMPLE_CONFIG, "--output", tmp, "--version", version, "--quiet",
-        "--no-explorer", "--set", f"inputs.videos={out / MANIFEST}",
-        "--set", f"static.images={out / IMAGES_MANIFEST}",
-        "--set", f"crowd.descriptions={descriptions}", "--set", "crowd.retrievals=null"])
-
-
-def _task_rows(release: str, name: str) -> list:
-    lines = Path(release, "crowd", f"{name}.jsonl").read_text(encoding="utf-8").splitlines()
-    return [json.loads(line) for line in lines if line.strip()]
+    The sets are worked out here, before any build and without one, by the build's own
+    code (pipelines/imagecode/sample_sets.py, which says why they cannot ship with the
+    code); their tasks are made by the rounds' own rules, so every answer's
+    task_fingerprint is that of the task the build shows."""
+    from pipelines.imagecode.crowd_sample import write_sample_crowd_outputs
+    from pipelines.imagecode.sample_sets import mined_sets, sample_config
+    cfg = sample_config(SAMPLE_CONFIG, str(out / MANIFEST), str(out / IMAGES_MANIFEST))
+    write_sample_crowd_outputs(mined_sets(cfg), str(out / CROWD_DIR), seed=cfg.seed,
+                               targets_per_set=cfg.crowd.targets_per_set)
 
 
 def make_static_images(out: Path) -> Path:

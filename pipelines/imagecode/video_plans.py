@@ -46,7 +46,7 @@ from transforms.cache.store import (HITS, EntryRef, LookupCacheStages, WriteCach
                                     decode_json, encode_array, encode_json, has_entries,
                                     merge_json_dicts)
 from transforms.core.hashing import content_sha256
-from transforms.core.stage import MAIN, REJECTS, StageCounts, StageFn, stage_pardo
+from transforms.core.stage import MAIN, REJECTS, StageCounts, StageFn, apply_in_process, stage_pardo
 from transforms.image.embed import STAGE as EMBED_STAGE
 from transforms.image.embed import ShotEmbedder
 from transforms.video.shots import DEFAULT_TRUNCATION_TOLERANCE, SHOT_LISTS
@@ -147,6 +147,15 @@ class PlanVideos(beam.PTransform):
         files = (written | "Stored files" >> beam.Flatten() if written
                  else looked.pipeline | "No stored files" >> beam.Create([]))
         return plans[MAIN], plans[REJECTS], files
+
+
+def plans_in_process(videos, shot_params: dict, min_frames: int, encoder_spec, spill_dir: str,
+                     truncation_tolerance: float = DEFAULT_TRUNCATION_TOLERANCE) -> List[VideoPlan]:
+    """PlanVideos' cold path without a cache, run here on VideoRefs in hand (no pipeline):
+    the plans of the videos decoded whole, by the build's own DoFn; its rejects dropped."""
+    fn = _DecodeAndEmbed(shot_params, min_frames, truncation_tolerance, encoder_spec, spill_dir,
+                         store=False)
+    return apply_in_process(fn, [_Looked(video, "") for video in videos]).get(MAIN, [])
 
 
 def cache_keys(shot_params: dict, min_frames: int, cache: VideoCacheSpec):

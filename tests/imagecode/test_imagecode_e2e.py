@@ -1,11 +1,13 @@
 """The whole ImageCoDe build on the embedded sample (video sets, static sets, both crowd
 rounds, statistics), then reloading the release the ways its users do."""
+import csv
 import glob
 import hashlib
 import json
 import os
 import re
 
+import apache_beam as beam
 import pyarrow.parquet as pq
 import pytest
 
@@ -15,6 +17,7 @@ from pipelines.imagecode.names import parse_video_set_name
 from pipelines.imagecode.sample import make_imagecode_sample
 from pipelines.imagecode.static_sets import parse_static_set_name
 from pipelines.imagecode.tables import DESCRIPTION_SCHEMA, FRAMESET_SCHEMA, STATIC_SET_SCHEMA
+from pipelines.release import build as release_build
 from pipelines.release.build import ReleaseError
 from pipelines.release.manifest import verify_manifest
 from schemas.tfexample import tf_feature_spec
@@ -24,8 +27,23 @@ SAMPLE_CONFIG = "pipelines/imagecode/configs/sample.yaml"
 
 
 @pytest.fixture(scope="module")
-def sample(tmp_path_factory):
-    return str(make_imagecode_sample(str(tmp_path_factory.mktemp("sample"))))
+def generated(tmp_path_factory):
+    """The sample, generated here, and what generating it ran: the Beam pipelines started
+    and the releases written (its crowd answers once came from two builds of it)."""
+    ran = {"pipelines": [], "releases": []}
+    run, build_release = beam.Pipeline.run, release_build.build_release
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(beam.Pipeline, "run",
+                      lambda self, *a, **k: ran["pipelines"].append(self) or run(self, *a, **k))
+        patch.setattr(release_build, "build_release",
+                      lambda *a, **k: ran["releases"].append(k) or build_release(*a, **k))
+        manifest = make_imagecode_sample(str(tmp_path_factory.mktemp("sample")))
+    return str(manifest), ran
+
+
+@pytest.fixture(scope="module")
+def sample(generated):
+    return generated[0]
 
 
 def build(sample, out, version="1.0.0", *extra):
@@ -46,6 +64,54 @@ def release(sample, tmp_path_factory):
 def set_rows(release_dir, table="video_sets"):
     rows = pq.read_table(os.path.join(release_dir, "parquet", table)).to_pylist()
     return sorted(rows, key=lambda r: r.get("set_name", "") + r.get("description_id", ""))
+
+
+def test_generating_the_sample_runs_no_pipeline_and_writes_no_release(generated):
+    manifest, ran = generated
+    assert ran == {"pipelines": [], "releases": []}
+    folder = os.path.dirname(manifest)
+    assert not glob.glob(os.path.join(folder, "**", "MANIFEST.json"), recursive=True)
+    assert os.path.isfile(os.path.join(folder, "crowd", "descriptions.csv"))
+    assert os.path.isfile(os.path.join(folder, "crowd", "retrievals.jsonl"))
+
+
+def _answered(path):
+    """{task_id: task_fingerprint} of the answer rows of a sample answer file that name a
+    task of a known set (the injected bad rows repeat good rows' tasks or name no set)."""
+    if path.endswith(".csv"):
+        with open(path, newline="", encoding="utf-8") as f:
+            rows = list(csv.DictReader(f))
+    else:
+        rows = []
+        for line in open(path, encoding="utf-8"):
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue   # the injected truncated line
+    return {r["task_id"]: r["task_fingerprint"] for r in rows
+            if r.get("task_fingerprint") and r.get("set_name") != "no-such-set"}
+
+
+def _exported(release_dir, name):
+    lines = open(os.path.join(release_dir, "crowd", f"{name}.jsonl"), encoding="utf-8")
+    return {row["task_id"]: row["task_fingerprint"] for row in map(json.loads, lines)}
+
+
+def test_the_sample_answers_the_very_tasks_its_build_exports(sample, release):
+    """The sample's sets are worked out without a build (sample_sets.py); an answer counts
+    only on the task its worker saw, so they must be exactly the sets the build mines:
+    every describe task the build exports is answered under its own fingerprint, and every
+    retrieval answers an exported retrieve task (all but the one description the sample
+    leaves unretrieved)."""
+    crowd = os.path.join(os.path.dirname(sample), "crowd")
+    describe = _exported(release, "describe_tasks")
+    assert describe and _answered(os.path.join(crowd, "descriptions.csv")) == describe
+    retrieve = _exported(release, "retrieve_tasks")
+    retrieved = _answered(os.path.join(crowd, "retrievals.jsonl"))
+    assert retrieved.items() <= retrieve.items() and len(retrieved) == len(retrieve) - 1
+    stale = [r for r in pq.read_table(os.path.join(release, "rejects")).to_pylist()
+             if r["reason"] == reasons.STALE_ANSWER]
+    assert stale == []
 
 
 def test_release_layout_and_counts(release):

@@ -21,8 +21,15 @@ others. `KeepFirst` is the one dedupe: of the items that share a key, the first 
 stable order passes and the others are rejects. Counters are read back into the manifest
 (`read_stage_counts`) and must reconcile per stage and level (`reconcile`) and across
 stages (`check_links`).
+
+`apply_in_process` runs a stage's DoFn on a few items in hand, outside any pipeline, and
+`first_per_key` is KeepFirst's rule on a list: for a caller that needs a stage's
+decisions before a build (the ImageCoDe sample's sets, pipelines/imagecode/sample_sets.py).
 """
 from __future__ import annotations
+
+from collections import defaultdict
+from typing import Callable, Dict, Iterable, List
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
@@ -154,6 +161,15 @@ class _KeepFirstFn(StageFn):
             yield self.counts.rejected(self.reject(**self._why(later, first)))
 
 
+def first_per_key(items: Iterable, key: Callable, order: Callable) -> List:
+    """KeepFirst's rule on items in hand: the first item per key by `order` (the others
+    dropped), in the order the kept items first appear."""
+    groups: Dict = {}
+    for item in items:
+        groups.setdefault(key(item), []).append(item)
+    return [min(group, key=order) for group in groups.values()]
+
+
 class KeepFirst(beam.PTransform):
     """items -> {MAIN: the first item per key, REJECTS: the others}: the one dedupe.
 
@@ -177,6 +193,28 @@ class KeepFirst(beam.PTransform):
                 | "Key" >> beam.Map(lambda item: (key(item), item))
                 | "Group" >> beam.GroupByKey()
                 | "Keep first" >> stage_pardo(self._fn))
+
+
+def apply_in_process(fn: beam.DoFn, elements: Iterable) -> Dict[str, list]:
+    """`fn` applied to `elements` here, outside any pipeline, through a DoFn's life
+    (setup, one bundle, teardown): {MAIN: its main outputs, tag: the values of each tagged
+    output (REJECTS, ...)}, in order. Its counters count nowhere: Beam's metrics belong to
+    a running pipeline. Element by element, with no grouping: only for a DoFn whose
+    outputs depend on its element alone."""
+    outputs: Dict[str, list] = defaultdict(list)
+    fn.setup()
+    try:
+        fn.start_bundle()
+        for element in elements:
+            for out in fn.process(element) or ():
+                if isinstance(out, beam.pvalue.TaggedOutput):
+                    outputs[out.tag].append(out.value)
+                else:
+                    outputs[MAIN].append(out)
+        fn.finish_bundle()
+    finally:
+        fn.teardown()
+    return dict(outputs)
 
 
 # --- reading the counters back (driver side) ------------------------------------------

@@ -187,9 +187,9 @@ def _photo(name: str) -> np.ndarray:
     return cv2.cvtColor(img, cv2.COLOR_BGR2RGB)
 
 
-def _render(photo: str, effect: str, t: int, n: int, width: int, height: int) -> np.ndarray:
+def _render(name: str, effect: str, t: int, n: int, width: int, height: int) -> np.ndarray:
     """Frame t of n: a window on the photo that moves smoothly with t."""
-    img = _photo(photo)
+    img = photo(name)   # decoded once per process (lru_cache), not once per frame
     h0, w0 = img.shape[:2]
     parts = effect.split("+")
     motion = next((p for p in parts if p in MOTIONS), "pan")
