@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -46,11 +47,17 @@ BUILDS = (("lazy", "cold", "1.0.0", ()),
 
 
 def build_in_child(manifest: str, out: str, version: str, overrides) -> dict:
+    """One build in a fresh process: its result, plus "cpu_seconds", the user+sys time of
+    that process and every process it waited for (imports and start-up included)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     proc = subprocess.run([sys.executable, "-m", "bench.imagecode_rebuild", "--child", manifest,
                            out, version, *overrides], capture_output=True, text=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
         raise RuntimeError(proc.stderr[-3000:])
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    result["cpu_seconds"] = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return result
 
 
 def child(manifest: str, out: str, version: str, *overrides: str) -> None:
