@@ -1,24 +1,28 @@
 """Where a cold ImageCoDe video build spends its CPU, per part (issue 34), from a sampling
-profile of the whole build process (py-spy, every thread, native frames included).
+profile of the whole build process (py-spy, every thread; time in native code counts
+for the Python frame that called it).
 
     pip install py-spy   # a profiler, not a dependency of the project
     python -m bench.imagecode_video_parts MANIFEST [--set k=v ...] [--rate 100]
 
-Builds MANIFEST once, cold, in a child process run under `py-spy record --native` (the
+Builds MANIFEST once, cold, in a child process run under `py-spy record` (the
 sample config without static sets and crowd rounds, bench/imagecode_video.py
 VIDEO_ONLY; `--set` adds overrides, e.g. quality.brisque.enabled=false), and reads back
-its samples. Each sample is one thread's stack at one moment: it is given to the first
-part whose mark is in the stack, innermost frame first:
+its samples. Each sample is one thread's stack at one moment: it is given to the part
+of its innermost frame that belongs to one:
 
   BRISQUE, OCR, embedding (stand-in or CLIP encoder), shot detection (the detector's
   scores), decode for shots / decode in the miner (PyAV, the ffmpeg pipe, RGB
   conversion: split by who asked), publishing (JPEG, release files), cache (Parquet
-  shards), mining (the greedy rule and its bookkeeping), and the rest: imports, Beam's
-  runner, graph construction, release writing.
+  shards), mining (the greedy rule and its bookkeeping), imports (any stack inside
+  the import machinery: torch, Beam, the models' modules), and the rest: Beam's runner,
+  graph construction, release writing.
 
 py-spy leaves out threads it sees idle (and a stack whose innermost frame is a wait is
-dropped too), so the shares are of CPU, not of wall time. The parts are printed as shares of the samples and as CPU ms per frame (the
-build's CPU seconds, from getrusage, times the share, over the frames decoded for shots).
+dropped too), so the shares are of CPU, not of wall time. The parts are printed as
+shares of the samples and as CPU ms per frame: the build process's own CPU seconds
+(user + sys, its getrusage, the profiler's excluded) times the share, over the frames
+decoded for shots.
 """
 from __future__ import annotations
 
@@ -32,46 +36,48 @@ import subprocess
 import sys
 import tempfile
 
-# (part, marks): a sample goes to the first part one of whose marks is in a frame of its
-# stack, frames searched from the innermost out. Order matters: BRISQUE runs inside the
-# miner, the decode inside shot detection.
+# (part, marks): a sample goes to the part of the innermost frame of its stack that
+# carries one of these marks (a frame may carry the marks of one part only): the shots
+# are decoded and detected inside the embedder's loop, and BRISQUE runs inside the
+# miner, so the innermost frame decides. The decode is split by who asked.
 PARTS = (
     ("BRISQUE", ("transforms/image/brisque.py",)),
-    ("OCR", ("transforms/image/ocr.py", "tesserocr", "libtesseract")),
-    ("embedding", ("transforms/image/encoders.py", "transforms/image/embed.py", "open_clip")),
-    ("publishing (JPEG, release files)", ("frame_images.py", "PIL/", "libjpeg",
+    ("OCR", ("transforms/image/ocr.py",)),
+    ("embedding", ("transforms/image/encoders.py", "transforms/image/embed.py")),
+    ("publishing (JPEG, release files)", ("transforms/video/frame_images.py",
                                           "pipelines/imagecode/publish.py")),
-    ("cache (Parquet shards)", ("transforms/cache/store.py", "records.py")),
+    ("cache (Parquet shards)", ("transforms/cache/store.py", "pipelines/imagecode/records.py")),
+    ("decode", ("transforms/video/decode.py",)),
+    ("shot detection", ("transforms/video/shots.py", "transforms/core/hashing.py")),
+    ("mining", ("pipelines/imagecode/mining.py",)),
 )
-DECODE = ("transforms/video/decode.py", "libavcodec", "libswscale", "av/")
-SHOTS = "transforms/video/shots.py"
 MINING = "pipelines/imagecode/mining.py"
-IDLE = ("wait (threading.py)", "_wait_for_tstate_lock", "select (", "poll (", "epoll",
-        "futex", "pthread_cond_wait", "get (queue.py)", "sem_wait", "recv (")
+IDLE = ("wait (threading.py)", "_wait_for_tstate_lock", "get (queue.py)")
 
 
 def classify(frames: list) -> str:
-    """The part of one stack (frames outermost first, as py-spy's raw output lists them)."""
-    inner_first = frames[::-1]
-    if inner_first and any(mark in inner_first[0] for mark in IDLE):
+    """The part of one stack (frames outermost first, as py-spy's raw output lists them);
+    "" for a thread waiting."""
+    if frames and any(mark in frames[-1] for mark in IDLE):
         return ""
-    for part, marks in PARTS:
-        if any(mark in frame for frame in inner_first for mark in marks):
-            return part
-    if any(mark in frame for frame in inner_first for mark in DECODE):
-        return "decode in the miner" if any(MINING in f for f in frames) else "decode for shots"
-    if any(SHOTS in frame for frame in frames):
-        return "shot detection"
-    if any(MINING in frame for frame in frames):
-        return "mining"
-    return "rest (imports, Beam, graph, release)"
+    if any("importlib._bootstrap" in frame for frame in frames):
+        return "imports"
+    for frame in reversed(frames):
+        for part, marks in PARTS:
+            if any(mark in frame for mark in marks):
+                if part == "decode":
+                    return ("decode in the miner" if any(MINING in f for f in frames)
+                            else "decode for shots")
+                return part
+    return "rest (Beam, graph, release)"
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("manifest")
     parser.add_argument("--set", action="append", default=[], dest="overrides")
-    parser.add_argument("--rate", type=int, default=100, help="samples a second")
+    parser.add_argument("--rate", type=int, default=50, help="samples a second")
+    parser.add_argument("--stacks", help="keep py-spy's raw stacks in this file")
     args = parser.parse_args()
     spy = shutil.which("py-spy") or os.path.join(os.path.dirname(sys.executable), "py-spy")
     work = tempfile.mkdtemp(prefix="bench-video-parts-")
@@ -79,7 +85,7 @@ def main() -> int:
         raw = os.path.join(work, "stacks.txt")
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         proc = subprocess.run(
-            [spy, "record", "--native", "-r", str(args.rate), "-f", "raw",
+            [spy, "record", "-r", str(args.rate), "-f", "raw",
              "-o", raw, "--", sys.executable, "-m", "bench.imagecode_rebuild", "--child",
              os.path.abspath(args.manifest), os.path.join(work, "out"), "1.0.0", *args.overrides],
             capture_output=True, text=True)
@@ -95,15 +101,18 @@ def main() -> int:
                 part = classify(stack.split(";"))
                 if part:
                     samples[part] += int(count)
+        if args.stacks:
+            shutil.copyfile(raw, args.stacks)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    # py-spy's own CPU is in the children's time too; the build's is its share of samples
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    with_profiler = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    cpu = result["process_cpu_seconds"]   # the build's own (py-spy's is in with_profiler)
     frames = result["stages"]["shots"]["frame.in"]
     total = sum(samples.values())
-    print(json.dumps({"frames": frames, "cpu_seconds_with_profiler": round(cpu, 1),
+    print(json.dumps({"frames": frames, "cpu_seconds": round(cpu, 1),
+                      "cpu_seconds_with_profiler": round(with_profiler, 1),
                       "samples": dict(samples)}, indent=1))
-    print(f"\n{frames:,} frames; {cpu:.1f} CPU s (build and profiler); shares of the "
+    print(f"\n{frames:,} frames; {cpu:.1f} CPU s in the build's process; shares of the "
           f"build's busy samples ({total:,})\n")
     print("| part | share | CPU ms per frame |")
     print("|---|---|---|")
