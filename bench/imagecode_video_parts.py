@@ -52,13 +52,15 @@ PARTS = (
     ("mining", ("pipelines/imagecode/mining.py",)),
 )
 MINING = "pipelines/imagecode/mining.py"
-IDLE = ("wait (threading.py)", "_wait_for_tstate_lock", "get (queue.py)")
+# innermost frames of a thread that waits (py-spy may still sample it as busy)
+IDLE = ("wait (threading.py)", "_wait_for_tstate_lock", "get (queue.py)",
+        "_worker (concurrent/futures/thread.py:81)", "Reporter._loop (pipelines/progress.py")
 
 
 def classify(frames: list) -> str:
     """The part of one stack (frames outermost first, as py-spy's raw output lists them);
     "" for a thread waiting."""
-    if frames and any(mark in frames[-1] for mark in IDLE):
+    if not frames or not frames[-1] or any(mark in frames[-1] for mark in IDLE):
         return ""
     if any("importlib._bootstrap" in frame for frame in frames):
         return "imports"
