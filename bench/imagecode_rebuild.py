@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -46,11 +47,17 @@ BUILDS = (("lazy", "cold", "1.0.0", ()),
 
 
 def build_in_child(manifest: str, out: str, version: str, overrides) -> dict:
+    """One build in a fresh process: its result, plus "cpu_seconds", the user+sys time of
+    that process and every process it waited for (imports and start-up included)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     proc = subprocess.run([sys.executable, "-m", "bench.imagecode_rebuild", "--child", manifest,
                            out, version, *overrides], capture_output=True, text=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
         raise RuntimeError(proc.stderr[-3000:])
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    result["cpu_seconds"] = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return result
 
 
 def child(manifest: str, out: str, version: str, *overrides: str) -> None:
@@ -62,7 +69,10 @@ def child(manifest: str, out: str, version: str, *overrides: str) -> None:
                              "--output", out, "--version", version, *sets])
     seconds = time.perf_counter() - start
     manifest_json = json.load(open(os.path.join(release, "MANIFEST.json")))
+    own, waited = (resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
     print(json.dumps({"seconds": seconds, "stages": manifest_json["stages"],
+                      "process_cpu_seconds": sum((own.ru_utime, own.ru_stime,
+                                                  waited.ru_utime, waited.ru_stime)),
                       "sets": manifest_json["counts"]["tables"]["video_sets"]["total"]}))
 
 

@@ -15,6 +15,7 @@ from apache_beam.io.filesystems import FileSystems
 from pipelines.imagecode.config import ImageCodeConfig
 from pipelines.imagecode.params import ImageCodeRules
 from pipelines.imagecode.quality_gate import QualityRule
+from pipelines.imagecode.video_plans import FRAME_IMAGE
 from pipelines.release import plots
 from pipelines.release.cache import cache_report
 from pipelines.release.datacard import markdown_table
@@ -112,7 +113,7 @@ def _cache(stages: dict, staging: str, cache_root):
     use = cache_use(stages)
     section, files = cache_report(cache_root, staging, use, "Shot lists and frame embeddings "
                                   "(per video), BRISQUE and OCR scores (per frame) and image "
-                                  "embeddings")
+                                  "embeddings", also_read=(FRAME_IMAGE,))
     return section, files, use
 
 

@@ -13,7 +13,6 @@ filtering every frame first (tests/imagecode/test_mining.py proves it).
 from __future__ import annotations
 
 import concurrent.futures
-import io
 import itertools
 import logging
 import pickle
@@ -24,15 +23,16 @@ from typing import Callable, Dict, FrozenSet, Iterator, List, Optional, Tuple
 import apache_beam as beam
 import numpy as np
 from apache_beam.io.filesystems import FileSystems
-from PIL import Image
 
 from pipelines.imagecode import reasons
 from pipelines.imagecode.names import compat_image_path, image_file_name, video_set_name
 from pipelines.imagecode.records import FrameSet, VideoPlan
 from schemas.records import ShotFrames
 from schemas.rejects import Reject
+from transforms.cache.store import read_entry
 from transforms.core.stage import MAIN, StageFn, apply_in_process, stage_pardo
 from transforms.video.decode import ForwardFrameReader
+from transforms.video.frame_images import CachedFrameImages, encode_bundle
 
 log = logging.getLogger(__name__)
 
@@ -138,19 +138,25 @@ GateFactory = Callable[[], Optional[object]]
 
 BRISQUE_SCORES = "brisque_scores"  # tagged output: BRISQUE/100 of every evaluated frame
 NEW_SCORES = "new_scores"          # tagged output: (filter, cache key, {frame: value}) computed here
+NEW_FRAMES = "new_frames"          # tagged output: (cache key, bundle of the frame JPEGs made here)
 SCORE_FILTERS = ("brisque", "ocr")
 
 
 class MineFrameSets(beam.PTransform):
     """VideoPlan -> FrameSet (main), frame-level Rejects (REJECTS), the BRISQUE/100 score
     of every frame the gate consulted (BRISQUE_SCORES, for the data card), and the
-    scores computed in this run, per video and filter (NEW_SCORES, for the cache).
+    scores computed in this run, per video and filter (NEW_SCORES, for the cache), and
+    per video the JPEGs of the frames it decoded to score or publish (NEW_FRAMES, for the
+    cache; only for a plan with a `frame_key`).
 
     A score in the plan's `known_scores` is used as is; only the others are computed
     (for every frame with `score_all_frames`, else only for frames the gate is asked
     about), on frames decoded on demand (one forward pass per video, only up to the last shot
     that needs pixels). The selected frames are written as JPEG under
     `<staging_dir>/frames/<set>/`; the release step moves the sets it keeps into compat/.
+    A selected frame whose JPEG is in the plan's cached frame images is written from
+    there, byte for byte what encoding it again would give: a video whose scores and
+    selected frames are all cached is not decoded at all.
 
     While the gate keeps rejecting (a blurred or captioned shot, where it is asked about
     every frame), the frames it will be asked about next, should the current one be
@@ -164,7 +170,8 @@ class MineFrameSets(beam.PTransform):
     ahead), frame.brisque_cached and frame.ocr_cached (taken from the plan),
     frame.brisque_unused and frame.ocr_unused (scored ahead, never asked for: work a
     one-frame-at-a-time run would not have done; not cached), frame.decoded (frames
-    decoded again for pixels).
+    decoded again for pixels), frame.served_from_cache (selected frames written from
+    the cached frame images, noted only when there are any).
     """
 
     def __init__(self, threshold: float, set_size: int, gate_factory: GateFactory,
@@ -175,7 +182,7 @@ class MineFrameSets(beam.PTransform):
                                 max_side, score_all_frames, lookahead_threads)
 
     def expand(self, plans):
-        return plans | stage_pardo(self._dofn, outputs=(BRISQUE_SCORES, NEW_SCORES))
+        return plans | stage_pardo(self._dofn, outputs=(BRISQUE_SCORES, NEW_SCORES, NEW_FRAMES))
 
 
 def mine_in_process(plans, **settings) -> List[FrameSet]:
@@ -219,17 +226,27 @@ class _MineVideo(StageFn):
         reader = ForwardFrameReader(plan.video.path, self._max_side)
         known = {name: plan.known_scores.get(name, {}) for name in SCORE_FILTERS}
         new: Dict[str, Dict[int, float]] = {name: {} for name in SCORE_FILTERS}
+        images = CachedFrameImages(plan.frame_images, read_entry, self._jpeg_quality)
         try:
             for shot in sorted(plan.embedded_shots(), key=lambda s: s.shot_index):
-                yield from self._mine_shot(shot, _ShotPixels(shot, reader), known, new)
+                pixels = _ShotPixels(shot, reader)
+                yield from self._mine_shot(shot, pixels, known, new, images)
+                if plan.frame_key:   # what was decoded now need not be decoded again
+                    for position in sorted(pixels.looked_at):
+                        images.keep(shot.frame_indices[position], lambda p=position: pixels[p])
         finally:
             reader.close()
             self.counts.note("frame.decoded", reader.frames_decoded)
+            if images.served:
+                self.counts.note("frame.served_from_cache", images.served)
         for name in SCORE_FILTERS:
             if new[name] and plan.score_keys.get(name):
                 yield beam.pvalue.TaggedOutput(NEW_SCORES, (name, plan.score_keys[name], new[name]))
+        if plan.frame_key and images.made:
+            yield beam.pvalue.TaggedOutput(NEW_FRAMES, (plan.frame_key, encode_bundle(images.made)))
 
-    def _mine_shot(self, shot: ShotFrames, pixels: "_ShotPixels", known, new):
+    def _mine_shot(self, shot: ShotFrames, pixels: "_ShotPixels", known, new,
+                   images: CachedFrameImages):
         verdicts = {}
         lookahead = self._lookahead
         rejecting = [False]          # was the gate's last verdict in this shot a rejection?
@@ -314,7 +331,7 @@ class _MineVideo(StageFn):
         for set_index, positions in enumerate(result.sets):
             self.counts.seen(level="set")  # sets are born here: every one goes on
             self.counts.count_out(len(positions), level="frame")
-            yield self._frame_set(shot, set_index, positions, verdicts, pixels)
+            yield self._frame_set(shot, set_index, positions, verdicts, pixels, images)
         for position, reason in sorted(result.rejected.items()):
             if position in result.nearest:   # the frame it was too close to, for the explorer
                 near, distance = result.nearest[position]
@@ -330,14 +347,16 @@ class _MineVideo(StageFn):
                  len(shot.frame_indices))
 
     def _frame_set(self, shot: ShotFrames, set_index: int, positions: List[int],
-                   verdicts: Dict[int, object], pixels: "_ShotPixels") -> FrameSet:
+                   verdicts: Dict[int, object], pixels: "_ShotPixels",
+                   images: CachedFrameImages) -> FrameSet:
         video = shot.video
         name = video_set_name(video.source, video.video_id, shot.shot_index, set_index)
         frame_numbers = [shot.frame_indices[p] for p in positions]
         files = [image_file_name(n) for n in frame_numbers]
         staged = [FileSystems.join(self._staging_dir, "frames", name, f) for f in files]
-        for position, path in zip(positions, staged):
-            _write_jpeg(pixels[position], path, self._jpeg_quality)
+        for position, number, path in zip(positions, frame_numbers, staged):
+            with FileSystems.create(path) as f:
+                f.write(images.jpeg(number, lambda p=position: pixels[p]))
         distances = pairwise_distances(shot.embeddings[positions])
         return FrameSet(
             set_name=name, source=video.source, video_id=video.video_id, split=video.split,
@@ -453,6 +472,7 @@ class _ShotPixels:
     def __init__(self, shot: ShotFrames, reader: ForwardFrameReader):
         self._shot, self._reader = shot, reader
         self._by_number = None
+        self.looked_at = set()   # positions whose pixels were asked for
 
     @property
     def loaded(self) -> bool:
@@ -461,6 +481,7 @@ class _ShotPixels:
 
     def __getitem__(self, position: int) -> np.ndarray:
         shot = self._shot
+        self.looked_at.add(position)
         if shot.frames:
             return shot.frames[position]
         if self._by_number is None:
@@ -485,9 +506,3 @@ def _score(verdict, attribute: str, missing):
     value = getattr(verdict, attribute, None) if verdict is not None else None
     return missing if value is None else value
 
-
-def _write_jpeg(frame: np.ndarray, path: str, quality: int) -> None:
-    buffer = io.BytesIO()
-    Image.fromarray(frame).save(buffer, format="JPEG", quality=quality)
-    with FileSystems.create(path) as f:
-        f.write(buffer.getvalue())

@@ -40,9 +40,16 @@ class ImageCodeRules:
     def encoder_fingerprint(self) -> str:
         return self.encoder_identity["fingerprint"]
 
-    def video_cache_spec(self, root: str, run_id: str) -> VideoCacheSpec:
-        """Where the video stage's cache is and the model fingerprints its keys carry."""
+    def video_cache_spec(self, root: str, run_id: str, jpeg_quality: int = 0) -> VideoCacheSpec:
+        """Where the video stage's cache is and the model fingerprints its keys carry;
+        with `jpeg_quality` (the release's), it keeps the frames' JPEGs too."""
+        jpeg_fingerprint = ""
+        if jpeg_quality:
+            from transforms.cache.store import fingerprint
+            from transforms.video import frame_images
+            jpeg_fingerprint = fingerprint(frame_images.identity())
         return VideoCacheSpec(
+            jpeg_quality=jpeg_quality, jpeg_fingerprint=jpeg_fingerprint,
             root=root, run_id=run_id, encoder_fingerprint=self.encoder_fingerprint,
             filter_fingerprints={name: identity["fingerprint"]
                                  for name, identity in self.filter_identities.items()},

@@ -22,7 +22,7 @@ from apache_beam.io.filesystems import FileSystems
 from pipelines.imagecode.agreement import ComputeAgreement, WorkerPools
 from pipelines.imagecode.config import ImageCodeConfig
 from pipelines.imagecode.leakage import CheckLeakage
-from pipelines.imagecode.mining import BRISQUE_SCORES, NEW_SCORES, MineFrameSets
+from pipelines.imagecode.mining import BRISQUE_SCORES, NEW_FRAMES, NEW_SCORES, MineFrameSets
 from pipelines.imagecode.params import ImageCodeRules, shot_params
 from pipelines.imagecode.public_annotations import WritePublicAnnotations
 from pipelines.imagecode.publish import (VIDEO_SETS, DescriptionRows, PublishCompatImages,
@@ -38,7 +38,7 @@ from pipelines.imagecode.static_publish import PublishStaticSets
 from pipelines.imagecode.static_sets import BuildStaticSets
 from pipelines.imagecode.tables import DESCRIPTION_SCHEMA, STATIC_SET_SCHEMA
 from pipelines.imagecode.video_content import OnePlanPerContent
-from pipelines.imagecode.video_plans import PlanVideos, StoreNewScores
+from pipelines.imagecode.video_plans import PlanVideos, StoreNewFrames, StoreNewScores
 from pipelines.release import build as release
 from pipelines.release.manifest import read_stats
 from pipelines.release.tables import Table
@@ -105,7 +105,8 @@ def _video_sets(p, cfg: ImageCodeConfig, rules: ImageCodeRules, staging_dir: str
     rejects and the duplicates found by their frames}, the released sets, all rejects and
     the cache files."""
     listed = p | "Read manifest" >> ReadVideoManifest(cfg.inputs.videos)
-    cache = rules.video_cache_spec(cache_root, run_id) if cache_root else None
+    cache = (rules.video_cache_spec(cache_root, run_id, cfg.release.jpeg_quality)
+             if cache_root else None)
     plans = listed[MAIN] | "Shots and embeddings" >> PlanVideos(
         shot_params(cfg), min_frames=cfg.mining.set_size, encoder_spec=rules.encoder,
         spill_dir=FileSystems.join(work_dir(staging_dir), "embeddings"), cache=cache,
@@ -122,7 +123,8 @@ def _video_sets(p, cfg: ImageCodeConfig, rules: ImageCodeRules, staging_dir: str
     cache_files = []
     if cache:
         cache_files = [plans[WRITTEN],
-                       mined[NEW_SCORES] | "Store new scores" >> StoreNewScores(cache)]
+                       mined[NEW_SCORES] | "Store new scores" >> StoreNewScores(cache),
+                       mined[NEW_FRAMES] | "Store new frame images" >> StoreNewFrames(cache)]
     _ = (mined[BRISQUE_SCORES]
          | "BRISQUE distribution" >> beam.CombineGlobally(HistogramFn(*BRISQUE_BINS))
          | "Write BRISQUE distribution" >> WriteReport(staging_dir, "brisque"))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 from apache_beam.io.filesystems import FileSystems
@@ -41,6 +41,10 @@ class VideoPlan:
     # where new scores are stored: {"brisque": cache key, "ocr": cache key}; empty: nowhere
     score_keys: Dict[str, str] = field(default_factory=dict)
     embeddings: Optional[EmbeddingsAt] = None  # None: the shots carry their own
+    # the cached bundles of its frames' JPEGs (transforms/video/frame_images.py), by
+    # reference, and the key new ones are stored under ("": nowhere)
+    frame_images: Tuple[EntryRef, ...] = ()
+    frame_key: str = ""
 
     def embedded_shots(self) -> List[ShotFrames]:
         """The shots with their embeddings, read from where they wait (a matrix whose

@@ -1,7 +1,8 @@
 """From videos to mining plans: shots and frame embeddings, from the cache when it has
 them (ImageCoDe §3.1 "Video Frames", before the greedy miner).
 
-    videos -> content sha256 -> cache join (shot list, where the embeddings are, BRISQUE, OCR scores)
+    videos -> content sha256 -> cache join (shot list, where the embeddings are, BRISQUE, OCR
+              scores, where the frame images are)
       all of shots + embeddings cached ("warm"): replay the shot list, no decode, no model
       else ("cold"): decode + detect shots + embed, one video per call; store shot list + embeddings
     -> VideoPlan (shots, where their embeddings are, known quality scores) -> MineFrameSets
@@ -11,6 +12,11 @@ every setting they depend on (decode, shot detection, shortest shot, encoder ide
 incl. weights). Quality scores are keyed by the bytes, the decode size and the filter's
 model identity, not by thresholds: each run stores the scores it computed, and a lookup
 merges every run's entries, so a score is computed once whatever thresholds come later.
+Frame images (the JPEG of every frame a build scored or published, keyed by the bytes,
+the decode size, the JPEG quality and encoder: transforms/video/frame_images.py) are
+added to the same way, one bundle per build and video, and let the miner publish a
+frame without decoding its video; the miner counts them (frame.served_from_cache), so
+the cache stage itself is not counted (`quiet`).
 
 Without a cache root the same plans are built the cold way, and nothing is stored. A
 cache with no entries yet (a cold build) is asked nothing it cannot answer: the graph then
@@ -32,7 +38,7 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import dataclass, field, replace
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import apache_beam as beam
 import numpy as np
@@ -43,8 +49,8 @@ from pipelines.imagecode.records import EmbeddingsAt, VideoPlan
 from schemas.records import ShotFrames, VideoRef
 from transforms.cache.read_through import WRITTEN
 from transforms.cache.store import (HITS, EntryRef, LookupCacheStages, WriteCache, cache_key,
-                                    decode_json, encode_array, encode_json, has_entries,
-                                    merge_json_dicts)
+                                    decode_json, encode_array, encode_json, every_entry,
+                                    has_entries, merge_json_dicts)
 from transforms.core.hashing import content_sha256
 from transforms.core.stage import MAIN, REJECTS, StageCounts, StageFn, apply_in_process, stage_pardo
 from transforms.image.embed import STAGE as EMBED_STAGE
@@ -54,6 +60,8 @@ from transforms.video.shots import STAGE as SHOTS_STAGE
 from transforms.video.shots import detect_shots, replay_shots
 
 SHOT_LIST, FRAME_EMBEDDING = "shot_list", "frame_embedding"
+FRAME_IMAGE = "frame_image"   # bundles of frames' JPEGs (transforms/video/frame_images.py)
+FRAME_IMAGE_CODE_VERSION = "frame_image/v1"
 UNCACHED = "uncached"  # output tag: videos without cached shots and embeddings
 # Bump when shot detection changes its output. v2: a shot list carries its decode facts
 # (frames decoded and promised), judged again on replay; v1 lists never are, since
@@ -71,6 +79,8 @@ class VideoCacheSpec:
     encoder_fingerprint: str
     filter_fingerprints: Dict[str, str]  # "brisque"/"ocr" -> model fingerprint; only filters that are on
     shot_detector_fingerprint: str = ""  # a learned shot detector's weights; "" for the rule-based ones
+    jpeg_quality: int = 0                # of the published frames; 0: no frame images cached
+    jpeg_fingerprint: str = ""           # the JPEG encoder's identity (frame_images.identity)
 
 
 @dataclass
@@ -80,6 +90,7 @@ class _Looked:
     sha256: str
     shot_list: Optional[dict] = None
     embeddings: Optional[EntryRef] = None  # where the cached embeddings are, not them
+    frame_images: Tuple[EntryRef, ...] = ()  # where the cached frame images are
     known_scores: Dict[str, Dict[int, float]] = field(default_factory=dict)
     keys: Dict[str, str] = field(default_factory=dict)
 
@@ -171,6 +182,10 @@ def cache_keys(shot_params: dict, min_frames: int, cache: VideoCacheSpec):
                                           {"shots": shots, "min_frames": min_frames})}
         for name, fingerprint in cache.filter_fingerprints.items():
             out[name] = cache_key(name, sha, fingerprint, decode)
+        if cache.jpeg_quality:
+            out[FRAME_IMAGE] = cache_key(FRAME_IMAGE, sha, cache.jpeg_fingerprint,
+                                         dict(decode, jpeg_quality=cache.jpeg_quality,
+                                              code=FRAME_IMAGE_CODE_VERSION))
         return out
     return keys
 
@@ -222,6 +237,21 @@ class StoreNewScores(beam.PTransform):
         return written | "Score files" >> beam.Flatten()
 
 
+class StoreNewFrames(beam.PTransform):
+    """MineFrameSets' NEW_FRAMES ((key, bundle) per video) -> frame image cache entries,
+    one per row group (a lookup hands on references; the miner reads one video's); returns
+    the files written. Not counted here: the miner counts the frames it serves."""
+
+    def __init__(self, cache: VideoCacheSpec):
+        super().__init__()
+        self._cache = cache
+
+    def expand(self, new_frames):
+        cache = self._cache
+        return new_frames | "Store frame images" >> WriteCache(
+            cache.root, FRAME_IMAGE, cache.run_id, rows_per_group=1, counted=False)
+
+
 # --- the join ------------------------------------------------------------------------------
 
 class _LookUpVideos(beam.PTransform):
@@ -238,14 +268,16 @@ class _LookUpVideos(beam.PTransform):
                   # the manifest stage hashed every video already; hash only refs made elsewhere
                   | "Hash" >> beam.Map(lambda v: _Looked(v, v.content_sha256 or content_sha256(v.path)))
                   | "Keys" >> beam.Map(lambda v: replace(v, keys=keys(v.sha256))))
-        parts = (SHOT_LIST, FRAME_EMBEDDING, *SCORE_FILTERS)
+        parts = (SHOT_LIST, FRAME_EMBEDDING, *SCORE_FILTERS, FRAME_IMAGE)
         merges = {part: merge_json_dicts if part in SCORE_FILTERS else None for part in parts}
+        merges[FRAME_IMAGE] = every_entry   # each build's bundle holds a part
         found = (hashed
                  | "Ask" >> beam.FlatMap(lambda v: [((part, v.keys[part]), v.video.key)
                                                     for part in parts if part in v.keys])
-                 # embeddings by reference: the join holds a few bytes per entry
-                 | "Look up parts" >> LookupCacheStages(self._root, merges,
-                                                        by_reference=(FRAME_EMBEDDING,)))
+                 # embeddings and frame images by reference: a few bytes per entry
+                 | "Look up parts" >> LookupCacheStages(
+                     self._root, merges, by_reference=(FRAME_EMBEDDING, FRAME_IMAGE),
+                     quiet=(FRAME_IMAGE,)))
         if not has_entries(self._root, parts):  # nothing cached yet: all missed, nothing to join
             return hashed | "Nothing found" >> beam.Map(
                 lambda v: replace(v, known_scores={name: {} for name in SCORE_FILTERS}))
@@ -263,6 +295,7 @@ def _assemble(_video_key, parts) -> _Looked:
         looked,
         shot_list=decode_json(found[SHOT_LIST]) if SHOT_LIST in found else None,
         embeddings=found.get(FRAME_EMBEDDING),
+        frame_images=tuple(found.get(FRAME_IMAGE, ())),
         known_scores={name: decode_scores(found[name]) if name in found else {}
                       for name in SCORE_FILTERS})
 
@@ -277,7 +310,8 @@ def _plan(looked: _Looked, shots: List[ShotFrames], listing: dict,
     return VideoPlan(video=video, shots=shots, embeddings=embeddings,
                      known_scores=looked.known_scores,
                      score_keys={name: looked.keys[name] for name in SCORE_FILTERS
-                                 if name in looked.keys})
+                                 if name in looked.keys},
+                     frame_images=looked.frame_images, frame_key=looked.keys.get(FRAME_IMAGE, ""))
 
 
 class _ReplayPlan(StageFn):

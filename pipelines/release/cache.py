@@ -21,7 +21,7 @@ import argparse
 import json
 import os
 import sys
-from typing import List, Optional, Set, Tuple
+from typing import List, Optional, Sequence, Set, Tuple
 
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
@@ -47,12 +47,14 @@ def referenced_files(releases: str) -> Set[str]:
     return keep
 
 
-def cache_report(cache_root: str, staging: str, use: dict, what: str):
+def cache_report(cache_root: str, staging: str, use: dict, what: str,
+                 also_read: Sequence[str] = ()):
     """A data card's Cache section and the shards the manifest names ("cache_files"):
-    every shard of the stages in `use` (a lookup reads them all) and those written.
-    `use`: {stage: {"items", "cached", "computed"}} (the manifest's "cache" record)."""
+    every shard of the stages in `use` and `also_read` (a lookup reads them all) and those
+    written. `use`: {stage: {"items", "cached", "computed"}} (the manifest's "cache"
+    record); `also_read`: stages looked up without counters of their own."""
     read = []
-    for stage in use:
+    for stage in (*use, *also_read):
         matches = FileSystems.match([shard_pattern(cache_root, stage)])[0].metadata_list
         read += [relative_cache_path(cache_root, m.path) for m in matches]
     written = read_stats(staging, "cache_files") or []

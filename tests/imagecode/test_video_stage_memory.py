@@ -168,10 +168,13 @@ def test_no_video_payload_crosses_between_stages(weighed, cache):
 # every video set, reject and compat image, and the video stages' counters (cache ones
 # included). scripts/imagecode_video_pin.py compares ten more builds (filters on,
 # threshold changes, no cache, stride 2) and calibrate. A change here is a behaviour
-# change: explain it, then pin the new digests.
+# change: explain it, then pin the new digests. Re-pinned "warm" once (issue 34: the
+# cache keeps the frames' JPEGs, so the warm build publishes without a decode): its
+# counters mining/frame.decoded 432 -> 0 and mining/frame.served_from_cache 60 (new)
+# are the only change; with those two set back, the earlier digest is found again.
 DECISIONS_BEFORE_STREAMING = {
     "cold": "f582b78c13515f68e67201432fdc6889776b234943033c4c45f23aa767fed273",
-    "warm": "571e4e00c9954d4d4404a2cfcfc47db3c791238ba53f0afce10f47d37d65776e",
+    "warm": "d9aca625154acb752ddacd2293e99db47ada509abf8a261049abcfa11b5df003",
 }
 VIDEO_STAGES = ("manifest", "shots", "embed", "video_content", "mining", "sampling",
                 "cache.shot_list", "cache.frame_embedding")

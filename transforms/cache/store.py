@@ -28,7 +28,14 @@ every cached value at once. Such a stage is written one row per row group
 (`WriteCache(rows_per_group=1)`), so reading one entry reads only its own row group.
 
 Counters (namespace `stage.cache.<stage>`): item.in = item.out = requests; notes hit,
-miss, corrupt (bad files + bad rows), written.
+miss, corrupt (bad files + bad rows), written. A stage its caller counts itself (`quiet`:
+ImageCoDe's frame images, counted as frames served from the cache where they are used)
+notes only corrupt.
+
+A stage whose entries each hold a part of a big value (a video's frame images, added to
+by every build that decodes new frames) is looked up by reference with `every_entry` as
+its merge: a hit is then the sorted tuple of references to every valid entry under the
+key, and the step that needs them reads them.
 """
 from __future__ import annotations
 
@@ -110,6 +117,12 @@ def merge_json_dicts(values: List[bytes]) -> bytes:
         for name, item in decode_json(value).items():
             merged.setdefault(name, item)
     return encode_json(merged)
+
+
+def every_entry(values: List["EntryRef"]) -> tuple:
+    """The merge of a stage looked up by reference whose entries each hold a part: all of
+    them, in sorted order (the same answer on every runner)."""
+    return tuple(values)
 
 
 def stage_dir(root: str, stage: str) -> str:
@@ -206,14 +219,18 @@ class _ReadShard(beam.DoFn):
 
 class _Join(beam.DoFn):
     """(key, {requests, entries}) -> one HIT or MISS per request. `merges`: stage ->
-    merge (or None); with `stage` set, keys are plain, else (stage, key) pairs."""
+    merge (or None); with `stage` set, keys are plain, else (stage, key) pairs. Stages in
+    `quiet` are not counted."""
 
-    def __init__(self, merges: Dict[str, Optional[Merge]], stage: Optional[str] = None):
+    def __init__(self, merges: Dict[str, Optional[Merge]], stage: Optional[str] = None,
+                 quiet: Sequence[str] = ()):
         self.merges = merges
         self.stage = stage
+        self.quiet = frozenset(quiet)
 
     def setup(self):
-        self.counts = {stage: StageCounts("cache." + stage) for stage in self.merges}
+        self.counts = {stage: None if stage in self.quiet else StageCounts("cache." + stage)
+                       for stage in self.merges}
 
     def process(self, joined):
         key, groups = joined
@@ -235,25 +252,28 @@ class _Miss(beam.DoFn):
     """(key, item) -> a MISS, counted as _Join counts one: the lookup of a cache whose
     stages hold no shard yet (see has_entries)."""
 
-    def __init__(self, stages: Sequence[str], stage: Optional[str] = None):
+    def __init__(self, stages: Sequence[str], stage: Optional[str] = None,
+                 quiet: Sequence[str] = ()):
         self.stages = tuple(stages)
         self.stage = stage
+        self.quiet = frozenset(quiet)
 
     def setup(self):
-        self.counts = {stage: StageCounts("cache." + stage) for stage in self.stages}
+        self.counts = {stage: None if stage in self.quiet else StageCounts("cache." + stage)
+                       for stage in self.stages}
 
     def process(self, request):
         key, item = request
         yield _answer(self.counts[self.stage or key[0]], key, item, None)
 
 
-def _answer(counts: StageCounts, key, item, value: Optional[bytes]):
-    counts.seen()
-    counts.count_out()
+def _answer(counts: Optional[StageCounts], key, item, value: Optional[bytes]):
+    if counts is not None:
+        counts.seen()
+        counts.count_out()
+        counts.note("miss" if value is None else "hit")
     if value is None:
-        counts.note("miss")
         return beam.pvalue.TaggedOutput(MISSES, (key, item))
-    counts.note("hit")
     return beam.pvalue.TaggedOutput(HITS, (key, item, value))
 
 
@@ -300,24 +320,28 @@ class LookupCacheStages(beam.PTransform):
     {HITS: ((stage, key), item, value bytes), MISSES: ((stage, key), item)}.
 
     `merges` maps each stage asked about to its merge (None: copies). A stage in
-    `by_reference` (copies only) hits with an EntryRef in place of the value: what the
-    join holds per entry is then a few bytes, whatever the values weigh. Counters are
-    each stage's, as LookupCache's; one match, read and join instead of one per stage."""
+    `by_reference` hits with an EntryRef in place of the value (copies), or with the
+    tuple of every entry's EntryRef (merge `every_entry`): what the join holds per entry
+    is then a few bytes, whatever the values weigh. Counters are each stage's, as
+    LookupCache's, but for the stages in `quiet` (their caller counts what it uses); one
+    match, read and join instead of one per stage."""
 
     def __init__(self, root: str, merges: Dict[str, Optional[Merge]],
-                 by_reference: Sequence[str] = ()):
+                 by_reference: Sequence[str] = (), quiet: Sequence[str] = ()):
         super().__init__()
         self.root = root
         self.merges = dict(merges)
         self.by_reference = tuple(by_reference)
-        merged = [stage for stage in self.by_reference if self.merges.get(stage) is not None]
+        self.quiet = tuple(quiet)
+        merged = [stage for stage in self.by_reference
+                  if self.merges.get(stage) not in (None, every_entry)]
         if merged:
             raise ValueError(f"stages {merged} merge their values: they cannot be looked up by reference")
 
     def expand(self, requests):
         if not has_entries(self.root, self.merges):
             return requests | "All miss" >> beam.ParDo(
-                _Miss(self.merges)).with_outputs(HITS, MISSES)
+                _Miss(self.merges, quiet=self.quiet)).with_outputs(HITS, MISSES)
         patterns = [shard_pattern(self.root, stage) for stage in sorted(self.merges)]
         entries = (requests.pipeline
                    | "Once" >> beam.Impulse()
@@ -327,21 +351,23 @@ class LookupCacheStages(beam.PTransform):
                    | "Read" >> beam.ParDo(_ReadShard(by_stage=True, by_reference=self.by_reference)))
         return ({"requests": requests, "entries": entries}
                 | "Group" >> beam.CoGroupByKey()
-                | "Join" >> beam.ParDo(_Join(self.merges)).with_outputs(HITS, MISSES))
+                | "Join" >> beam.ParDo(_Join(self.merges, quiet=self.quiet)).with_outputs(HITS, MISSES))
 
 
 # --- write -----------------------------------------------------------------------------
 
 class _ToRow(beam.DoFn):
-    def __init__(self, stage: str):
+    def __init__(self, stage: str, counted: bool = True):
         self.stage = stage
+        self.counted = counted
 
     def setup(self):
-        self.counts = StageCounts("cache." + self.stage)
+        self.counts = StageCounts("cache." + self.stage) if self.counted else None
 
     def process(self, entry):
         key, value = entry
-        self.counts.note("written")
+        if self.counts is not None:
+            self.counts.note("written")
         yield {"key": key, "value": value, "checksum": checksum(value)}
 
 
@@ -353,10 +379,11 @@ class WriteCache(beam.PTransform):
     `rows_per_group` > 0 writes row groups of that many rows and holds no more than
     that many values before writing them (for big values: 1, so a lookup by reference
     reads one entry's row group, and the writer one value at a time); 0 keeps Beam's
-    Parquet defaults (1,000 rows a batch, 64 MiB row groups: fine for small values)."""
+    Parquet defaults (1,000 rows a batch, 64 MiB row groups: fine for small values).
+    `counted` False: no `written` counter (a stage its caller counts, see LookupCacheStages)."""
 
     def __init__(self, root: str, stage: str, run_id: str, num_shards: int = 0,
-                 rows_per_group: int = 0):
+                 rows_per_group: int = 0, counted: bool = True):
         super().__init__()
         if safe_name(run_id) != run_id:
             raise ValueError(f"run id {run_id!r} is not a safe file name")
@@ -364,6 +391,7 @@ class WriteCache(beam.PTransform):
         self.stage = stage
         self.run_id = run_id
         self.num_shards = num_shards
+        self.counted = counted
         # Beam's writer makes a row group once its batches reach row_group_buffer_size
         # bytes: 1 byte makes one row group per batch of record_batch_size rows.
         self.buffering = ({"record_batch_size": rows_per_group, "row_group_buffer_size": 1}
@@ -376,7 +404,7 @@ class WriteCache(beam.PTransform):
             raise FileExistsError(f"cache run id {self.run_id!r} already has shards in "
                                   f"{stage_dir(self.root, self.stage)}: use a new run id")
         return (entries
-                | "ToRow" >> beam.ParDo(_ToRow(self.stage))
+                | "ToRow" >> beam.ParDo(_ToRow(self.stage, self.counted))
                 | "Parquet" >> beam.io.WriteToParquet(
                     prefix, CACHE_SCHEMA, num_shards=self.num_shards,
                     shard_name_template=SHARD_TEMPLATE, file_name_suffix=SUFFIX,
