@@ -268,12 +268,23 @@ def render(diff: dict, examples: int = 10) -> str:
     return "\n".join(lines) + "\n"
 
 
-def previous_version(benchmark_dir: str, version: str) -> Optional[str]:
-    """The highest complete version below `version` in `benchmark_dir`, if any."""
-    def parsed(name):
-        m = VERSION.match(name)
-        return (int(m[1]), int(m[2]), int(m[3]), m[4]) if m else None
+def version_order(name: str) -> Optional[tuple]:
+    """A sort key that ranks versions as semver does (None for a name that is no version):
+    a pre-release below its release (1.0.0-rc.1 < 1.0.0), its dot-separated parts compared
+    one by one, numbers as numbers and below words (rc.2 < rc.10 < rc.a), more parts
+    above fewer when the shared ones are equal (rc < rc.1)."""
+    m = VERSION.match(name)
+    if not m or (m[4] and not m[4].startswith("-")):
+        return None
+    parts = tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in m[4][1:].split(".")) \
+        if m[4] else ()
+    return (int(m[1]), int(m[2]), int(m[3]), 0 if parts else 1, parts)
 
+
+def previous_version(benchmark_dir: str, version: str) -> Optional[str]:
+    """The highest complete version below `version` in `benchmark_dir` (semver's order:
+    version_order), if any."""
+    parsed = version_order
     this = parsed(version)
     candidates = []
     if FileSystems.exists(benchmark_dir):

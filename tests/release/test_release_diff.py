@@ -9,7 +9,7 @@ import pytest
 
 from pipelines.__main__ import main as pipelines_main
 from pipelines.release.diff import (DiffError, compare_table, config_changes, diff_releases,
-                                    previous_version, render)
+                                    previous_version, render, version_order)
 
 from tests.release.release_files import seal
 
@@ -158,6 +158,20 @@ def test_previous_version_is_the_highest_complete_one_below(tmp_path):
     assert previous_version(bench, "1.11.0").endswith("1.10.0")
     assert previous_version(bench, "1.2.0").endswith("1.0.0")
     assert previous_version(bench, "0.1.0") is None
+
+
+def test_versions_are_ranked_as_semver_ranks_them(tmp_path):
+    """A pre-release ranks below its release: 1.0.0's previous version is 1.0.0-rc.2,
+    never the other way round (the names sort otherwise as text)."""
+    semver_order = ["1.0.0-alpha", "1.0.0-alpha.1", "1.0.0-alpha.beta", "1.0.0-beta",
+                    "1.0.0-beta.2", "1.0.0-beta.11", "1.0.0-rc.1", "1.0.0", "1.0.1", "1.10.0"]
+    assert sorted(reversed(semver_order), key=version_order) == semver_order
+    for v in ("1.0.0-rc.2", "1.0.0", "1.0.0-rc.10"):
+        make_release(str(tmp_path), v, {}, {"video_sets": sets(s=("train", [1]))})
+    bench = str(tmp_path / "imagecode")
+    assert previous_version(bench, "1.0.1").endswith("/1.0.0")
+    assert previous_version(bench, "1.0.0").endswith("/1.0.0-rc.10")
+    assert previous_version(bench, "1.0.0-rc.10").endswith("/1.0.0-rc.2")
 
 
 def test_releases_of_two_benchmarks_are_not_compared(tmp_path, capsys):
