@@ -102,7 +102,7 @@ def build_release(*, benchmark: str, out: str, version: str, config,
         for lock in locks:
             release_manifest.make_dirs(FileSystems.split(lock)[0])
             runs.write_lock(lock)
-        with _sigterm_as_exit(), release_manifest.staged_release(
+        with _stop_signals_as_exit(), release_manifest.staged_release(
                 out, benchmark, version, run_uuid=run_uuid) as staging:
             log.info("building %s %s in %s", benchmark, version, staging)
             counts = _fill(staging, benchmark=benchmark, version=version, config=config,
@@ -136,20 +136,35 @@ def _check_previous_version(out: str, benchmark: str, version: str) -> None:
             raise ReleaseError(f"{e}; nothing was built") from None
 
 
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
 @contextlib.contextmanager
-def _sigterm_as_exit():
-    """`kill` (SIGTERM) ends the build through Python's exit path, so the staging
-    folder is removed as on any other failure. Only the main thread can set handlers."""
+def _stop_signals_as_exit():
+    """`kill` (SIGTERM) and Ctrl-C (SIGINT) end the build through Python's exit path, so
+    the staging folder is removed as on any other failure, whatever phase it is in. Both
+    raise SystemExit(128 + signal): a plain KeyboardInterrupt can be caught on the way
+    (Ctrl-C while Beam renamed the written shards let the build publish, exit 0). Beam
+    re-raises what its stage code raised as a RuntimeError, so whatever comes out of a
+    stopped build leaves as the stop's own exit status. Only the main thread can set
+    handlers."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    def on_term(signum, frame):
+    received = []
+    def on_stop(signum, frame):
+        received.append(signum)
         raise SystemExit(128 + signum)
-    previous = signal.signal(signal.SIGTERM, on_term)
+    previous = {signum: signal.signal(signum, on_stop) for signum in STOP_SIGNALS}
     try:
         yield
+    except BaseException:
+        if received:
+            raise SystemExit(128 + received[0]) from None
+        raise
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def _fill(staging: str, *, benchmark, version, config, result, models, inputs, links,

@@ -316,11 +316,37 @@ def test_cache_prune_removes_what_a_killed_build_left(vsr_sample, tmp_path):
     assert all(f"removed {os.path.join(bench_dir, name)}" in done.stdout for name in left)
 
 
-def test_sigterm_removes_the_build_s_own_staging(vsr_sample, tmp_path):
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "Ctrl-C"])
+def test_a_stop_signal_removes_the_build_s_own_staging(vsr_sample, tmp_path, signum):
     proc, bench_dir = _start_build(vsr_sample, tmp_path / "out")
-    proc.send_signal(signal.SIGTERM)
-    assert proc.wait(timeout=60) == 128 + signal.SIGTERM
+    proc.send_signal(signum)
+    assert proc.wait(timeout=60) == 128 + signum
     assert hidden(bench_dir) == []
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "Ctrl-C"])
+@pytest.mark.parametrize("step", ["WriteImpl min_shards", "Renamed"])
+def test_a_stop_signal_in_the_write_phase_publishes_nothing(vsr_sample, tmp_path, signum, step):
+    """Stopped while Beam's sinks write or rename their shards (its INFO lines, shown by
+    --verbose): the build exits 128 + signal and leaves neither a release nor its staging.
+    Ctrl-C there used to be swallowed and the build published with exit 0."""
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "pipelines", "vsr", "build", "--verbose",
+                             *vsr_args(vsr_sample, out)], cwd=ROOT,
+                            env=dict(os.environ, PYTHONPATH=ROOT), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    seen = False
+    for line in proc.stderr:
+        if step in line:
+            proc.send_signal(signum)
+            seen = True
+            break
+    proc.stderr.read()   # drain, so the build never blocks on a full pipe
+    code = proc.wait(timeout=120)
+    assert seen, f"the build never logged {step!r}"
+    assert code == 128 + signum
+    bench_dir = os.path.join(str(out), "vsr")
+    assert not os.path.exists(bench_dir) or os.listdir(bench_dir) == []
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="mounting a small file system needs root")
