@@ -245,6 +245,43 @@ def test_the_card_holds_license_citation_and_every_column_described(built):
     assert "generated sample" in front["pretty_name"]
 
 
+def test_the_card_declares_its_hub_tags_and_the_rows_of_every_split(built):
+    """README.md's front matter carries the Hub's `language`, `task_categories` (the
+    benchmark's CardFacts, each a category the Hub knows) and `size_categories` (the
+    bucket of the main table's rows), and `dataset_info` gives every config's splits with
+    the number of rows pyarrow reads for that split from parquet/ (nothing else)."""
+    from pipelines.release.hf_card import SIZE_CATEGORIES, TASK_CATEGORIES
+    from pipelines.release.splits import config_name
+
+    benchmark, release, sample = built
+    plan = benchmark.prepare(load_config(benchmark.config_path(sample), [], benchmark.config_type), None)
+    front = _front_matter(release)
+    card = importlib.import_module(f"pipelines.{os.path.basename(benchmark.package_dir)}.datacard").CARD
+    assert front["language"] == ["en"]
+    assert front["task_categories"] == list(card.task_categories) != []
+    assert set(front["task_categories"]) <= TASK_CATEGORIES
+    main_rows = pq.read_table(os.path.join(release, "parquet", card.main_table)).num_rows
+    buckets = [name for _, name in SIZE_CATEGORIES] + ["n>1T"]
+    assert front["size_categories"] == [buckets[len(str(main_rows)) - 3 if main_rows >= 1000 else 0]]
+    declared = {info["config_name"]: {s["name"]: s["num_examples"] for s in info["splits"]}
+                for info in front["dataset_info"]}
+    expected = {}
+    for table, table_schemes in benchmark.splits(plan).items():
+        columns = sorted({scheme.column for scheme in table_schemes})
+        column_values = pq.read_table(os.path.join(release, "parquet", table),
+                                      columns=columns).to_pydict()
+        for scheme in table_schemes:
+            per_split = {}
+            for value in column_values[scheme.column]:
+                split = scheme.split_of(value)
+                if split is not None:
+                    per_split[split] = per_split.get(split, 0) + 1
+            if per_split:
+                expected[config_name(table, scheme)] = per_split
+    assert declared == expected
+    assert set(declared) == {c["config_name"] for c in front["configs"]}
+
+
 def test_no_path_of_the_building_machine_is_in_the_release(built):
     """A release is read elsewhere: no file of it (tables, TFRecords, rejects, compat/,
     cards, stats, the explorer) holds the build folder, the release folder or this

@@ -25,6 +25,9 @@ PAPER_TABLE1 = {"train": (2102, 1517, 1683, 5063, 2102, 4228), "val": (4082, 244
 
 CARD = CardFacts(
     main_table="samples",
+    language=("en",),
+    # the action that fits an image and an intention, out of a set of candidate actions
+    task_categories=("multiple-choice", "text-classification"),
     license="unknown",
     license_source=("the public repository github.com/sandropezzelle/bd2bb has no license file "
                     "(commit eb1258a); the images are MS-COCO train2014's, under COCO's terms of "

@@ -48,6 +48,10 @@ def stand_ins(cfg: FgConfig) -> list:
 
 CARD = CardFacts(
     main_table="captions",
+    language=("en",),
+    # cross-modal image-text retrieval, both ways (the Hub has no retrieval category that
+    # spans images and texts; retrieval sets on the Hub carry these two)
+    task_categories=("image-to-text", "text-to-image"),
     license="unknown",
     license_source=("the public repository github.com/cwj1412/MSCOCO-Flikcr30K_FG has no license "
                     "file (commit 6d98d41); by copyright it gives the pool's image file names "

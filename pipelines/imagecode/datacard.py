@@ -28,6 +28,10 @@ PAPER_RATIO = 1.13  # §4.3: video frames are more similar than static pictures 
 
 CARD = CardFacts(
     main_table="descriptions",
+    language=("en",),
+    # a description picks its one image out of ten close video frames: text-to-image
+    # retrieval (the Hub has no image-text retrieval category) as a ten-way choice
+    task_categories=("multiple-choice", "text-to-image"),
     license="mit",
     license_source=("the public repository github.com/McGill-NLP/imagecode: \"This work is "
                     "licensed under the MIT license\" (its README); the images come from "

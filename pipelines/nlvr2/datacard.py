@@ -29,6 +29,9 @@ REPORTS = ("table4", "agreement", "human", "groups", "synsets", "leakage", "anom
 
 CARD = CardFacts(
     main_table="examples",
+    language=("en",),
+    # is the sentence true of the image pair: a yes/no question on two images
+    task_categories=("visual-question-answering", "image-text-to-text"),
     license="unknown",
     license_source=("the public repository github.com/lil-lab/nlvr has no license file for "
                     "nlvr2/ (commit 1892484); its README says the authors do not own the "

@@ -13,6 +13,9 @@ so both decode without a line of this project's code:
     ---
     pretty_name: VSR (Liu et al. 2023) 1.0.0
     license: apache-2.0
+    language: [en]                     # the benchmark's CardFacts
+    task_categories: [visual-question-answering, image-text-to-text]
+    size_categories: [10K<n<100K]      # the main table's rows, in the Hub's buckets
     configs:
     - config_name: examples            # the table's main scheme (its `split` column)
       default: true                    # the benchmark's main table
@@ -26,12 +29,19 @@ so both decode without a line of this project's code:
       features:
       - {name: label, dtype: {class_label: {names: {'0': 'False', '1': 'True'}}}}
       ...
+      splits:                          # rows per split, as partition_table wrote them
+      - {name: train, num_bytes: 0, num_examples: 7680}
+      ...
     ---
     # vsr 1.0.0     (a generated sample says so here; then how to load it, every
                      column's description, the license, the citation, DATACARD.md's text)
 
 Only splits that have rows are declared (an empty split cannot be loaded), and a table
-without rows gets no config.
+without rows gets no config. Every figure is the count partition_table kept while writing
+the files (`Partitioned.rows`), never counted again; `load_dataset` checks each split's
+`num_examples` against the rows it reads. `num_bytes` (the size of the split as Arrow
+data, which depends on the reader's `datasets`) is not known at build time: it is 0,
+`datasets`' own value for a size not recorded, and no load checks it.
 """
 from __future__ import annotations
 
@@ -52,18 +62,51 @@ README = "README.md"
 _SPLIT_NAME = re.compile(r"^\w+(\.\w+)*$")
 # train first, then the held-out splits, as a reader expects them
 _SPLIT_ORDER = ("train", "validation", "valid", "val", "dev", "test")
+# The Hub's task categories (huggingface.js tasks) that a vision-and-language or text
+# benchmark may declare; a CardFacts naming another one is a mistake caught at import.
+TASK_CATEGORIES = frozenset({
+    "image-text-to-text", "visual-question-answering", "image-to-text", "text-to-image",
+    "zero-shot-image-classification", "image-classification", "image-feature-extraction",
+    "visual-document-retrieval", "document-question-answering", "text-classification",
+    "multiple-choice", "question-answering", "zero-shot-classification",
+    "sentence-similarity", "text-retrieval", "text-ranking", "feature-extraction",
+    "text-generation", "other"})
+# The Hub's size_categories buckets: (rows below which it applies, its name)
+SIZE_CATEGORIES = ((10 ** 3, "n<1K"), (10 ** 4, "1K<n<10K"), (10 ** 5, "10K<n<100K"),
+                   (10 ** 6, "100K<n<1M"), (10 ** 7, "1M<n<10M"), (10 ** 8, "10M<n<100M"),
+                   (10 ** 9, "100M<n<1B"), (10 ** 10, "1B<n<10B"), (10 ** 11, "10B<n<100B"),
+                   (10 ** 12, "100B<n<1T"))
+_LANGUAGE = re.compile(r"^[a-z]{2,3}$")   # an ISO 639-1 (or -3) code, as the Hub wants
 
 
 @dataclass(frozen=True)
 class CardFacts:
     """What a benchmark's dataset card says beside its tables (its datacard.py): the main
     table (the default config), the license of the public data the benchmark re-creates
-    (a Hub license id, and where it was read), and the paper's BibTeX."""
+    (a Hub license id, and where it was read), the paper's BibTeX, and the Hub tags
+    `language` and `task_categories` (`size_categories` is counted from the build)."""
     main_table: str
     license: str             # "apache-2.0", "mit", "unknown", ...
     license_source: str      # e.g. "LICENSE of github.com/cambridgeltl/visual-spatial-reasoning"
     citation: str            # BibTeX of the paper
+    language: Tuple[str, ...]          # ISO 639-1 codes of its text: ("en",)
+    task_categories: Tuple[str, ...]   # from TASK_CATEGORIES
     homepage: str = ""
+
+    def __post_init__(self):
+        bad = [code for code in self.language if not _LANGUAGE.match(code)]
+        if not self.language or bad:
+            raise ValueError(f"CardFacts.language: {list(self.language)} is not a non-empty "
+                             "list of ISO 639-1 codes")
+        unknown = sorted(set(self.task_categories) - TASK_CATEGORIES)
+        if not self.task_categories or unknown:
+            raise ValueError(f"CardFacts.task_categories: {unknown or 'none'}; the Hub's "
+                             f"categories are {sorted(TASK_CATEGORIES)}")
+
+
+def size_category(rows: int) -> str:
+    """The Hub's size_categories bucket of a table of `rows` rows."""
+    return next((name for below, name in SIZE_CATEGORIES if rows < below), "n>1T")
 
 
 def hf_configs(schemes: Mapping[str, Sequence[SplitScheme]],
@@ -153,7 +196,7 @@ def _is_image(kind: pa.DataType) -> bool:
 def dataset_info(schemes: Mapping[str, Sequence[SplitScheme]],
                  partitions: Mapping[str, Partitioned]) -> List[dict]:
     """`dataset_info:` per config: the features of its table (every config of a table
-    has the same ones)."""
+    has the same ones) and the rows of each of its splits (num_bytes unknown: 0)."""
     infos = []
     rows = split_rows(schemes, partitions)
     for table, table_schemes in schemes.items():
@@ -161,7 +204,9 @@ def dataset_info(schemes: Mapping[str, Sequence[SplitScheme]],
         for scheme in table_schemes:
             name = config_name(table, scheme)
             if name in rows and schema is not None:
-                infos.append({"config_name": name, "features": [feature(f) for f in schema]})
+                infos.append({"config_name": name, "features": [feature(f) for f in schema],
+                              "splits": [{"name": split, "num_bytes": 0, "num_examples": n}
+                                         for split, n in rows[name].items()]})
     return infos
 
 
@@ -170,13 +215,18 @@ def dataset_info(schemes: Mapping[str, Sequence[SplitScheme]],
 def render_readme(title: str, configs: List[dict], rows: Dict[str, Dict[str, int]],
                   datacard: str, *, infos: Sequence[dict] = (),
                   schemas: Mapping[str, pa.Schema] = (), facts: Optional[CardFacts] = None,
-                  generated: str = "") -> str:
+                  generated: str = "", main_rows: Optional[int] = None) -> str:
     """Front matter, how to load each config, the columns, license and citation, then
     the data card's text. `generated`: the sentence that says the inputs were generated
-    (a sample build), shown first."""
+    (a sample build), shown first; `main_rows`: the rows of the main table, whose bucket
+    is the card's size_categories."""
     front = {"pretty_name": title + (" (built from generated sample data)" if generated else "")}
     if facts is not None:
         front["license"] = facts.license
+        front["language"] = list(facts.language)
+        front["task_categories"] = list(facts.task_categories)
+    if main_rows is not None:
+        front["size_categories"] = [size_category(main_rows)]
     front["configs"] = configs
     if infos:
         front["dataset_info"] = list(infos)
@@ -252,11 +302,13 @@ def write_readme(staging: str, title: str, schemes: Mapping[str, Sequence[SplitS
     """Write `<staging>/README.md`; returns its path."""
     path = FileSystems.join(staging, README)
     default = facts.main_table if facts is not None else None
+    main_rows = (sum(partitions[default].rows.values())
+                 if default is not None and default in partitions else None)
     text = render_readme(title, hf_configs(schemes, partitions, default),
                          split_rows(schemes, partitions), datacard,
                          infos=dataset_info(schemes, partitions),
                          schemas={t: partitions[t].schema for t in schemes},
-                         facts=facts, generated=generated)
+                         facts=facts, generated=generated, main_rows=main_rows)
     with FileSystems.create(path, mime_type="text/markdown",
                             compression_type="uncompressed") as f:
         f.write(text.encode("utf-8"))

@@ -30,6 +30,9 @@ PAPER_FIGURES = {"examples": 12809, "validation_labels": 39507, "all_agree_share
 
 CARD = CardFacts(
     main_table="examples",
+    language=("en",),
+    # is the caption's spatial relation true of the image: a yes/no question on an image
+    task_categories=("visual-question-answering", "image-text-to-text"),
     license="apache-2.0",
     license_source=("the public repository github.com/cambridgeltl/visual-spatial-reasoning is "
                     "licensed under the Apache License 2.0 (its LICENSE file); the images are "

@@ -8,7 +8,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from pipelines.release.hf_card import hf_configs, split_rows, write_readme
+from pipelines.release.hf_card import CardFacts, hf_configs, size_category, split_rows, write_readme
 from pipelines.release.splits import MAIN, SplitScheme, partition_table
 
 SCHEMA = pa.schema([pa.field("id", pa.string(), nullable=False),
@@ -148,17 +148,37 @@ def test_the_card_declares_features_a_default_config_license_and_citation(tmp_pa
     assert dataset_info({"rows": MAIN}, parts) == [{"config_name": "rows", "features": [
         {"name": "id", "dtype": "string"}, {"name": "split", "dtype": "string"},
         {"name": "label", "dtype": {"class_label": {"names": {"0": "False", "1": "True"}}}},
-        {"name": "image_paths", "list": "string"}, {"name": "images", "list": "image"}]}]
+        {"name": "image_paths", "list": "string"}, {"name": "images", "list": "image"}],
+        "splits": [{"name": "train", "num_bytes": 0, "num_examples": 1}]}]
     facts = CardFacts(main_table="rows", license="mit", license_source="its LICENSE",
-                      citation="@article{x,\n  title = {X},\n  year = {2020}\n}")
+                      citation="@article{x,\n  title = {X},\n  year = {2020}\n}",
+                      language=("en",), task_categories=("multiple-choice",))
     path = write_readme(str(tmp_path), "demo 1.0.0", {"rows": MAIN}, parts,
                         "# demo 1.0.0\n\nThe card.\n", facts=facts, generated="Generated.")
     text = open(path, encoding="utf-8").read()
     front = yaml.safe_load(text.split("---\n")[1])
     assert front["license"] == "mit" and front["configs"][0]["default"] is True
+    assert (front["language"], front["task_categories"], front["size_categories"]) == (
+        ["en"], ["multiple-choice"], ["n<1K"])
     assert front["pretty_name"] == "demo 1.0.0 (built from generated sample data)"
     body = text.split("---\n", 2)[2]
     assert body.startswith("# demo 1.0.0\n\nGenerated.\n\n## Loading")
     assert "| `label` | int64 (class label: 0 False, 1 True) | true or not |" in body
     assert "| `images` | list of images | the images of `image_paths`" in body
     assert "## License\n\n`mit`: its LICENSE" in body and "```bibtex\n@article{x," in body
+
+
+@pytest.mark.parametrize("rows, bucket", [(0, "n<1K"), (999, "n<1K"), (1000, "1K<n<10K"),
+                                          (12809, "10K<n<100K"), (10 ** 6, "1M<n<10M"),
+                                          (10 ** 12, "n>1T")])
+def test_size_category_is_the_hubs_bucket_of_the_row_count(rows, bucket):
+    assert size_category(rows) == bucket
+
+
+@pytest.mark.parametrize("tags", [dict(language=(), task_categories=("multiple-choice",)),
+                                  dict(language=("English",), task_categories=("multiple-choice",)),
+                                  dict(language=("en",), task_categories=()),
+                                  dict(language=("en",), task_categories=("image-text-retrieval",))])
+def test_card_facts_refuse_tags_the_hub_does_not_know(tags):
+    with pytest.raises(ValueError, match="CardFacts"):
+        CardFacts(main_table="rows", license="mit", license_source="-", citation="-", **tags)
