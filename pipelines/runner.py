@@ -14,13 +14,16 @@ the benchmark's package (pipelines/benchmark.py says what a benchmark provides).
 from __future__ import annotations
 
 import argparse
+import contextlib
 from typing import TYPE_CHECKING, List, Optional, Tuple, Union
 
 from pipelines import cli, preflight, registry
 from pipelines.config import load_config, reads_sample
 
 if TYPE_CHECKING:
+    from pipelines import progress
     from pipelines.benchmark import Benchmark
+    from pipelines.build_log import BuildLog
 
 
 def build_parser(entry: registry.Registered) -> argparse.ArgumentParser:
@@ -63,53 +66,96 @@ def build(benchmark: Union[str, Benchmark], argv: Optional[List[str]] = None) ->
     Everything a user can get wrong in the command (arguments, config keys, types and
     ranges, the config's inputs, Beam options) is checked before Beam, torch or a
     benchmark is imported (seconds of start-up): the benchmark's registry entry names its
-    config type, which imports neither (tests/test_cli_imports.py)."""
+    config type, which imports neither (tests/test_cli_imports.py). From then on the
+    build says what it is doing (pipelines/progress.py) and keeps a log
+    (pipelines/build_log.py) of its lines and of what libraries would print beside them
+    (transforms/core/quiet.py)."""
     entry = _entry(benchmark)
     args, beam_args = parse_build_args(entry, argv)
     cli.check_version(args.version)
     if args.verbose:
         cli.configure_logging(verbose=True)
-    config = load_config(entry.config_path(args.config), args.set, entry.config_type)
-    sample = reads_sample(config)
-    if not sample:   # the sample's files are made on first use, by the benchmark: below
-        preflight.check_inputs(config)
-    check_beam_args(entry, beam_args)
-    if isinstance(benchmark, str):
-        benchmark = registry.load(benchmark)
-    if sample:
-        benchmark.ensure_sample(config)
-        preflight.check_inputs(config)
-    return _run(benchmark, config, args, beam_args)
+    with _reporting(entry.name, args) as (reporter, log):
+        reporter.phase("checking inputs")
+        config = load_config(entry.config_path(args.config), args.set, entry.config_type)
+        sample = reads_sample(config)
+        if not sample:   # the sample's files are made on first use, by the benchmark: below
+            preflight.check_inputs(config)
+        check_beam_args(entry, beam_args)
+        if isinstance(benchmark, str):
+            reporter.phase("loading the benchmark")   # Beam and its stages: seconds of imports
+            benchmark = registry.load(benchmark)
+        if sample:
+            reporter.phase("preparing the sample")
+            benchmark.ensure_sample(config)
+            preflight.check_inputs(config)
+        return _run(benchmark, config, args, beam_args, reporter, log)
 
 
-def _run(benchmark: Benchmark, config, args: argparse.Namespace, beam_args: List[str]) -> str:
+@contextlib.contextmanager
+def _reporting(name: str, args: argparse.Namespace):
+    """The build's progress reporter and its log (opened by `_run` once the output is
+    known to be writable), third-party output kept in the log."""
+    from pipelines import progress
+    from pipelines.build_log import BuildLog
+    from transforms.core import quiet
+
+    log = BuildLog()
+    log.write(f"build {name} {args.version}: config {args.config}, output {args.output}, "
+              f"set {args.set or []}")
+    for variable, value in quiet.quiet_environment().items():
+        log.write(f"set {variable}={value} (model loaders' progress bars off)")
+    quiet.install()
+    with progress.reporting(enabled=not args.quiet, log=log.write) as reporter, \
+            quiet.capture_into(log.write) as captured:
+        try:
+            yield reporter, log
+        except BaseException as error:
+            log.write(f"failed: {type(error).__name__}: {error}")
+            raise
+        else:
+            counts = captured.counts()
+            for kind, n in sorted(counts.items()):
+                log.write(f"leptonica: {n} x {kind}")
+            kept = sum(counts.values())
+            reporter.close(f"built in {progress.duration(reporter.elapsed())}"
+                           + (f", {kept} Leptonica messages kept" if kept else "")
+                           + f" (log: {log.path})")
+        finally:
+            log.close()
+
+
+def _run(benchmark: Benchmark, config, args: argparse.Namespace, beam_args: List[str],
+         reporter: progress.Reporter, log: BuildLog) -> str:
     """The build itself, once everything it was given is known to be right: preflight of
     the benchmark's own (models, tools), outputs writable, the Beam run, the release."""
     # imported here, not above: build() has checked everything the user gave without them
     import apache_beam as beam
     from apache_beam.options.pipeline_options import PipelineOptions
 
-    from pipelines import progress
+    from pipelines.build_log import log_path
     from pipelines.release import build as release
     from pipelines.release.datacard import generated_note
     from pipelines.runners import counters_summed, is_local, run_failed, runner_for
     from transforms.core.stage import read_stage_counts
 
     cache_root = cache_root_of(config, args.output)
+    reporter.phase("loading models and tools")
     plan = benchmark.prepare(config, cache_root)
     preflight.check_outputs(args.output, cache_root)
+    log.open(log_path(args.output, benchmark.name, args.version))
     options = PipelineOptions(beam_args)
 
     def execute(staging_dir: str):
+        reporter.watch(benchmark.progress(plan))
         pipeline = beam.Pipeline(runner=runner_for(options), options=options)
         benchmark.build(pipeline, plan, staging_dir)
         try:
-            with progress.reporting(benchmark.progress(plan), enabled=not args.quiet) as reporter:
-                result = counters_summed(pipeline.run())
-                result.wait_until_finish()
-                if reporter is not None:
-                    reporter.finish(read_stage_counts(result))
+            result = counters_summed(pipeline.run())
+            result.wait_until_finish()
+            reporter.run_finished(read_stage_counts(result))
         except Exception as error:
+            reporter.run_finished(None)
             user_error = benchmark.user_error(error)
             if user_error is not None:
                 raise user_error from None
@@ -117,6 +163,7 @@ def _run(benchmark: Benchmark, config, args: argparse.Namespace, beam_args: List
                 raise run_failed(error, options) from error
             raise
         benchmark.after_run(plan, staging_dir)
+        reporter.phase("writing the release")
         return result
 
     return release.build_release(

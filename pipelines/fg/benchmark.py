@@ -11,6 +11,7 @@ from pipelines.fg.config import SAMPLE_DIR, FgConfig
 from pipelines.fg.tagger import tagger_identity
 from pipelines.fg.release import CAPTIONS, POOL, SIMILAR_SETS
 from pipelines.preflight import check_not_empty
+from pipelines.progress import Progress
 from pipelines.release.explorer_views import Explorer, ExplorerView, ImageIndex, Join
 from transforms.core.errors import InputError, PreflightError
 from transforms.image.encoders import encoder_identity
@@ -96,6 +97,16 @@ class Fg(Benchmark):
                          image_index=pool),
             ExplorerView(POOL, "Pool", images=("path",),
                          figures=("position", "file_name", "original"))))
+
+    def progress(self, plan: Plan):
+        # images: targets and pool as read, done when embedded (or dropped as a target's
+        # own file in the pool; later pool dedupes pass on what was embedded); candidate
+        # details: prompted, done when picked or filtered out; captions: done when
+        # renovated or left as they are (not coarse, no candidate)
+        return (Progress("images", "image", "embed", total_counter=("images", "entry.out"),
+                         rejected_in=("embed", "pool_input")),
+                Progress("candidates", "candidate", "pick", total_counter=("prompts", "candidate.out")),
+                Progress("captions", "caption", "pick", total_counter=("embed_text", "caption.out")))
 
     def links(self, plan: Plan):
         return pipeline.stage_links(plan.config)

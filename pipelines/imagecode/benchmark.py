@@ -9,6 +9,7 @@ from pipelines.imagecode.config import SAMPLE_DIR, ImageCodeConfig
 from pipelines.imagecode.explorer_frames import rejected_frames
 from pipelines.imagecode.params import build_rules
 from pipelines.progress import Progress
+from transforms.image.embed_cache import CACHE_STAGE as IMAGE_EMBEDDING_CACHE
 from pipelines.release.explorer_views import Explorer, ExplorerView
 
 
@@ -37,10 +38,12 @@ class ImageCoDe(Benchmark):
         return pipeline.released_tables(plan.config)
 
     def progress(self, plan: Plan):
-        # videos: listed in the manifest, done at shot detection; static images: listed
-        # by the collection, done when embedded
+        # videos: listed in the manifest, done at shot detection (a cached video's shots
+        # are replayed, and counted, there); static images: listed by the collection,
+        # done when embedded or found in the embedding cache
         return (Progress("videos", "video", "shots", total_counter=("manifest", "line.out")),
-                Progress("images", "image", "embed", total_counter=("images", "entry.out")))
+                Progress("images", "image", "embed", total_counter=("images", "entry.out"),
+                         cached=(IMAGE_EMBEDDING_CACHE,)))
 
     def explorer(self, plan: Plan):
         # a description with its set of 10, the target and the retrievers' votes; the sets

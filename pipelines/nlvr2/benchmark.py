@@ -46,7 +46,11 @@ class Nlvr2(Benchmark):
         if plan.config.inputs.public:
             return (Progress("examples", "example", "paper_rules",
                              total_counter=("public", "line.out")),)
-        return ()
+        # a collection: image sets from the search results, pruned and paired (or
+        # rejected on the way); examples from the validation rounds to the paper's rules
+        return (Progress("sets", "set", "pairing", total_counter=("auto_pruning", "set.in")),
+                Progress("examples", "example", "paper_rules",
+                         total_counter=("validation", "example.in")))
 
     def explorer(self, plan: Plan):
         # an example's two images (local files of a collection, with their URLs; released

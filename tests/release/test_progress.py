@@ -1,6 +1,7 @@
 """Progress lines of a local build (pipelines/progress.py, transforms/core/progress.py):
-per main stage, items done of the total, on stderr; none with --quiet; the multi-process
-runner's workers tally into files the driver sums."""
+its phases, and per main stage items done of the total, on stderr and in its log; none
+on stderr with --quiet; the multi-process runner's workers tally into files the driver
+sums. tests/test_progress_all.py holds every benchmark's lines, on a fake clock."""
 import io
 import json
 import os
@@ -11,13 +12,15 @@ import sys
 import pytest
 
 from pipelines import runner
-from pipelines.progress import Progress, Reporter, progress_line, read_tallies, reporting
+from pipelines.progress import Estimate, Progress, Reporter, progress_line, read_tallies
 from tests.paths import ROOT
 from pipelines.vsr.sample import make_vsr_sample
 from tests.release.test_failures import vsr_args
 from transforms.core.progress import PROGRESS_DIR_ENV
 
-LINE = re.compile(r"^progress: (\w+) (\d+)/(\d+) \((\d+)%\)  [\d.]+/s  (done|~\S+ left)$")
+LINE = re.compile(r"^progress: (\w+) (\d+)/(\d+) \((\d+)%\)(?:  [\d.]+/s)?(?:  (done|~\S+ left))?$")
+PHASES = ["checking inputs", "loading the benchmark", "preparing the sample", "loading models and tools",
+          "running the pipeline", "writing the release"]
 
 MULTI_PROCESS = ["--direct_running_mode=multi_processing", "--direct_num_workers=2"]
 
@@ -29,15 +32,22 @@ def vsr_sample(tmp_path_factory):
 
 def test_a_multi_process_build_reports_each_main_stage_done_of_total(vsr_sample, tmp_path, capsys):
     final = runner.build("vsr", vsr_args(vsr_sample, tmp_path / "out") + MULTI_PROCESS)
-    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("progress:")]
-    assert lines and all(LINE.match(line) for line in lines), lines
+    err = capsys.readouterr().err.splitlines()
+    lines = [line for line in err if LINE.match(line)]
     stages = json.load(open(os.path.join(final, "MANIFEST.json")))["stages"]
     last = {LINE.match(line).group(1): LINE.match(line) for line in lines}
-    assert set(last) == {"images", "annotations"}
+    assert set(last) == {"images", "annotations"}, err
     for label, level in (("images", "image"), ("annotations", "annotation")):
         done, total = int(last[label].group(2)), int(last[label].group(3))
         assert done == total == stages["coco"][f"{level}.in"] > 0
         assert last[label].group(5) == "done"
+    # the phases, in order (a phase over before the first look is not said), then the end
+    said = [p for line in err for p in PHASES if line.startswith(f"progress: {p}  ")]
+    assert said == sorted(said, key=PHASES.index) and "writing the release" in said, err
+    assert err[-1].startswith("progress: built in ") and f"(log: {tmp_path}/out/.logs/vsr-1.0.0.log)" in err[-1]
+    log = open(tmp_path / "out" / ".logs" / "vsr-1.0.0.log").read()
+    assert all(line in log for line in err if line.startswith("progress:"))
+    assert "build vsr 1.0.0: config" in log and "checking inputs" in log   # said or not: logged
 
 
 def test_quiet_prints_no_progress(vsr_sample, tmp_path, capsys):
@@ -61,30 +71,56 @@ def test_done_counts_rejects_anywhere_and_the_last_stage_out():
               "language": {"tuple.rejected.not_english": 1, "sentence.rejected.x": 5},
               "clusters": {"tuple.out": 4}}
     assert (item.done(stages), item.total_of(stages)) == (7, 10)
-    assert progress_line(item, stages, elapsed=7.0) == "progress: tuples 7/10 (70%)  1.0/s  ~3s left"
-    assert progress_line(item, stages, elapsed=7.0, final=True).endswith("  done")
-    assert progress_line(Progress("videos", "video", "shots", total=None), {"shots": {"video.out": 3}},
-                         elapsed=1.0) == "progress: videos 3  3.0/s"
+    only = Progress("tuples", "tuple", "clusters", total_counter=("read", "line.out"),
+                    rejected_in=("language",))
+    assert only.done(stages) == 5
+    estimate = Estimate()
+    estimate.update(1, 10, now=0.0)
+    assert progress_line(item, 1, 10, estimate) == "progress: tuples 1/10 (10%)"   # no rate yet
+    estimate.update(7, 10, now=6.0)
+    assert progress_line(item, 7, 10, estimate) == "progress: tuples 7/10 (70%)  1.0/s  ~3s left"
+    assert progress_line(item, 7, 10, estimate, final=True).endswith("  done")
+    assert progress_line(Progress("videos", "video", "shots"), 3, None) == "progress: videos 3"
 
 
-def test_the_reporter_prints_only_news_and_always_the_last_lines(tmp_path):
+def test_cache_hits_finish_items_and_done_never_passes_the_total():
+    item = Progress("images", "image", "embed", total_counter=("images", "entry.out"),
+                    cached=("image_embedding",))
+    warm = {"images": {"entry.out": 74}, "embed": {"image.out": 0, "image.rejected.unreadable_image": 1},
+            "images.x": {}, "cache.image_embedding": {"hit": 72, "miss": 1},
+            "image_content": {"image.rejected.duplicate_image": 1}}
+    assert item.done(warm) == 74
+    assert progress_line(item, 80, 74).startswith("progress: images 74/74 (100%)")
+
+
+def test_the_reporter_waits_for_its_first_look_then_says_only_news_and_always_the_last_lines():
+    now = [0.0]
     stream = io.StringIO()
-    reporter = Reporter([Progress("images", "image", "embed", total=4),
-                         Progress("videos", "video", "shots", total_counter=("manifest", "line.out"))],
-                        stream)
-    reporter._print({"embed": {"image.out": 1}}, final=False)
-    reporter._print({"embed": {"image.out": 1}}, final=False)   # no news: no line
-    reporter._print({"embed": {"image.out": 4}}, final=True)
+    reporter = Reporter(stream, clock=lambda: now[0])
+    reporter.phase("checking inputs")
+    assert stream.getvalue() == ""            # a user error now would be the only line
+    now[0] = 5.0
+    reporter.tick({})
+    reporter.watch([Progress("images", "image", "embed", total=4),
+                    Progress("videos", "video", "shots", total_counter=("manifest", "line.out"))])
+    now[0] = 7.0
+    reporter.tick({})
+    now[0] = 10.0
+    reporter.tick({"embed": {"image.out": 1}})
+    now[0] = 15.0
+    reporter.tick({"embed": {"image.out": 1}})   # no news, not yet a heartbeat: no line
+    reporter.run_finished({"embed": {"image.out": 4}})
     lines = stream.getvalue().splitlines()
-    assert [line.split("  ")[0] for line in lines] == ["progress: images 1/4 (25%)",
-                                                       "progress: images 4/4 (100%)"]
+    assert lines == ["progress: checking inputs  5s", "progress: running the pipeline  5s",
+                     "progress: images 0/4 (0%)",   # its total known: listed from the start
+                     "progress: images 1/4 (25%)", "progress: images 4/4 (100%)  0.6/s  done"]
     assert "videos" not in stream.getvalue()   # a stage with nothing to do says nothing
 
 
 def test_a_process_reads_the_progress_folder_once_and_the_driver_sets_its_own(tmp_path, monkeypatch):
     """A counter increment does not look the variable up (it did, at 6% of a --quiet
     build's CPU): a process reads it once; the driver tells its own process where to
-    tally while it reports, and to stop after."""
+    tally while the pipeline runs, and to stop after."""
     from transforms.core import progress as tally
     monkeypatch.setattr(tally, "_folder", tally._UNREAD)
     monkeypatch.delenv(PROGRESS_DIR_ENV, raising=False)
@@ -93,7 +129,12 @@ def test_a_process_reads_the_progress_folder_once_and_the_driver_sets_its_own(tm
     tally.record("coco", "image.in")                     # not read again
     assert os.listdir(tmp_path) == []
     monkeypatch.delenv(PROGRESS_DIR_ENV)
-    with reporting([Progress("images", "image", "coco", total=3)], stream=io.StringIO()) as reporter:
-        tally.record("coco", "image.in", 2)
-        assert read_tallies(reporter.folder) == {"coco": {"image.in": 2}}
+    reporter = Reporter(io.StringIO())
+    reporter.watch([Progress("images", "image", "coco", total=3)])
+    tally.record("coco", "image.in", 2)
+    assert read_tallies(reporter.folder) == {"coco": {"image.in": 2}}
+    reporter.run_finished({"coco": {"image.out": 3}})
     assert tally._current() is None and PROGRESS_DIR_ENV not in os.environ
+    quiet = Reporter(None)                               # --quiet: nothing tallied
+    quiet.watch([Progress("images", "image", "coco", total=3)])
+    assert quiet.folder is None and tally._current() is None

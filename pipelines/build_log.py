@@ -1,0 +1,78 @@
+"""A build's log file: what the build said, with the time, and what it kept off the
+terminal (transforms/core/quiet.py: Leptonica's messages, the environment that turns
+model loaders' bars off).
+
+    <output>/.logs/<benchmark>-<version>.log
+
+Beside the releases, not in one (a release holds only what it publishes), one file per
+benchmark and version; a second try of the same version appends to it. An output that
+is not on a local disk (gs://...) logs into the system's temp folder; so does one where
+the folder cannot be made (the build then stops at its output check, which says why).
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+import threading
+import time
+from typing import List, Optional, TextIO
+
+LOGS_DIR = ".logs"
+
+
+def log_path(output: str, benchmark: str, version: str) -> str:
+    name = f"{benchmark}-{version}.log"
+    if "://" not in output:
+        folder = os.path.join(output, LOGS_DIR)
+        try:
+            os.makedirs(folder, exist_ok=True)
+            return os.path.join(folder, name)
+        except OSError:
+            pass
+    folder = os.path.join(tempfile.gettempdir(), "pipelines-logs")
+    os.makedirs(folder, exist_ok=True)
+    return os.path.join(folder, name)
+
+
+class BuildLog:
+    """Lines, each with its UTC time, safe from any thread: held until `open` names the
+    file (once the output is known to be writable: a build stopped by a user error before
+    that writes nothing), appended to it from then on. A log that cannot be written is
+    given up silently: it never fails a build."""
+
+    def __init__(self):
+        self.path: Optional[str] = None
+        self._lock = threading.Lock()
+        self._held: Optional[List[str]] = []   # None once `open` was called
+        self._file: Optional[TextIO] = None
+
+    def open(self, path: str) -> None:
+        with self._lock:
+            try:
+                self._file = open(path, "a", encoding="utf-8")
+                self.path = path
+                self._file.writelines(self._held)
+                self._file.flush()
+            except OSError:
+                self._file = None
+            self._held = None
+
+    def write(self, line: str) -> None:
+        stamped = f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} {line}\n"
+        with self._lock:
+            if self._held is not None:
+                self._held.append(stamped)
+                return
+            if self._file is None:
+                return
+            try:
+                self._file.write(stamped)
+                self._file.flush()
+            except (OSError, ValueError):
+                self._file = None
+
+    def close(self) -> None:
+        with self._lock:
+            if self._file is not None:
+                self._file.close()
+                self._file = None
