@@ -2,21 +2,22 @@
 with `--quiet`): what the build is doing, and per main stage the items done of the
 total, the rate and the time left.
 
-    progress: checking inputs  0s
-    progress: loading models and tools  3s
+    progress: loading the benchmark  5s
+    progress: loading models and tools  9s
     progress: running the pipeline  41s
     progress: videos 3/5 (60%)  0.8/s  ~3s left
     progress: images 74/74 (100%)  12.1/s  done
     progress: writing the release  1m02s
     progress: built in 1m09s (log: releases/.logs/imagecode-1.0.0.log)
 
-Phases. The runner names each phase as it starts (`Reporter.phase`): checking inputs,
-loading the benchmark, preparing the sample, loading models and tools, running the
-pipeline, writing the release (files, data card, explorer). The first line comes at the
-first look, EVERY_S after the start (a user error stops a command sooner, and is then
-the one line it prints); from then on a phase line comes when the phase starts, and
-again while nothing else is said: no build is silent for more than HEARTBEAT_S + EVERY_S
-(the promise to the user is 30 s).
+Phases. Once the command's own arguments, config and inputs are checked (a second, and
+a mistake there is the one line a command prints), the runner names each phase as it
+starts (`Reporter.phase`): loading the benchmark (Beam and the stages: imports), preparing
+the sample, loading models and tools (the benchmark's preflight), running the pipeline,
+writing the release (files, data card, explorer). The first line comes at the first look,
+EVERY_S after the reporter starts (a user error found sooner is printed alone); from then
+on a phase line comes when the phase starts, and again while nothing else is said: no
+build is silent for more than HEARTBEAT_S + EVERY_S (the promise to the user is 30 s).
 
 Main stages. A benchmark names them (`Benchmark.progress`): the level its items are
 counted at (video, image, annotation, tuple), the stage whose `<level>.out` finishes an
@@ -197,11 +198,13 @@ class Reporter:
     def phase(self, name: str) -> None:
         """`name` starts. Said at once, unless the build has said nothing yet: its first
         line waits for the first tick (EVERY_S), so a command stopped at once by a user
-        error prints that error alone."""
+        error prints that error alone (the log has it at once)."""
         with self._lock:
             self._phase = name
             if self._spoken:
                 self._say(self._phase_line())
+            else:
+                self.log(self._phase_line())
 
     def watch(self, items: Sequence[Progress]) -> None:
         """The pipeline starts: report `items`. Workers tally into a folder of this

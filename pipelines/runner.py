@@ -66,22 +66,22 @@ def build(benchmark: Union[str, Benchmark], argv: Optional[List[str]] = None) ->
     Everything a user can get wrong in the command (arguments, config keys, types and
     ranges, the config's inputs, Beam options) is checked before Beam, torch or a
     benchmark is imported (seconds of start-up): the benchmark's registry entry names its
-    config type, which imports neither (tests/test_cli_imports.py). From then on the
-    build says what it is doing (pipelines/progress.py) and keeps a log
-    (pipelines/build_log.py) of its lines and of what libraries would print beside them
-    (transforms/core/quiet.py)."""
+    config type, which imports neither (tests/test_cli_imports.py): a mistake there is the
+    one line the command prints. From then on the build says what it is doing
+    (pipelines/progress.py: a user error found later, by the benchmark's own preflight,
+    comes after progress lines) and keeps a log (pipelines/build_log.py) of its lines and
+    of what libraries would print beside them (transforms/core/quiet.py)."""
     entry = _entry(benchmark)
     args, beam_args = parse_build_args(entry, argv)
     cli.check_version(args.version)
     if args.verbose:
         cli.configure_logging(verbose=True)
+    config = load_config(entry.config_path(args.config), args.set, entry.config_type)
+    sample = reads_sample(config)
+    if not sample:   # the sample's files are made on first use, by the benchmark: below
+        preflight.check_inputs(config)
+    check_beam_args(entry, beam_args)
     with _reporting(entry.name, args) as (reporter, log):
-        reporter.phase("checking inputs")
-        config = load_config(entry.config_path(args.config), args.set, entry.config_type)
-        sample = reads_sample(config)
-        if not sample:   # the sample's files are made on first use, by the benchmark: below
-            preflight.check_inputs(config)
-        check_beam_args(entry, beam_args)
         if isinstance(benchmark, str):
             reporter.phase("loading the benchmark")   # Beam and its stages: seconds of imports
             benchmark = registry.load(benchmark)

@@ -34,7 +34,7 @@ STAGE_LINE = re.compile(r"^progress: (\w+) (\d+)(?:/(\d+) \(\d+%\))?(?:  [\d.]+/
 
 # the phases of a build and how long each lasts (s): the long silences of the issue
 # (2.5-3.7 minutes of model loading and start-up) included
-BEFORE_RUN = [("checking inputs", 1), ("loading the benchmark", 45), ("preparing the sample", 20),
+BEFORE_RUN = [("loading the benchmark", 45), ("preparing the sample", 20),
               ("loading models and tools", 160)]
 RUN_S, AFTER_RUN_S = 300, 95
 STALL = (150, 210)   # the counters stand still: a grouping step
@@ -88,11 +88,24 @@ def growing(final, items, seed):
     return at
 
 
+class Terminal(io.StringIO):
+    """stderr, each line with the fake time it was printed at."""
+
+    def __init__(self, now):
+        super().__init__()
+        self.now, self.lines = now, []
+
+    def write(self, text):
+        self.lines += [(self.now[0], line) for line in text.splitlines() if line]
+        return len(text)
+
+
 def play(items, final, seed=0):
-    """A build on a fake clock, the driver thread's looks every EVERY_S: [(t, line)]."""
+    """A build on a fake clock, the driver thread's looks every EVERY_S: [(t, line)] as
+    printed on stderr."""
     now = [0.0]
-    said = []
-    reporter = Reporter(io.StringIO(), log=lambda line: said.append((now[0], line)), clock=lambda: now[0])
+    terminal = Terminal(now)
+    reporter = Reporter(terminal, clock=lambda: now[0])
 
     def run_for(seconds, stages_at=lambda t: {}):
         start = now[0]
@@ -110,7 +123,7 @@ def play(items, final, seed=0):
     reporter.phase("writing the release")
     run_for(AFTER_RUN_S)
     reporter.close("built in ...")
-    return said
+    return terminal.lines
 
 
 def left_seconds(match):

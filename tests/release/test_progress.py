@@ -19,7 +19,7 @@ from tests.release.test_failures import vsr_args
 from transforms.core.progress import PROGRESS_DIR_ENV
 
 LINE = re.compile(r"^progress: (\w+) (\d+)/(\d+) \((\d+)%\)(?:  [\d.]+/s)?(?:  (done|~\S+ left))?$")
-PHASES = ["checking inputs", "loading the benchmark", "preparing the sample", "loading models and tools",
+PHASES = ["loading the benchmark", "preparing the sample", "loading models and tools",
           "running the pipeline", "writing the release"]
 
 MULTI_PROCESS = ["--direct_running_mode=multi_processing", "--direct_num_workers=2"]
@@ -47,7 +47,7 @@ def test_a_multi_process_build_reports_each_main_stage_done_of_total(vsr_sample,
     assert err[-1].startswith("progress: built in ") and f"(log: {tmp_path}/out/.logs/vsr-1.0.0.log)" in err[-1]
     log = open(tmp_path / "out" / ".logs" / "vsr-1.0.0.log").read()
     assert all(line in log for line in err if line.startswith("progress:"))
-    assert "build vsr 1.0.0: config" in log and "checking inputs" in log   # said or not: logged
+    assert "build vsr 1.0.0: config" in log and "loading the benchmark" in log   # said or not: logged
 
 
 def test_quiet_prints_no_progress(vsr_sample, tmp_path, capsys):
@@ -97,7 +97,7 @@ def test_the_reporter_waits_for_its_first_look_then_says_only_news_and_always_th
     now = [0.0]
     stream = io.StringIO()
     reporter = Reporter(stream, clock=lambda: now[0])
-    reporter.phase("checking inputs")
+    reporter.phase("loading the benchmark")
     assert stream.getvalue() == ""            # a user error now would be the only line
     now[0] = 5.0
     reporter.tick({})
@@ -111,7 +111,7 @@ def test_the_reporter_waits_for_its_first_look_then_says_only_news_and_always_th
     reporter.tick({"embed": {"image.out": 1}})   # no news, not yet a heartbeat: no line
     reporter.run_finished({"embed": {"image.out": 4}})
     lines = stream.getvalue().splitlines()
-    assert lines == ["progress: checking inputs  5s", "progress: running the pipeline  5s",
+    assert lines == ["progress: loading the benchmark  5s", "progress: running the pipeline  5s",
                      "progress: images 0/4 (0%)",   # its total known: listed from the start
                      "progress: images 1/4 (25%)", "progress: images 4/4 (100%)  0.6/s  done"]
     assert "videos" not in stream.getvalue()   # a stage with nothing to do says nothing
