@@ -9,8 +9,8 @@ from pipelines.imagecode.config import SAMPLE_DIR, ImageCodeConfig
 from pipelines.imagecode.explorer_frames import rejected_frames
 from pipelines.imagecode.params import build_rules
 from pipelines.progress import Progress
-from transforms.image.embed_cache import CACHE_STAGE as IMAGE_EMBEDDING_CACHE
 from pipelines.release.explorer_views import Explorer, ExplorerView
+from transforms.image.embed_cache import CACHE_STAGE as IMAGE_EMBEDDING_CACHE
 
 
 class ImageCoDe(Benchmark):
