@@ -119,11 +119,11 @@ class Settings:
             "restart-strategy.type": "fixed-delay",
             "restart-strategy.fixed-delay.attempts": str(self.restart_attempts),
             "restart-strategy.fixed-delay.delay": f"{self.restart_delay_s} s",
-            # A job that lacks slots (a TaskManager lost and not replaced) fails after
-            # this long instead of Flink's 5 minutes, and is restarted as above: a build
-            # fails within attempts x (delay + timeout), ~8 minutes, where it sat for
-            # over half an hour with its subtasks SCHEDULED and no message. A replacement
-            # registers in ~30 s, well within it.
+            # A job that lacks slots (a TaskManager lost and not replaced: the supervisor
+            # gave up) fails after this long instead of Flink's 5 minutes, and is
+            # restarted as above: a build fails within attempts x (delay + timeout),
+            # ~8 minutes, not 7 x 5 minutes with its subtasks SCHEDULED and no message.
+            # A replacement registers in ~30 s, well within it.
             "slot.request.timeout": str(self.slot_request_timeout_s * 1000),
             "io.tmp.dirs": os.path.join(folder, "tmp"),
             "web.tmpdir": os.path.join(folder, "tmp", "web"),
