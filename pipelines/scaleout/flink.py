@@ -10,6 +10,11 @@ JVM with the memory flags Flink's BashJavaUtils computes from the config, as the
 get them, and one Python worker pool for the TaskManagers' SDK workers
 (pipelines/scaleout/workers.py). Config, logs and pids live in one folder.
 
+A supervisor process (`cluster supervise`, which `start` runs) keeps N TaskManagers
+running: a standalone cluster has no resource manager to replace a lost one, and a job
+restarted without its slots would wait for them. A replacement that cannot start ends
+the supervision; a job then fails once its slot requests time out (Settings.config).
+
 A build submits to it through Beam's Flink job server, which the Python FlinkRunner
 starts from a local jar for the length of the build (`beam_options`). What the set-up
 fetches, once, is in scripts/flink/setup.sh; docs/scale-out.md has the recipe for a
@@ -59,6 +64,7 @@ ENVIRONMENT_CACHE_MS = 60_000
 @dataclasses.dataclass
 class Settings:
     """What a local cluster is started with. Memory is sized for a 2-core machine."""
+    taskmanagers: int = 2
     rest_port: int = 8081
     pool_port: int = 50000
     slots_per_taskmanager: int = 1
@@ -66,6 +72,7 @@ class Settings:
     taskmanager_memory: str = "1536m"
     restart_attempts: int = 6
     restart_delay_s: int = 15
+    slot_request_timeout_s: int = 60
 
     def config(self, folder: str) -> Dict[str, str]:
         return {
@@ -112,6 +119,12 @@ class Settings:
             "restart-strategy.type": "fixed-delay",
             "restart-strategy.fixed-delay.attempts": str(self.restart_attempts),
             "restart-strategy.fixed-delay.delay": f"{self.restart_delay_s} s",
+            # A job that lacks slots (a TaskManager lost and not replaced: the supervisor
+            # gave up) fails after this long instead of Flink's 5 minutes, and is
+            # restarted as above: a build fails within attempts x (delay + timeout),
+            # ~8 minutes, not 7 x 5 minutes with its subtasks SCHEDULED and no message.
+            # A replacement registers in ~30 s, well within it.
+            "slot.request.timeout": str(self.slot_request_timeout_s * 1000),
             "io.tmp.dirs": os.path.join(folder, "tmp"),
             "web.tmpdir": os.path.join(folder, "tmp", "web"),
             "env.java.opts.all": " ".join(JAVA_17_OPTIONS),
@@ -131,16 +144,20 @@ appender.main.layout.pattern = %d{yyyy-MM-dd HH:mm:ss,SSS} %-5p %-60c %x - %m%n
 
 
 class LocalCluster:
-    """A JobManager, TaskManagers and a worker pool, as processes of their own session
-    (they outlive the command that started them), with everything in `folder`:
-    conf/, <process>.log (Flink's log), <process>.out (stdout and stderr),
-    <process>.pid, sdk-worker-<n>.log and cluster.json (ports)."""
+    """A JobManager, TaskManagers, a worker pool and a supervisor, as processes of their
+    own session (they outlive the command that started them), with everything in
+    `folder`: conf/, <process>.log (Flink's log), <process>.out (stdout and stderr),
+    <process>.pid, sdk-worker-<n>.log, supervisor.log and cluster.json (Settings).
+    A process that died keeps its pid file (`lost`) until the cluster stops."""
 
     def __init__(self, folder: str = DEFAULT_CLUSTER_DIR, install: Optional[Install] = None,
                  settings: Optional[Settings] = None):
         self.folder = os.path.abspath(folder)
         self._install = install
         self.settings = settings or self._saved_settings() or Settings()
+        # {name: process} this object started: their handles say whether they run, and
+        # polling them reaps them (none stays a zombie)
+        self._children: Dict[str, subprocess.Popen] = {}
 
     @property
     def install(self) -> Install:
@@ -180,26 +197,54 @@ class LocalCluster:
                     pid = int(f.read().strip())
             except (OSError, ValueError):
                 continue
-            if self._is_ours(pid):
+            if self._running(name, pid):
                 alive[name] = pid
+        for child in self._children.values():
+            child.poll()
         return alive
+
+    def _running(self, name: str, pid: int) -> bool:
+        child = self._children.get(name)
+        if child is not None and child.pid == pid:
+            return child.poll() is None
+        return self._is_ours(pid)
+
+    def lost(self) -> List[str]:
+        """The processes that have a pid file but are no longer running (crashed, killed)."""
+        alive = self.pids()
+        return sorted(name for name in self._names() if name not in alive)
 
     def _is_ours(self, pid: int) -> bool:
         """The pid is alive and runs with this folder on its command line (a pid file
-        outliving its process must not make us signal a stranger that reused the pid)."""
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                return self.folder.encode() in f.read()
-        except OSError:
-            return False
+        outliving its process must not make us signal a stranger that reused the pid).
+        A JVM's command line reads empty for a moment after it starts (java's launcher
+        executes itself again): read it again, unless the process is a zombie."""
+        for _ in range(50):
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    cmdline = f.read()
+                if cmdline:
+                    return self.folder.encode() in cmdline
+                with open(f"/proc/{pid}/stat", "rb") as f:
+                    if f.read().rpartition(b")")[2].split()[0] == b"Z":
+                        return False
+            except (OSError, IndexError):
+                return False
+            time.sleep(0.01)
+        return False
 
     # --- starting -------------------------------------------------------------------
 
-    def start(self, taskmanagers: int = 2, timeout_s: float = 180.0) -> None:
-        """Start everything and wait until the JobManager counts `taskmanagers`."""
+    def start(self, taskmanagers: Optional[int] = None, timeout_s: float = 180.0) -> None:
+        """Start everything, wait until the JobManager counts the TaskManagers
+        (`taskmanagers`, else the settings'), then start the supervisor."""
+        if taskmanagers is not None:
+            self.settings = dataclasses.replace(self.settings, taskmanagers=taskmanagers)
         if self.pids():
             raise UserError(f"a cluster is already running from {self.folder} "
                             f"({', '.join(self.pids())}): stop it first")
+        for name in self._names():  # left by a cluster that crashed: nothing runs
+            os.remove(self._pid_file(name))
         for port, what in ((self.settings.rest_port, "the JobManager's REST port"),
                            (self.settings.pool_port, "the worker pool's port")):
             if workers.port_open(port):
@@ -210,10 +255,13 @@ class LocalCluster:
             self.start_pool(wait=False)
             self._start_jvm("jobmanager", JOBMANAGER_CLASS, self._resources("GET_JM_RESOURCE_PARAMS"),
                             ["--executionMode", "cluster"])
-            for _ in range(taskmanagers):
+            for _ in range(self.settings.taskmanagers):
                 self.add_taskmanager(wait=False)
             workers.wait_for_port(self.settings.pool_port, None, timeout_s, "the worker pool")
-            self.wait_for_taskmanagers(taskmanagers, timeout_s)
+            self._wait(lambda: len(self.taskmanagers()) >= self.settings.taskmanagers, timeout_s,
+                       f"{self.settings.taskmanagers} TaskManagers did not register",
+                       started=self._names())
+            self.start_supervisor()
         except BaseException:
             self.stop()
             raise
@@ -221,6 +269,7 @@ class LocalCluster:
     def start_pool(self, wait: bool = True, timeout_s: float = 60.0) -> None:
         """Start the worker pool (also a replacement for one that died)."""
         pool = workers.start_pool(self.settings.pool_port, self.folder, detach=True)
+        self._children["worker-pool"] = pool
         self._write_pid("worker-pool", pool.pid)
         if wait:
             workers.wait_for_port(self.settings.pool_port, pool, timeout_s, "the worker pool")
@@ -235,11 +284,49 @@ class LocalCluster:
         self._start_jvm(name, TASKMANAGER_CLASS, self._resources("GET_TM_RESOURCE_PARAMS"), [])
         if wait:
             self._wait(lambda: {tm["id"] for tm in self.taskmanagers()} - known,
-                       timeout_s, f"{name} did not register")
+                       timeout_s, f"{name} did not register", started=[name])
         return name
 
+    def start_supervisor(self) -> None:
+        """Start the supervisor (`supervise`) as a process of its own session."""
+        with open(os.path.join(self.folder, "supervisor.log"), "ab") as out:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "pipelines", "cluster", "supervise", "--dir", self.folder],
+                cwd=self.folder, env=workers.pool_environment(), stdin=subprocess.DEVNULL,
+                stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        self._children["supervisor"] = process
+        self._write_pid("supervisor", process.pid)
+
+    def supervise(self, poll_s: float = 1.0) -> int:
+        """Keep settings.taskmanagers TaskManagers running: start one in the place of each
+        that is lost, and wait until it registers. Runs until stopped (`stop`); returns 1
+        if a replacement does not start or register: then a job lacking its slots fails
+        after slot.request.timeout, and nothing restarts it in a loop."""
+        wanted = self.settings.taskmanagers
+        print(f"{_now()} supervising {self.folder}: {wanted} TaskManagers", flush=True)
+        replaced: Set[str] = set()
+        while True:
+            running = [n for n in self.pids() if n.startswith("taskmanager-")]
+            if len(running) < wanted:
+                gone = sorted(n for n in self.lost() if n.startswith("taskmanager-")
+                              and n not in replaced)
+                replaced.update(gone)
+                try:
+                    name = self.add_taskmanager()
+                except RuntimeError as error:
+                    print(f"{_now()} {', '.join(gone) or 'a TaskManager'} lost, and its "
+                          f"replacement failed: {error}; supervision ends", flush=True)
+                    return 1
+                print(f"{_now()} {', '.join(gone) or 'a TaskManager'} lost: {name} started "
+                      "in its place and registered", flush=True)
+            time.sleep(poll_s)
+
     def _names(self) -> List[str]:
+        """Every process that has a pid file, alive or not."""
         return [os.path.basename(p)[:-4] for p in glob.glob(os.path.join(self.folder, "*.pid"))]
+
+    def _pid_file(self, name: str) -> str:
+        return os.path.join(self.folder, name + ".pid")
 
     def _write_conf(self) -> None:
         os.makedirs(self.conf_dir, exist_ok=True)
@@ -278,10 +365,11 @@ class LocalCluster:
             process = subprocess.Popen(command, cwd=self.folder, stdin=subprocess.DEVNULL,
                                        stdout=out, stderr=subprocess.STDOUT,
                                        start_new_session=True)
+        self._children[name] = process
         self._write_pid(name, process.pid)
 
     def _write_pid(self, name: str, pid: int) -> None:
-        with open(os.path.join(self.folder, name + ".pid"), "w") as f:
+        with open(self._pid_file(name), "w") as f:
             f.write(f"{pid}\n")
 
     # --- REST -----------------------------------------------------------------------
@@ -296,16 +384,15 @@ class LocalCluster:
         except OSError:
             return []
 
-    def wait_for_taskmanagers(self, count: int, timeout_s: float = 180.0) -> None:
-        self._wait(lambda: len(self.taskmanagers()) >= count, timeout_s,
-                   f"{count} TaskManagers did not register")
-
-    def _wait(self, done, timeout_s: float, failure: str) -> None:
+    def _wait(self, done, timeout_s: float, failure: str, started: List[str]) -> None:
+        """Until `done()`; an error as soon as one of the processes `started` for it exits
+        (only those: one lost before, its pid file left, is no start failure)."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if done():
                 return
-            dead = [n for n in self._names() if n not in self.pids()]
+            alive = self.pids()
+            dead = [n for n in started if n not in alive]
             if dead:
                 raise RuntimeError(f"{', '.join(dead)} exited on start: see "
                                    + ", ".join(os.path.join(self.folder, n + ".out") for n in dead))
@@ -315,8 +402,9 @@ class LocalCluster:
     # --- stopping -------------------------------------------------------------------
 
     def kill(self, name: str, with_children: bool = False) -> None:
-        """SIGKILL one process of the cluster: a fault, no goodbye. `with_children`
-        kills its session too (the worker pool with its workers, as a lost machine)."""
+        """SIGKILL one process of the cluster: a fault, no goodbye; its pid file stays,
+        as after a crash. `with_children` kills its session too (the worker pool with
+        its workers, as a lost machine)."""
         pid = self.pids().get(name)
         if pid is None:
             raise ValueError(f"no running process {name!r} in {self.folder}")
@@ -324,29 +412,44 @@ class LocalCluster:
             _signal_session(pid, signal.SIGKILL)
         else:
             os.kill(pid, signal.SIGKILL)
-        os.remove(os.path.join(self.folder, name + ".pid"))
+        deadline = time.monotonic() + 30
+        while self._running(name, pid) and time.monotonic() < deadline:
+            time.sleep(0.05)  # until the kernel has ended it (and this object reaped it)
 
     def stop(self, grace_s: float = 20.0) -> List[str]:
-        """SIGTERM every process (TaskManagers first), SIGKILL what outlives `grace_s`;
-        a killed pool's workers go with its session. Returns the names stopped."""
-        alive = self.pids()
-        order = sorted(alive, key=lambda n: (n == "worker-pool", n == "jobmanager", n))
-        for name in order:
-            _signal_session(alive[name], signal.SIGTERM)
+        """SIGTERM every process, the supervisor first (it would replace the TaskManagers
+        being stopped), then the TaskManagers; SIGKILL what outlives `grace_s`; a killed
+        pool's workers go with its session. Returns the names stopped."""
+        stopped = self._stop(["supervisor"], grace_s)
+        alive = self.pids()  # the supervisor may have started a TaskManager meanwhile
+        stopped += self._stop(sorted(alive, key=lambda n: (n == "worker-pool", n == "jobmanager", n)),
+                              grace_s)
+        for name in self._names():
+            os.remove(self._pid_file(name))
+        return stopped
+
+    def _stop(self, names: List[str], grace_s: float) -> List[str]:
+        alive = {name: pid for name, pid in self.pids().items() if name in names}
+        for name in names:
+            if name in alive:
+                _signal_session(alive[name], signal.SIGTERM)
         deadline = time.monotonic() + grace_s
-        while time.monotonic() < deadline and any(self._is_ours(p) for p in alive.values()):
+        while time.monotonic() < deadline and any(self._running(n, p) for n, p in alive.items()):
             time.sleep(0.2)
         for name, pid in alive.items():
-            if self._is_ours(pid):
+            if self._running(name, pid):
                 _signal_session(pid, signal.SIGKILL)
-        for name in self._names():
-            os.remove(os.path.join(self.folder, name + ".pid"))
-        return order
+        self.pids()  # reaps what this object started
+        return [name for name in names if name in alive]
 
     # --- what a build on this cluster passes to Beam --------------------------------
 
     def beam_options(self, parallelism: int = 2) -> List[str]:
         return beam_options(self.rest_address, self.pool_address, self.install, parallelism)
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S")
 
 
 @dataclasses.dataclass
@@ -407,24 +510,28 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m pipelines cluster",
         description="A local Flink session cluster of separate JVMs (a JobManager, N "
-                    "TaskManagers) and a Python worker pool; docs/scale-out.md.")
-    parser.add_argument("action", choices=["start", "stop", "status"])
+                    "TaskManagers) and a Python worker pool; docs/scale-out.md. `supervise` "
+                    "(which `start` runs) keeps N TaskManagers running.")
+    parser.add_argument("action", choices=["start", "stop", "status", "supervise"])
     parser.add_argument("--dir", default=DEFAULT_CLUSTER_DIR,
                         help="config, logs and pids (default: build/flink/cluster)")
-    parser.add_argument("--taskmanagers", type=int, default=2)
+    parser.add_argument("--taskmanagers", type=int, default=Settings.taskmanagers)
     parser.add_argument("--rest-port", type=int, default=Settings.rest_port)
     parser.add_argument("--pool-port", type=int, default=Settings.pool_port)
     args = parser.parse_args(argv)
     try:
         if args.action == "start":
-            cluster = LocalCluster(args.dir, settings=Settings(rest_port=args.rest_port,
+            cluster = LocalCluster(args.dir, settings=Settings(taskmanagers=args.taskmanagers,
+                                                               rest_port=args.rest_port,
                                                                pool_port=args.pool_port))
             started = time.monotonic()
-            cluster.start(args.taskmanagers)
+            cluster.start()
             print(f"Flink {FLINK_VERSION}: JobManager and {args.taskmanagers} TaskManagers up in "
                   f"{time.monotonic() - started:.0f} s (web UI http://{cluster.rest_address}); "
                   f"logs and pids in {cluster.folder}\nbuild on it with:\n  "
                   + " ".join(cluster.beam_options()))
+        elif args.action == "supervise":
+            return LocalCluster(args.dir).supervise()
         elif args.action == "stop":
             stopped = LocalCluster(args.dir).stop()
             print(f"stopped: {', '.join(stopped) or 'nothing was running'}")
@@ -433,6 +540,9 @@ def main(argv: Optional[List[str]] = None) -> int:
             alive = cluster.pids()
             print("\n".join(f"{name}: pid {pid}" for name, pid in alive.items())
                   or f"nothing running from {cluster.folder}")
+            for name in cluster.lost():
+                print(f"{name}: lost (not running; its pid file is kept until `stop`; logs "
+                      f"{os.path.join(cluster.folder, name)}.out and .log)")
             if alive:
                 print(f"TaskManagers registered: {len(cluster.taskmanagers())}")
     except UserError as error:

@@ -16,8 +16,12 @@ cluster does (pipelines/scaleout/flink.py):
   as every worker does, or when the pool stops).
 - Each worker writes its output to its own log file in the pool's log folder (Beam's pool
   sends it to a pipe nobody reads).
+- A worker that ends is waited for at once (Beam's pool, and this one before, left it a
+  zombie until the next StartWorker).
+- It listens on localhost unless told otherwise (`--host`): whoever reaches the port can
+  make it start processes, and the cluster's JVMs listen on localhost too.
 
-    python -m pipelines.scaleout.workers --port 50000 --log-dir logs/
+    python -m pipelines.scaleout.workers --port 50000 --log-dir logs/ [--host localhost]
 """
 from __future__ import annotations
 
@@ -61,7 +65,6 @@ class WorkerPool(beam_fn_api_pb2_grpc.BeamFnExternalWorkerPoolServicer):
     def StartWorker(self, request, context):
         control = request.control_endpoint.url
         with self._lock:
-            self._reap()
             self._started += 1
             path = os.path.join(self.log_dir, f"sdk-worker-{self._started}.log")
             try:
@@ -72,12 +75,13 @@ class WorkerPool(beam_fn_api_pb2_grpc.BeamFnExternalWorkerPoolServicer):
             except OSError as error:
                 return beam_fn_api_pb2.StartWorkerResponse(error=f"cannot start a worker: {error}")
             self._workers[(request.worker_id, control)] = process
+        threading.Thread(target=self._reap_when_done, args=((request.worker_id, control), process),
+                         name=f"reap-{process.pid}", daemon=True).start()
         log.info("worker %s for %s: pid %d, log %s", request.worker_id, control, process.pid, path)
         return beam_fn_api_pb2.StartWorkerResponse()
 
     def StopWorker(self, request, context):
         with self._lock:
-            self._reap()
             matching = [key for key in self._workers if key[0] == request.worker_id]
             process = self._workers.pop(matching[0]) if len(matching) == 1 else None
         if process is not None:
@@ -94,9 +98,13 @@ class WorkerPool(beam_fn_api_pb2_grpc.BeamFnExternalWorkerPoolServicer):
         for process in processes:
             _stop(process)
 
-    def _reap(self) -> None:
-        for key in [k for k, p in self._workers.items() if p.poll() is not None]:
-            del self._workers[key]
+    def _reap_when_done(self, key: Tuple[str, str], process: subprocess.Popen) -> None:
+        """Wait for the worker to end (no zombie is left) and forget it."""
+        code = process.wait()
+        with self._lock:
+            if self._workers.get(key) is process:
+                del self._workers[key]
+        log.info("worker %s for %s (pid %d) ended with %d", key[0], key[1], process.pid, code)
 
 
 def _stop(process: subprocess.Popen, grace_s: float = 10.0) -> None:
@@ -108,16 +116,18 @@ def _stop(process: subprocess.Popen, grace_s: float = 10.0) -> None:
         process.wait()
 
 
-def serve(port: int, log_dir: str) -> None:
-    """Serve the pool on `port` until SIGTERM or SIGINT; then stop every worker."""
+def serve(port: int, log_dir: str, host: str = "localhost") -> None:
+    """Serve the pool on `host`:`port` until SIGTERM or SIGINT; then stop every worker.
+    ("localhost" is every loopback address gRPC resolves it to, 127.0.0.1 and ::1.)"""
     os.makedirs(log_dir, exist_ok=True)
     pool = WorkerPool(log_dir)
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=16))
     beam_fn_api_pb2_grpc.add_BeamFnExternalWorkerPoolServicer_to_server(pool, server)
-    if not server.add_insecure_port(f"[::]:{port}"):
-        raise SystemExit(f"error: the worker pool cannot listen on port {port}")
+    address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    if not server.add_insecure_port(address):
+        raise SystemExit(f"error: the worker pool cannot listen on {address}")
     server.start()
-    log.info("worker pool listening on port %d; workers log to %s", port, log_dir)
+    log.info("worker pool listening on %s; workers log to %s", address, log_dir)
     stopped = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stopped.set())
@@ -139,7 +149,8 @@ def pool_environment() -> Dict[str, str]:
     return env
 
 
-def start_pool(port: int, folder: str, detach: bool = False) -> subprocess.Popen:
+def start_pool(port: int, folder: str, detach: bool = False,
+               host: str = "localhost") -> subprocess.Popen:
     """Start the pool as a process working in `folder` (not the driver's working
     directory), logging to `folder`/worker-pool.log and its workers beside it.
     `detach` puts it in its own session, so that it outlives the command that started it."""
@@ -147,7 +158,7 @@ def start_pool(port: int, folder: str, detach: bool = False) -> subprocess.Popen
     with open(os.path.join(folder, "worker-pool.log"), "ab") as out:
         return subprocess.Popen(
             [sys.executable, "-m", "pipelines.scaleout.workers", f"--port={port}",
-             f"--log-dir={folder}"], cwd=folder, env=pool_environment(),
+             f"--host={host}", f"--log-dir={folder}"], cwd=folder, env=pool_environment(),
             stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
             start_new_session=detach)
 
@@ -197,10 +208,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m pipelines.scaleout.workers",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--host", default="localhost",
+                        help="the address to listen on (default localhost; 0.0.0.0 or :: "
+                             "for every interface: only where the network is trusted)")
     parser.add_argument("--log-dir", required=True, help="the pool's workers log here")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    serve(args.port, os.path.abspath(args.log_dir))
+    serve(args.port, os.path.abspath(args.log_dir), args.host)
     return 0
 
 

@@ -1,10 +1,11 @@
 """Faults on a Flink cluster mid-build: a TaskManager killed with SIGKILL, the job server
-killed, the worker pool killed with its workers.
+killed, the worker pool killed with its workers; and the cluster after a crash.
 
-A build may survive a fault (Flink restarts the job on a replacement TaskManager) or
-fail; either way it must never publish a partial or different release: it completes
-with the release of the in-process build, or it fails with one line on stderr and
-leaves no version folder (and no staging folder) behind.
+A build may survive a fault (the cluster's supervisor starts a TaskManager in the
+place of the lost one, Flink restarts the job on it) or fail; either way it must never
+publish a partial or different release: it completes with the release of the in-process
+build, or it fails with one line on stderr and leaves no version folder (and no staging
+folder) behind. No process of the cluster stays a zombie.
 
 Each test builds the VSR sample on a local cluster (two TaskManagers of one slot,
 pipelines/scaleout/flink.py) with `python -m pipelines vsr build` in a process of its
@@ -117,20 +118,64 @@ def _ended(cluster, build, states=("FAILED", "CANCELED", "FINISHED"), timeout_s=
     return build.job()["state"]
 
 
-def test_a_taskmanager_killed_mid_build_is_replaced_and_the_release_is_the_same(
+def _taskmanagers_running(cluster):
+    return sorted(n for n in cluster.pids() if n.startswith("taskmanager-"))
+
+
+def _zombies(cluster, timeout_s=30.0):
+    """Zombies among the children of this process, the worker pool and the supervisor,
+    once each has had `timeout_s` to reap them."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        cluster.pids()  # polls the processes this process started
+        parents = [psutil.Process()] + [psutil.Process(pid) for name, pid in cluster.pids().items()
+                                        if name in ("worker-pool", "supervisor")]
+        zombies = []
+        for parent in parents:
+            for child in parent.children():
+                try:
+                    if child.status() == psutil.STATUS_ZOMBIE:
+                        zombies.append(f"{child.pid} (child of {parent.pid})")
+                except psutil.NoSuchProcess:
+                    pass
+        if not zombies or time.monotonic() > deadline:
+            return zombies
+        time.sleep(0.5)
+
+
+def test_a_taskmanager_killed_mid_build_is_replaced_by_the_cluster_and_the_release_is_the_same(
         cluster, in_process, tmp_path):
     build = Build(cluster, str(tmp_path), "fault-taskmanager")
     job = build.wait_until_midway()
-    victim = sorted(n for n in cluster.pids() if n.startswith("taskmanager-"))[-1]
-    cluster.kill(victim)                     # SIGKILL: no goodbye to the JobManager
-    cluster.add_taskmanager()                # the replacement registers; Flink restarts
-    code, _, stderr = build.finish()
+    running = _taskmanagers_running(cluster)
+    victim = running[-1]
+    cluster.kill(victim)      # SIGKILL: no goodbye to the JobManager, the pid file stays
+    code, _, stderr = build.finish()   # nobody but the cluster's supervisor replaces it
     assert code == 0, f"the build did not survive the lost TaskManager: {stderr[-3000:]}"
     release = os.path.join(str(tmp_path), BENCHMARK, "1.0.0")
     assert differences(in_process, release_digest(release)) == []
     assert _published(str(tmp_path)) == ["1.0.0"]
     history = cluster.rest(f"/jobs/{job['jid']}/exceptions")
     assert history["exceptionHistory"]["entries"], "Flink recorded no failure: nothing was killed"
+    replacements = sorted(set(_taskmanagers_running(cluster)) - set(running))
+    assert len(replacements) == 1 and victim in cluster.lost(), cluster.pids()
+    with open(os.path.join(cluster.folder, "supervisor.log")) as log:
+        assert f"{victim} lost: {replacements[0]} started in its place" in log.read()
+    assert _zombies(cluster) == []
+
+
+def test_add_taskmanager_works_after_a_crash_that_left_its_pid_file(cluster):
+    """`add_taskmanager` raised "taskmanager-N exited on start" for the crashed one."""
+    cluster.kill("supervisor")   # the test replaces the TaskManager, not the supervisor
+    try:
+        running = _taskmanagers_running(cluster)
+        cluster.kill(running[0])
+        assert running[0] in cluster.lost()
+        name = cluster.add_taskmanager()     # waits until it registers
+        assert _taskmanagers_running(cluster) == sorted(running[1:] + [name])
+    finally:
+        cluster.start_supervisor()
+    assert _zombies(cluster) == []
 
 
 def test_the_job_server_killed_mid_build_fails_in_one_line_and_publishes_nothing(

@@ -3,13 +3,17 @@
 Every TaskManager numbers its SDK workers from the same start, so two of them ask one
 pool for workers with the same id; each must get its own process, and a StopWorker that
 cannot tell them apart must kill neither (Beam's own pool killed the other's worker
-while it started, and that TaskManager waited for it for ever)."""
+while it started, and that TaskManager waited for it for ever). A worker that ends is
+reaped, not left a zombie; the pool listens on loopback addresses only."""
+import ipaddress
 import os
 import sys
 import time
 
+import psutil
 from apache_beam.portability.api import beam_fn_api_pb2, endpoints_pb2
 
+from pipelines.scaleout import workers
 from pipelines.scaleout.workers import WorkerPool
 
 # Stands in for the SDK harness: lives until stopped, says which control address it got.
@@ -75,3 +79,35 @@ def test_a_worker_that_cannot_start_is_an_error_not_a_crash(tmp_path):
     pool = WorkerPool(str(tmp_path), harness=[os.path.join(str(tmp_path), "no-such-program")])
     response = _start(pool, "1-1", "localhost:1001")
     assert "cannot start a worker" in response.error
+
+
+def test_a_worker_that_ends_is_reaped_without_another_call(tmp_path):
+    """Before, an ended worker stayed a zombie until the next StartWorker or StopWorker."""
+    pool = WorkerPool(str(tmp_path), harness=[sys.executable, "-c", "pass"])
+    _start(pool, "1-1", "localhost:1001")
+    process = pool._workers[("1-1", "localhost:1001")]
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and (psutil.pid_exists(process.pid) or pool._workers):
+        time.sleep(0.1)
+    assert not psutil.pid_exists(process.pid), "the ended worker is still a process (a zombie)"
+    assert pool._workers == {}
+
+
+def _loopback(ip: str) -> bool:
+    address = ipaddress.ip_address(ip)
+    return (getattr(address, "ipv4_mapped", None) or address).is_loopback  # ::ffff:127.0.0.1
+
+
+def test_the_pool_listens_on_loopback_only(tmp_path):
+    port = workers.free_port()
+    pool = workers.start_pool(port, str(tmp_path))
+    try:
+        workers.wait_for_port(port, pool, 300, "the worker pool")  # a bound: slow under load
+        listening = [c.laddr for c in psutil.Process(pool.pid).net_connections(kind="inet")
+                     if c.status == psutil.CONN_LISTEN]
+        assert [address.port for address in listening] and \
+            {address.port for address in listening} == {port}
+        assert all(_loopback(address.ip) for address in listening), listening
+    finally:
+        pool.terminate()
+        pool.wait(timeout=30)
