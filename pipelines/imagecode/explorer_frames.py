@@ -11,7 +11,8 @@ passes, so small is cheaper). A video whose frames PyAV turns out unable to give
 pipe would (a rare pixel format) goes on through the pipe at full size, then shrunk.
 A `too_similar` frame comes with the frame it was too close to (its reject's detail names
 it: `nearest=frame<n>`), the two side by side. A video that cannot be read now simply has
-no pictures.
+no pictures. These decodes are the only ones a same-config rebuild still makes (the
+miner's come from the frame cache); they are logged, not counted in `mining/frame.decoded`.
 """
 from __future__ import annotations
 
@@ -52,7 +53,7 @@ def rejected_frames(videos_manifest: str):
         if not wanted:
             return {}
         paths = _video_paths(videos_manifest)
-        out = {}
+        out, decoded = {}, 0
         for video, by_frame in sorted(wanted.items()):
             if video not in paths:
                 continue
@@ -66,11 +67,16 @@ def rejected_frames(videos_manifest: str):
                 continue
             finally:
                 reader.close()
+                decoded += reader.frames_decoded
             for number in numbers:   # the rejected frame first, then its nearest
                 if number in frames:
                     picture = shrunk(frames[number])
                     for item_id, name in by_frame[number]:
                         out.setdefault(item_id, []).append((name, picture))
+        # Not in the manifest's counters (they are the pipeline's, and this runs after
+        # it): said here, since a rebuild that decoded nothing in the miner decodes this.
+        log.info("explorer: %d frames decoded from %d videos to picture %d rejected frames",
+                 decoded, len(wanted), len(out))
         return {item: sorted(shown, key=lambda named: named[0].startswith("nearest"))
                 for item, shown in out.items()}
     return pictures

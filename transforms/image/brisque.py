@@ -453,7 +453,9 @@ class BrisqueScorer:
         NaN and it scores +inf, i.e. the worst quality, so the gate drops it as blurry."""
         if len(frames) == 0:
             return np.zeros(0)
-        with _one_cpu_thread():
+        # inference_mode: the same kernels without autograd's bookkeeping, which is a
+        # good part of the cost of the small operations the alpha fits make (issue 34)
+        with _one_cpu_thread(), torch.inference_mode():
             scores = self.predict(self._features_t(frames)).cpu().numpy()
         scores[~np.isfinite(scores)] = np.inf
         return scores
