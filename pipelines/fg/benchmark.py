@@ -12,7 +12,7 @@ from pipelines.fg.tagger import tagger_identity
 from pipelines.fg.release import CAPTIONS, POOL, SIMILAR_SETS
 from pipelines.preflight import check_not_empty
 from pipelines.progress import Progress
-from pipelines.release.explorer_views import Explorer, ExplorerView, ImageIndex, Join
+from pipelines.release.explorer_views import Compat, Explorer, ExplorerView, ImageIndex, Join
 from transforms.core.errors import InputError, PreflightError
 from transforms.image.encoders import encoder_identity
 from transforms.image.weights import EncoderError
@@ -90,7 +90,8 @@ class Fg(Benchmark):
                          figures=("caption_index", "changed", "coarse", "noun", "detail",
                                   "clipscore_before", "clipscore_after", "corrected"),
                          join=(Join(SIMILAR_SETS, on="image_id", key="target"),),
-                         image_index=pool),
+                         image_index=pool,
+                         compat=Compat(("compat/Annotations/*.json",), (("", "image_id"),))),
             ExplorerView(SIMILAR_SETS, "Similar sets", images=("members",),
                          image_notes=("sources", ("image", "image_scores"), ("text", "text_scores")),
                          target=0,

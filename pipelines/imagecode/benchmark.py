@@ -9,7 +9,7 @@ from pipelines.imagecode.config import SAMPLE_DIR, ImageCodeConfig
 from pipelines.imagecode.explorer_frames import rejected_frames
 from pipelines.imagecode.params import build_rules
 from pipelines.progress import Progress
-from pipelines.release.explorer_views import Explorer, ExplorerView
+from pipelines.release.explorer_views import Compat, Explorer, ExplorerView
 from transforms.image.embed_cache import CACHE_STAGE as IMAGE_EMBEDDING_CACHE
 
 
@@ -52,7 +52,8 @@ class ImageCoDe(Benchmark):
         views = (
             ExplorerView(pipeline.DESCRIPTIONS, "Descriptions", images=("image_paths",),
                          target="target_index", text=("description",),
-                         figures=("retrievers", "correct", "tokens", "set_name")),
+                         figures=("retrievers", "correct", "tokens", "set_name"),
+                         compat=Compat(("compat/*.json",), (("", "set_name"),))),
             ExplorerView(pipeline.VIDEO_SETS, "Video sets", images=("image_paths",),
                          image_notes=(("frame", "frame_indices"), ("brisque", "brisque_scores")),
                          figures=("video_id", "shot_index", "distance_min", "distance_mean",

@@ -7,7 +7,7 @@ from pipelines.benchmark import Benchmark, Plan
 from pipelines.nlvr2 import datacard, pipeline, reasons
 from pipelines.nlvr2.config import SAMPLE_DIR, Nlvr2Config
 from pipelines.progress import Progress
-from pipelines.release.explorer_views import Explorer, ExplorerView
+from pipelines.release.explorer_views import Compat, Explorer, ExplorerView
 
 
 class Nlvr2(Benchmark):
@@ -59,7 +59,9 @@ class Nlvr2(Benchmark):
             ExplorerView(pipeline.EXAMPLES, "Examples", images=("left_path", "right_path"),
                          image_links=("left_url", "right_url"), text=("sentence",),
                          figures=("label", "synset", "query", "writer", "extra_labels",
-                                  "extra_agreeing")),
+                                  "extra_agreeing"),
+                         compat=Compat(("compat/*.json", "compat/balanced/*.json",
+                                        "compat/unbalanced/*.json"), (("identifier", "identifier"),))),
             ExplorerView(pipeline.SENTENCES, "Sentences", text=("sentence",),
                          figures=("group", "pairs", "labels", "writer", "true_examples")),
             ExplorerView(pipeline.SETS, "Sets", images=("left_urls", "right_urls"),

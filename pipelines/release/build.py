@@ -222,6 +222,7 @@ def _fill(staging: str, *, benchmark, version, config, result, models, inputs, l
         "counts": counts,
         "stages": stages,
         "reconciled": True,
+        release_manifest.BUILT_FROM: release_manifest.built_from(bool(generated)),
         "figures": figures,
         MANIFEST_KEYS: {table: list(spec.key) for table, spec in tables.items()},
         **top_level,
@@ -235,7 +236,8 @@ def _fill(staging: str, *, benchmark, version, config, result, models, inputs, l
                                      views=explorer.views, diff=diff,
                                      previous_dir=previous,
                                      reject_images=explorer.reject_images,
-                                     input_root=root)
+                                     input_root=root,
+                                     built_from=manifest[release_manifest.BUILT_FROM])
             manifest["explorer"] = {"files": written["files"], "bytes": written["bytes"]}
         else:  # its thumbnails and pages are written with local file calls
             log.warning("no explorer/: %s is not on a local disk", staging)

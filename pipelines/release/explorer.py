@@ -3,10 +3,14 @@
     explorer/index.html, explorer.css, explorer.js   the app (explorer_assets/), one page
     explorer/data/index.js                           what there is: views, groups, columns
     explorer/data/items/<v>/cards/<c>.js             a view's cards, PAGE_SIZE a chunk
+    explorer/data/items/<v>/rows/<c>.js              its rows whole, PAGE_SIZE a chunk: every
+                                                     column, the Parquet file and row, the
+                                                     compat/ entries (the row view)
     explorer/data/items/<v>/index/<col>/<c>.js       its search index (explorer_index.py)
     explorer/data/items/<v>/stats.js                 its per-column statistics (explorer_stats.py)
     explorer/data/rejects/...                        the rejects, as one more view
     explorer/data/diff/<t>.js, diff/<t>/before/<c>.js  the changes, and rows as they were
+                                                     (a changed row's changed fields)
     explorer/thumbs/<k[:2]>/<k>.jpg                  thumbnails (explorer_thumbs.py)
 
 It opens from disk (file://) with no server and no network: browsers refuse fetch() of
@@ -17,20 +21,29 @@ in cards chunk i // PAGE_SIZE; searching, filtering and sorting load only the in
 columns they ask about, then the chunks of the cards they show. Three areas:
 
 - items: each table a benchmark declares (explorer_views.ExplorerView; undeclared tables
-  get a plain view), every row a card, its groups (split, source) contiguous;
+  get a plain view), every row a card, its groups (split, source) contiguous; and every
+  row whole, as its table holds it (binary values by their size), with its Parquet file
+  and row number and its entries in compat/ (explorer_compat.py), for the row view; a
+  column's ClassLabel names (schemas/columns.py, as the dataset card declares them) go
+  with the view's columns;
 - rejects: every reject as a card, with the figures of its detail ("brisque=0.69" ->
   brisque 0.69) and the images it names, when local; the first PAGE_SIZE of each reason
   pictured by the benchmark when it can (a frame decoded again from its video);
 - diff: against the previous version, the comparison `release diff` prints
   (pipelines/release/diff.py): the keys added, moved and changed (their cards are the
-  view's) and the cards of removed and changed rows as the previous version had them.
+  view's) and the cards of removed and changed rows as the previous version had them,
+  a changed row's with the fields that changed (before, now). It names the version it
+  compares with, and compares none where one release was built from the generated
+  sample and the other from real inputs (MANIFEST.json `built_from`): their rows have
+  nothing in common, and a list of every row "removed" and "added" would say otherwise.
 
 Tables are read in batches (explorer_rows.py), so memory is bounded by a batch and a
 chunk, not by the table. The files are written before MANIFEST.json, so the manifest
 checksums them like any other file; table digests (pipelines/release/digest.py) never
-read them. The content is a function of the release's rows (no clock, sorted keys, an
-order that does not depend on the runner's shards), so two builds of the same release
-write the same explorer.
+read them. The content is a function of the release's rows and of the names of its
+Parquet files (no clock, sorted keys, an order that does not depend on the runner's
+shards; only the row view's "file and row" says where the runner put a row), so two
+builds of the same release write the same explorer.
 """
 from __future__ import annotations
 
@@ -45,13 +58,17 @@ from typing import Callable, Dict, Iterable, Iterator, List, Mapping, Optional, 
 
 import pyarrow as pa
 
-from pipelines.release.diff import summary
+from pipelines.release.diff import load_manifest, summary
+from pipelines.release.explorer_compat import CompatEntries
 from pipelines.release.explorer_index import ColumnIndex
-from pipelines.release.explorer_rows import RowStore, read_batches, read_rows, read_schema
+from pipelines.release.explorer_rows import (RowStore, parquet_files, read_batches,
+                                             read_located_batches, read_rows, read_schema)
 from pipelines.release.explorer_stats import TableStats
 from pipelines.release.explorer_thumbs import Thumbnails
 from pipelines.release.explorer_views import ExplorerView, RejectImages
+from pipelines.release.manifest import built_from_of
 from pipelines.release.tables import key_text
+from schemas.columns import class_names_of, description
 from schemas.layout import PARQUET_DIR, REJECTS_DIR
 
 log = logging.getLogger("pipelines.release.explorer")
@@ -63,6 +80,10 @@ RENDER_ROWS = 256         # rows whose thumbnails are made together (in parallel
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".gif", ".bmp", ".webp", ".tif", ".tiff")
 _FIGURE = re.compile(r"([A-Za-z_][\w.]*)=(\S+)")
 REJECTS = "rejects"       # the rejects' view name (no table has it: rejects/ is no table)
+# What a stored row carries beside its columns: its cells as the row view shows them,
+# and where it is. "~" sorts after every column name, so rows that tie on their order
+# (explorer_rows.RowStore) are still ordered by their columns' content first.
+CELLS, AT = "~cells", "~at"
 
 
 def write_explorer(release_dir: str, *, benchmark: str, version: str,
@@ -70,7 +91,7 @@ def write_explorer(release_dir: str, *, benchmark: str, version: str,
                    views: Sequence[ExplorerView] = (),
                    diff: Optional[dict] = None, previous_dir: Optional[str] = None,
                    reject_images: Optional[RejectImages] = None,
-                   input_root: Optional[str] = None) -> dict:
+                   input_root: Optional[str] = None, built_from: Optional[str] = None) -> dict:
     """Write `<release_dir>/explorer/`; returns {"files", "bytes", "thumbnails"}.
     `tables` are the release's tables with their key columns (pipelines/release/tables.py:
     a card is named by its row's key, as the diff names rows; a table without a declared
@@ -78,7 +99,8 @@ def write_explorer(release_dir: str, *, benchmark: str, version: str,
     `diff` is release_diff.diff_releases(previous_dir, release_dir) when there is a
     previous version; `reject_images` pictures rejects whose image the release lacks;
     `input_root` is where a path the release holds relative to the build's input root
-    is found (pipelines/release/locations.py)."""
+    is found (pipelines/release/locations.py); `built_from` what this release was built
+    from (MANIFEST.json's, which is written after the explorer)."""
     root = os.path.join(release_dir, EXPLORER_DIR)
     files = _Files(root)
     thumbs = Thumbnails(root, os.path.join(previous_dir, EXPLORER_DIR) if previous_dir else None)
@@ -91,7 +113,8 @@ def write_explorer(release_dir: str, *, benchmark: str, version: str,
                                key=tables[view.table])
             index["views"].append(_write_table(files, f"items/{n}", render))
         index["rejects"] = _write_rejects(files, release_dir, thumbs, store, images, reject_images)
-        index["diff"] = (_write_diff(files, diff, all_views, previous_dir, thumbs, store, input_root)
+        index["diff"] = (_write_diff(files, diff, all_views, release_dir, previous_dir, thumbs,
+                                     store, input_root, built_from)
                          if diff and previous_dir else None)
     files.script("data/index.js", f"EXPLORER.index({_json(index)});\n")
     for name in sorted(os.listdir(ASSETS)):
@@ -134,17 +157,21 @@ def _write_table(files: "_Files", path: str, render: "_Renderer") -> dict:
     stats = render.load_rows("rows", render.order)
     files.data(f"{path}/stats", stats)
     groups = _Groups(("split", "source"))
-    cards = _Chunks(files, f"{path}/cards")
+    cards, whole = _Chunks(files, f"{path}/cards"), _Chunks(files, f"{path}/rows")
     search = ColumnIndex(files.data, f"{path}/index", no_facet=(
         render.key_column, *render.text_names, "images", "choices", *render.note_ranges()))
-    for card, values in render.cards_and_index("rows"):
+    for card, values, row in render.cards_and_index("rows"):
         groups.add(card)
         cards.add(card)
+        whole.add(render.whole_row(row))
         search.add(values)
     cards.flush()
+    whole.flush()
     return {"table": view.table, "title": view.label, "path": path, "rows": cards.count,
             "key": render.key_column, "groups": groups.groups, "group_by": list(groups.columns),
-            "text": render.text_names, "figures": render.figure_names, "index": search.close()}
+            "text": render.text_names, "figures": render.figure_names, "index": search.close(),
+            "columns": render.column_meta(), "files": render.files(),
+            "compat": view.compat is not None}
 
 
 class _Renderer:
@@ -163,6 +190,8 @@ class _Renderer:
         self.key_column, self.key = self.describe_key()
         self.figure_names, self.text_names = self.describe_columns()
         self._load_joins()
+        self.compat = (CompatEntries(store, release_dir, view.compat, tag)
+                       if view.compat and tag == "now" else None)
 
     def describe_key(self) -> Tuple[str, Callable[[dict], str]]:
         return table_key(self.key_columns) if self.schema and self.key_columns else ("", _no_key)
@@ -189,7 +218,8 @@ class _Renderer:
         view = self.view
         named = [*self.key_columns, "split", "source", view.choices, view.choice_notes,
                  *view.images, *view.image_links, *self.text_names, *self.figure_names,
-                 *(column for column, _ in self._notes()), *(j.on for j in view.join)]
+                 *(column for column, _ in self._notes()), *(j.on for j in view.join),
+                 *(column for _, column in (view.compat.match if view.compat else ()))]
         if isinstance(view.target, str):
             named.append(view.target)
         joined = tuple(f"{j.table}." for j in view.join)
@@ -205,11 +235,18 @@ class _Renderer:
         columns = self.columns()
 
         def batches():
-            for batch in read_batches(self.folder):
+            for file, first, batch in read_located_batches(self.folder):
                 if with_stats:
                     stats.add(batch)
-                shown = batch.select([c for c in columns if c in batch.schema.names])
-                yield [row for row in shown.to_pylist() if keep(row)]
+                shown = batch.select([c for c in columns if c in batch.schema.names]).to_pylist()
+                cells = _cells(batch, self.schema) if self.whole_rows else [None] * len(shown)
+                kept = []
+                for n, (row, whole) in enumerate(zip(shown, cells)):
+                    if keep(row):
+                        if self.whole_rows:
+                            row[CELLS], row[AT] = whole, [file, first + n]
+                        kept.append(row)
+                yield kept
 
         self.store.load(self._rows_name(name), batches(), order=order)
         if not with_stats:
@@ -221,6 +258,36 @@ class _Renderer:
 
     def rows(self, name: str) -> Iterator[dict]:
         return self.store.rows(self._rows_name(name))
+
+    # the row view
+
+    whole_rows = True   # a table's rows are kept whole for the row view (the rejects' are cards)
+
+    def column_meta(self) -> List[dict]:
+        """The table's columns in order: name, type, description, ClassLabel names."""
+        out = []
+        for field in self.schema or ():
+            meta = {"name": field.name, "type": str(field.type)}
+            if description(field):
+                meta["d"] = description(field)
+            names = class_names_of(field)
+            if names:
+                meta["labels"] = names
+            out.append(meta)
+        return out
+
+    def files(self) -> List[str]:
+        """The table's Parquet files, relative to the release folder (a row's "p" numbers one)."""
+        return [os.path.relpath(path, self.release_dir).replace(os.sep, "/")
+                for path in parquet_files(self.folder)]
+
+    def whole_row(self, row: dict) -> dict:
+        """{v: every cell in the columns' order, p: [file number, row in the file],
+        c: [[compat file, where in it], ...] when the view declares compat/ entries}."""
+        whole = {"v": row.get(CELLS), "p": row.get(AT)}
+        if self.compat:
+            whole["c"] = self.compat.of(row)
+        return whole
 
     def _rows_name(self, name: str) -> str:
         return f"{self.tag}:{self.view.table}:{name}"
@@ -242,8 +309,8 @@ class _Renderer:
 
     # cards
 
-    def cards_and_index(self, name: str) -> Iterator[Tuple[dict, dict]]:
-        """(card, index values) of the stored rows, in order; thumbnails made
+    def cards_and_index(self, name: str) -> Iterator[Tuple[dict, dict, dict]]:
+        """(card, index values, row) of the stored rows, in order; thumbnails made
         RENDER_ROWS rows at a time, in parallel."""
         batch = []
         for row in self.rows(name):
@@ -253,10 +320,10 @@ class _Renderer:
                 batch = []
         yield from self._render(batch)
 
-    def _render(self, rows: List[dict]) -> Iterator[Tuple[dict, dict]]:
+    def _render(self, rows: List[dict]) -> Iterator[Tuple[dict, dict, dict]]:
         self.thumbs.prefetch(path for row in rows for path in self.local_paths(row))
         for row in rows:
-            yield self.card(row), self.index_values(row)
+            yield self.card(row), self.index_values(row), row
 
     def local_paths(self, row: dict) -> Iterable[str]:
         """The local image files a row's card shows (joined columns included)."""
@@ -413,6 +480,8 @@ class _RejectRenderer(_Renderer):
     """The rejects as cards: the item, its detail, the figures of the detail, the input
     file and line, and the images it names."""
 
+    whole_rows = False   # a reject's card shows every column already
+
     def __init__(self, release_dir: str, thumbs: Thumbnails, store: RowStore,
                  images: _ImageLookup):
         super().__init__(ExplorerView(REJECTS, "Rejects"), release_dir, thumbs, store, images,
@@ -494,7 +563,7 @@ def _write_rejects(files: "_Files", release_dir: str, thumbs: Thumbnails, store:
     groups = _Groups(("reason",))
     cards = _Chunks(files, f"{REJECTS}/cards")
     search = ColumnIndex(files.data, f"{REJECTS}/index", no_facet=("item_id", "detail"))
-    for card, values in render.cards_and_index("rows"):
+    for card, values, _ in render.cards_and_index("rows"):
         groups.add(card)
         cards.add(card)
         search.add(values)
@@ -523,14 +592,29 @@ def _number(text: str):
 
 # --- diff -----------------------------------------------------------------------------
 
-def _write_diff(files: "_Files", diff: dict, views: Sequence[ExplorerView], previous_dir: str,
-                thumbs: Thumbnails, store: RowStore, input_root: Optional[str] = None) -> dict:
+def _write_diff(files: "_Files", diff: dict, views: Sequence[ExplorerView], release_dir: str,
+                previous_dir: str, thumbs: Thumbnails, store: RowStore,
+                input_root: Optional[str] = None, built_from: Optional[str] = None) -> dict:
     """The `release diff` comparison: per table its keys added, moved and changed (whose
     cards are the view's) and removed, and the cards of the removed and changed rows as
-    the previous version had them (a changed set shows its frames now and before)."""
+    the previous version had them (a changed set shows its frames now and before), a
+    changed row's with its changed fields. Names the previous version; compares nothing
+    where one release was built from the sample and the other not (`refused`)."""
+    previous = load_manifest(previous_dir)
+    before_from = built_from_of(previous, previous_dir)
+    shown = {"from": diff["from"], "to": diff["to"], "config": diff["config"], "tables": [],
+             "previous": {"benchmark": previous.get("benchmark", ""), "version": diff["from"],
+                          "built_from": before_from,
+                          "explorer": _explorer_link(release_dir, previous_dir)},
+             "built_from": built_from}
+    if before_from and built_from and before_from != built_from:
+        shown["refused"] = (f"{shown['previous']['benchmark']} {diff['from']} was built from "
+                            f"{_BUILT_FROM_TEXT.get(before_from, before_from)} and {diff['to']} from "
+                            f"{_BUILT_FROM_TEXT.get(built_from, built_from)}: their rows have "
+                            "nothing in common, so this explorer compares none of them.")
+        return shown
     by_table = {v.table: (n, v) for n, v in enumerate(views)}
     images = _ImageLookup(store, previous_dir, views, "before", input_root)
-    tables = []
     for n, (table, change) in enumerate(sorted(diff["tables"].items())):
         number, view = by_table.get(table, (None, ExplorerView(table)))
         wanted = {diff_key(k) for k in [*change["removed"], *change["changed"]]}
@@ -540,8 +624,11 @@ def _write_diff(files: "_Files", diff: dict, views: Sequence[ExplorerView], prev
                                key=change["key"])
             render.load_rows("diff", render.order, keep=lambda row: render.key(row) in wanted,
                              with_stats=False)
+            changed = _changed_fields(render, release_dir, view, change, store)
             cards = _Chunks(files, f"diff/{n}/before")
-            for card, _ in render.cards_and_index("diff"):
+            for card, _, _ in render.cards_and_index("diff"):
+                if card["k"] in changed:
+                    card["d"] = changed[card["k"]]
                 cards.add(card)
                 before_keys.append(card["k"])
             cards.flush()
@@ -554,12 +641,48 @@ def _write_diff(files: "_Files", diff: dict, views: Sequence[ExplorerView], prev
             "changed": [diff_key(k) for k in change["changed"]],
             "moved": [[diff_key(m["key"]), m["from"], m["to"]] for m in change["moved"]],
             "before": before_keys, "before_figures": before_figures})
-        tables.append({"table": table, "title": view.label, "view": number, "path": f"diff/{n}",
-                       "counts": {kind: len(change[kind])
-                                  for kind in ("added", "removed", "moved", "changed")},
-                       "per_split": change["per_split"], "summary": summary(change),
-                       "compared": not change.get("not_compared")})
-    return {"from": diff["from"], "to": diff["to"], "config": diff["config"], "tables": tables}
+        shown["tables"].append({
+            "table": table, "title": view.label, "view": number, "path": f"diff/{n}",
+            "counts": {kind: len(change[kind]) for kind in ("added", "removed", "moved", "changed")},
+            "per_split": change["per_split"], "summary": summary(change),
+            "compared": not change.get("not_compared")})
+    return shown
+
+
+_BUILT_FROM_TEXT = {"sample": "the generated sample", "inputs": "real inputs"}
+
+
+def _changed_fields(before: "_Renderer", release_dir: str, view: ExplorerView, change: dict,
+                    store: RowStore) -> Dict[str, List[list]]:
+    """{key: [[column, before, now], ...]} of the changed rows (same key and split, other
+    content): the columns whose values differ, in the table's order now (a column one
+    version lacks has no value there). Reads the table now for those rows only."""
+    keys = {diff_key(k) for k in change["changed"]}
+    if not keys:
+        return {}
+    now = _Renderer(view, release_dir, before.thumbs, store, before.images, "changed",
+                    key=change["key"])
+    now.load_rows("changed", now.order, keep=lambda row: now.key(row) in keys, with_stats=False)
+    now_rows = {now.key(row): row for row in now.rows("changed")}
+    before_rows = {before.key(row): row for row in before.rows("diff") if before.key(row) in keys}
+    names_now = [f.name for f in now.schema or ()]
+    names = names_now + [f.name for f in before.schema or () if f.name not in names_now]
+    out = {}
+    for key, row in sorted(before_rows.items()):
+        after = now_rows.get(key)
+        if after is None:
+            continue
+        was = dict(zip([f.name for f in before.schema], row[CELLS]))
+        is_ = dict(zip(names_now, after[CELLS]))
+        out[key] = [[name, was.get(name), is_.get(name)] for name in names
+                    if was.get(name) != is_.get(name)]
+    return out
+
+
+def _explorer_link(release_dir: str, previous_dir: str) -> str:
+    """The previous version's explorer, relative to this one's index.html."""
+    return os.path.relpath(os.path.join(previous_dir, EXPLORER_DIR, "index.html"),
+                           os.path.join(release_dir, EXPLORER_DIR)).replace(os.sep, "/")
 
 
 # --- files ----------------------------------------------------------------------------
@@ -614,6 +737,46 @@ class _Files:
         os.makedirs(os.path.dirname(target), exist_ok=True)
         with open(target, "w", encoding="utf-8") as f:
             f.write(text)
+
+
+def _cells(batch: pa.RecordBatch, schema: Optional[pa.Schema]) -> List[list]:
+    """Every row of a batch as the row view shows it: one cell per column of the table,
+    in its order (_cell)."""
+    names = [f.name for f in schema] if schema else batch.schema.names
+    columns = [batch.column(name).to_pylist() if name in batch.schema.names
+               else [None] * batch.num_rows for name in names]
+    return [[_cell(column[i]) for column in columns] for i in range(batch.num_rows)]
+
+
+def _cell(value) -> Optional[str]:
+    """A value as text: a scalar as Python writes it (a float in full), a list or struct
+    as JSON, binary data (an embedded image) by its size; None for no value."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):   # in full, as JSON writes it (json.dumps is 5x slower here)
+        return repr(value) if math.isfinite(value) else _NON_FINITE[str(value)]
+    return json.dumps(_plain_cell(value), ensure_ascii=False)
+
+
+_NON_FINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
+
+
+def _plain_cell(value):
+    if isinstance(value, bytes):
+        return f"<{len(value):,} bytes>"
+    if isinstance(value, dict):
+        return {k: _plain_cell(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain_cell(v) for v in value]
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return value
+    return str(value)   # a date, a decimal: as Python writes it
 
 
 def _json(value) -> str:

@@ -19,7 +19,7 @@ import json
 import os
 import sqlite3
 import tempfile
-from typing import Callable, Iterable, Iterator, List, Optional, Sequence
+from typing import Callable, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -74,6 +74,17 @@ def _batch_rows(metadata: pq.FileMetaData, columns: Optional[Sequence[str]]) -> 
             if columns is None or chunk.path_in_schema.split(".")[0] in columns:
                 size += chunk.total_uncompressed_size
     return max(1, min(BATCH_ROWS, BATCH_BYTES * rows // max(size, 1)))
+
+
+def read_located_batches(folder: str) -> Iterator[Tuple[int, int, pa.RecordBatch]]:
+    """read_batches of every column, each with where it is: (its file's number in
+    parquet_files order, the number of its first row in that file)."""
+    for number, path in enumerate(parquet_files(folder)):
+        parquet = pq.ParquetFile(path, pre_buffer=False)   # as read_batches, for the same reason
+        first = 0
+        for batch in parquet.iter_batches(batch_size=_batch_rows(parquet.metadata, None)):
+            yield number, first, batch
+            first += batch.num_rows
 
 
 def read_rows(folder: str, columns: Optional[Sequence[str]] = None) -> Iterator[List[dict]]:
@@ -157,6 +168,15 @@ class RowStore:
         found = self._db.execute(f"SELECT row FROM {self._table(name)} WHERE k = ? "
                                  f"ORDER BY {order}row LIMIT 1", (key,)).fetchone()
         return json.loads(found[0]) if found else None
+
+    def get_all(self, name: str, key: str) -> List[dict]:
+        """Every row of set `name` with this key, in order."""
+        if name not in self._orders:
+            return []
+        order = "".join(f"o{i}, " for i in range(self._orders[name]))
+        found = self._db.execute(f"SELECT row FROM {self._table(name)} WHERE k = ? "
+                                 f"ORDER BY {order}row", (key,)).fetchall()
+        return [json.loads(text) for (text,) in found]
 
     def __contains__(self, name: str) -> bool:
         return name in self._orders

@@ -19,6 +19,11 @@ image is not on this machine, a URL) is shown by its name: the explorer never fe
 links, NLVR2's): shown as a link the person may follow, and in place of the image where
 the images column is empty (NLVR2's released files give URLs only).
 
+`compat` says where a row is in the original layout's files (compat/): the row view
+links each entry it finds (pipelines/release/explorer_compat.py), e.g. NLVR2's
+
+    Compat(("compat/*.json", "compat/balanced/*.json"), (("identifier", "identifier"),))
+
 `Explorer` is what `Benchmark.explorer(plan)` returns: its views and, optionally, how to
 picture a reject whose image is not in the release (ImageCoDe decodes a rejected
 frame from its video).
@@ -47,6 +52,17 @@ class ImageIndex:
 
 
 @dataclass(frozen=True)
+class Compat:
+    """A row's entries in the release's compat/ files: in the files matching `files`
+    (glob patterns relative to the release folder), every entry whose fields equal the
+    row's columns, `match` being (entry field, row column) pairs. An entry is a line of a
+    JSON-lines file, a row of a CSV file, an item of a JSON list, or a member of a JSON
+    object, whose name is the field "" (ImageCoDe's sets, FG's images)."""
+    files: Tuple[str, ...]
+    match: Tuple[Tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
 class ExplorerView:
     """One table as cards. Every column field is optional; a view with none of them shows
     the row's key and its scalar columns as figures (the default for undeclared tables)."""
@@ -63,6 +79,7 @@ class ExplorerView:
     figures: Tuple[str, ...] = ()         # columns shown as "name: value" (lists comma-joined)
     join: Tuple[Join, ...] = ()
     image_index: Optional[ImageIndex] = None
+    compat: Optional[Compat] = None
 
     def __post_init__(self):
         if self.image_links and len(self.image_links) != len(self.images):

@@ -33,6 +33,30 @@ from schemas.names import safe_name
 from transforms.core.hashing import content_sha256
 from transforms.io.files import make_dirs, open_parquet
 
+# What a release was built from: "sample" (the embedded generated sample, whose rows
+# show the pipeline at work) or "inputs" (real inputs: a collection, public files). The
+# explorer compares no rows of two versions built from different kinds (explorer.py).
+BUILT_FROM = "built_from"
+GENERATED_CARD = "**Built from generated sample data.**"   # datacard.generated_note's opening
+
+
+def built_from(generated: bool) -> str:
+    return "sample" if generated else "inputs"
+
+
+def built_from_of(manifest: dict, version_dir: str) -> Optional[str]:
+    """A published release's BUILT_FROM; for one built before manifests recorded it, what
+    its data card says (a sample's holds GENERATED_CARD, any other is "inputs"), and
+    None when it has no card either."""
+    if manifest.get(BUILT_FROM):
+        return manifest[BUILT_FROM]
+    card = FileSystems.join(version_dir, "DATACARD.md")
+    if not FileSystems.exists(card):
+        return None
+    with FileSystems.open(card, compression_type="uncompressed") as f:
+        return built_from(GENERATED_CARD in f.read().decode("utf-8", errors="replace"))
+
+
 # --- folders -------------------------------------------------------------------------
 
 def version_dir(out: str, benchmark: str, version: str) -> str:

@@ -5,7 +5,7 @@ import os
 
 from pipelines.benchmark import Benchmark, Plan
 from pipelines.progress import Progress
-from pipelines.release.explorer_views import Explorer, ExplorerView
+from pipelines.release.explorer_views import Compat, Explorer, ExplorerView
 from pipelines.release.splits import MAIN, SplitScheme
 from pipelines.vsr import datacard, pipeline, reasons
 from pipelines.vsr.config import SAMPLE_DIR, VsrConfig
@@ -59,7 +59,9 @@ class Vsr(Benchmark):
                          text=("caption",),
                          figures=("label", "relation", "subj", "obj", "vote_true_validator_id",
                                   "vote_false_validator_id", "agreeing", "validators",
-                                  "zeroshot_split", "pair_id")),
+                                  "zeroshot_split", "pair_id"),
+                         compat=Compat(("compat/*.jsonl", "compat/splits/*/*.jsonl"),
+                                       (("image", "image"), ("caption", "caption")))),
             ExplorerView(pipeline.PAIRS, "Image pairs", images=("images",), image_links=("image_links",),
                          figures=("subj", "obj", "image_ids", "draw", "pool_size"))))
 

@@ -19,8 +19,12 @@ from pipelines.release import explorer as explorer_module
 from pipelines.release import explorer_index, explorer_rows, explorer_stats
 from pipelines.release.diff import diff_releases
 from pipelines.release.explorer import PAGE_SIZE, views_for, write_explorer
-from pipelines.release.explorer_views import ExplorerView, ImageIndex, Join
-from pipelines.release.manifest import verify_manifest
+from pipelines.release.datacard import generated_note
+from pipelines.release.explorer_compat import CompatEntries
+from pipelines.release.explorer_views import Compat, ExplorerView, ImageIndex, Join
+from pipelines.release.manifest import GENERATED_CARD, verify_manifest
+from pipelines.release.row_paths import IMAGE_TYPE
+from schemas.columns import described
 from tests.release.release_files import seal
 from schemas.rejects import REJECT_SCHEMA, Reject, reject_to_row
 from tests.release.explorer_pages import (index_column, load_data, load_index, network_references,
@@ -35,7 +39,7 @@ def _image(path, colour, size=(320, 240)):
     Image.new("RGB", size, colour).save(path)
 
 
-def _release(root, version, rows, rejects=(), config=None, shards=1):
+def _release(root, version, rows, rejects=(), config=None, shards=1, built_from=None):
     """A version folder with a `sets` table (per split, `shards` Parquet files holding
     its rows round robin), rejects and a manifest as far as the diff reads it."""
     folder = os.path.join(root, "demo", version)
@@ -50,6 +54,8 @@ def _release(root, version, rows, rejects=(), config=None, shards=1):
                    os.path.join(folder, "rejects", "rejects-00000-of-00001.parquet"))
     manifest = {"benchmark": "demo", "version": version, "config": config or {"t": 1},
                 "counts": {"tables": {"sets": {}}}, "table_keys": {"sets": ["set_name"]}}
+    if built_from:
+        manifest["built_from"] = built_from
     json.dump(manifest, open(os.path.join(folder, "MANIFEST.json"), "w"))
     return folder
 
@@ -164,7 +170,29 @@ def test_the_order_does_not_depend_on_how_the_runner_sharded_the_table(release, 
     a, b = os.path.join(folder, "explorer"), os.path.join(other, "explorer")
     assert page_files(a) == page_files(b)
     match, mismatch, errors = filecmp.cmpfiles(a, b, page_files(a), shallow=False)
-    assert mismatch == [] and errors == []
+    # only where a row is differs: its file's name and its row in it (the row view's "p")
+    assert errors == [] and mismatch == ["data/index.js", "data/items/0/rows/0.js", "data/items/0/rows/1.js"]
+    assert _unlocated(a) == _unlocated(b)
+    for explorer, version in ((a, folder), (b, other)):   # each locates its rows truly
+        view = _view(explorer)
+        for card, whole in zip(view_cards(explorer, view, PAGE_SIZE), _whole_rows(explorer, view)):
+            file, row = whole["p"]
+            located = pq.read_table(os.path.join(version, view["files"][file])).slice(row, 1)
+            assert located["set_name"].to_pylist() == [card["k"]]
+
+
+def _whole_rows(explorer, view):
+    chunks = -(-view["rows"] // PAGE_SIZE)
+    return [r for n in range(chunks) for r in load_data(explorer, f"{view['path']}/rows/{n}")]
+
+
+def _unlocated(explorer):
+    """The index and whole rows without where each row is."""
+    index = load_index(explorer)
+    view = index["views"][0]
+    rows = [{k: v for k, v in r.items() if k != "p"} for r in _whole_rows(explorer, view)]
+    view.pop("files")
+    return index, rows
 
 
 def test_keys_are_in_natural_order(tmp_path):
@@ -455,3 +483,135 @@ def test_no_explorer_builds_a_release_without_one(tmp_path):
     assert not os.path.exists(os.path.join(release, "explorer"))
     manifest = json.load(open(os.path.join(release, "MANIFEST.json")))
     assert "explorer" not in manifest and verify_manifest(release) == []
+    assert manifest["built_from"] == "sample"   # what the explorer's changes read
+
+
+def _described_release(tmp_path):
+    """A `pairs` table with descriptions, a ClassLabel, a list, a NaN, no value and an
+    embedded image (bytes), in two files; compat/ files of each kind naming its rows."""
+    folder = str(tmp_path / "demo" / "1.0.0")
+    schema = described(pa.schema([("id", pa.string()), ("split", pa.string()), ("label", pa.int64()),
+                                  ("votes", pa.list_(pa.string())), ("score", pa.float64()),
+                                  ("note", pa.string()), ("image", IMAGE_TYPE)]),
+                       {"id": "the pair", "split": "its split", "label": "1 when true",
+                        "votes": "who voted", "score": "a score", "note": "a note",
+                        "image": "the image"}, class_names={"label": ("False", "True")})
+    rows = [{"id": f"{split}-{n}", "split": split, "label": n % 2, "votes": ["v1", "v2"][:n],
+             "score": float("nan") if n == 1 else n / 4, "note": None if n else "first",
+             "image": {"bytes": b"\xff" * (100 + n), "path": f"compat/{n}.jpg"}}
+            for split in ("dev", "test") for n in range(3)]
+    os.makedirs(f"{folder}/parquet/pairs")
+    for split in ("dev", "test"):
+        pq.write_table(pa.Table.from_pylist([r for r in rows if r["split"] == split], schema=schema),
+                       f"{folder}/parquet/pairs/{split}-00000-of-00001.parquet")
+    os.makedirs(f"{folder}/compat/more")
+    with open(f"{folder}/compat/dev.json", "w") as f:   # JSON lines (NLVR2's .json files)
+        f.writelines(json.dumps({"identifier": f"dev-{n}", "x": n}) + "\n" for n in (2, 0, 1))
+    with open(f"{folder}/compat/more/all.csv", "w") as f:
+        f.write('identifier,text\ntest-1,"two\nlines"\ntest-0,plain\n')
+    json.dump([{"identifier": "test-2"}, {"identifier": "dev-0"}], open(f"{folder}/compat/list.json", "w"))
+    json.dump({"dev-0": {"y": 1}, "test-2": [1, 2]}, open(f"{folder}/compat/by_name.json", "w"), indent=1)
+    return folder, rows
+
+
+def test_every_row_is_kept_whole_with_its_file_row_and_class_names(tmp_path):
+    """The row view's data: every column of the row as its table holds it (a list as
+    JSON, NaN, no value, an embedded image by its size), the Parquet file and row it is
+    in, and the columns with their descriptions and ClassLabel names."""
+    folder, rows = _described_release(tmp_path)
+    write_explorer(folder, benchmark="demo", version="1.0.0", tables={"pairs": ("id",)},
+                   views=(ExplorerView("pairs", figures=("label",)),))
+    explorer = os.path.join(folder, "explorer")
+    view = _view(explorer, "pairs")
+    assert view["files"] == ["parquet/pairs/dev-00000-of-00001.parquet",
+                             "parquet/pairs/test-00000-of-00001.parquet"]
+    assert [c["name"] for c in view["columns"]] == list(rows[0])
+    assert view["columns"][2] == {"name": "label", "type": "int64", "d": "1 when true",
+                                  "labels": ["False", "True"]}
+    assert view["columns"][6]["type"].startswith("struct<bytes: binary")
+    assert view["compat"] is False
+    cards, whole = view_cards(explorer, view, PAGE_SIZE), _whole_rows(explorer, view)
+    assert [c["k"] for c in cards] == [r["id"] for r in rows]
+    assert whole[0] == {"p": [0, 0], "v": ["dev-0", "dev", "0", "[]", "0.0", "first",
+                                           '{"bytes": "<100 bytes>", "path": "compat/0.jpg"}']}
+    assert whole[1]["v"][3:6] == ['["v1"]', "NaN", None]
+    assert [w["p"] for w in whole] == [[0, 0], [0, 1], [0, 2], [1, 0], [1, 1], [1, 2]]
+
+
+def test_a_row_names_its_entries_in_compat(tmp_path):
+    """JSON lines and CSV rows by line (a quoted newline counted), JSON list items by
+    number, JSON object members by name; every entry of a row, none where it has none."""
+    folder, rows = _described_release(tmp_path)
+    lines = Compat(("compat/*.json", "compat/more/*.csv"), (("identifier", "id"),))
+    members = Compat(("compat/by_name.json",), (("", "id"),))
+    with explorer_rows.RowStore() as store:
+        by_field = CompatEntries(store, folder, lines, "now")
+        by_name = CompatEntries(store, folder, members, "now")
+        assert by_field.of({"id": "dev-0"}) == [["compat/dev.json", "line 2"], ["compat/list.json", "item 1"]]
+        assert by_field.of({"id": "test-0"}) == [["compat/more/all.csv", "line 4"]]
+        assert by_field.of({"id": "test-9"}) == []
+        assert by_name.of({"id": "test-2"}) == [["compat/by_name.json", '"test-2"']]
+    write_explorer(folder, benchmark="demo", version="1.0.0", tables={"pairs": ("id",)},
+                   views=(ExplorerView("pairs", compat=lines),))
+    explorer = os.path.join(folder, "explorer")
+    view = _view(explorer, "pairs")
+    assert view["compat"] is True
+    assert {c["k"]: w["c"] for c, w in zip(view_cards(explorer, view, PAGE_SIZE), _whole_rows(explorer, view))} == {
+        "dev-0": [["compat/dev.json", "line 2"], ["compat/list.json", "item 1"]],
+        "dev-1": [["compat/dev.json", "line 3"]], "dev-2": [["compat/dev.json", "line 1"]],
+        "test-0": [["compat/more/all.csv", "line 4"]], "test-1": [["compat/more/all.csv", "line 3"]],
+        "test-2": [["compat/list.json", "item 0"]]}
+
+
+@pytest.mark.parametrize("before, now, refused", [
+    ("sample", "inputs", True), ("inputs", "sample", True), ("inputs", "inputs", False),
+    ("card: sample", "inputs", True), ("card: inputs", "inputs", False), (None, "inputs", False)])
+def test_the_changes_name_the_previous_version_and_refuse_a_sample_against_real_inputs(
+        release, before, now, refused):
+    """A release built from the generated sample is never compared with one built from
+    real inputs (MANIFEST.json built_from; for a release built before manifests said,
+    its data card); a previous version that says neither is compared."""
+    root, old = release
+    if before and before.startswith("card: "):   # an older release: only its card says
+        generated = before == "card: sample"
+        with open(os.path.join(old, "DATACARD.md"), "w") as f:
+            f.write("# demo 1.0.0\n\n" + (generated_note("demo") if generated else "Built from a collection.") + "\n")
+    elif before:
+        manifest = json.load(open(os.path.join(old, "MANIFEST.json")))
+        json.dump(dict(manifest, built_from=before), open(os.path.join(old, "MANIFEST.json"), "w"))
+    new = _release(root, "1.1.0", _rows()[1:], built_from=now)
+    diff = diff_releases(seal(old), seal(new))
+    _write(new, diff=diff, previous_dir=old, built_from=now)
+    explorer = os.path.join(new, "explorer")
+    shown = load_index(explorer)["diff"]
+    expected_before = before.replace("card: ", "") if before else None
+    assert shown["previous"] == {"benchmark": "demo", "version": "1.0.0", "built_from": expected_before,
+                                 "explorer": "../../1.0.0/explorer/index.html"}
+    assert shown["built_from"] == now
+    if refused:
+        assert "compares none of them" in shown["refused"] and shown["tables"] == []
+        assert not os.path.exists(os.path.join(explorer, "data", "diff"))
+    else:
+        assert "refused" not in shown and shown["tables"][0]["counts"]["removed"] == 1
+
+
+def test_a_changed_rows_changed_fields_are_named_with_both_values(release):
+    root, old = release
+    rows = _rows()
+    rows[1]["image_paths"] = ["compat/b.jpg"]
+    rows[1]["votes"] = 7
+    rows[2]["caption"] = "new words"
+    new = _release(root, "1.1.0", rows)
+    _write(new, diff=diff_releases(seal(old), seal(new)), previous_dir=old)
+    explorer = os.path.join(new, "explorer")
+    table, = load_index(explorer)["diff"]["tables"]
+    before = {c["k"]: c for c in load_data(explorer, f"{table['path']}/before/0")}
+    assert before["set001"]["d"] == [["image_paths", '["compat/a.jpg", "compat/b.jpg"]', '["compat/b.jpg"]'],
+                                     ["votes", "1", "7"]]
+    assert before["set002"]["d"] == [["caption", "caption 2", "new words"]]
+
+
+def test_the_sample_data_card_says_what_an_older_manifest_does_not():
+    """built_from_of reads an older release's data card: its generated note must hold
+    the words it looks for."""
+    assert GENERATED_CARD in generated_note("nlvr2")

@@ -4,9 +4,13 @@ through the DevTools protocol (tests/release/chromium.py), from file://, no serv
 - every sample: its first page shows its cards, the next page the next ones, the rejects
   by reason and a reason's cards render;
 - the public NLVR2 re-release (13,949 examples, ../shared/realdata): a search typed into
-  the box, filters chosen in the menus, a range and a sort, and a link to one row, each
-  giving the rows that the release's Parquet files say it should; the statistics;
-- VSR 1.1.0 (another seed): the changes since 1.0.0;
+  the box (whole words; inside words when asked), filters chosen in the menus, a range
+  and a sort, and a link to one row, each giving the rows that the release's Parquet
+  files say it should; the row whole: every column, its Parquet file and row, its
+  compat/ lines, the label's ClassLabel name; the statistics; built in the folder of the
+  NLVR2 sample, its changes refused (a sample is no previous version of real data);
+- VSR 1.1.0 (another seed), ImageCoDe 1.1.0: the changes since 1.0.0, which version they
+  compare with, a changed row's changed fields;
 - no request leaves any page (Chromium's network log), images come only from thumbs/.
 
 Screenshots go to build/explorer/, and the times to first paint, to the first cards and
@@ -17,6 +21,7 @@ it (and installs chromium), as .ci/run does; plain `pytest` skips it.
 """
 import json
 import os
+import re
 import shutil
 import urllib.parse
 
@@ -56,8 +61,8 @@ def releases(tmp_path_factory):
     built["imagecode 1.1.0"] = runner.build("imagecode", [
         "--config", "sample", "--output", str(out), "--version", "1.1.0", "--quiet",
         "--set", "mining.distance_threshold=0.30"])
-    built["nlvr2 public"] = runner.build("nlvr2", [
-        "--config", "public", "--output", str(out / "public"), "--version", "1.0.0", "--quiet",
+    built["nlvr2 public"] = runner.build("nlvr2", [   # beside the sample's 1.0.0
+        "--config", "public", "--output", str(out), "--version", "2.0.0", "--quiet",
         "--set", f"inputs.public=[{','.join(map(str, NLVR2_PUBLIC))}]"])
     yield built
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
@@ -215,6 +220,21 @@ def test_the_public_nlvr2_release_is_searched_filtered_sorted_and_linked(release
         assert page.text("status").startswith(f"{len(expected):,} of 13,949")
         assert page.keys() == expected[:PAGE_SIZE] and len(expected) > PAGE_SIZE
         page.screenshot("nlvr2-search.png")
+
+        # whole words by default ("dog" is not in "dogs"); inside words when ticked
+        page.show(route(view="examples", q="dog"))
+        whole = _searched(explorer, view, "dog")
+        assert page.text("status").startswith(f"{len(whole):,} of 13,949")
+        page.run("document.getElementById('sub').click()")
+        page.wait(route(view="examples", q="dog", sub="1"))
+        inside = _searched(explorer, view, "dog", inside=True)
+        assert page.text("status").startswith(f"{len(inside):,} of 13,949") and len(inside) > len(whole)
+        assert page.keys() == inside[:PAGE_SIZE]
+        marks = page.run("[...document.querySelectorAll('article.card mark')].map(m => m.textContent.toLowerCase())")
+        assert marks and set(marks) == {"dog"}
+        page.show(route(view="examples", q='"two dogs" left'))   # a phrase, then a word
+        phrase = _searched(explorer, view, '"two dogs" left')
+        assert page.text("status").startswith(f"{len(phrase):,} of 13,949") and 0 < len(phrase) < len(expected)
         took = page.run("""new Promise(done => {
             const start = performance.now(), q = document.getElementById('q');
             q.value = 'red'; document.getElementById('search').requestSubmit();
@@ -243,11 +263,12 @@ def test_the_public_nlvr2_release_is_searched_filtered_sorted_and_linked(release
                          ".filter(d => d.firstChild.textContent === 'extra_agreeing')[0].lastChild.textContent)")
         assert [int(v) for v in shown] == sorted(kept["extra_agreeing"].to_pylist(), reverse=True)[:PAGE_SIZE]
 
-        # a link to one row opens its card, and from it the row in its place
+        # a link to one row opens its card and the row whole, and from it the row in its place
         row = examples.slice(10000, 1).to_pylist()[0]
         page.show(route(view="examples", row=row["identifier"]), screenshot="nlvr2-row.png")
         assert page.keys() == [row["identifier"]]
         assert row["sentence"] in page.text("results")
+        _row_is_whole(page, folder, examples, row)
         page.run("document.getElementById('place').click()")
         page.browser.wait("document.body.dataset.ready === '1' && location.hash.includes('mark=')")
         assert page.run("document.querySelector('article.card.marked').dataset.key") == row["identifier"]
@@ -257,14 +278,45 @@ def test_the_public_nlvr2_release_is_searched_filtered_sorted_and_linked(release
         page.no_foreign_images()
 
 
-def _searched(explorer, view, words) -> list:
+def _row_is_whole(page, folder, examples, row) -> None:
+    """The row view shows every column of the row as its Parquet file holds it, links
+    the file and row it is in (read back here) and its compat/ lines (read back too),
+    and the label with its ClassLabel name."""
+    cells = page.run("Object.fromEntries([...document.querySelectorAll('#row tr')].map("
+                     "r => [r.dataset.column, r.lastChild.textContent]))")
+    assert list(cells) == examples.column_names
+    for column in ("validator", "set_id", "pair", "sentence", "left_path"):
+        assert cells[column] == ("no value" if row[column] is None else str(row[column])), column
+    assert cells["extra_workers"] == json.dumps(row["extra_workers"])
+    assert cells["label"] == f"{row['label']} ({['False', 'True'][row['label']]})"
+    link = page.run("document.querySelector('#parquet a').getAttribute('href')")
+    number = int(page.text("parquet").split(", row ")[1].split()[0].replace(",", ""))
+    assert link.startswith("../parquet/examples/")
+    located = pq.read_table(os.path.join(folder, "explorer", link)).slice(number, 1)
+    assert located["identifier"].to_pylist() == [row["identifier"]]
+    entries = page.run("[...document.querySelectorAll('#compat a')].map(a => [a.getAttribute('href'), "
+                       "a.nextSibling.textContent.trim()])")
+    assert f"../compat/{row['split']}.json" in [e[0] for e in entries]
+    for href, where in entries:
+        line = int(where.split()[1])
+        with open(os.path.join(folder, "explorer", href)) as f:
+            assert json.loads(f.readlines()[line - 1])["identifier"] == row["identifier"]
+    label = page.run("[...document.querySelectorAll('article.card dl div')].filter("
+                     "d => d.firstChild.textContent === 'label')[0].lastChild.textContent")
+    assert label == cells["label"]
+
+
+def _searched(explorer, view, words, inside=False) -> list:
     """The keys of the rows whose searched texts (the index's text columns) hold every
-    word, as the page searches: lower case, anywhere in the text."""
+    word or "quoted phrase", as the page searches: case folded, whole words (not inside a
+    longer word), or anywhere in the text when `inside`."""
     texts = [index_column(explorer, view, c["name"]) for c in view["index"]["columns"] if c["kind"] == "text"]
     keys = index_column(explorer, view, view["key"])
-    terms = words.lower().split()
+    phrases = [r"\s+".join(map(re.escape, (quoted or word).split()))   # "a phrase", or a word
+               for quoted, word in re.findall(r'"([^"]+)"|(\S+)', words)]
+    terms = [re.compile(p if inside else rf"(?<!\w){p}(?!\w)", re.IGNORECASE) for p in phrases]
     return [keys[i] for i in range(view["rows"])
-            if all(t in "\n".join(str(c[i]) for c in texts if c[i] is not None).lower() for t in terms)]
+            if all(t.search("\n".join(str(c[i]) for c in texts if c[i] is not None)) for t in terms)]
 
 
 @pytest.mark.parametrize("name, setting", [("vsr", "seed"), ("imagecode", "mining.distance_threshold")])
@@ -277,6 +329,8 @@ def test_the_changes_since_the_previous_version_render(releases, name, setting, 
         assert diff["from"] == "1.0.0" and {c["key"] for c in diff["config"]} == {setting}
         page.show("changes", screenshot=f"{name}-changes.png")
         assert "Config change 1.0.0 → 1.1.0" in page.text("main") and setting in page.text("main")
+        assert page.text("compared").startswith(f"Compared with {name} 1.0.0, the previous version in this folder "
+                                                "(built from the generated sample; this one from the generated sample)")
         shown = [(t, kind, count) for t in diff["tables"] for kind, count in t["counts"].items() if count]
         assert shown, "the other setting changes the release"
         for table, kind, count in shown:
@@ -284,4 +338,24 @@ def test_the_changes_since_the_previous_version_render(releases, name, setting, 
             assert page.cards == min(PAGE_SIZE, count), (table["table"], kind)
             if kind == "changed" and name == "imagecode":   # every changed set shows its frames before
                 assert page.run("document.querySelectorAll('.images.before').length") == page.cards
+            if kind == "changed":   # and which fields changed, each before and now
+                fields = page.run("[...document.querySelectorAll('article.card')].map(c => [...c.querySelectorAll("
+                                  "'table.changes tr[data-field]')].map(r => r.dataset.field))")
+                assert len(fields) == page.cards and all(fields), fields
+                assert "image_paths" in fields[0] if name == "imagecode" else True
             page.no_foreign_images()
+
+
+def test_a_release_of_real_data_is_not_compared_with_a_sample(releases, tmp_path):
+    """The public NLVR2 re-release, built beside the sample's 1.0.0: the changes view
+    names that version and refuses to compare them; no table offers its changes."""
+    with Explorer(releases["nlvr2 public"], tmp_path) as page:
+        diff = page.index["diff"]
+        assert (diff["from"], diff["to"], diff["tables"]) == ("1.0.0", "2.0.0", [])
+        page.show("changes", screenshot="nlvr2-public-changes.png")
+        assert page.text("compared").startswith("Compared with nlvr2 1.0.0, the previous version in this folder "
+                                                "(built from the generated sample; this one from real inputs)")
+        assert "compares none of them" in page.text("refused")
+        assert "(not compared)" in page.text("nav")
+        page.show(route(view="examples"))
+        assert page.run("document.querySelectorAll('.tabs .change').length") == 0

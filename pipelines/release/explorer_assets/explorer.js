@@ -4,6 +4,7 @@
  * data/index.js says what there is and every other piece of data is a script
  * data/<id>.js calling EXPLORER.data(id, value), added to the page when first needed:
  *   <view>/cards/<c>         PAGE_SIZE cards each; row i of a view is in chunk i / PAGE_SIZE
+ *   <view>/rows/<c>          the same rows whole (the row view): every cell, file, compat/
  *   <view>/index/<col>/<c>   one search-index column, chunk_rows rows each
  *   <view>/stats             per-column statistics
  *   diff/<t>, diff/<t>/before/<c>   a table's changed keys, and rows as they were
@@ -13,7 +14,8 @@
  * button works:
  *   #view=<table>[&q=words][&f.<column>=value][&min.<column>=x][&max.<column>=y]
  *                [&sort=[-]<column>][&page=n][&tab=stats][&diff=added|removed|moved|changed]
- *   #view=<table>&row=<key>   one row          #reasons   the rejects by reason
+ *                [&sub=1]   (q's words match inside words too; else whole words only)
+ *   #view=<table>&row=<key>   one row, whole   #reasons   the rejects by reason
  *   #changes                  the changes since the previous version
  * Text goes into the page as text (never as HTML); images only from thumbs/; a URL of an
  * image is a link the person may follow, never loaded by the page.
@@ -66,6 +68,13 @@ var EXPLORER = (function () {
     return index.diff ? index.diff.tables.filter(function (t) { return t.table === table; })[0] || null : null;
   }
 
+  // A value with its ClassLabel name, as the dataset card declares it: "1 (True)".
+  function labelled(view, name, value) {
+    var col = (view.columns || []).filter(function (c) { return c.name === name; })[0];
+    var names = col && col.labels, i = /^-?\d+$/.test(String(value)) ? parseInt(value, 10) : -1;
+    return names && i >= 0 && i < names.length ? value + " (" + names[i] + ")" : value;
+  }
+
   // A whole index column, from its chunks (a chunk not written holds no value).
   function column(view, col) {
     var id = view.path + "/index/" + col.n;
@@ -97,6 +106,7 @@ var EXPLORER = (function () {
     var p = new URLSearchParams(h);
     s.view = p.get("view") || (index.views.length ? index.views[0].table : index.rejects.table);
     s.q = p.get("q") || "";
+    s.sub = p.get("sub") === "1";
     s.sort = p.get("sort") || "";
     s.page = Math.max(1, parseInt(p.get("page"), 10) || 1);
     s.row = p.get("row");
@@ -122,6 +132,7 @@ var EXPLORER = (function () {
     if (s.tab && s.tab !== "rows") p.set("tab", s.tab);
     if (s.diff) p.set("diff", s.diff);
     if (s.q) p.set("q", s.q);
+    if (s.q && s.sub) p.set("sub", "1");
     ["f", "min", "max"].forEach(function (part) {
       Object.keys(s[part] || {}).sort().forEach(function (k) {
         if (s[part][k] !== "") p.set(part + "." + k, s[part][k]);
@@ -135,7 +146,7 @@ var EXPLORER = (function () {
   }
 
   function link(change) {   // the hash of the current state with `change` applied
-    var s = parseHash(), out = {area: "view", view: s.view, q: s.q, f: s.f, min: s.min, max: s.max,
+    var s = parseHash(), out = {area: "view", view: s.view, q: s.q, sub: s.sub, f: s.f, min: s.min, max: s.max,
                                 sort: s.sort, tab: s.tab, diff: s.diff, page: 1};
     Object.keys(change).forEach(function (k) { out[k] = change[k]; });
     return hashOf(out);
@@ -158,7 +169,7 @@ var EXPLORER = (function () {
 
   // The view's rows (numbers) that the state selects, in the order it asks for.
   function results(view, s) {
-    var key = JSON.stringify([view.table, s.q, s.f, s.min, s.max, s.sort, s.row, s.diff]);
+    var key = JSON.stringify([view.table, s.q, s.sub, s.f, s.min, s.max, s.sort, s.row, s.diff]);
     if (lastResult.key === key) return Promise.resolve(lastResult.value);
     var done = function (value) { lastResult = {key: key, value: value}; return value; };
     if (groupOnly(view, s)) {
@@ -179,7 +190,7 @@ var EXPLORER = (function () {
     Object.keys(s.min).concat(Object.keys(s.max)).forEach(want);
     if (s.sort) want(s.sort.replace(/^-/, ""));
     if (s.row || s.diff) want(view.key);
-    var terms = s.q.toLowerCase().split(/\s+/).filter(Boolean);
+    var terms = searchTerms(s);
     var searched = terms.length ? view.index.columns.filter(function (c) { return c.kind === "text"; }) : [];
     searched.forEach(function (c) { need[c.name] = c; });
     var names = Object.keys(need);
@@ -216,7 +227,7 @@ var EXPLORER = (function () {
         if (terms.length) {
           var hay = haystack(view, searched, cols);
           tests.push(function (i) {
-            for (var t = 0; t < terms.length; t++) if (hay[i].indexOf(terms[t]) < 0) return false;
+            for (var t = 0; t < terms.length; t++) if (!terms[t].test(hay[i])) return false;
             return true;
           });
         }
@@ -236,6 +247,19 @@ var EXPLORER = (function () {
         }
         return done(rows);
       });
+  }
+
+  // What a search asks for: each word, or each "quoted phrase", as a regular expression
+  // (case folded); a whole word unless s.sub ("dogs" finds "two dogs", not "dogsled").
+  function searchTerms(s) {
+    var found = [], re = /"([^"]+)"|(\S+)/g, m;
+    while ((m = re.exec(s.q.toLowerCase())) !== null) {
+      var text = (m[1] || m[2]).trim();
+      if (!text) continue;
+      var body = text.split(/\s+/).map(function (w) { return w.replace(/[.*+?^${}()|[\]\\\/]/g, "\\$&"); }).join("\\s+");
+      found.push(new RegExp(s.sub ? body : "(?<![\\p{L}\\p{N}_])" + body + "(?![\\p{L}\\p{N}_])", "iu"));
+    }
+    return found;
   }
 
   function haystack(view, searched, cols) {   // per row: its searched texts, lower case
@@ -304,13 +328,14 @@ var EXPLORER = (function () {
   // A text with the words searched for marked (as text nodes and <mark>s, never as HTML).
   function marked(text, terms) {
     if (!terms || !terms.length || !text) return [text];
-    var lower = text.toLowerCase(), out = [], at = 0;
-    if (lower.length !== text.length) return [text];   // lower case moved the letters
+    var out = [], at = 0;
+    var global = terms.map(function (t) { return new RegExp(t.source, "giu"); });
     while (at < text.length) {
       var next = -1, size = 0;
-      terms.forEach(function (t) {
-        var i = lower.indexOf(t, at);
-        if (i >= 0 && (next < 0 || i < next || (i === next && t.length > size))) { next = i; size = t.length; }
+      global.forEach(function (t) {
+        t.lastIndex = at;
+        var m = t.exec(text);
+        if (m && m[0].length && (next < 0 || m.index < next || (m.index === next && m[0].length > size))) { next = m.index; size = m[0].length; }
       });
       if (next < 0) break;
       if (next > at) out.push(text.slice(at, next));
@@ -344,14 +369,24 @@ var EXPLORER = (function () {
                   [el("span", {}, marked(x.x, terms)), x.n ? el("span", {"class": "note", text: x.n}) : null]);
       })));
     }
-    var names = extra.figures || view.figures;
+    var names = extra.figures || view.figures, changed = {};
+    (extra.fields || []).forEach(function (f) { changed[f[0]] = true; });
     var pairs = (extra.moved ? [["moved", extra.moved]] : [])
-      .concat((c.f || []).map(function (v, i) { return [names[i], v]; }))
+      .concat((c.f || []).map(function (v, i) { return [names[i], labelled(view, names[i], v)]; }))
       .concat(c.m || []).filter(function (p) { return p[1] !== ""; });
     if (pairs.length) {
       node.appendChild(el("dl", {"class": "figures"}, pairs.map(function (f) {
-        return el("div", {}, [el("dt", {text: f[0]}), el("dd", {}, marked(f[1], terms))]);
+        return el("div", {"class": changed[f[0]] ? "changed" : null},
+                  [el("dt", {text: f[0]}), el("dd", {}, marked(f[1], terms))]);
       })));
+    }
+    if (extra.fields) {   // a changed row: which fields changed, each before and now
+      node.appendChild(el("table", {"class": "fields changes"}, [
+        el("tr", {}, ["changed field", "before", "now"].map(function (h) { return el("th", {text: h}); }))]
+        .concat(extra.fields.map(function (f) {
+          return el("tr", {"data-field": f[0]}, [el("td", {}, [el("b", {text: f[0]})]),
+            el("td", {"class": "was"}, [cellText(view, f[0], f[1])]), el("td", {"class": "now"}, [cellText(view, f[0], f[2])])]);
+        }))));
     }
     return node;
   }
@@ -384,9 +419,13 @@ var EXPLORER = (function () {
 
   function toolbar(view, s) {
     var q = el("input", {type: "search", id: "q", value: s.q, placeholder: "Search " + searchNames(view),
-                         title: "words, all of them, anywhere in the row's texts (press / to come here)",
+                         title: "whole words, all of them, in the row's texts; \"a phrase\" in quotes (press / to come here)",
                          autocomplete: "off", spellcheck: "false"});
-    var form = el("form", {id: "search"}, [q, el("button", {type: "submit", text: "Search"})]);
+    var sub = el("input", {type: "checkbox", id: "sub", checked: s.sub ? "checked" : null});
+    sub.addEventListener("change", function () { go(link({q: q.value.trim(), sub: sub.checked})); });
+    var form = el("form", {id: "search"}, [q, el("button", {type: "submit", text: "Search"}),
+      el("label", {"class": "sub", title: "also match inside words (\"dog\" finds \"dogsled\"); " +
+                   "otherwise whole words; \"quotes\" make a phrase"}, [sub, " inside words"])]);
     form.addEventListener("submit", function (e) {
       e.preventDefault();
       clearTimeout(typing);
@@ -401,7 +440,7 @@ var EXPLORER = (function () {
     view.index.columns.forEach(function (c) {
       if (!c.facet) return;
       var select = el("select", {"data-facet": c.name}, [el("option", {value: "", text: "any"})]
-        .concat(c.facet.map(function (v) { return el("option", {value: v[0], text: v[0] + " (" + n(v[1]) + ")"}); })));
+        .concat(c.facet.map(function (v) { return el("option", {value: v[0], text: labelled(view, c.name, v[0]) + " · " + n(v[1])}); })));
       select.value = s.f[c.name] || "";
       select.addEventListener("change", function () {
         var f = JSON.parse(JSON.stringify(parseHash().f));
@@ -444,6 +483,8 @@ var EXPLORER = (function () {
   function syncToolbar(s) {   // the controls show the state (a back button, a link)
     var q = document.getElementById("q");
     if (q && !typing && q.value.trim() !== s.q) q.value = s.q;   // not while one types
+    var sub = document.getElementById("sub");
+    if (sub) sub.checked = s.sub;
     document.querySelectorAll("select[data-facet]").forEach(function (x) { x.value = s.f[x.getAttribute("data-facet")] || ""; });
     var sort = document.getElementById("sort");
     if (sort) sort.value = s.sort;
@@ -480,9 +521,10 @@ var EXPLORER = (function () {
         ? cardsOf(view, shown).then(function (cards) {
             return beforeCards(diffOf(view.table), cards.map(function (c) { return c.k; }));
           }) : Promise.resolve(null);
-      return Promise.all([cardsOf(view, shown), extras, befores]).then(function (got) {
-        var cards = got[0], diff = got[1], before = got[2], moved = {};
-        var terms = s.q.toLowerCase().split(/\s+/).filter(Boolean);
+      var whole = s.row && rows.length && view.columns ? wholeRow(view, rows[0]) : Promise.resolve(null);
+      return Promise.all([cardsOf(view, shown), extras, befores, whole]).then(function (got) {
+        var cards = got[0], diff = got[1], before = got[2], row = got[3], moved = {};
+        var terms = searchTerms(s);
         if (diff) diff.moved.forEach(function (m) { moved[m[0]] = m[1] + " → " + m[2]; });
         return function () {
           box.appendChild(el("p", {"class": "status", id: "status"}, [
@@ -500,14 +542,47 @@ var EXPLORER = (function () {
           if (!s.row) box.appendChild(pager(s, total));
           if (!total) box.appendChild(el("p", {"class": "empty", text: s.row ? "No row has this key." : "Nothing matches."}));
           box.appendChild(el("div", {"class": "cards" + (s.row ? " one" : "")}, cards.map(function (c) {
+            var was = before && before.cards[c.k];
             return card(view, c, {terms: terms, mark: s.mark === c.k || s.row === c.k, moved: s.diff === "moved" ? moved[c.k] : null,
-                                  before: before && before.cards[c.k] ? before.cards[c.k].i : null});
+                                  before: was ? was.i : null, fields: was ? was.d : null});
           })));
+          if (row) box.appendChild(wholeRowView(view, row));
           if (total > index.page_size) box.appendChild(pager(s, total));
           return cards.length;
         };
       });
     });
+  }
+
+  function wholeRow(view, r) {   // row r of a view whole: {v: cells, p: [file, row], c: compat}
+    return load(view.path + "/rows/" + Math.floor(r / index.page_size)).then(function (chunk) {
+      return chunk[r % index.page_size];
+    });
+  }
+
+  function cellText(view, name, value) {
+    return value === null || value === undefined ? el("span", {"class": "none", text: "no value"})
+      : el("span", {text: labelled(view, name, value)});
+  }
+
+  // The row view: every column of the row as its table holds it, its Parquet file and row
+  // (links relative to this folder: the release's own files), its compat/ entries.
+  function wholeRowView(view, row) {
+    var file = view.files[row.p[0]];
+    var parts = [el("h3", {text: "Every column"}),
+      el("p", {"class": "where", id: "parquet"}, [el("b", {text: "Parquet "}),
+        el("a", {href: "../" + file, text: file}), ", row " + n(row.p[1]) + " (counted from 0)"])];
+    if (view.compat) {
+      parts.push(el("p", {"class": "where", id: "compat"}, [el("b", {text: "compat/ "})].concat(
+        row.c.length ? [].concat.apply([], row.c.map(function (entry, i) {
+          return [i ? "; " : "", el("a", {href: "../" + entry[0], text: entry[0]}), " " + entry[1]];
+        })) : [el("span", {"class": "none", text: "no entry in the original layout's files"})])));
+    }
+    parts.push(el("table", {"class": "summary fields", id: "row"}, view.columns.map(function (col, i) {
+      return el("tr", {"data-column": col.name}, [el("th", {title: col.d || null, text: col.name}),
+        el("td", {"class": "type", text: col.type}), el("td", {}, [cellText(view, col.name, row.v[i])])]);
+    })));
+    return el("section", {"class": "whole"}, parts);
   }
 
   function drawRemoved(view, s, box) {
@@ -599,9 +674,19 @@ var EXPLORER = (function () {
   }
 
   function drawChanges(main) {
-    var diff = index.diff;
-    main.appendChild(el("h2", {text: diff ? "Changes since " + diff.from : "Changes"}));
+    var diff = index.diff, before = diff && diff.previous;
+    var named = diff ? (before ? before.benchmark + " " : "") + diff.from : "";
+    main.appendChild(el("h2", {text: !diff ? "Changes" : diff.refused ? "Not compared with " + named : "Changes since " + named}));
     if (!diff) { main.appendChild(el("p", {text: "The first version in this folder: nothing to compare."})); return 1; }
+    if (before) {
+      var kinds = {sample: "the generated sample", inputs: "real inputs"};
+      main.appendChild(el("p", {"class": "compared", id: "compared"}, [
+        "Compared with " + before.benchmark + " " + before.version + ", the previous version in this folder (built from " +
+        (kinds[before.built_from] || "inputs it does not record") + "; this one from " +
+        (kinds[diff.built_from] || "inputs it does not record") + "): ",
+        el("a", {href: before.explorer, text: "its explorer"}), "."]));
+    }
+    if (diff.refused) { main.appendChild(el("p", {"class": "error", id: "refused", text: diff.refused})); return 1; }
     var box = el("div", {"class": "config"}, [el("b", {text: "Config change " + diff.from + " → " + diff.to + ": "})]);
     if (!diff.config.length) box.appendChild(el("span", {text: "none (same config)."}));
     diff.config.forEach(function (c) {
@@ -665,7 +750,7 @@ var EXPLORER = (function () {
       nav.appendChild(navLink(h, g.reason, g.count, here === h, "group"));
     });
     nav.appendChild(el("h2", {text: "Changes"}));
-    nav.appendChild(index.diff ? navLink("#changes", index.diff.from + " → " + index.diff.to, "", s.area === "changes")
+    nav.appendChild(index.diff ? navLink("#changes", index.diff.from + " → " + index.diff.to + (index.diff.refused ? " (not compared)" : ""), "", s.area === "changes")
                                : el("p", {text: "first version: nothing to compare"}));
   }
 
