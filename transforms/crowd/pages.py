@@ -115,6 +115,9 @@ button {{ font-size: 1.1em; padding: .4em 1.4em; }}
     document.getElementById("submit-button").disabled = true;
     document.getElementById("accept-first").textContent = "Accept the HIT to submit.";
   }}
+  var clear = function () {{ document.getElementById("problem").textContent = ""; }};
+  form.addEventListener("input", clear);   // the worker is at it: the last refusal is stale
+  form.addEventListener("click", clear);
   form.addEventListener("submit", function (event) {{
     var problem = window.checkTask ? window.checkTask(form) : "";
     document.getElementById("problem").textContent = problem;
