@@ -7,12 +7,15 @@ submitted form becomes an assignment of a batch results CSV in MTurk's own forma
 (tests/crowd/mturk_files.py). A rebuild then ingests that file as downloaded:
 
 - ImageCoDe: the describe page's description, then its retrieve page's retrievals (as
-  many retrievers as the task asks for), each round a rebuild; the description is
-  published, with the worker ids MTurk gave;
-- NLVR2: each of the five rounds' results replaces that round's answers in a rebuild of
-  the sample, and every answer row of it is read and used (the round's stage counts its
-  rows in and out, none rejected);
-- VSR: the caption and validation pages' results rows read as the rows the rounds take.
+  many retrievers as the task asks for, and one more assignment rejected on MTurk), each
+  round a rebuild; the description is published, found by every retriever whose work
+  was not rejected, and the approve/reject file approves them;
+- NLVR2: each of the five rounds' results (the worker's assignment first, the sample's
+  answers to the round's other tasks after it, all in MTurk's format) replaces that
+  round's answers in a rebuild of the sample: every row of the file is read, and the
+  worker's rows are used;
+- VSR: the caption and validation pages' results files, read before the sample's own
+  answers in a rebuild: each row read, none rejected.
 
 A page first refuses a submit with nothing filled in (where it asks for something).
 Screenshots go to build/crowd-pages/. Slow (samples built and rebuilt) and needs Debian's
@@ -28,6 +31,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipelines import runner
+from pipelines.release import approvals
 from tests.crowd.mturk_files import assignment, write_results
 from tests.paths import ROOT
 from tests.release.chromium import Browser
@@ -102,9 +106,13 @@ def stages(release):
         return json.load(f)["stages"]
 
 
+def counts_out(release, stage):
+    return stages(release)[stage]["line.out"]
+
+
 def file_rejects(release, name):
     rows = pq.read_table(os.path.join(release, "rejects")).to_pylist()
-    return [(r["reason"], r["detail"]) for r in rows if r["file"] == name]
+    return [(r["reason"], r["detail"]) for r in rows if os.path.basename(r["file"]) == name]
 
 
 # --- ImageCoDe: describe, rebuild, retrieve, rebuild --------------------------------------
@@ -134,6 +142,8 @@ def test_imagecode_describe_and_retrieve_pages_feed_a_rebuild(browser, tmp_path_
         answers = work(browser, second, "retrieve", worker, click, n)
         assert answers["guessed_index"] == task["target_index"] and answers["worker"] == worker
         assignments.append(assignment(n, worker, retrieve, answers))
+    wrong = dict(answers, guessed_index=str((int(task["target_index"]) + 1) % 10), worker="A9RETRIEVER")
+    assignments.append(assignment(9, "A9RETRIEVER", retrieve, wrong, status="Rejected"))  # rejected on MTurk
     retrieved = out / "retrieve_results.csv"
     write_results(retrieved, assignments, list(retrieve))
 
@@ -143,25 +153,35 @@ def test_imagecode_describe_and_retrieve_pages_feed_a_rebuild(browser, tmp_path_
     retrievers = int(retrieve["assignments"])
     assert published == [{"description_id": description_id, "description": text,
                           "retrievers": retrievers, "correct": retrievers}]
-    assert file_rejects(third, "describe_results.csv") == file_rejects(third, "retrieve_results.csv") == []
+    assert file_rejects(third, "describe_results.csv") == []
+    assert file_rejects(third, "retrieve_results.csv") == [
+        ("rejected_assignment", "assignment 3ASSIGN00009EXAMPLE of worker A9RETRIEVER was rejected on Mechanical Turk")]
+    # what MTurk takes back: every retriever approved, the rejected one left as it is
+    assert approvals.main([third, str(retrieved), "--output", str(out / "approvals.csv")]) == 0
+    with open(out / "approvals.csv", newline="") as f:
+        decided = [(r["WorkerId"], r["Approve"], r["Reject"]) for r in csv.DictReader(f)]
+    assert decided == [(f"A{n}RETRIEVER", "x", "") for n in range(1, retrievers + 1)] + [("A9RETRIEVER", "", "")]
 
 
 # --- NLVR2: each round's results in a rebuild ------------------------------------------------
 
-NLVR2_ROUNDS = [  # page, the round's input, its stage, what the worker does, rows per assignment
+NLVR2_ROUNDS = [  # page, the round's input, its stage, what the worker does
     ("pruning", "pruning_answers", "crowd_pruning_answers",
-     "document.querySelector('input[name=\"verdict@1\"][value=\"inappropriate\"]').click()", None),
+     "document.querySelector('input[name=\"verdict@1\"][value=\"inappropriate\"]').click()"),
     ("interest", "interest_answers", "set_construction_answers",
-     "document.querySelector('input[name=\"duplicate@2\"][value=\"yes\"]').click()", None),
+     "document.querySelector('input[name=\"duplicate@2\"][value=\"yes\"]').click()"),
     ("writing", "sentences", "writing_answers",
      "document.querySelector('.pair[data-pair=\"0\"] img').click();"
      "document.querySelector('.pair[data-pair=\"2\"] img').click();"
-     "document.getElementById('sentence').value = 'One image shows exactly two cups.';" + _TYPED % "sentence", 1),
+     "document.getElementById('sentence').value = 'One image shows exactly two cups.';" + _TYPED % "sentence"),
     ("validation", "validations", "validation_answers",
-     "document.querySelector('input[name=\"judgement\"][value=\"True\"]').click()", 1),
+     "document.querySelector('input[name=\"judgement\"][value=\"True\"]').click()"),
     ("extra_validation", "extra_validations", "extra_validation_answers",
-     "document.querySelector('input[name=\"judgement\"][value=\"False\"]').click()", 1),
+     "document.querySelector('input[name=\"judgement\"][value=\"False\"]').click()"),
 ]
+TASK_ID = {"pruning": "set", "interest": "set", "writing": "task", "validation": "example",
+           "extra_validation": "example"}
+WORKER = {"writing": "writer", "validation": "worker", "extra_validation": "worker"}
 
 
 @pytest.fixture(scope="module")
@@ -170,22 +190,63 @@ def nlvr2(tmp_path_factory):
     return out, build("nlvr2", out, "1.0.0")
 
 
-@pytest.mark.parametrize("page, round_input, stage, fill, rows", NLVR2_ROUNDS, ids=[r[0] for r in NLVR2_ROUNDS])
-def test_an_nlvr2_page_feeds_its_round_in_a_rebuild(browser, nlvr2, page, round_input, stage, fill, rows):
+def the_rest_of_the_round(page, sample_file, tasks, answered):
+    """The sample's answers of the round's other tasks as MTurk assignments (each on its
+    task's row as posted; an item page's rows of one set as one assignment), so that the
+    round, and the rounds after it, run as in the sample."""
+    with open(sample_file, "rb") as f:
+        rows = [r.fields for r in parse_file(sample_file, f, "csv" if sample_file.endswith(".csv") else "jsonl")
+                if r.error is None]
+    by_task = {}
+    for row in rows:
+        key = str(row.get(TASK_ID[page], ""))
+        if key in tasks and key != answered:
+            by_task.setdefault(key, []).append(row)
+    out = []
+    for key, answers in sorted(by_task.items()):
+        groups = [answers] if page in ("pruning", "interest") else [[a] for a in answers]
+        for group in groups:
+            fields = {TASK_ID[page]: key, FINGERPRINT: tasks[key][FINGERPRINT]}
+            for k, answer in enumerate(group):
+                for column, value in answer.items():
+                    if column in (FINGERPRINT, TASK_ID[page]):
+                        continue
+                    value = ",".join(map(str, value)) if isinstance(value, list) else value
+                    fields[f"{column}@{k}" if page in ("pruning", "interest") else column] = value
+            worker = fields.get(WORKER.get(page), f"S{len(out)}")
+            if page in WORKER:
+                fields["worker_column"] = WORKER[page]
+            out.append(assignment(len(out) + 2, str(worker), tasks[key], fields))
+    return out
+
+
+@pytest.mark.parametrize("page, round_input, stage, fill", NLVR2_ROUNDS, ids=[r[0] for r in NLVR2_ROUNDS])
+def test_an_nlvr2_page_feeds_its_round_in_a_rebuild(browser, nlvr2, page, round_input, stage, fill):
     out, first = nlvr2
+    with open(os.path.join(first, "crowd", "pages", f"{page}.csv"), newline="", encoding="utf-8") as f:
+        tasks = {row[TASK_ID[page]]: row for row in csv.DictReader(f)}
     task = first_row(os.path.join(first, "crowd", "pages", f"{page}.csv"))
     answers = work(browser, first, page, "A1WORKER", fill, asks=page not in ("pruning", "interest"))
     assert answers[FINGERPRINT] == task[FINGERPRINT]
-    if rows is None:   # a row per image the set shows
-        rows = sum(1 for k in range(16) if task.get(f"image_{k}_url"))
-        assert sorted(int(c.split("@")[1]) for c in answers if c.startswith("image@")) == list(range(rows))
+    mine = 1
+    if page in ("pruning", "interest"):   # a row per image the set shows
+        mine = sum(1 for k in range(16) if task.get(f"image_{k}_url"))
+        assert sorted(int(c.split("@")[1]) for c in answers if c.startswith("image@")) == list(range(mine))
+    with open(os.path.join(first, "MANIFEST.json")) as f:   # (paths relative to the sample's folder)
+        sample_file = str(ROOT / "samples" / "nlvr2" / json.load(f)["config"]["collection"]["inputs"][round_input])
     results = out / f"{page}_results.csv"
-    write_results(results, [assignment(1, "A1WORKER", task, answers)], list(task))
-    version = f"1.0.{NLVR2_ROUNDS.index(next(r for r in NLVR2_ROUNDS if r[0] == page)) + 1}"
+    write_results(results, [assignment(1, "A1WORKER", task, answers)]
+                  + the_rest_of_the_round(page, sample_file, tasks, task[TASK_ID[page]]), list(task))
+    with open(results, "rb") as f:
+        read = list(parse_file(str(results), f, "csv"))
+    assert [r.line for r in read].count(2) == mine and all(r.error is None for r in read[:mine])
+    version = f"1.0.{[r[0] for r in NLVR2_ROUNDS].index(page) + 1}"
     rebuilt = build("nlvr2", out, version, f"collection.inputs.{round_input}={results}")
-    counts = stages(rebuilt)[stage]
-    assert (counts["line.in"], counts["line.out"]) == (rows, rows), counts
-    assert file_rejects(rebuilt, results.name) == []
+    assert stages(rebuilt)[stage]["line.in"] == len(read)    # every row of the file read
+    rejects = [r for r in pq.read_table(os.path.join(rebuilt, "rejects")).to_pylist()
+               if os.path.basename(r["file"]) == results.name]   # (a reject names the file relative to the inputs)
+    assert [r for r in rejects if r["line"] == 2] == []            # the worker's answer is used
+    assert counts_out(rebuilt, stage) >= mine
 
 
 # --- VSR: the caption and validation pages' results rows --------------------------------------
@@ -206,11 +267,17 @@ def test_vsr_pages_submit_the_rows_its_rounds_read(browser, tmp_path_factory):
                 "document.querySelector('input[name=\"label\"][value=\"0\"]').click()")
     assert vote == {FINGERPRINT: validation_task[FINGERPRINT], "worker_column": "validator_id",
                     "validator_id": "A2VALIDATOR", "example_id": validation_task["example_id"], "label": "0"}
-    for name, task, answers, columns in [
-            ("caption_results.csv", caption_task, caption, ("pair_id", "relation", "true_image", "annotator_id")),
-            ("validation_results.csv", validation_task, vote, ("example_id", "validator_id", "label"))]:
-        path = out / name
-        write_results(path, [assignment(1, answers[answers["worker_column"]], task, answers)], list(task))
-        with open(path, "rb") as f:
-            (row,) = list(parse_file(str(path), f, "csv", columns))
-        assert row.error is None and {c: row.fields[c] for c in columns} == {c: answers[c] for c in columns}
+    results = {}
+    for name, task, answers in [("caption_results.csv", caption_task, caption),
+                                ("validation_results.csv", validation_task, vote)]:
+        results[name] = out / name
+        write_results(results[name], [assignment(1, answers[answers["worker_column"]], task, answers)], list(task))
+    # the rebuild reads them first, then the sample's own answers (whose caption of the same
+    # pair is then the duplicate)
+    rebuilt = build("vsr", out, "1.0.1",
+                    f"inputs.captions=[{results['caption_results.csv']},{ROOT}/samples/vsr/captions.jsonl]",
+                    f"inputs.votes=[{results['validation_results.csv']},{ROOT}/samples/vsr/votes.jsonl]")
+    before, after = stages(release), stages(rebuilt)
+    assert after["captions"]["line.in"] == before["captions"]["line.in"] + 1
+    assert after["votes"]["line.in"] == before["votes"]["line.in"] + 1
+    assert file_rejects(rebuilt, "caption_results.csv") == file_rejects(rebuilt, "validation_results.csv") == []

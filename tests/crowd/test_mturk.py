@@ -135,3 +135,29 @@ def test_a_file_that_is_not_a_results_file_has_no_approvals(tmp_path):
     path.write_text("set_name,target_index,text,worker\nopen-images-1,4,A dog.,w1\n")
     with pytest.raises(InputError, match="not a Mechanical Turk batch results file"):
         mturk.approvals(str(path), [])
+
+
+def test_vsr_reads_a_results_file_where_it_reads_json_lines(tmp_path):
+    """VSR's vote file may be MTurk's results: a row a line, the label a number, a
+    rejected assignment that row's reject (pipelines/vsr/annotations.py)."""
+    from pipelines.vsr.annotations import ReadAnswerLines, parse_record
+    task = {"example_id": "ex1", "image": "1.jpg", "image_link": "http://x/1.jpg", "caption": "The cat is on the mat.",
+            FINGERPRINT: "e" * 32}
+    vote = {"example_id": "ex1", "label": "1", "worker_column": "validator_id", "validator_id": "", FINGERPRINT: "e" * 32}
+    path = tmp_path / "votes_results.csv"
+    write_results(path, [assignment(1, "V1", task, vote), assignment(2, "V2", task, dict(vote, label="0"), "Rejected")],
+                  list(task))
+    jsonl = tmp_path / "votes.jsonl"
+    jsonl.write_text('{"example_id": "ex2", "validator_id": "V3", "label": 0}\n')
+    p = local_test_pipeline()
+    lines = p | ReadAnswerLines([str(path), str(jsonl)])
+    collect(lines | beam.Map(lambda line: (type(line).__name__, line.rank, line.number,
+                                           parse_record(line, ("example_id",)))), tmp_path, "lines")
+    run(p)
+    got = sorted(collected(tmp_path, "lines"), key=lambda t: (t[1], t[2]))
+    assert [(kind, rank, number) for kind, rank, number, _ in got] == [
+        ("CsvAnswerLine", 0, 2), ("CsvAnswerLine", 0, 3), ("SourceLine", 1, 1)]
+    first = got[0][3]
+    assert (first["example_id"], first["validator_id"], first["label"]) == ("ex1", "V1", 1)
+    assert got[1][3][0] == reasons.REJECTED_ASSIGNMENT
+    assert got[2][3] == {"example_id": "ex2", "validator_id": "V3", "label": 0}
