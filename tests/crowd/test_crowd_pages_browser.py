@@ -14,8 +14,8 @@ submitted form becomes an assignment of a batch results CSV in MTurk's own forma
   answers to the round's other tasks after it, all in MTurk's format) replaces that
   round's answers in a rebuild of the sample: every row of the file is read, and the
   worker's rows are used;
-- VSR: the caption and validation pages' results files, read before the sample's own
-  answers in a rebuild: each row read, none rejected.
+- VSR: the validation page's results, then the caption page's, each read before the
+  sample's own answers in a rebuild: each row read, none rejected.
 
 A page first refuses a submit with nothing filled in (where it asks for something).
 Screenshots go to build/crowd-pages/. Slow (samples built and rebuilt) and needs Debian's
@@ -272,12 +272,16 @@ def test_vsr_pages_submit_the_rows_its_rounds_read(browser, tmp_path_factory):
                                 ("validation_results.csv", validation_task, vote)]:
         results[name] = out / name
         write_results(results[name], [assignment(1, answers[answers["worker_column"]], task, answers)], list(task))
-    # the rebuild reads them first, then the sample's own answers (whose caption of the same
-    # pair is then the duplicate)
-    rebuilt = build("vsr", out, "1.0.1",
-                    f"inputs.captions=[{results['caption_results.csv']},{ROOT}/samples/vsr/captions.jsonl]",
-                    f"inputs.votes=[{results['validation_results.csv']},{ROOT}/samples/vsr/votes.jsonl]")
-    before, after = stages(release), stages(rebuilt)
-    assert after["captions"]["line.in"] == before["captions"]["line.in"] + 1
-    assert after["votes"]["line.in"] == before["votes"]["line.in"] + 1
-    assert file_rejects(rebuilt, "caption_results.csv") == file_rejects(rebuilt, "validation_results.csv") == []
+    # each read first, then the sample's own answers; one rebuild each: a caption of a pair
+    # supersedes the sample's (the sample's is then the duplicate), so the examples of the
+    # sample's caption, and every vote on them, are gone from that build (stale_answer)
+    before = stages(release)
+    voted = build("vsr", out, "1.0.1", f"inputs.votes=[{results['validation_results.csv']},{ROOT}/samples/vsr/votes.jsonl]")
+    assert stages(voted)["votes"]["line.in"] == before["votes"]["line.in"] + 1
+    assert file_rejects(voted, "validation_results.csv") == []
+    captioned = build("vsr", out, "1.0.2",
+                      f"inputs.captions=[{results['caption_results.csv']},{ROOT}/samples/vsr/captions.jsonl]")
+    assert stages(captioned)["captions"]["line.in"] == before["captions"]["line.in"] + 1
+    assert file_rejects(captioned, "caption_results.csv") == []
+    duplicates = [sum(r == "duplicate_caption" for r, _ in file_rejects(v, "captions.jsonl")) for v in (release, captioned)]
+    assert duplicates[1] == duplicates[0] + 1   # the sample's caption of the pair, after the worker's
