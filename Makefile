@@ -6,7 +6,7 @@ CONFIG    ?=
 ARGS      ?=
 BENCHMARKS := imagecode vsr bd2bb fg nlvr2
 
-.PHONY: setup $(addprefix build-,$(BENCHMARKS)) test check-dataflow check-portable check-flink flink-setup flink-start flink-stop check-explorer bench bench-scale clean-sample cache-prune
+.PHONY: setup $(addprefix build-,$(BENCHMARKS)) test check-dataflow check-portable check-flink flink-setup flink-start flink-stop check-explorer check-crowd-pages bench bench-scale clean-sample cache-prune
 
 setup:
 	@bash scripts/setup.sh
@@ -104,6 +104,12 @@ check-explorer:
 	@WITH_CHROMIUM=1 bash scripts/setup.sh
 	EXPLORER_BROWSER=1 $(PY) -m pytest -q tests/release/test_explorer_browser.py
 	@echo "explorer times (logged, not asserted; screenshots in build/explorer/):"; cat build/explorer/timings.json
+
+# Every crowd round's worker page filled and submitted in headless Chromium, its results
+# in MTurk's CSV format ingested by a rebuild (docs/crowd.md); screenshots in build/crowd-pages/.
+check-crowd-pages:
+	@WITH_CHROMIUM=1 bash scripts/setup.sh
+	CROWD_BROWSER=1 $(PY) -m pytest -q tests/crowd/test_crowd_pages_browser.py
 
 bench: setup
 	$(PY) -m bench.cli_latency

@@ -6,6 +6,7 @@
     python -m pipelines imagecode calibrate ...        a benchmark's own commands
     python -m pipelines verify releases/imagecode/1.0.0  a release against its MANIFEST.json
     python -m pipelines cache prune --cache C --releases R
+    python -m pipelines approvals RELEASE RESULTS_CSV  MTurk's approve/reject file (docs/crowd.md)
     python -m pipelines check dataflow|portable|flink [benchmark ...]   scale-out checks
     python -m pipelines cluster start|stop|status      a local Flink cluster (docs/scale-out.md)
 
@@ -38,6 +39,7 @@ def usage() -> str:
     lines = ["usage: python -m pipelines <benchmark> <command> [arguments]",
              "       python -m pipelines verify RELEASE_DIR   (a release against its MANIFEST.json)",
              "       python -m pipelines cache prune --cache DIR --releases DIR",
+             "       python -m pipelines approvals RELEASE RESULTS_CSV [--output FILE]   (MTurk's approve/reject file)",
              "       python -m pipelines check dataflow|portable|flink [benchmark ...]",
              "       python -m pipelines cluster start|stop|status [--taskmanagers N]", "",
              "benchmarks:"]
@@ -65,6 +67,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     if name == "verify":
         from pipelines.release import verify
         return verify.main(rest)
+    if name == "approvals":
+        from pipelines.release import approvals
+        return approvals.main(rest)
     if name == "cache":
         from pipelines.release import cache
         return cache.main(rest)

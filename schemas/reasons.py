@@ -41,6 +41,9 @@ RUNAWAY_QUOTE = "runaway_quote"              # a CSV quote left open over later 
 # an answer whose worker saw something else than this build shows for its task, or of
 # which nothing shows what the worker saw (transforms/crowd/shown.py)
 STALE_ANSWER = "stale_answer"
+# an assignment its requester rejected on Mechanical Turk (AssignmentStatus Rejected in the
+# batch results file: transforms/crowd/mturk.py); never used, whatever it says
+REJECTED_ASSIGNMENT = "rejected_assignment"
 
 # COCO instances files (transforms/coco/instances.py)
 MALFORMED_COCO = "malformed_coco"            # an instances file that is not COCO JSON: the whole file is dropped
@@ -53,5 +56,5 @@ VOCABULARY = (BAD_JSON, BAD_ENCODING, NOT_A_FILE, MISSING_FIELD, BAD_FIELD, PATH
               DUPLICATE_VIDEO, DUPLICATE_VIDEO_CONTENT, SAME_CONTENT_OTHER_SPLIT,
               UNREADABLE_VIDEO, NO_FRAMES, TRUNCATED_VIDEO, SHOT_TOO_SHORT, DUPLICATE_IMAGE_ID,
               DUPLICATE_IMAGE, UNREADABLE_IMAGE, TOO_MANY_PIXELS, NOT_SAMPLED, MALFORMED_ROW,
-              RUNAWAY_QUOTE, STALE_ANSWER, MALFORMED_COCO, BAD_COCO_RECORD, DUPLICATE_COCO_IMAGE,
+              RUNAWAY_QUOTE, STALE_ANSWER, REJECTED_ASSIGNMENT, MALFORMED_COCO, BAD_COCO_RECORD, DUPLICATE_COCO_IMAGE,
               UNKNOWN_IMAGE, UNKNOWN_CATEGORY, CONTROL_CHARACTER, FORMULA_TEXT)

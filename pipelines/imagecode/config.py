@@ -113,6 +113,10 @@ class CrowdConfig:
     descriptions: Optional[InputFile] = None    # describer output (CSV or JSON Lines)
     retrievals: Optional[InputFile] = None      # retriever output (CSV or JSON Lines)
     tasks_release: TasksReleaseConfig = field(default_factory=TasksReleaseConfig)
+    # where the worker pages (crowd/pages/) load the images from: this URL + the image's
+    # path in the release (e.g. https://cdn.example.org/imagecode/1.0.0/); null = the path
+    # as it is, relative to the release (a local preview)
+    image_base_url: Optional[str] = None
 
 
 @dataclass

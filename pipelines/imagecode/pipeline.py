@@ -39,6 +39,7 @@ from pipelines.imagecode.static_sets import BuildStaticSets
 from pipelines.imagecode.tables import DESCRIPTION_SCHEMA, STATIC_SET_SCHEMA
 from pipelines.imagecode.video_content import OnePlanPerContent
 from pipelines.imagecode.video_plans import PlanVideos, StoreNewFrames, StoreNewScores
+from pipelines.imagecode.worker_pages import write_worker_pages
 from pipelines.release import build as release
 from pipelines.release.manifest import read_stats
 from pipelines.release.tables import Table
@@ -47,6 +48,7 @@ from transforms.cache.read_through import WRITTEN
 from transforms.cache.store import relative_cache_path
 from transforms.core.histograms import HistogramFn
 from transforms.core.stage import MAIN, REJECTS
+from transforms.crowd.pages import PAGES_DIR
 from transforms.crowd.shown import ReadTaskViews
 from transforms.image.collection import HashAndDedupe, ReadImageCollection
 from transforms.image.content import OneImagePerContent
@@ -173,7 +175,9 @@ def _crowd_rounds(p, cfg: ImageCodeConfig, staging_dir: str, sets) -> list:
     _ = tasks[MAIN] | "Export describer tasks" >> WriteTasks(
         FileSystems.join(crowd, DESCRIBE_TASKS), DescribeTask)
     rejects = [tasks[REJECTS]]
+    pages = FileSystems.join(crowd, PAGES_DIR)
     if not cfg.crowd.descriptions:
+        write_worker_pages(pages, cfg.crowd.image_base_url, tasks[MAIN])
         return rejects
     earlier = cfg.crowd.tasks_release
     described = p | "Read descriptions" >> ReadDescriptions(
@@ -183,6 +187,7 @@ def _crowd_rounds(p, cfg: ImageCodeConfig, staging_dir: str, sets) -> list:
     _ = retrieve_tasks[MAIN] | "Export retriever tasks" >> WriteTasks(
         FileSystems.join(crowd, RETRIEVE_TASKS), RetrieveTask)
     rejects += [described[REJECTS], retrieve_tasks[REJECTS]]
+    write_worker_pages(pages, cfg.crowd.image_base_url, tasks[MAIN], retrieve_tasks[MAIN])
     if not cfg.crowd.retrievals:
         return rejects
     retrieved = p | "Read retrievals" >> ReadRetrievals(

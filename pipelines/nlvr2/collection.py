@@ -37,11 +37,13 @@ from pipelines.nlvr2.similar_words import STAND_IN as SIMILAR_WORDS_STAND_IN
 from pipelines.nlvr2.similar_words import SimilarWords, load_encoder
 from pipelines.nlvr2.splits import HELD_OUT_ITEMS, SplitAndValidate
 from pipelines.nlvr2.synsets import hypernym_table, ilsvrc_synsets, select_synsets
+from pipelines.nlvr2.worker_pages import WriteWorkerPages
 from pipelines.release.tables import Table
 from schemas.columns import described
 from transforms.core.errors import ConfigError
 from transforms.core.stage import MAIN, REJECTS, StageFn, stage_pardo
 from transforms.crowd.answer_files import check_answer_file
+from transforms.crowd.pages import PAGES_DIR
 from transforms.crowd.shown import ReadTaskViews, check_evidence
 from transforms.crowd.task_files import WriteTaskFiles
 
@@ -233,8 +235,11 @@ class CollectExamples(beam.PTransform):
         tasks.append(queries[MAIN] | "Query tasks" >> beam.Map(
             lambda q: ("search_queries.jsonl", (q.text, {"query": q.text, "synset": q.synset, "wide": q.wide}))))
         examples = self._rounds(queries[MAIN], rejects, tasks, out)
-        _ = (tasks | "All tasks" >> beam.Flatten()
-             | "Write tasks" >> WriteTaskFiles(FileSystems.join(self.staging_dir, TASKS_DIR), TASK_FILES))
+        every_task = tasks | "All tasks" >> beam.Flatten()
+        _ = every_task | "Write tasks" >> WriteTaskFiles(FileSystems.join(self.staging_dir, TASKS_DIR), TASK_FILES)
+        _ = every_task | "Worker pages" >> WriteWorkerPages(
+            FileSystems.join(self.staging_dir, "crowd", PAGES_DIR), cfg.search.set_size,
+            cfg.pruning.set_images // 2)
         if examples is None:
             examples = p | "No examples yet" >> beam.Create([])
         if not rejects:

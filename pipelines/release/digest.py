@@ -23,6 +23,9 @@ FILE_FOLDERS = ("compat", "crowd", "tasks", "review", "stats")
 ORDERLESS = (("crowd/", ".csv"), ("crowd/", ".jsonl"))
 # stats/cache_files.json names this build's cache shards by run id: it differs per run.
 SKIPPED_FILES = ("stats/cache_files.json",)
+# The worker pages are the task files rendered for a platform (transforms/crowd/pages.py):
+# presentation, no decision of their own; the task files they are filled from are digested.
+SKIPPED_FOLDERS = ("crowd/pages/",)
 # Counters of the run, not of the data: embed/model.loaded counts the worker processes that
 # built an image encoder, so it follows the runner (Flink: each TaskManager's worker).
 SKIPPED_COUNTERS = ("embed/model.loaded",)
@@ -72,9 +75,9 @@ def release_digest(release: str, root: str = "") -> dict:
         for dirpath, _, files in os.walk(os.path.join(release, folder)):
             for name in files:
                 path = os.path.join(dirpath, name)
-                if os.path.relpath(path, release) in SKIPPED_FILES:
-                    continue
                 relative = os.path.relpath(path, release)
+                if relative in SKIPPED_FILES or relative.startswith(SKIPPED_FOLDERS):
+                    continue
                 with open(path, "rb") as f:
                     data = f.read()
                 if any(relative.startswith(folder) and relative.endswith(suffix) for folder, suffix in ORDERLESS):

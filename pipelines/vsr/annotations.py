@@ -18,7 +18,10 @@ Validator votes (tasks/validation_tasks.jsonl names the examples):
 Extra labels (§3.5 human ceiling), same shape as votes; joined to kept examples only.
 
 Every file is read with transforms.io.lines.ReadNumberedLines, so a line-level reject names
-its file and line, and a line whose bytes are not UTF-8 is bad_encoding. A line holding
+its file and line, and a line whose bytes are not UTF-8 is bad_encoding. A writer, vote or
+extra-label file ending in .csv is read as CSV rows instead (transforms/crowd/answer_files.py:
+Mechanical Turk's batch results as downloaded, a rejected assignment rejected; the same
+fields, `label` 0 or 1), each row a line of its own. A line holding
 NaN, Infinity or a number beyond float range is bad_field; so is a public-layout image
 that is not a plain COCO file name (schemas.coco.FILE_NAME) or an image_link that is not
 http(s): both are published, and an image name becomes a path for whoever downloads it.
@@ -27,9 +30,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Dict, Mapping, Optional, Union
+from dataclasses import dataclass
+from typing import Any, Dict, Mapping, Optional, Union
 
 import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
 
 from pipelines.vsr import reasons
 from pipelines.vsr.captions import CaptionParser, render_caption
@@ -38,16 +43,78 @@ from pipelines.vsr.schema import (PUBLIC_FIELDS, Example, ImagePair, coco_source
 from pipelines.vsr.release import caption_view, validation_view
 from schemas.coco import is_file_name, is_link
 from transforms.core.stage import MAIN, REJECTS, KeepFirst, StageFn, stage_pardo
+from transforms.crowd.answer_files import parse_file
 from transforms.crowd.shown import Answer, CheckShown, carried
-from transforms.io.lines import ReadNumberedLines, SourceLine, parse_json_object
+from transforms.io.files import open_regular_file
+from transforms.io.lines import ReadNumberedLines, SourceLine, parse_json_object, required_strings_problem
 
 ANNOTATIONS, CAPTIONS = "annotations", "captions"   # the stages of the two example sources
 
 
+@dataclass(frozen=True)
+class CsvAnswerLine(SourceLine):
+    """A row of a CSV answer file (Mechanical Turk's batch results as downloaded:
+    transforms/crowd/answer_files.py and mturk.py) where VSR reads a JSON Lines line:
+    `record` is the row's fields, or (reason, detail) for a row that is no answer (a
+    rejected assignment, a malformed row). `text` is the fields as JSON, what a reject
+    names."""
+    record: Any = None
+
+
 def parse_record(line: Union[SourceLine, str], required_fields):
     """A VSR JSON Lines line as a dict (required fields non-empty strings, every number
-    finite: transforms/io/strict_json.py), or (reason, detail)."""
+    finite: transforms/io/strict_json.py), or (reason, detail); a CSV row (CsvAnswerLine)
+    as its fields, the same way."""
+    if isinstance(line, CsvAnswerLine):
+        if isinstance(line.record, tuple):
+            return line.record
+        return required_strings_problem(line.record, required_fields) or line.record
     return parse_json_object(line, required_fields)
+
+
+def _csv_fields(fields: dict) -> dict:
+    """A CSV row's cells as the JSON Lines answer would hold them: a label is 0 or 1."""
+    label = fields.get("label")
+    if isinstance(label, str) and label.strip() in ("0", "1"):
+        return dict(fields, label=int(label.strip()))
+    return fields
+
+
+class ReadAnswerLines(beam.PTransform):
+    """Answer files -> a SourceLine per JSON Lines line (ReadNumberedLines), a
+    CsvAnswerLine per row of a `.csv` file (e.g. Mechanical Turk's batch results); each
+    knows its pattern's place in the list, so "the first line" is the same either way."""
+
+    def __init__(self, patterns):
+        super().__init__()
+        self._patterns = list(patterns)
+
+    def expand(self, pbegin):
+        ranked = list(enumerate(self._patterns))
+        tables = [(rank, p) for rank, p in ranked if _is_csv(p)]
+        if not tables:   # JSON Lines only: as every VSR input has always been read
+            return pbegin | "Lines" >> ReadNumberedLines(self._patterns)
+
+        def rows(ranked_pattern):
+            rank, pattern = ranked_pattern
+            for path in sorted(m.path for m in FileSystems.match([pattern])[0].metadata_list):
+                with open_regular_file(path) as raw:
+                    for row in parse_file(path, raw, "csv"):
+                        fields = _csv_fields(row.fields) if row.error is None else None
+                        text = json.dumps(fields, ensure_ascii=False) if fields is not None else ""
+                        yield CsvAnswerLine(path, row.line, text, None, rank,
+                                            fields if fields is not None else row.error)
+
+        parts = [pbegin | f"Lines {rank}" >> ReadNumberedLines([p])
+                 | f"Place {rank}" >> beam.Map(lambda line, r=rank: dataclasses.replace(line, rank=r))
+                 for rank, p in ranked if not _is_csv(p)]
+        parts.append(pbegin | "CSV files" >> beam.Create(tables) | "CSV rows" >> beam.FlatMap(rows)
+                     | "Spread rows" >> beam.Reshuffle())
+        return parts | "Answer lines" >> beam.Flatten()
+
+
+def _is_csv(pattern: str) -> bool:
+    return pattern.lower().endswith(".csv")
 
 
 def _at(line: SourceLine) -> dict:
@@ -212,7 +279,7 @@ class ReadCaptions(beam.PTransform):
         self._pairs = pairs
 
     def expand(self, pbegin):
-        lines = pbegin | "Read lines" >> ReadNumberedLines(self._patterns)
+        lines = pbegin | "Read lines" >> ReadAnswerLines(self._patterns)
         parsed = lines | "Parse" >> stage_pardo(_ParseCaptionLine())
         # what each writer saw: a pair id is a digest of the pair's images and concepts
         seen = parsed[MAIN] | "What the writer saw" >> CheckShown(
@@ -370,7 +437,7 @@ class JoinVotes(beam.PTransform):
         self._patterns = list(patterns)
 
     def expand(self, examples):
-        lines = examples.pipeline | "Read votes" >> ReadNumberedLines(self._patterns)
+        lines = examples.pipeline | "Read votes" >> ReadAnswerLines(self._patterns)
         parsed = lines | "Parse votes" >> stage_pardo(_ParseLabelLine("votes", "validator_id", answers=True))
         # what each validator saw: an example id is a digest of its image and caption
         seen = parsed[MAIN] | "What the validator saw" >> CheckShown(
@@ -441,7 +508,7 @@ class JoinExtraLabels(beam.PTransform):
         self._patterns = list(patterns)
 
     def expand(self, gold):
-        lines = gold.pipeline | "Read extra labels" >> ReadNumberedLines(self._patterns)
+        lines = gold.pipeline | "Read extra labels" >> ReadAnswerLines(self._patterns)
         parsed = lines | "Parse extra labels" >> stage_pardo(
             _ParseLabelLine("extra_labels", "annotator_id"))
         joined = ({"gold": gold, "extra": parsed[MAIN]} | "Join extra labels" >> beam.CoGroupByKey()

@@ -33,8 +33,11 @@ from pipelines.vsr.schema import EXAMPLE_SCHEMA, PAIR_SCHEMA, example_to_row, pa
 from pipelines.vsr.splits import SplitVsr
 from pipelines.vsr.validation import (AgreementFn, AgreementRule, ApplyVoteRules,
                                       ExtraLabelAgreementFn, KeepRule, sum_counters)
+from pipelines.vsr.worker_pages import (CAPTION, VALIDATION, WriteWorkerPages, caption_row,
+                                        validation_row)
 from transforms.coco.instances import ReadCoco
 from transforms.core.stage import MAIN, REJECTS
+from transforms.crowd.pages import PAGES_DIR
 from transforms.io.release import WriteRejects, WriteReport, WriteTable
 
 BENCHMARK = "vsr"
@@ -76,8 +79,15 @@ def _image_pairs(p, cfg: VsrConfig, staging_dir: str):
     _ = ((tasks, relations) | "Task files" >> beam.Flatten()
          | "Write caption tasks" >> WriteJsonLines(FileSystems.join(staging_dir, "tasks"),
                                                    [CAPTION_TASKS, CAPTION_RELATIONS]))
+    _ = (pairs | "Caption page rows" >> beam.Map(lambda pair: (CAPTION, (pair.pair_id, caption_row(caption_task(pair)))))
+         | "Caption page" >> WriteWorkerPages(_pages_dir(staging_dir), cfg.relations(), [CAPTION]))
     names = coco["images"] | "Image file names" >> beam.Map(lambda image: image.file_name)
     return pairs, names, [coco[REJECTS], eligible[REJECTS], sampled[REJECTS]]
+
+
+def _pages_dir(staging_dir: str) -> str:
+    """crowd/pages/: the worker pages of the rounds this build runs (worker_pages.py)."""
+    return FileSystems.join(staging_dir, "crowd", PAGES_DIR)
 
 
 def _examples(p, cfg: VsrConfig, staging_dir: str, pairs, coco_images):
@@ -96,6 +106,9 @@ def _examples(p, cfg: VsrConfig, staging_dir: str, pairs, coco_images):
                 lambda t: ("validation_tasks.jsonl", (t[0].example_id, validation_task(t[0]))))
              | "Write validation tasks" >> WriteJsonLines(FileSystems.join(staging_dir, "tasks"),
                                                           ["validation_tasks.jsonl"]))
+        _ = (captions[MAIN] | "Validation page rows" >> beam.Map(
+                lambda t: (VALIDATION, (t[0].example_id, validation_row(validation_task(t[0])))))
+             | "Validation page" >> WriteWorkerPages(_pages_dir(staging_dir), cfg.relations(), [VALIDATION]))
     if not sources:
         return None, rejects
     merged = sources | "All examples" >> MergeExamples()   # one per example id, the rest rejected

@@ -13,6 +13,10 @@ Paid work sits in these files, so reading them must lose nothing quietly:
 * Nothing is ever decoded with a replacement character: a line that is not UTF-8 is a
   `bad_encoding` reject, never U+FFFD in a release.
 
+A Mechanical Turk batch results CSV, as downloaded, is read as the round's rows
+(`Input.*` and `Answer.*` columns, rejected assignments rejected: transforms/crowd/mturk.py);
+the header checks and the rows see the columns it offers.
+
 Both functions stream: they hold one row (at most MAX_QUOTED_LINES physical lines) at a
 time, however large the file.
 
@@ -33,6 +37,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from schemas import reasons
 from transforms.core.errors import InputError
+from transforms.crowd import mturk
 from transforms.io.lines import iter_numbered_lines, parse_json_object, read_numbered_lines
 
 _BOM = b"\xef\xbb\xbf"
@@ -97,7 +102,7 @@ def files_without_column(pattern: str, column: str) -> List[str]:
         for line in read_numbered_lines(path):
             if fmt == "csv":
                 try:
-                    found = column in [c.strip() for c in next(csv.reader([line.text]))]
+                    found = column in _columns_offered([c.strip() for c in next(csv.reader([line.text]))])
                 except csv.Error:
                     found = False
                 break
@@ -152,6 +157,7 @@ def _header(where: str, text: str, required: Tuple[str, ...]) -> List[str]:
         columns = [c.strip() for c in next(csv.reader([text], strict=True))]
     except csv.Error as e:
         raise InputError(f"{where}: the header row cannot be read as CSV ({e})") from None
+    columns = _columns_offered(columns)
     missing = [c for c in required if c not in columns]
     if missing:
         raise InputError(f"{where}: the header lacks the column(s) {', '.join(missing)} "
@@ -162,6 +168,12 @@ def _header(where: str, text: str, required: Tuple[str, ...]) -> List[str]:
     return columns
 
 
+def _columns_offered(header: List[str]) -> List[str]:
+    """The columns the rows of a CSV with this header offer: a platform's export names
+    them its own way (Mechanical Turk: Input.<col>, Answer.<field>)."""
+    return mturk.answer_columns(header) if mturk.is_results_header(header) else header
+
+
 # --- row by row ------------------------------------------------------------------------
 
 def parse_file(path: str, stream, fmt: str, required_columns: Sequence[str] = ()) -> Iterator[AnswerRow]:
@@ -170,8 +182,8 @@ def parse_file(path: str, stream, fmt: str, required_columns: Sequence[str] = ()
     `required_columns` help tell a row from prose in a runaway CSV quote (see
     `_is_whole_row`); which rows lack them is decided later, with the sets at hand.
     """
-    if fmt == "csv":
-        yield from _CsvRows(path, stream, tuple(required_columns)).rows()
+    if fmt == "csv":   # a platform's export becomes rows of the round's own columns
+        yield from mturk.answer_rows(_CsvRows(path, stream, tuple(required_columns)).rows())
         return
     for line in iter_numbered_lines(path, stream):
         record = parse_json_object(line)

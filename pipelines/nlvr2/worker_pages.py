@@ -1,0 +1,104 @@
+"""NLVR2's worker pages (§3.1-§3.3): crowd/pages/ of the release, one per crowd round,
+each with the batch input CSV it is filled from (crowd/pages/<round>.csv: the task files
+of tasks/ hold lists, a platform's input CSV holds one value a column).
+
+    pruning           the set's images (S4): per image keep, or why it goes
+                      -> set, image@k, verdict@k: one answer row per image
+    interest          the pruned set (S5): per image duplicate? interesting?
+                      -> set, image@k, duplicate@k, interesting@k
+    writing           the four pairs and the sentence rules (S7): select two pairs, write
+                      -> task, sentence, selected ("0,2"), writer
+    validation,       the sentence and one pair (S8, S9): True, False or report
+    extra_validation  -> example, judgement, worker
+
+Every page echoes task_fingerprint. `image@k` and the like are one item of a page that
+answers several (transforms/crowd/mturk.py reads a results row into one row per image).
+Image places: as many as a set can hold (collection.search.set_size, pairs from
+collection.pruning.set_images); a smaller set leaves the rest empty and unsubmitted.
+"""
+from __future__ import annotations
+
+import os
+import re
+from typing import Dict, List
+
+import apache_beam as beam
+
+from transforms.crowd.pages import Page, WritePages
+from transforms.crowd.shown import FINGERPRINT
+
+_TEMPLATES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pages")
+_REPEAT = re.compile(r"<!--repeat-->\n(.*?)<!--/repeat-->\n", re.S)
+# the task file of each round's tasks, and its page
+PAGE_OF = {"pruning.jsonl": "pruning", "interest.jsonl": "interest", "writing.jsonl": "writing",
+           "validation.jsonl": "validation", "extra_validation.jsonl": "extra_validation"}
+_TEMPLATE_OF = {"extra_validation": "validation"}
+_TITLES = {"pruning": "NLVR2: image pruning", "interest": "NLVR2: duplicates and interesting images",
+           "writing": "NLVR2: write a sentence", "validation": "NLVR2: validate a sentence",
+           "extra_validation": "NLVR2: validate a sentence"}
+_WORKER = {"writing": "writer", "validation": "worker", "extra_validation": "worker"}
+
+
+def _body(name: str, places: int) -> str:
+    """The template with its repeated block written once per place (k = 0, 1, ...)."""
+    with open(os.path.join(_TEMPLATES, f"{name}.html"), encoding="utf-8") as f:
+        text = f.read()
+    return _REPEAT.sub(lambda m: "".join(m.group(1).replace("__K__", str(k)) for k in range(places)), text)
+
+
+def columns(name: str, images: int, pairs: int) -> tuple:
+    """The flat batch input's columns of a round's page."""
+    if name in ("pruning", "interest"):
+        return ("set", "synset") + tuple(c for k in range(images) for c in (f"image_{k}", f"image_{k}_url")) + (FINGERPRINT,)
+    if name == "writing":
+        return ("task", "synset") + tuple(c for n in range(pairs) for c in (f"pair_{n}_left", f"pair_{n}_right")) + (FINGERPRINT,)
+    return ("example", "sentence", "left_url", "right_url", FINGERPRINT)
+
+
+def pages(images: int, pairs: int) -> List[Page]:
+    out = []
+    for name in PAGE_OF.values():
+        places = images if name in ("pruning", "interest") else pairs
+        out.append(Page(name, _TITLES[name], _body(_TEMPLATE_OF.get(name, name), places),
+                        _WORKER.get(name, ""), columns(name, images, pairs)))
+    return out
+
+
+def flat_row(name: str, task: dict, images: int, pairs: int) -> Dict[str, object]:
+    """A task of tasks/<round>.jsonl as one row of the page's batch input."""
+    if name in ("pruning", "interest"):
+        row = {"set": task["set"], "synset": task["synset"]}
+        shown = task["images"]
+        for k in range(images):
+            row[f"image_{k}"] = shown[k]["image"] if k < len(shown) else ""
+            row[f"image_{k}_url"] = shown[k]["url"] if k < len(shown) else ""
+    elif name == "writing":
+        row = {"task": task["task"], "synset": task["synset"]}
+        shown = task["pairs"]
+        for n in range(pairs):
+            row[f"pair_{n}_left"] = shown[n]["left_url"] if n < len(shown) else ""
+            row[f"pair_{n}_right"] = shown[n]["right_url"] if n < len(shown) else ""
+    else:
+        row = {c: task[c] for c in ("example", "sentence", "left_url", "right_url")}
+    row[FINGERPRINT] = task[FINGERPRINT]
+    return row
+
+
+class WriteWorkerPages(beam.PTransform):
+    """(task file, (key, task)) of the collection's rounds -> crowd/pages/ (a page for
+    every round; the rounds reached get their preview and batch input rows)."""
+
+    def __init__(self, folder: str, images: int, pairs: int):
+        super().__init__()
+        self._folder, self._images, self._pairs = folder, images, pairs
+
+    def expand(self, tasks):
+        images, pairs = self._images, self._pairs
+
+        def page_rows(item):
+            file, (key, task) = item
+            name = PAGE_OF.get(file)
+            return [(name, (key, flat_row(name, task, images, pairs)))] if name else []
+
+        return (tasks | "Page rows" >> beam.FlatMap(page_rows)
+                | "Write" >> WritePages(self._folder, pages(images, pairs)))

@@ -1,0 +1,185 @@
+"""Amazon Mechanical Turk's files: the batch results CSV read as downloaded, and the
+approve/reject file MTurk takes back.
+
+A batch is posted with a task file as its input CSV (each row one HIT, its columns the
+page's `${column}` placeholders: transforms/crowd/pages.py). MTurk's "Download CSV" then
+gives one row per assignment:
+
+    "HITId","HITTypeId","Title",...,"AssignmentId","WorkerId","AssignmentStatus",
+    "AcceptTime","SubmitTime",...,"WorkTimeInSeconds",...,"Input.<col>"...,"Answer.<field>"...,
+    "Approve","Reject"
+
+answer_files.py reads such a file as any answer CSV and hands its rows here
+(`is_results_header` tells the format by its header: `AssignmentId` and `Answer.` columns).
+A results row becomes the answer row the round reads:
+
+* `Input.<col>` -> `<col>`: the task row as posted, `task_fingerprint` included, so the
+  answer is bound to what its worker saw exactly as a row of the project's own columns is
+  (transforms/crowd/shown.py);
+* `Answer.<field>` -> `<field>`: what the page submitted. A field the page submits for a
+  column of the task too (the page echoes `task_fingerprint`) must agree with the input
+  row, or the row is a `bad_field` reject: the page showed another task than MTurk posted;
+* the page names the round's worker column in its hidden field `worker_column`; that
+  column is filled from `WorkerId`, MTurk's own record of who did the work;
+* a page that answers several items at once (NLVR2's pruning: a verdict per image)
+  submits `<field>@<k>` for item k: the row becomes one answer row per item, each with
+  the row's other columns (all of them at the results row's line); an item whose cells
+  are all empty is none (a set smaller than the page's places, or the columns that only
+  other assignments filled);
+* `AssignmentStatus` Rejected: the row is a `rejected_assignment` reject, whatever it
+  says (a requester rejected it on MTurk, so nothing of it reaches a release);
+  Submitted and Approved rows are read; any other status is a `bad_field` reject.
+
+MTurk's own columns stay in the row under their names (`WorkerId`, `AssignmentId`,
+`AssignmentStatus`, `WorkTimeInSeconds`, ...); the rounds ignore columns they do not read.
+
+`approvals` writes the file MTurk takes back: the results file's rows with `Approve` ("x")
+or `Reject` (the reason a worker is shown) filled from the rejects the build wrote for
+each row, judged by the round's rules.
+"""
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io
+import os
+import re
+from typing import Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
+
+from schemas import reasons
+from transforms.core.errors import InputError
+
+INPUT, ANSWER = "Input.", "Answer."
+ASSIGNMENT_ID, WORKER_ID, STATUS = "AssignmentId", "WorkerId", "AssignmentStatus"
+APPROVE, REJECT = "Approve", "Reject"
+SUBMITTED, APPROVED, REJECTED = "Submitted", "Approved", "Rejected"
+WORKER_COLUMN = "worker_column"   # the page's hidden field: which answer column is the worker
+_ITEM = re.compile(r"^(?P<field>.+)@(?P<item>[0-9]{1,6})$")
+
+# Rejects that say nothing about the work: the build changed the task under the worker
+# (stale_answer), MTurk already rejected it, or the same answer came twice. Such a row is
+# approved; a row rejected for anything else (an empty field, an index outside the set,
+# a text that is not the worker's typing) is rejected with that reason.
+NOT_THE_WORKERS = (reasons.STALE_ANSWER, reasons.REJECTED_ASSIGNMENT)
+
+
+def is_results_header(columns: Sequence[str]) -> bool:
+    """True for the header of MTurk's batch results CSV."""
+    return ASSIGNMENT_ID in columns and any(c.startswith(ANSWER) for c in columns)
+
+
+def answer_columns(columns: Sequence[str]) -> List[str]:
+    """The columns an answer row read from a results file with this header offers: the
+    input and answer columns without their prefix (and item suffix), then MTurk's own."""
+    named = [_item_field(c[len(ANSWER):]) if c.startswith(ANSWER) else c[len(INPUT):]
+             for c in columns if c.startswith((INPUT, ANSWER))]
+    return list(dict.fromkeys(named + [c for c in columns if not c.startswith((INPUT, ANSWER))]))
+
+
+def _item_field(name: str) -> str:
+    match = _ITEM.match(name)
+    return match.group("field") if match else name
+
+
+def answer_rows(rows: Iterable) -> Iterator:
+    """answer_files.AnswerRow's of one CSV file -> the rows a round reads: a results file's
+    rows as the module docstring says, any other file's as they are."""
+    for row in rows:
+        if row.error is None and is_results_header(list(row.fields)):
+            yield from _from_results_row(row)
+        else:
+            yield row
+
+
+def _from_results_row(row) -> Iterator:
+    fields = row.fields
+    status = fields.get(STATUS, "").strip()
+    who = f"assignment {fields.get(ASSIGNMENT_ID, '').strip() or '?'} of worker {fields.get(WORKER_ID, '').strip() or '?'}"
+    if status == REJECTED:
+        yield _rejected(row, reasons.REJECTED_ASSIGNMENT, f"{who} was rejected on Mechanical Turk")
+        return
+    if status not in (SUBMITTED, APPROVED):
+        yield _rejected(row, reasons.BAD_FIELD, f"{who}: AssignmentStatus {status[:40]!r} is none of "
+                                                f"{SUBMITTED}, {APPROVED}, {REJECTED}")
+        return
+    inputs = {c[len(INPUT):]: v for c, v in fields.items() if c.startswith(INPUT)}
+    answers, items = {}, {}
+    for column, value in fields.items():
+        if not column.startswith(ANSWER):
+            continue
+        name = column[len(ANSWER):]
+        match = _ITEM.match(name)
+        if match:
+            items.setdefault(int(match.group("item")), {})[match.group("field")] = value
+        else:
+            answers[name] = value
+    differs = sorted(c for c in answers if c in inputs and answers[c].strip() and answers[c] != inputs[c])
+    if differs:
+        column = differs[0]
+        yield _rejected(row, reasons.BAD_FIELD, f"{who}: the page submitted {column}={answers[column][:60]!r} "
+                                                f"but MTurk posted {inputs[column][:60]!r}")
+        return
+    common = {**{c: v for c, v in fields.items() if not c.startswith((INPUT, ANSWER))}, **inputs, **answers}
+    worker_column = common.pop(WORKER_COLUMN, "").strip()
+    if worker_column:
+        common[worker_column] = fields.get(WORKER_ID, "")
+    if not items:
+        yield dataclasses.replace(row, fields=common)
+        return
+    for k in sorted(items):   # a place the page left empty (a smaller set) is no item
+        if any(value.strip() for value in items[k].values()):
+            yield dataclasses.replace(row, fields={**common, **items[k]})
+
+
+def _rejected(row, reason: str, detail: str):
+    return dataclasses.replace(row, fields=None, error=(reason, detail))
+
+
+# --- the file MTurk takes back ---------------------------------------------------------------
+
+def approvals(results_path: str, rejects: Iterable[Mapping]) -> str:
+    """The results file at `results_path` with `Approve` and `Reject` filled, as MTurk's
+    "Upload CSV" takes it: a Submitted assignment gets "x" under Approve, or under Reject
+    the reasons its rows were rejected for (`rejects`: the build's reject records, each
+    with `file`, `line`, `reason`, `detail`), unless every one is NOT_THE_WORKERS. An
+    assignment already Approved or Rejected is left as MTurk has it."""
+    name = os.path.basename(results_path)
+    why: Dict[int, List[str]] = {}
+    for r in rejects:
+        if r.get("file") and os.path.basename(r["file"]) == name and r.get("line") is not None \
+                and r.get("reason") not in NOT_THE_WORKERS:
+            why.setdefault(int(r["line"]), []).append(f"{r['reason']}: {r.get('detail') or ''}".strip(": "))
+    with open(results_path, encoding="utf-8-sig", newline="") as f:
+        text = f.read()
+    out = io.StringIO()
+    writer = csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="\r\n")
+    header: Optional[List[str]] = None
+    for line, record in _records_with_lines(text):
+        if header is None:
+            header = record + [c for c in (APPROVE, REJECT) if c not in record]
+            if not is_results_header(header):
+                raise InputError(f"{results_path} is not a Mechanical Turk batch results file "
+                                 f"(its header has no {ASSIGNMENT_ID} and Answer. columns)")
+            writer.writerow(header)
+            continue
+        row = dict(zip(header, record + [""] * (len(header) - len(record))))
+        if row.get(STATUS, "").strip() == SUBMITTED:
+            problems = why.get(line)
+            row[APPROVE], row[REJECT] = ("", "; ".join(problems)[:1000]) if problems else ("x", "")
+        writer.writerow([row[c] for c in header])
+    return out.getvalue()
+
+
+def _records_with_lines(text: str) -> Iterator[Tuple[int, List[str]]]:
+    """(line where the record starts, cells) of a CSV text: the line numbers rejects name."""
+    lines = io.StringIO(text, newline="\n")   # lines end at "\n" alone, as answer_files counts them
+    reader = csv.reader(lines)
+    start = 1
+    while True:
+        try:
+            record = next(reader)
+        except StopIteration:
+            return
+        if any(cell.strip() for cell in record):
+            yield start, record
+        start = reader.line_num + 1
