@@ -142,10 +142,6 @@ def partition_table(staging: str, table: str, schemes: Sequence[SplitScheme],
         raise ValueError(f"parquet/{table}: two parts share a file name: {sorted(names.values())}")
     stems = {part: [f"{names[part]}-{j:05d}-of-{n:05d}" for j in range(n)]
              for part, n in shards.items()}
-    source_names = {FileSystems.split(p)[1] for p in sources}
-    for stem in (stem for part_stems in stems.values() for stem in part_stems):
-        if f"{stem}.parquet" in source_names:
-            raise ValueError(f"parquet/{table}/{stem}.parquet would overwrite a shard of the run")
     buckets = Buckets(FileSystems.join(folder, BUCKETS_DIR), declared,
                       tuple(key) or sortable_columns(declared), shards)
     files: Dict[Key, List[str]] = collections.defaultdict(list)
@@ -157,7 +153,7 @@ def partition_table(staging: str, table: str, schemes: Sequence[SplitScheme],
                     for part in shards:
                         buckets.add(part, batch.filter(_mask(batch, columns, part)))
         buckets.close()
-        FileSystems.delete(sources)
+        FileSystems.delete(sources)   # before writing: a part's file may have a run's name
         if not shards:   # a table without rows keeps one empty file: its schema
             stem = f"{table}-00000-of-00001"
             _PartFiles(FileSystems.join(folder, f"{stem}.parquet"),
