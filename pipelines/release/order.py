@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-from typing import Dict, Hashable, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Dict, Hashable, Iterable, List, Mapping, Sequence, Tuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -196,7 +196,7 @@ def _num_rows(path: str) -> int:
         return parquet.metadata.num_rows
 
 
-def _batches(sources: Iterable[str], columns: Optional[List[str]] = None):
+def _batches(sources: Iterable[str]):
     for path in sources:
         with open_parquet(path) as parquet:
-            yield from parquet.iter_batches(batch_size=BATCH_ROWS, columns=columns)
+            yield from parquet.iter_batches(batch_size=BATCH_ROWS)
