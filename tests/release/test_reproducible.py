@@ -101,6 +101,26 @@ def test_verify_checks_the_whole_release_digest(tmp_path):
         "no digest: MANIFEST.json (format 2) has no release_sha256"]
 
 
+def test_the_runner_checks_compare_bytes_but_not_the_builds_own_record(tmp_path):
+    def release(name, files, **more):
+        folder = tmp_path / name
+        folder.mkdir()
+        manifest = {"files": files, RELEASE_SHA256: release_sha256(files), **more}
+        (folder / "MANIFEST.json").write_text(json.dumps(manifest))
+        return str(folder)
+    a = release("a", {"x": "1" * 64, "y": "2" * 64}, build={"created_at": "then"},
+                stages={"embed": {"model.loaded": 2, "shot.in": 3}}, input_root="/a")
+    b = release("b", {"x": "1" * 64, "y": "3" * 64}, build={"created_at": "now"},
+                stages={"embed": {"model.loaded": 4, "shot.in": 3}}, input_root="/b")
+    assert checksum_differences(a, a) == []
+    assert checksum_differences(a, b, label="s ") == [
+        "s file bytes y: 222222222222 -> 333333333333",
+        f"s release_sha256: {json.load(open(f'{a}/MANIFEST.json'))[RELEASE_SHA256][:12]} -> "
+        f"{json.load(open(f'{b}/MANIFEST.json'))[RELEASE_SHA256][:12]}"]
+    c = release("c", {"x": "1" * 64, "y": "2" * 64}, stages={"embed": {"shot.in": 4}})
+    assert checksum_differences(a, c) == ["MANIFEST.json stages differs"]
+
+
 SAMPLES = [(name, config) for name in registry.names()
            for config in registry.load(name).sample_configs()]
 # Two worker threads: Beam then writes each table as two shards, rows in the order the
