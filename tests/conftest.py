@@ -8,3 +8,23 @@ import importlib.util
 
 if importlib.util.find_spec("triton") is not None:
     import triton  # noqa: F401
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def sample_release(tmp_path_factory):
+    """`sample_release(benchmark, config)`: the folder of that sample's version 1.0.0, built
+    in process once per test session (into its own output folder, beside which a test may
+    publish more versions) and shared by the tests that read it: tests/test_conformance.py
+    and tests/release/test_reproducible.py."""
+    built = {}
+
+    def release(name: str, config: str) -> str:
+        if (name, config) not in built:
+            from pipelines import registry, runner
+            out = tmp_path_factory.mktemp(f"conformance-{name}-{config}")
+            built[name, config] = runner.build(registry.load(name), [
+                "--config", config, "--output", str(out), "--version", "1.0.0"])
+        return built[name, config]
+    return release

@@ -49,13 +49,9 @@ SECOND_VERSION = {
 
 
 @pytest.fixture(scope="module", params=SAMPLES, ids=[f"{n}-{c}" for n, c in SAMPLES])
-def built(request, tmp_path_factory):
+def built(request, sample_release):
     name, sample = request.param
-    benchmark = registry.load(name)
-    out = tmp_path_factory.mktemp(f"conformance-{name}-{sample}")
-    release = runner.build(benchmark, ["--config", sample, "--output", str(out),
-                                       "--version", "1.0.0"])
-    return benchmark, release, sample
+    return registry.load(name), sample_release(name, sample), sample   # tests/conftest.py
 
 
 @pytest.fixture

@@ -34,6 +34,7 @@ from pipelines.release.datacard import render_datacard, write_datacard
 from pipelines.release.explorer import EXPLORER_DIR, write_explorer
 from pipelines.release.explorer_views import Explorer
 from pipelines.release.hf_card import CardFacts, write_readme
+from pipelines.release.order import rewrite_rejects
 from pipelines.release.locations import Relocate, config_paths, input_root, relocated_config
 from pipelines.release.row_paths import (RowPaths, input_path_values, reject_paths, relocate_reports,
                                          relocate_rejects)
@@ -46,7 +47,7 @@ from transforms.core.stage import check_links, read_stage_counts, reconcile
 
 log = logging.getLogger("pipelines.release.build")
 
-MANIFEST_FORMAT = 1
+MANIFEST_FORMAT = 2   # 2: `build` (created_at, code_revision) and `release_sha256`
 
 
 class ReleaseError(UserError, RuntimeError):
@@ -176,10 +177,15 @@ def _fill(staging: str, *, benchmark, version, config, result, models, inputs, l
                       + [p for t in tables for p in input_path_values(staging, t)]
                       + reject_paths(staging), release_dirs=[staging, final])
     relocate = Relocate(root, release_dirs=[staging, final])
+    problems = key_problems(staging, tables)   # the keys order the rows: checked first
+    if problems:
+        raise ReleaseCheckError("table keys do not identify their rows: " + "; ".join(problems))
     partitions = {table: partition_table(staging, table, splits[table],
-                                         rewrite=lambda schema: RowPaths(schema, staging, relocate))
-                  for table in tables}
+                                         rewrite=lambda schema: RowPaths(schema, staging, relocate),
+                                         key=spec.key, rows_per_shard=spec.rows_per_shard)
+                  for table, spec in tables.items()}
     relocate_rejects(staging, relocate)
+    rewrite_rejects(staging)   # after relocating: ordered by paths as every machine writes them
     relocate_reports(staging, relocate)
     counts = release_manifest.release_counts(staging, tuple(tables))
     release_manifest.write_reject_counts(staging, counts)
@@ -188,14 +194,12 @@ def _fill(staging: str, *, benchmark, version, config, result, models, inputs, l
                 + _written_vs_counted(stages, counts, tables) + check_counts(stages))
     if problems:
         raise ReleaseCheckError("counts do not reconcile: " + "; ".join(problems))
-    problems = key_problems(staging, tables)
-    if problems:
-        raise ReleaseCheckError("table keys do not identify their rows: " + "; ".join(problems))
     empty = yields_nothing(counts, main_tables)
     if empty:
         raise ReleaseError(f"{empty}; nothing was published and version {version} is still unused")
     card = describe({"version": version, "counts": counts, "stages": stages,
                      "models": models, "config": to_dict(config), "staging": staging})
+    release_manifest.remove_build_reports(staging)   # read by describe; MANIFEST.json has it
     figures = relocate.texts(card.pop("manifest", {}))
     top_level = card.pop("manifest_top", {})
     facts: Optional[CardFacts] = card.pop("dataset_card", None)
@@ -212,8 +216,10 @@ def _fill(staging: str, *, benchmark, version, config, result, models, inputs, l
         "format": MANIFEST_FORMAT,
         "benchmark": benchmark,
         "version": version,
-        "created_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "code_revision": code_revision(),
+        # release_manifest.BUILD_KEYS: the only part of a release that differs by build
+        "build": {"created_at": datetime.datetime.now(datetime.timezone.utc).isoformat(
+                      timespec="seconds"),
+                  "code_revision": code_revision()},
         "input_root": root,
         "config": released_config,
         "config_sha256": dict_hash(released_config),

@@ -30,6 +30,8 @@ from typing import Dict, Iterable, List, Sequence, Union
 
 from apache_beam.io.filesystems import FileSystems
 
+from pipelines.release.digest import SKIPPED_COUNTERS
+
 DATACARD = "DATACARD.md"
 
 
@@ -132,6 +134,11 @@ def _value_table(title: str, mapping: dict) -> str:
 
 def _stages_section(stages: dict, counts: dict) -> str:
     by_stage = counts.get("rejects", {}).get("by_stage", {})
+    # Counters of the run's workers (how many loaded a model) follow the runner, not the
+    # data: MANIFEST.json keeps them, the card does not (same card on any runner).
+    stages = {stage: {name: n for name, n in counters.items()
+                      if f"{stage}/{name}" not in SKIPPED_COUNTERS}
+              for stage, counters in stages.items()}
     rows = []
     for r in stage_levels(stages):
         records = sum(by_stage.get(r["stage"], {}).get(r["level"], {}).values())

@@ -1,4 +1,5 @@
-"""What a release holds, as content digests that ignore row order and sharding.
+"""What a release holds, as content digests that ignore row order and sharding (the bytes
+of a release: MANIFEST.json's checksums and `release_sha256`, pipelines/release/verify.py).
 
 Two builds published the same thing when every table (and rejects/) has the same rows,
 every compat/crowd/tasks/review/stats file the same bytes and every stage counter the
@@ -21,7 +22,8 @@ FILE_FOLDERS = ("compat", "crowd", "tasks", "review", "stats")
 # sinks: their lines come in the order the runner ran the bundles): digested as their
 # first line (the CSV header) and the rest sorted.
 ORDERLESS = (("crowd/", ".csv"), ("crowd/", ".jsonl"))
-# stats/cache_files.json names this build's cache shards by run id: it differs per run.
+# stats/cache_files.json named a build's cache shards by run id, so it differed per run:
+# releases before issue 35 hold it (now MANIFEST.json `cache_files` alone lists them).
 SKIPPED_FILES = ("stats/cache_files.json",)
 # The worker pages are the task files rendered for a platform (transforms/crowd/pages.py):
 # presentation, no decision of their own; the task files they are filled from are digested.

@@ -29,6 +29,7 @@ from typing import Dict, Iterator, List, Optional
 from apache_beam.io.filesystems import FileSystems
 
 from schemas.layout import MANIFEST, PARQUET_DIR, REJECT_COUNTS, REJECTS_DIR, WORK_DIR, work_dir
+from pipelines.release.verify import RELEASE_SHA256, release_sha256
 from schemas.names import safe_name
 from transforms.core.hashing import content_sha256
 from transforms.io.files import make_dirs, open_parquet
@@ -192,14 +193,34 @@ def write_json(path: str, obj) -> None:
         f.write(text.encode("utf-8"))
 
 
+# What MANIFEST.json says of the build rather than of the release: when and from which
+# code it ran, where its inputs were on the building machine, which cache shards (named
+# by run id) it read and wrote. Two builds of one config, inputs and seed differ here and
+# nowhere else; none of it is in another file of the release, and MANIFEST.json is the
+# one file outside the release digest.
+BUILD_KEYS = ("build", "input_root", "cache_files")
+# Files a run writes about itself for its card and manifest, not published: the cache
+# shards it wrote, by run id (MANIFEST.json `cache_files` lists them).
+BUILD_REPORTS = ("stats/cache_files.json",)
+def remove_build_reports(staging: str) -> None:
+    """Drop the files of BUILD_REPORTS once the card and the manifest have read them."""
+    present = [path for path in (FileSystems.join(staging, rel) for rel in BUILD_REPORTS)
+               if FileSystems.exists(path)]
+    if present:
+        FileSystems.delete(present)
+
+
 def write_manifest(staging: str, manifest: dict) -> dict:
-    """Write MANIFEST.json: `manifest` plus `files` (checksums of everything else)."""
-    if "files" in manifest:
-        raise ValueError("manifest key 'files' is filled in by write_manifest")
+    """Write MANIFEST.json: `manifest` plus `files` (checksums of everything else) and
+    `release_sha256` (the digest of them all)."""
+    if "files" in manifest or RELEASE_SHA256 in manifest:
+        raise ValueError(f"manifest keys 'files' and {RELEASE_SHA256!r} are filled in by "
+                         "write_manifest")
     if FileSystems.exists(work_dir(staging)):
         raise ValueError(f"{WORK_DIR}/ is still in staging: call remove_work_dir first")
     full = dict(manifest)
     full["files"] = {rel: sha for rel, sha in file_checksums(staging).items() if rel != MANIFEST}
+    full[RELEASE_SHA256] = release_sha256(full["files"])
     write_json(FileSystems.join(staging, MANIFEST), full)
     return full
 

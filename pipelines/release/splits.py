@@ -7,9 +7,10 @@ hard test in `hard_test`). Tools that select data by file - Hugging Face `datase
 all - need each split in files of its own. So after the run the driver rewrites each
 table's shards partitioned by the values of all its scheme columns, in both formats:
 
-    parquet/<table>/<table>-00000-of-00002.parquet   (Beam's shards, splits mixed)
- -> parquet/<table>/<part>-0000j-of-0000k.parquet    (one file per source shard holding
-    tfrecord/<table>/<part>-0000j-of-0000k.tfrecord   rows of that part, k of them)
+    parquet/<table>/<table>-00000-of-00002.parquet   (the run's shards: splits mixed, as
+                                                      many and in the order the runner chose)
+ -> parquet/<table>/<part>-0000j-of-0000k.parquet    (a part's rows in key order, in k files)
+    tfrecord/<table>/<part>-0000j-of-0000k.tfrecord
     tfrecord/<table>/features.json                   (the feature spec and each split's files)
 
 where `<part>` names the values of the scheme columns ("train", or "train.test" for VSR:
@@ -18,8 +19,13 @@ which file holds them - but for the path columns the release rewrites on the way
 (pipelines/release/row_paths.py: input paths made relative to the input root, images
 embedded). The TFRecord files hold one tf.train.Example per row, the same rows as the
 Parquet file of the same name, with the declared columns (not the embedded images: their
-paths are there). A source shard is read in batches, so memory stays bounded by a batch,
-whatever shape Beam chose for a large table.
+paths are there). The run's shards are read in batches and spilled into one bucket per
+output file, which is then sorted: memory holds one output file's rows (before their
+images are embedded, which happens batch by batch).
+
+How many files a part gets and which rows each holds, in which order, follow the rows and
+the table's declared rule, never the runner (pipelines/release/order.py): the same rows
+give the same bytes in process, with any number of workers and on Flink.
 """
 from __future__ import annotations
 
@@ -33,6 +39,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
+from pipelines.release.order import (BUCKETS_DIR, IMAGE_ROWS_PER_SHARD, ROWS_PER_SHARD, Buckets,
+                                     codec_of, parquet_files, shard_count, sortable_columns)
+from pipelines.release.tables import sort_key
 from schemas.layout import PARQUET_DIR, TFRECORD_DIR
 from schemas.names import safe_name
 from schemas.tfexample import feature_spec_json, tfrecord_frame, to_example_bytes
@@ -103,52 +112,71 @@ FEATURES = "features.json"
 
 
 def partition_table(staging: str, table: str, schemes: Sequence[SplitScheme],
-                    rewrite: Optional[Callable[[pa.Schema], object]] = None) -> Partitioned:
+                    rewrite: Optional[Callable[[pa.Schema], object]] = None,
+                    key: Sequence[str] = (), rows_per_shard: Optional[int] = None) -> Partitioned:
     """Rewrite `<staging>/parquet/<table>/` as one set of shards per part, and write the
-    same rows as `<staging>/tfrecord/<table>/` (see above). `rewrite(schema)` gives what
-    rewrites each batch on the way (a pipelines.release.row_paths.RowPaths, made from the
-    schema the pipeline wrote); None: rows as read."""
+    same rows as `<staging>/tfrecord/<table>/` (see above). Each part's rows are in the
+    order of `key` (default: every scalar column), in ceil(rows / rows_per_shard) files
+    (default: ROWS_PER_SHARD, IMAGE_ROWS_PER_SHARD when the rows embed images), a row's
+    file chosen by its key (pipelines/release/order.py): the runner's shards and row
+    order leave no trace. `rewrite(schema)` gives what rewrites each batch on the way (a
+    pipelines.release.row_paths.RowPaths, made from the schema the pipeline wrote);
+    None: rows as read."""
     folder = FileSystems.join(staging, PARQUET_DIR, table)
     records = FileSystems.join(staging, TFRECORD_DIR, table)
     columns = scheme_columns(schemes)
-    sources = sorted(m.path for m in FileSystems.match(
-        [FileSystems.join(folder, "*.parquet")])[0].metadata_list)
-    keys_of = [_keys_in(path, columns) for path in sources]
-    shards_of: Dict[Key, List[int]] = collections.defaultdict(list)
-    for index, keys in enumerate(keys_of):
-        for key in keys:
-            shards_of[key].append(index)
-    names = {key: part_name(columns, key) for key in shards_of}
+    sources = parquet_files(folder)
+    if not sources:
+        return Partitioned(columns, {}, {}, None)
+    declared = _schema_of(sources[0])
+    rows = rewrite(declared) if rewrite else None
+    released = rows.released_schema if rows is not None else declared
+    embeds = rows is not None and bool(rows.images)
+    compression = codec_of(sources[0])
+    in_parts = _rows_per_part(sources, columns)
+    per_shard = rows_per_shard or (IMAGE_ROWS_PER_SHARD if embeds else ROWS_PER_SHARD)
+    shards = {part: shard_count(n, per_shard) for part, n in sorted(
+        in_parts.items(), key=lambda kv: sort_key(kv[0]))}
+    names = {part: part_name(columns, part) for part in shards}
     if len(set(names.values())) != len(names):
         raise ValueError(f"parquet/{table}: two parts share a file name: {sorted(names.values())}")
-    source_names = {FileSystems.split(p)[1] for p in sources}
+    stems = {part: [f"{names[part]}-{j:05d}-of-{n:05d}" for j in range(n)]
+             for part, n in shards.items()}
+    buckets = Buckets(FileSystems.join(folder, BUCKETS_DIR), declared,
+                      tuple(key) or sortable_columns(declared), shards)
     files: Dict[Key, List[str]] = collections.defaultdict(list)
     counted: Dict[Key, int] = collections.Counter()
-    schema = released = None
-    for index, path in enumerate(sources):
-        stems = {key: f"{names[key]}-{shards_of[key].index(index):05d}-of-{len(shards_of[key]):05d}"
-                 for key in keys_of[index]}
-        for stem in stems.values():
-            if f"{stem}.parquet" in source_names:
-                raise ValueError(f"parquet/{table}/{stem}.parquet would overwrite a shard of the run")
-        schema, released = _rewrite_shard(path, folder, records, columns, stems, counted, rewrite)
-        for key, stem in stems.items():
-            files[key].append(f"{stem}.parquet")
-    if shards_of:
-        FileSystems.delete(sources)
-    elif sources:   # a table without rows keeps one empty shard: its schema
-        schema = _schema_of(sources[0])
-        released = rewrite(schema).released_schema if rewrite else schema
-        FileSystems.delete(sources)
-        stem = FileSystems.split(sources[0])[1][:-len(".parquet")]
-        out = _PartFiles(FileSystems.join(folder, f"{stem}.parquet"),
-                         FileSystems.join(records, f"{stem}.tfrecord"), released, schema, "NONE")
-        out.close()
-    partitioned = Partitioned(columns, {k: sorted(v) for k, v in files.items()}, dict(counted),
-                              released)
-    if schema is not None:
-        _write_text(FileSystems.join(records, FEATURES), json.dumps(
-            features_file(table, schema, schemes, partitioned), indent=1, sort_keys=True) + "\n")
+    try:
+        for path in sources:
+            with open_parquet(path) as parquet:
+                for batch in parquet.iter_batches(batch_size=BATCH_ROWS):
+                    for part in shards:
+                        buckets.add(part, batch.filter(_mask(batch, columns, part)))
+        buckets.close()
+        FileSystems.delete(sources)   # before writing: a part's file may have a run's name
+        if not shards:   # a table without rows keeps one empty file: its schema
+            stem = f"{table}-00000-of-00001"
+            _PartFiles(FileSystems.join(folder, f"{stem}.parquet"),
+                       FileSystems.join(records, f"{stem}.tfrecord"),
+                       released, declared, compression).close()
+        step = IMAGE_BATCH_ROWS if embeds else BATCH_ROWS
+        for part, part_stems in stems.items():
+            for shard, stem in enumerate(part_stems):
+                out = _PartFiles(FileSystems.join(folder, f"{stem}.parquet"),
+                                 FileSystems.join(records, f"{stem}.tfrecord"),
+                                 released, declared, compression)
+                try:
+                    for batch in buckets.ordered(part, shard).to_batches(step):
+                        out.write(rows(batch) if rows is not None else batch)
+                        counted[part] += batch.num_rows
+                finally:
+                    out.close()
+                files[part].append(f"{stem}.parquet")
+    finally:
+        buckets.remove()
+    partitioned = Partitioned(columns, dict(files), dict(counted), released)
+    _write_text(FileSystems.join(records, FEATURES), json.dumps(
+        features_file(table, declared, schemes, partitioned), indent=1, sort_keys=True) + "\n")
     return partitioned
 
 
@@ -179,39 +207,6 @@ def scheme_split_parts(scheme: SplitScheme, partitioned: Partitioned) -> Dict[st
         if split is not None:
             out.setdefault(split, []).append(key)
     return out
-
-
-def _rewrite_shard(path: str, folder: str, records: str, columns: Sequence[str],
-                   stems: Mapping[Key, str], counted: Dict[Key, int],
-                   rewrite) -> Tuple[pa.Schema, pa.Schema]:
-    """Write the rows of one source shard into the Parquet and TFRecord files of each of
-    its parts (`stems`), batch by batch; returns the declared schema (the TFRecord's) and
-    the released one (the Parquet's)."""
-    with open_parquet(path) as parquet:
-        declared = parquet.schema_arrow
-        codec = (parquet.metadata.row_group(0).column(0).compression
-                 if parquet.metadata.num_row_groups else "UNCOMPRESSED")
-        compression = "NONE" if codec == "UNCOMPRESSED" else codec
-        rows = rewrite(declared) if rewrite else None
-        released = rows.released_schema if rows is not None else declared
-        step = IMAGE_BATCH_ROWS if rows is not None and rows.images else BATCH_ROWS
-        outputs = {key: _PartFiles(FileSystems.join(folder, f"{stem}.parquet"),
-                                   FileSystems.join(records, f"{stem}.tfrecord"),
-                                   released, declared, compression)
-                   for key, stem in stems.items()}
-        try:
-            for batch in parquet.iter_batches(batch_size=step):
-                if rows is not None:
-                    batch = rows(batch)
-                for key, out in outputs.items():
-                    part = batch.filter(_mask(batch, columns, key))
-                    if part.num_rows:
-                        out.write(part)
-                        counted[key] += part.num_rows
-        finally:
-            for out in outputs.values():
-                out.close()
-    return declared, released
 
 
 def _schema_of(path: str) -> pa.Schema:
@@ -245,14 +240,18 @@ def _write_text(path: str, text: str) -> None:
         f.write(text.encode("utf-8"))
 
 
-def _keys_in(path: str, columns: Sequence[str]) -> List[Key]:
-    """The parts a shard holds rows of (its scheme columns only are read)."""
-    with open_parquet(path) as parquet:
-        table = parquet.read(columns=list(columns))
-    if table.num_rows == 0:
-        return []
-    grouped = table.group_by(list(columns)).aggregate([]).to_pydict()
-    return [tuple(grouped[c][i] for c in columns) for i in range(len(grouped[columns[0]]))]
+def _rows_per_part(sources: Sequence[str], columns: Sequence[str]) -> Dict[Key, int]:
+    """{part: rows} over the run's shards (only the scheme columns are read)."""
+    counted: Dict[Key, int] = collections.Counter()
+    for path in sources:
+        with open_parquet(path) as parquet:
+            table = parquet.read(columns=list(columns))
+        if table.num_rows == 0:
+            continue
+        grouped = table.group_by(list(columns)).aggregate([([], "count_all")]).to_pydict()
+        for i, n in enumerate(grouped["count_all"]):
+            counted[tuple(grouped[c][i] for c in columns)] += n
+    return dict(counted)
 
 
 def _mask(data, columns: Sequence[str], key: Key):

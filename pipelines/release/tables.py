@@ -3,6 +3,7 @@ the counter its rows must equal, and the columns that identify one row, its key.
 
     Table("validation", "example.out", key="example_id")
     Table("rounds", "answer.out", key=("example_id", "split_scheme"))   # a composite key
+    Table("video_sets", "set.out", key="set_name", rows_per_shard=500)  # files of 500 rows
 
 The key is how two versions of a release are compared (pipelines/release/diff.py: a row
 of the old version and a row of the new one are the same row when their keys are equal)
@@ -11,12 +12,16 @@ without one is an error of the contract before any work, a key column the writte
 lacks or a key value shared by two rows fails the build before the version exists (the
 diff would pair the wrong rows), and the manifest records every key ("table_keys") so
 that `diff` reads it from the releases themselves.
+
+The key is also the order of the rows in every file of the table, and its hash decides
+which file of a split holds a row; `rows_per_shard` sets how many files a split gets
+(pipelines/release/order.py: the runner's shards leave no trace in a release).
 """
 from __future__ import annotations
 
 import collections
 from dataclasses import dataclass
-from typing import Dict, List, Mapping, Sequence, Tuple, Union
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from apache_beam.io.filesystems import FileSystems
 
@@ -34,16 +39,24 @@ class ContractError(TypeError):
 @dataclass(frozen=True)
 class Table:
     """One table under parquet/: its row count must equal counter `counter` of stage
-    `stage`; `key` names the column (or columns, in order) whose values identify a row."""
+    `stage`; `key` names the column (or columns, in order) whose values identify a row and
+    order the rows of each file; `rows_per_shard` the most rows of one split in one file
+    (None: pipelines/release/order.py's default, less for a table that embeds images)."""
     stage: str
     counter: str
     key: Union[str, Tuple[str, ...]]
+    rows_per_shard: Optional[int] = None
 
     def __post_init__(self):
         key = (self.key,) if isinstance(self.key, str) else tuple(self.key or ())
         if not key or not all(isinstance(c, str) and c for c in key) or len(set(key)) < len(key):
             raise ContractError(f"a table's key names one column or more, each once; got {self.key!r}")
         object.__setattr__(self, "key", key)
+        per_shard = self.rows_per_shard
+        if per_shard is not None and (isinstance(per_shard, bool) or not isinstance(per_shard, int)
+                                      or per_shard < 1):
+            raise ContractError(f"a table's rows_per_shard is a whole number >= 1 or None; "
+                                f"got {per_shard!r}")
 
 
 def declared(tables: Mapping[str, object]) -> Dict[str, Table]:

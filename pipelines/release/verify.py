@@ -8,9 +8,12 @@ writes the manifest last, with the sha256 of every other file):
   - every file the manifest lists is there, with the sha256 it lists;
   - every file below the version folder (MANIFEST.json aside) is listed;
   - each table's Parquet files (parquet/<table>/) hold the rows per split, and
-    rejects/ the rows per reason, that the manifest's counts record.
-Exit 0 when all of that holds; exit 1 with one line per file (or table folder) that
-differs; exit 2 with one line when the folder is not a release (no MANIFEST.json).
+    rejects/ the rows per reason, that the manifest's counts record;
+  - `release_sha256`, the one digest of the whole release (release_sha256 below), is the
+    digest of the checksums listed: two releases with the same digest hold the same
+    files, byte for byte, so a rebuild or a mirror is checked by comparing it.
+Exit 0 when all of that holds (the digest is printed); exit 1 with one line per file (or
+table folder) that differs; exit 2 with one line when the folder is not a release (no MANIFEST.json).
 
 `diff` verifies both releases, and a build that will compare itself with a previous
 version (its RELEASE_NOTES.md) verifies that version before any work: a bit flipped on
@@ -34,6 +37,22 @@ from schemas.layout import MANIFEST, PARQUET_DIR, REJECTS_DIR
 from transforms.core.errors import UserError
 
 _BLOCK = 1 << 20
+RELEASE_SHA256 = "release_sha256"   # MANIFEST.json: the digest of the whole release
+DIGEST_SINCE_FORMAT = 2             # manifests of format 1 have no release_sha256
+
+
+def release_sha256(files: Dict[str, str]) -> str:
+    r"""One digest of a whole release (MANIFEST.json `release_sha256`): the sha256 of its
+    files' `sha256sum` lines ("<sha256>  <path>\n", every file but MANIFEST.json, sorted by
+    path as bytes), so that in the version folder
+
+        find . -type f ! -name MANIFEST.json | sed 's|^\./||' | LC_ALL=C sort \
+            | xargs -d '\n' sha256sum | sha256sum
+
+    prints it too. Two releases with the same digest hold the same files, byte for byte."""
+    ordered = sorted(files.items(), key=lambda kv: kv[0].encode("utf-8"))
+    lines = "".join(f"{sha}  {path}\n" for path, sha in ordered)
+    return hashlib.sha256(lines.encode("utf-8")).hexdigest()
 
 
 class NotARelease(UserError, ValueError):
@@ -129,7 +148,24 @@ def release_problems(version_dir: str) -> List[str]:
     problems += [f"checksum differs: {rel}" for rel in actual
                  if rel in expected and files.sha256(rel) != expected[rel]]
     named = {line.split(": ", 1)[1] for line in problems}
-    return problems + count_problems(files, manifest.get("counts", {}), actual, named)
+    return problems + digest_problems(manifest) + count_problems(
+        files, manifest.get("counts", {}), actual, named)
+
+
+def digest_problems(manifest: dict) -> List[str]:
+    """The manifest's whole-release digest against the checksums it lists (each of which
+    release_problems checks against its file): a manifest edited by hand, or a digest
+    copied from another release, shows here."""
+    recorded = manifest.get(RELEASE_SHA256)
+    if recorded is None:
+        fmt = manifest.get("format")
+        if isinstance(fmt, int) and fmt >= DIGEST_SINCE_FORMAT:
+            return [f"no digest: {MANIFEST} (format {fmt}) has no {RELEASE_SHA256}"]
+        return []
+    if recorded != release_sha256(manifest["files"]):
+        return [f"digest differs: {MANIFEST}'s {RELEASE_SHA256} is not the digest of the "
+                "files it lists"]
+    return []
 
 
 def count_problems(files: _Files, counts: dict, actual: Sequence[str], named: set) -> List[str]:
@@ -207,5 +243,7 @@ def main(argv: Optional[List[str]] = None, prog: str = "python -m pipelines veri
     if problems:
         print(f"{args.release}: {len(problems)} file(s) differ from {MANIFEST}", file=sys.stderr)
         return 1
-    out(f"{args.release}: as published ({MANIFEST} checksums, files and counts)")
+    digest = load_manifest(args.release).get(RELEASE_SHA256)
+    out(f"{args.release}: as published ({MANIFEST} checksums, files and counts)"
+        + (f"; release sha256 {digest}" if digest else ""))
     return 0

@@ -2,9 +2,17 @@
 
 A sample is built twice, in process (Beam's FnApiRunner) and with the runner options of
 a check (pipelines/scaleout/portable.py, flink.py), and the two releases are compared
-table by table (rows sorted: row order and shards carry no meaning), file by file and
-counter by counter (pipelines/release/digest.py). Both builds leave the release explorer
-out: it is written by the driver after the run, whatever the runner.
+twice over:
+
+- by content: table by table (rows sorted), file by file and counter by counter
+  (pipelines/release/digest.py), which names the rows or counters that differ;
+- byte for byte: every file's checksum in MANIFEST.json and the whole-release digest
+  (`release_sha256`), and every manifest entry but those of the build itself
+  (pipelines.release.manifest.BUILD_KEYS; counters of the run's workers, SKIPPED_COUNTERS,
+  aside): a release is reproducible when a rebuild, on any runner, has the same digest.
+
+Both builds leave the release explorer out: it is written by the driver after the run,
+whatever the runner.
 """
 from __future__ import annotations
 
@@ -15,7 +23,9 @@ from typing import List, Sequence
 
 from pipelines import runner
 from pipelines.benchmark import Benchmark
-from pipelines.release.digest import differences, release_digest
+from pipelines.release.digest import SKIPPED_COUNTERS, differences, release_digest
+from pipelines.release.manifest import BUILD_KEYS
+from pipelines.release.verify import RELEASE_SHA256, load_manifest
 
 VERSION = "1.0.0"
 
@@ -52,7 +62,42 @@ def compare(benchmark: Benchmark, config_name: str, work: str, runner_options: S
     middle = time.monotonic()
     other = build(benchmark, config_name, os.path.join(work, "other"), runner_options)
     ended = time.monotonic()
-    problems = differences(release_digest(in_process), release_digest(other),
-                           label=f"{benchmark.name} ({config_name}) ")
+    label = f"{benchmark.name} ({config_name}) "
+    problems = (differences(release_digest(in_process), release_digest(other), label=label)
+                + checksum_differences(in_process, other, label=label))
     return Comparison(benchmark.name, config_name, runner_label, problems,
                       in_process_s=middle - started, other_s=ended - middle, release=other)
+
+
+def checksum_differences(a: str, b: str, label: str = "") -> List[str]:
+    """Lines naming every file whose bytes differ between releases `a` and `b` (their
+    MANIFEST.json checksums), the whole-release digest when it differs, and every other
+    manifest entry that differs but the build's own (BUILD_KEYS) and the counters of the
+    run's workers (SKIPPED_COUNTERS). [] when `b` reproduces `a` byte for byte."""
+    old, new = load_manifest(a), load_manifest(b)
+    problems = [f"{label}file bytes {path}: {_short(old['files'].get(path))} -> "
+                f"{_short(new['files'].get(path))}"
+                for path in sorted(old["files"].keys() | new["files"].keys())
+                if old["files"].get(path) != new["files"].get(path)]
+    if old.get(RELEASE_SHA256) != new.get(RELEASE_SHA256):
+        problems.append(f"{label}{RELEASE_SHA256}: {_short(old.get(RELEASE_SHA256))} -> "
+                        f"{_short(new.get(RELEASE_SHA256))}")
+    for key in sorted(old.keys() | new.keys()):
+        if key in BUILD_KEYS or key in ("files", RELEASE_SHA256):
+            continue
+        x, y = old.get(key), new.get(key)
+        if key == "stages":
+            x, y = _without_run_counters(x or {}), _without_run_counters(y or {})
+        if x != y:
+            problems.append(f"{label}MANIFEST.json {key} differs")
+    return problems
+
+
+def _without_run_counters(stages: dict) -> dict:
+    return {stage: {name: n for name, n in counters.items()
+                    if f"{stage}/{name}" not in SKIPPED_COUNTERS}
+            for stage, counters in stages.items()}
+
+
+def _short(sha) -> str:
+    return sha[:12] if sha else "(none)"

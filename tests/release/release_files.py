@@ -39,9 +39,10 @@ def on_building_machine(release: str, path: str) -> str:
 def seal(release: str) -> str:
     """Complete a hand-made version folder's MANIFEST.json as a build publishes it: the
     rows per split of each table it counts, the rejects per reason, and the sha256 of
-    every other file (write_manifest's `files`), so that `verify`, and with it `diff`,
+    every other file (write_manifest's `files`) and their digest, so that `verify`, and with it `diff`,
     takes it as published. Call it after the last file is written."""
     from pipelines.release.manifest import file_checksums, write_json
+    from pipelines.release.verify import RELEASE_SHA256, release_sha256
 
     path = os.path.join(release, "MANIFEST.json")
     manifest = json.load(open(path))
@@ -58,6 +59,7 @@ def seal(release: str) -> str:
             "total": len(reasons), "by_reason": {r: reasons.count(r) for r in sorted(set(reasons))}}
     manifest["files"] = {rel: sha for rel, sha in file_checksums(release).items()
                          if rel != "MANIFEST.json"}
+    manifest[RELEASE_SHA256] = release_sha256(manifest["files"])
     write_json(path, manifest)
     return release
 

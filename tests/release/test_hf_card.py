@@ -44,8 +44,7 @@ def test_each_part_gets_files_of_its_own_and_no_row_changes(tmp_path):
     folder = write_shards(str(tmp_path), "examples", shards)
     before = sorted(json.dumps(r, sort_keys=True) for s in shards for r in s)
     parts = partition_table(str(tmp_path), "examples", MAIN + (ZEROSHOT,))
-    assert parts.files == {("train", "test"): ["train.test-00000-of-00002.parquet",
-                                               "train.test-00001-of-00002.parquet"],
+    assert parts.files == {("train", "test"): ["train.test-00000-of-00001.parquet"],   # 3 rows: 1 file
                            ("dev", ""): ["dev.none-00000-of-00001.parquet"],
                            ("test", "train"): ["test.train-00000-of-00001.parquet"]}
     assert sorted(os.listdir(folder)) == sorted(n for names in parts.files.values() for n in names)
@@ -108,7 +107,8 @@ def test_each_part_gets_a_tfrecord_file_with_the_same_rows_and_a_feature_spec(tm
     from schemas.tfexample import iter_tfrecord_file, parse_example_bytes
     shards = [[row(1, "train", "test"), row(2, "dev")], [row(3, "train", "test")]]
     write_shards(str(tmp_path), "examples", shards)
-    parts = partition_table(str(tmp_path), "examples", MAIN + (ZEROSHOT,))
+    parts = partition_table(str(tmp_path), "examples", MAIN + (ZEROSHOT,), key=("id",),
+                            rows_per_shard=1)   # a file per row: a split of two files
     records = tmp_path / "tfrecord" / "examples"
     for key, names in parts.files.items():
         for parquet, tfrecord in zip(names, parts.tfrecords(key)):

@@ -23,11 +23,13 @@ REJECTS_PREFIX = "rejects"
 class WriteTable(beam.PTransform):
     """Records -> `<staging>/parquet/<table>/*.parquet`, one row per record.
 
-    num_shards=0 lets the runner choose; a fixed number gives the same file names on
-    every runner. The release's driver then rewrites the shards one set per split
-    (`<split>-00000-of-00002.parquet`) and writes the same rows as tf.train.Examples
-    beside them (`tfrecord/<table>/<split>-00000-of-00002.tfrecord`,
-    pipelines/release/splits.py). `schema`'s field metadata (descriptions, path and image
+    num_shards=0 lets the runner choose: the number of shards and the order of their
+    rows are the runner's, and no release keeps them. The release's driver rewrites the
+    shards one set per split, rows in the table's key order, a split's file count and
+    each row's file set by the rows, never by the runner
+    (`<split>-00000-of-00001.parquet`, pipelines/release/order.py and splits.py), and
+    writes the same rows as tf.train.Examples beside them
+    (`tfrecord/<table>/<split>-00000-of-00001.tfrecord`). `schema`'s field metadata (descriptions, path and image
     columns: schemas/columns.py) travels with the files.
     """
 
@@ -47,7 +49,8 @@ class WriteTable(beam.PTransform):
 
 
 class WriteRejects(beam.PTransform):
-    """Rejects -> `<staging>/rejects/*.parquet` (counts per reason: manifest.release_counts)."""
+    """Rejects -> `<staging>/rejects/*.parquet` (counts per reason: manifest.release_counts;
+    rewritten in order by the driver, pipelines/release/order.py `rewrite_rejects`)."""
 
     def __init__(self, staging_dir: str, num_shards: int = 0):
         super().__init__()

@@ -1,0 +1,146 @@
+"""Byte-reproducible releases: the same config, inputs and seed give the same files, byte
+for byte, whatever the number of workers (pipelines/release/order.py, docs/rebuilding.md).
+
+The driver's rewrite is checked on small tables written as different runners would shard
+them; every registered sample is then built in process with two worker processes, and its
+MANIFEST.json must list the checksums and the whole-release digest of the one-worker build
+that tests/test_conformance.py reads (the session's `sample_release`, tests/conftest.py).
+"""
+import json
+import os
+import random
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from pipelines import registry, runner
+from pipelines.release.manifest import BUILD_KEYS
+from pipelines.release.order import rewrite_rejects, shard_of
+from pipelines.release.splits import MAIN, partition_table
+from pipelines.release.verify import RELEASE_SHA256, release_problems, release_sha256
+from pipelines.scaleout.compare import checksum_differences
+from schemas.rejects import REJECT_SCHEMA, Reject, reject_to_row
+
+SCHEMA = pa.schema([pa.field("id", pa.string()), pa.field("split", pa.string()),
+                    pa.field("n", pa.int64())])
+ROWS = [{"id": f"row{i:03d}", "split": ("train", "dev", "test")[i % 3], "n": i}
+        for i in range(60)]
+
+
+def write_as_run(folder, rows, shards, seed):
+    """`rows` as a runner might write them: shuffled, in `shards` Beam-named files."""
+    rows = list(rows)
+    random.Random(seed).shuffle(rows)
+    os.makedirs(folder)
+    name = os.path.basename(folder)
+    for i in range(shards):
+        pq.write_table(pa.Table.from_pylist(rows[i::shards], schema=SCHEMA),
+                       os.path.join(folder, f"{name}-{i:05d}-of-{shards:05d}.parquet"))
+
+
+def file_bytes(root):
+    out = {}
+    for folder, _, names in os.walk(root):
+        for name in names:
+            with open(os.path.join(folder, name), "rb") as f:
+                out[os.path.relpath(os.path.join(folder, name), root)] = f.read()
+    return out
+
+
+def test_a_tables_files_follow_its_rows_and_key_not_the_runners_shards(tmp_path):
+    built = []
+    for shards, seed in ((1, 0), (3, 1), (2, 2)):
+        staging = tmp_path / f"run{shards}"
+        write_as_run(str(staging / "parquet" / "rows"), ROWS, shards, seed)
+        parts = partition_table(str(staging), "rows", MAIN, key=("id",), rows_per_shard=8)
+        built.append(file_bytes(staging))
+    assert built[0] == built[1] == built[2]
+    # a split of 20 rows in ceil(20 / 8) = 3 files, each row in the file of its key's hash
+    assert parts.files[("train",)] == [f"train-{j:05d}-of-00003.parquet" for j in range(3)]
+    for j, name in enumerate(parts.files[("train",)]):
+        ids = pq.read_table(staging / "parquet" / "rows" / name).column("id").to_pylist()
+        assert ids == sorted(ids) and all(shard_of((i,), 3) == j for i in ids)
+    assert sum(parts.rows.values()) == len(ROWS)
+
+
+def test_rejects_are_ordered_and_sharded_by_their_rows(tmp_path):
+    rejects = [reject_to_row(Reject("read", "line", "bad_json", f"f.jsonl:{i}", file="f.jsonl"))
+               for i in range(30)]
+    written = []
+    for shards, seed in ((1, 0), (3, 1)):
+        folder = tmp_path / f"run{shards}" / "rejects"
+        os.makedirs(folder)
+        shuffled = list(rejects)
+        random.Random(seed).shuffle(shuffled)
+        for i in range(shards):
+            pq.write_table(pa.Table.from_pylist(shuffled[i::shards], schema=REJECT_SCHEMA),
+                           folder / f"rejects-{i:05d}-of-{shards:05d}.parquet")
+        assert rewrite_rejects(str(tmp_path / f"run{shards}"), rows_per_shard=20) == [
+            "rejects-00000-of-00002.parquet", "rejects-00001-of-00002.parquet"]
+        written.append(file_bytes(folder))
+    assert written[0] == written[1]
+    items = pq.read_table(folder / "rejects-00000-of-00002.parquet").column("item_id").to_pylist()
+    assert items == sorted(items)
+
+
+def test_verify_checks_the_whole_release_digest(tmp_path):
+    release = tmp_path / "1.0.0"
+    release.mkdir()
+    (release / "a.txt").write_text("a\n")
+    files = {"a.txt": "87428fc522803d31065e7bce3cf03fe475096631e5e07bbd7a0fde60c4cf25c7"}
+    manifest = {"format": 2, "files": files, RELEASE_SHA256: release_sha256(files)}
+    (release / "MANIFEST.json").write_text(json.dumps(manifest))
+    assert release_problems(str(release)) == []
+    (release / "MANIFEST.json").write_text(json.dumps(dict(manifest, **{RELEASE_SHA256: "0" * 64})))
+    assert release_problems(str(release)) == [
+        "digest differs: MANIFEST.json's release_sha256 is not the digest of the files it lists"]
+    del manifest[RELEASE_SHA256]
+    (release / "MANIFEST.json").write_text(json.dumps(manifest))
+    assert release_problems(str(release)) == [
+        "no digest: MANIFEST.json (format 2) has no release_sha256"]
+
+
+def test_the_runner_checks_compare_bytes_but_not_the_builds_own_record(tmp_path):
+    def release(name, files, **more):
+        folder = tmp_path / name
+        folder.mkdir()
+        manifest = {"files": files, RELEASE_SHA256: release_sha256(files), **more}
+        (folder / "MANIFEST.json").write_text(json.dumps(manifest))
+        return str(folder)
+    a = release("a", {"x": "1" * 64, "y": "2" * 64}, build={"created_at": "then"},
+                stages={"embed": {"model.loaded": 2, "shot.in": 3}}, input_root="/a")
+    b = release("b", {"x": "1" * 64, "y": "3" * 64}, build={"created_at": "now"},
+                stages={"embed": {"model.loaded": 4, "shot.in": 3}}, input_root="/b")
+    assert checksum_differences(a, a) == []
+    assert checksum_differences(a, b, label="s ") == [
+        "s file bytes y: 222222222222 -> 333333333333",
+        f"s release_sha256: {json.load(open(f'{a}/MANIFEST.json'))[RELEASE_SHA256][:12]} -> "
+        f"{json.load(open(f'{b}/MANIFEST.json'))[RELEASE_SHA256][:12]}"]
+    c = release("c", {"x": "1" * 64, "y": "2" * 64}, stages={"embed": {"shot.in": 4}})
+    assert checksum_differences(a, c) == ["MANIFEST.json stages differs"]
+
+
+SAMPLES = [(name, config) for name in registry.names()
+           for config in registry.load(name).sample_configs()]
+# Two worker threads: Beam then writes each table as two shards, rows in the order the
+# bundles ran (as with two worker processes or on Flink), for a fraction of the CPU that
+# starting worker processes costs; the portable runner's check covers other processes.
+TWO_WORKERS = ["--direct_running_mode=multi_threading", "--direct_num_workers=2"]
+
+
+@pytest.mark.parametrize("name,config", SAMPLES, ids=[f"{n}-{c}" for n, c in SAMPLES])
+def test_a_sample_built_with_one_and_two_workers_has_the_same_bytes(name, config, tmp_path,
+                                                                   sample_release):
+    one = sample_release(name, config)   # in process, one worker: shared with conformance
+    two = runner.build(registry.load(name), ["--config", config, "--output", str(tmp_path),
+                                             "--version", "1.0.0", *TWO_WORKERS])
+    assert checksum_differences(one, two) == []
+    manifests = []
+    for release in (one, two):
+        with open(os.path.join(release, "MANIFEST.json")) as f:
+            manifests.append(json.load(f))
+    assert manifests[0][RELEASE_SHA256] == manifests[1][RELEASE_SHA256]
+    assert manifests[0]["files"] == manifests[1]["files"]
+    # what may differ is the build's own record (checksum_differences compared the rest)
+    assert {k for k in manifests[0] if manifests[0][k] != manifests[1][k]} <= {*BUILD_KEYS, "stages"}
