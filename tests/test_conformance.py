@@ -580,3 +580,29 @@ def _tf_value(tensor):
     value = tensor.numpy()
     return value.decode() if isinstance(value, bytes) else value.item()
 
+
+
+# --- issue 36: croissant.json -------------------------------------------------------
+
+def test_its_croissant_validates_and_reads_the_parquet_rows(built):
+    """croissant.json (MLCommons Croissant 1.0): mlcroissant finds no error (and no
+    warning but the date left out on purpose); it lists every Parquet file with the
+    checksum MANIFEST.json has; each table's records, read through mlcroissant, are its
+    Parquet rows (all of them: the samples' tables are small), its splits those of the
+    table."""
+    from tests.release import croissant_records
+    _, release, _ = built
+    manifest = json.load(open(os.path.join(release, "MANIFEST.json")))
+    assert "croissant.json" in manifest["files"]
+    dataset, issues = croissant_records.load(release)
+    assert not issues.errors, issues.report()
+    assert all(croissant_records.ACCEPTED_WARNING in w for w in issues.warnings), issues.report()
+    listed = croissant_records.file_objects(release)
+    assert listed == {path: sha for path, sha in manifest["files"].items() if path.startswith("parquet/")}
+    for table, key in manifest[MANIFEST_KEYS].items():
+        if not manifest["counts"]["tables"][table]["total"]:
+            continue   # a table without rows has no record set
+        assert croissant_records.compare_table(dataset, release, table, key) \
+            == manifest["counts"]["tables"][table]["total"]
+        splits = {record[f"{table}_splits/name"] for record in dataset.records(f"{table}_splits")}
+        assert splits == set(manifest["counts"]["tables"][table]["by_split"]), table

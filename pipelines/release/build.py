@@ -4,7 +4,7 @@
     counters back -> the input root -> one set of Parquet and TFRecord files per split
     (paths relative, images embedded) and rejects with relative paths -> check that the
     counters reconcile and match the rows written, and that every main table holds a row
-    -> DATACARD.md -> README.md (the dataset card) -> RELEASE_NOTES.md -> explorer/
+    -> DATACARD.md -> README.md (the dataset card) -> croissant.json -> RELEASE_NOTES.md -> explorer/
     (pipelines/release/explorer.py) -> MANIFEST.json -> rename -> read-only
 
 No absolute path of the building machine is written (pipelines/release/locations.py):
@@ -27,6 +27,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 from apache_beam.io.filesystems import FileSystems
 
 from pipelines.config import dict_hash, to_dict
+from pipelines.release import croissant
 from pipelines.release import diff as release_diff
 from pipelines.release import manifest as release_manifest
 from pipelines.release import runs
@@ -207,6 +208,8 @@ def _fill(staging: str, *, benchmark, version, config, result, models, inputs, l
     write_datacard(staging, datacard)
     write_readme(staging, f"{benchmark} {version}", splits, partitions, datacard,
                  facts=facts, generated=generated)
+    croissant.write(staging, name=benchmark, version=version, schemes=splits, partitions=partitions,
+                    keys={t: spec.key for t, spec in tables.items()}, facts=facts, generated=generated)
     released_config = relocated_config(config, relocate, final)
     manifest = {
         "format": MANIFEST_FORMAT,
