@@ -582,7 +582,28 @@ def _tf_value(tensor):
 
 
 
-# --- issue 36: croissant.json -------------------------------------------------------
+# --- issue 36: the guides' compat/ snippets, croissant.json ---------------------------
+
+def test_its_guide_loads_compat_as_it_says(built, tmp_path, monkeypatch, offline_datasets):
+    """Every Python block of the benchmark's guide that reads this release's compat/ runs
+    against it as written (from a folder where `releases/<name>/1.0.0` is the release),
+    and every compat/ file holds something (an empty split file fails the loaders)."""
+    from tests.guide_snippets import compat_snippets
+    benchmark, release, sample = built
+    name = os.path.basename(os.path.dirname(release))
+    snippets = compat_snippets(os.path.join(benchmark.package_dir, "README.md"), name)
+    if (benchmark.name, sample) != ("fg", "flickr30k-sample"):   # its guide shows MSCOCO-FG's
+        assert snippets, f"{benchmark.name}'s guide shows no way to load compat/"
+    os.makedirs(tmp_path / "releases" / name)
+    os.symlink(release, tmp_path / "releases" / name / "1.0.0")
+    monkeypatch.chdir(tmp_path)
+    for snippet in snippets:
+        exec(compile(snippet, f"{benchmark.name} guide", "exec"), {})
+    for folder, _, files in os.walk(os.path.join(release, "compat")):
+        for file in files:
+            path = os.path.join(folder, file)
+            assert os.path.getsize(path) > 0, os.path.relpath(path, release)
+
 
 def test_its_croissant_validates_and_reads_the_parquet_rows(built):
     """croissant.json (MLCommons Croissant 1.0): mlcroissant finds no error (and no
