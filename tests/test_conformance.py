@@ -581,8 +581,7 @@ def _tf_value(tensor):
     return value.decode() if isinstance(value, bytes) else value.item()
 
 
-
-# --- issue 36: the guides' compat/ snippets, croissant.json ---------------------------
+# --- issue 36: the guides' compat/ snippets, models in the manifest, croissant.json -----
 
 def test_its_guide_loads_compat_as_it_says(built, tmp_path, monkeypatch, offline_datasets):
     """Every Python block of the benchmark's guide that reads this release's compat/ runs
@@ -603,6 +602,16 @@ def test_its_guide_loads_compat_as_it_says(built, tmp_path, monkeypatch, offline
         for file in files:
             path = os.path.join(folder, file)
             assert os.path.getsize(path) > 0, os.path.relpath(path, release)
+
+
+def test_its_models_are_recorded_without_a_path_of_the_building_machine(built):
+    """MANIFEST.json's `models`: no absolute path (a model folder or checkpoint is relative
+    to the input root), and every model entry names its model and pins its weights or
+    its version."""
+    from tests.release.model_records import model_problems
+    _, release, _ = built
+    manifest = json.load(open(os.path.join(release, "MANIFEST.json")))
+    assert model_problems(manifest["models"]) == []
 
 
 def test_its_croissant_validates_and_reads_the_parquet_rows(built):

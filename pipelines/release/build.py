@@ -35,7 +35,8 @@ from pipelines.release.datacard import render_datacard, write_datacard
 from pipelines.release.explorer import EXPLORER_DIR, write_explorer
 from pipelines.release.explorer_views import Explorer
 from pipelines.release.hf_card import CardFacts, write_readme
-from pipelines.release.locations import Relocate, config_paths, input_root, relocated_config
+from pipelines.release.locations import (Relocate, config_paths, input_root, local_paths_in,
+                                         relocated_config)
 from pipelines.release.row_paths import (RowPaths, input_path_values, reject_paths, relocate_reports,
                                          relocate_rejects)
 from pipelines.release.splits import MAIN, SplitScheme, partition_table
@@ -173,7 +174,7 @@ def _fill(staging: str, *, benchmark, version, config, result, models, inputs, l
     """Everything after the pipeline run: checks, data card, manifest. Returns counts."""
     stages = read_stage_counts(result)
     final = release_manifest.final_dir_of(staging)
-    root = input_root(config_paths(config) + [p for p in inputs.values() if p]
+    root = input_root(config_paths(config) + local_paths_in(models) + [p for p in inputs.values() if p]
                       + [p for t in tables for p in input_path_values(staging, t)]
                       + reject_paths(staging), release_dirs=[staging, final])
     relocate = Relocate(root, release_dirs=[staging, final])
@@ -195,6 +196,7 @@ def _fill(staging: str, *, benchmark, version, config, result, models, inputs, l
     empty = yields_nothing(counts, main_tables)
     if empty:
         raise ReleaseError(f"{empty}; nothing was published and version {version} is still unused")
+    models = relocate.paths_in(models)   # a model's folder or checkpoint: relative to the input root
     card = describe({"version": version, "counts": counts, "stages": stages,
                      "models": models, "config": to_dict(config), "staging": staging})
     figures = relocate.texts(card.pop("manifest", {}))
