@@ -23,7 +23,9 @@ def load(release: str):
 
 def plain(value):
     """A value as mlcroissant yields it, as pyarrow would: text decoded, an image as its
-    pixels, a list or sub-fields likewise."""
+    pixels, a list or sub-fields likewise; NaN as None (as from_parquet writes it)."""
+    if isinstance(value, float) and math.isnan(value):
+        return None
     if isinstance(value, bytes):
         return value.decode("utf-8")
     if isinstance(value, Image.Image):
