@@ -174,13 +174,16 @@ def record_sets(table: str, key: Sequence[str], partitioned: Partitioned,
     return out
 
 
-def distribution(staging: str, table: str, partitioned: Partitioned) -> List[dict]:
-    """A cr:FileObject per Parquet file of the table (checksum and size) and its cr:FileSet."""
-    files = sorted(name for names in partitioned.files.values() for name in names)
+def distribution(staging: str, table: str) -> List[dict]:
+    """A cr:FileObject per Parquet file of the table (checksum and size; a table without
+    rows keeps one empty file, listed too) and its cr:FileSet."""
+    folder = FileSystems.join(staging, PARQUET_DIR, table)
+    files = sorted(FileSystems.split(m.path)[1] for m in
+                   FileSystems.match([FileSystems.join(folder, "*.parquet")])[0].metadata_list)
     nodes = []
     for name in files:
         relative = f"{PARQUET_DIR}/{table}/{name}"
-        sha256, size = content_sha256_and_size(FileSystems.join(staging, relative))
+        sha256, size = content_sha256_and_size(FileSystems.join(folder, name))
         nodes.append({"@type": "cr:FileObject", "@id": relative, "name": relative,
                       "contentUrl": relative, "encodingFormat": PARQUET,
                       "contentSize": f"{size} B", "sha256": sha256})
@@ -193,7 +196,8 @@ def distribution(staging: str, table: str, partitioned: Partitioned) -> List[dic
 def document(staging: str, *, name: str, version: str, keys: Mapping[str, Sequence[str]],
              schemes: Mapping[str, Sequence[SplitScheme]], partitions: Mapping[str, Partitioned],
              facts=None, generated: str = "") -> dict:
-    """The Croissant document of a staged release (tables without a file are left out)."""
+    """The Croissant document of a staged release: every Parquet file; a record set for
+    each table with rows (mlcroissant reads no record set out of an empty file set)."""
     tables = [t for t in keys if partitions[t].schema is not None and partitions[t].files]
     summary = (f"{name} {version}: {len(tables)} table(s) as Parquet ({', '.join(tables)}), "
                "written by vl-bench-pipelines; DATACARD.md says how it was built.")
@@ -204,7 +208,7 @@ def document(staging: str, *, name: str, version: str, keys: Mapping[str, Sequen
                     "inLanguage": list(facts.language), "keywords": list(facts.task_categories)})
         if facts.homepage:
             doc["url"] = facts.homepage
-    doc["distribution"] = [node for t in tables for node in distribution(staging, t, partitions[t])]
+    doc["distribution"] = [node for t in keys for node in distribution(staging, t)]
     doc["recordSet"] = [node for t in tables
                         for node in record_sets(t, keys[t], partitions[t], schemes[t][0])]
     return doc
