@@ -45,7 +45,7 @@ def release(sample, tmp_path_factory):
 
 def test_layout_counts_and_manifest(release):
     assert sorted(os.listdir(release)) == ["DATACARD.md", "MANIFEST.json", "README.md", "RELEASE_NOTES.md", "compat",
-                                           "explorer", "parquet", "plots", "rejects", "stats", "tasks",
+                                           "croissant.json", "explorer", "parquet", "plots", "rejects", "stats", "tasks",
                                            "tfrecord"]
     manifest = json.load(open(os.path.join(release, "MANIFEST.json")))
     assert manifest["reconciled"] is True and verify_manifest(release) == []
