@@ -81,18 +81,18 @@ CONTEXT = {
 IMAGE_MEMBERS = ("bytes", "path")
 
 
-def data_type(kind: pa.DataType) -> str:
-    """The Croissant (schema.org) type of an Arrow scalar type; ValueError for one that
-    has none (a new column type must be given its mapping here, not guessed)."""
-    if pa.types.is_string(kind) or pa.types.is_large_string(kind):
-        return "sc:Text"
+def data_type(kind: pa.DataType) -> Optional[str]:
+    """The Croissant (schema.org) type of an Arrow scalar type, None for one that has no
+    Croissant counterpart (no release table holds one today; see field_node)."""
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_null(kind):
+        return "sc:Text"   # null: a column without a value, typed by the reader as text
     if pa.types.is_boolean(kind):
         return "sc:Boolean"
     if pa.types.is_integer(kind):
         return "sc:Integer"
     if pa.types.is_floating(kind):
         return "sc:Float"
-    raise ValueError(f"no Croissant data type for Arrow type {kind}")
+    return None
 
 
 def is_image(kind: pa.DataType) -> bool:
@@ -117,7 +117,11 @@ def field_node(table: str, field: pa.Field) -> dict:
                   repeated, json_path=path + member)
             for member, dtype in (("bytes", "sc:ImageObject"), ("path", "sc:Text"))]
     else:
-        node.update(_leaf(node["@id"], field.name, data_type(kind), table, field.name, repeated))
+        dtype = data_type(kind)
+        if dtype is None:   # a nested list, a plain struct, bytes: read as stored, said so
+            dtype = "sc:Text"
+            node["description"] += f" (Arrow type {field.type}: read as the Parquet file stores it)"
+        node.update(_leaf(node["@id"], field.name, dtype, table, field.name, repeated))
     if repeated:
         node["repeated"] = True
     return node
