@@ -595,3 +595,59 @@ def _tf_value(tensor):
     value = tensor.numpy()
     return value.decode() if isinstance(value, bytes) else value.item()
 
+
+# --- issue 36: the guides' compat/ snippets, models in the manifest, croissant.json -----
+
+def test_its_guide_loads_compat_as_it_says(built, tmp_path, monkeypatch, offline_datasets):
+    """Every Python block of the benchmark's guide that reads this release's compat/ runs
+    against it as written (from a folder where `releases/<name>/1.0.0` is the release),
+    and every compat/ file holds something (an empty split file fails the loaders)."""
+    from tests.guide_snippets import compat_snippets
+    benchmark, release, sample = built
+    name = os.path.basename(os.path.dirname(release))
+    snippets = compat_snippets(os.path.join(benchmark.package_dir, "README.md"), name)
+    if (benchmark.name, sample) != ("fg", "flickr30k-sample"):   # its guide shows MSCOCO-FG's
+        assert snippets, f"{benchmark.name}'s guide shows no way to load compat/"
+    os.makedirs(tmp_path / "releases" / name)
+    os.symlink(release, tmp_path / "releases" / name / "1.0.0")
+    monkeypatch.chdir(tmp_path)
+    for snippet in snippets:
+        exec(compile(snippet, f"{benchmark.name} guide", "exec"), {})
+    for folder, _, files in os.walk(os.path.join(release, "compat")):
+        for file in files:
+            path = os.path.join(folder, file)
+            assert os.path.getsize(path) > 0, os.path.relpath(path, release)
+
+
+def test_its_models_are_recorded_without_a_path_of_the_building_machine(built):
+    """MANIFEST.json's `models`: no absolute path (a model folder or checkpoint is relative
+    to the input root), and every model entry names its model and pins its weights or
+    its version."""
+    from tests.release.model_records import model_problems
+    _, release, _ = built
+    manifest = json.load(open(os.path.join(release, "MANIFEST.json")))
+    assert model_problems(manifest["models"]) == []
+
+
+def test_its_croissant_validates_and_reads_the_parquet_rows(built):
+    """croissant.json (MLCommons Croissant 1.0): mlcroissant finds no error (and no
+    warning but the date left out on purpose); it lists every Parquet file with the
+    checksum MANIFEST.json has; each table's records, read through mlcroissant, are its
+    Parquet rows (all of them: the samples' tables are small), its splits those of the
+    table."""
+    from tests.release import croissant_records
+    _, release, _ = built
+    manifest = json.load(open(os.path.join(release, "MANIFEST.json")))
+    assert "croissant.json" in manifest["files"]
+    dataset, issues = croissant_records.load(release)
+    assert not issues.errors, issues.report()
+    assert all(croissant_records.ACCEPTED_WARNING in w for w in issues.warnings), issues.report()
+    listed = croissant_records.file_objects(release)
+    assert listed == {path: sha for path, sha in manifest["files"].items() if path.startswith("parquet/")}
+    for table, key in manifest[MANIFEST_KEYS].items():
+        if not manifest["counts"]["tables"][table]["total"]:
+            continue   # a table without rows has no record set
+        assert croissant_records.compare_table(dataset, release, table, key) \
+            == manifest["counts"]["tables"][table]["total"]
+        splits = {record[f"{table}_splits/name"] for record in dataset.records(f"{table}_splits")}
+        assert splits == set(manifest["counts"]["tables"][table]["by_split"]), table

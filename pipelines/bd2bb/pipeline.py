@@ -36,7 +36,7 @@ from pipelines.bd2bb.splits import AssignSplits
 from pipelines.bd2bb.topic_clusters import ApplyClusters, ClusterActions
 from pipelines.bd2bb.tuple_filters import (ActionNounFilter, GroundingFilter, IntentionLength,
                                            LanguageFilter, NounLexiconFn, TextLength,
-                                           language_identifier)
+                                           language_identifier, language_identifier_identity)
 from pipelines.preflight import check_not_empty
 from transforms.cache.read_through import WRITTEN
 from transforms.cache.store import relative_cache_path
@@ -204,6 +204,7 @@ def preflight(cfg: BD2BBConfig) -> dict:
     from transforms.core.devices import torch_device_record
     return {"sentence_encoder": encoder_identity(encoder_spec(cfg)),
             "parser": parser_identity(cfg.parser.backend, cfg.parser.model),
+            "language_identifier": language_identifier_identity(tuple(cfg.filters.languages)),
             "devices": {"sentence_encoder": torch_device_record(cfg.embed.device, "embed.device")}}
 
 

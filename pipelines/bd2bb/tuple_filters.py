@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import collections
 import functools
+import os
 import re
 import unicodedata
 from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
@@ -121,6 +122,19 @@ def language_identifier(languages: Tuple[str, ...]):
     identifier = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
     identifier.set_languages(list(languages))
     return identifier
+
+
+def language_identifier_identity(languages: Tuple[str, ...]) -> dict:
+    """What the manifest records of the English filter's model: py3langid's version and
+    the checksum of the model file inside the package (nothing is downloaded)."""
+    import hashlib
+    from importlib.metadata import version
+    from py3langid.langid import MODEL_DIR, MODEL_FILE
+    with open(MODEL_DIR / MODEL_FILE, "rb") as f:   # as from_model_file finds it
+        weights = hashlib.sha256(f.read()).hexdigest()
+    return {"name": "py3langid (langid.py's Naive Bayes model)", "package": "py3langid",
+            "version": version("py3langid"), "weights_file": os.path.basename(MODEL_FILE),
+            "weights_sha256": weights, "languages": list(languages)}
 
 
 def words_of(text: str) -> List[str]:

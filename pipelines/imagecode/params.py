@@ -28,13 +28,15 @@ class ImageCodeRules:
     filter_identities: Dict[str, dict]   # "brisque"/"ocr": only the filters that are on
     shot_detector_identity: Optional[Dict[str, Any]] = None   # a learned detector (transnetv2) only
     devices: Dict[str, dict] = field(default_factory=dict)     # per model stage: setting, device, versions
+    stats_parser_identity: Optional[Dict[str, Any]] = None     # stats.parser (spaCy): no cache key
 
     @property
     def models(self) -> Dict[str, dict]:
         """What the manifest records about the models (Plan.models)."""
         detector = {"shot_detector": self.shot_detector_identity} if self.shot_detector_identity else {}
+        parser = {"stats_parser": self.stats_parser_identity} if self.stats_parser_identity else {}
         return {"image_encoder": self.encoder_identity, **self.filter_identities, **detector,
-                "devices": self.devices}
+                **parser, "devices": self.devices}
 
     @property
     def encoder_fingerprint(self) -> str:
@@ -64,9 +66,14 @@ def build_rules(cfg: ImageCodeConfig) -> ImageCodeRules:
     if cfg.shots.backend == "transnetv2":   # its weights decide the shots: they key the shot lists
         from transforms.video import transnetv2
         detector = transnetv2.identity()
+    parser = None
+    if cfg.stats.parser:   # the language statistics' tree depth (Table 4)
+        from transforms.text.parsers import parser_identity
+        parser = parser_identity("spacy", cfg.stats.parser)
     return ImageCodeRules(encoder=encoder, encoder_identity=encoder_identity(encoder),
                           quality=quality, filter_identities=quality.identities(),
-                          shot_detector_identity=detector, devices=stage_devices(cfg))
+                          shot_detector_identity=detector, devices=stage_devices(cfg),
+                          stats_parser_identity=parser)
 
 
 def stage_devices(cfg: ImageCodeConfig) -> Dict[str, dict]:

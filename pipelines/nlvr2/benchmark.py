@@ -26,9 +26,9 @@ class Nlvr2(Benchmark):
         models = {}
         if not config.inputs.public:
             from pipelines.nlvr2.collection import preflight as collection_preflight
-            from pipelines.nlvr2.collection import stage_devices
+            from pipelines.nlvr2.collection import model_identities, stage_devices
             collection_preflight(config.collection)
-            models["devices"] = stage_devices(config.collection)
+            models = {**model_identities(config.collection), "devices": stage_devices(config.collection)}
         concrete = pipeline.preflight(config)
         inputs = {f"public[{i}]": path for i, path in enumerate(concrete.inputs.public)}
         return Plan(concrete, models=models, inputs=inputs, cache_root=cache_root)

@@ -20,6 +20,7 @@ again (the same seed gives the same tasks).
 from __future__ import annotations
 
 import json
+import os
 
 import apache_beam as beam
 import pyarrow as pa
@@ -105,6 +106,36 @@ def stage_devices(config: CollectionConfig) -> dict:
             out["local_similar_embed"] = torch_device_record(local.device, "collection.search.local_similar.device",
                                                              precision=local.precision)
         out["local_similar_knn"] = knn_identity(local.knn.spec())
+    return out
+
+
+def model_identities(config: CollectionConfig) -> dict:
+    """What the manifest records of each model and language resource the collection
+    loads (weights checksums, versions; a user's folder or checkpoint is written relative
+    to the input root by the release): the similar words' sentence encoder, the local
+    similar images' encoder, and the WordNet tables the queries come from."""
+    import hashlib
+    from pipelines.nlvr2 import synsets
+    from transforms.text.sentence_embed import SentenceEncoderSpec
+    from transforms.text.sentence_embed import encoder_identity as sentence_encoder_identity
+
+    def table(path):
+        with open(path, "rb") as f:
+            return {"file": f"pipelines/nlvr2/data/{os.path.basename(path)}",
+                    "sha256": hashlib.sha256(f.read()).hexdigest()}
+    out = {"synsets": {"name": "ILSVRC-1k synsets of the release (WordNet 3.0 ids, lemmas)",
+                       **table(synsets.RELEASE_SYNSETS)}}
+    if config.queries.hypernyms:
+        out["hypernyms"] = {"name": "direct WordNet 3.0 hypernyms (Table 1)", **table(synsets.HYPERNYMS)}
+    words = config.queries.similar_words
+    if words.enabled:
+        out["similar_words"] = {**sentence_encoder_identity(SentenceEncoderSpec(model=words.model or None)),
+                                "threshold": words.threshold, "stand_in": SIMILAR_WORDS_STAND_IN}
+    local = config.search.local_similar
+    if local.collection:
+        from pipelines.nlvr2.local_search import encoder_spec
+        from transforms.image.encoders import encoder_identity
+        out["local_similar_encoder"] = encoder_identity(encoder_spec(local))
     return out
 
 

@@ -47,7 +47,7 @@ class SimilarWordsConfig:
     vocabulary: List[str] = field(default_factory=list)   # [] = the lemmas of ILSVRC-1k
     threshold: float = 0.31     # calibrated (scripts/nlvr2_calibrate_similar.py)
     max_words: int = 3          # per synonym
-    model: str = ""             # sentence-transformers folder; "" = the bundled MiniLM
+    model: InputPath = ""       # sentence-transformers folder; "" = the bundled MiniLM
     device: Device = "cpu"      # cpu keeps the calibrated cosines exactly as scripts/ computed them
 
 

@@ -160,12 +160,22 @@ def answer_interest(tasks: List[dict], seed: int) -> List[dict]:
 
 
 def answer_writing(tasks: List[dict], seed: int) -> List[dict]:
-    rows = []
+    """Round 4 (S6-S7): each writer selects two of the four pairs. A later sentence of a
+    set that would select the same two pairs as an earlier one keeps one of them and
+    swaps the other for a pair outside them, so that an image pair of the set is true of
+    one sentence and false of another: the balanced subset (`filter_data.py`) of every
+    held-out split then holds examples (otherwise the sample's test1 had none)."""
+    rows, selected_in_set = [], {}
     for t, task in enumerate(tasks):
         if t == 1:
             continue   # a task nobody wrote
         first = priority(seed, "select/" + task["task"]) % 4
         second = (first + 1 + priority(seed, "second/" + task["task"]) % 3) % 4
+        earlier = selected_in_set.setdefault(task["task"].rsplit("#", 1)[0], [])
+        if sorted([first, second]) in earlier:
+            outside = [pair for pair in range(4) if pair not in (first, second)]
+            second = outside[priority(seed, "other/" + task["task"]) % 2]
+        earlier.append(sorted([first, second]))
         rows.append({"task": task["task"], "writer": f"w{t % 3}", "selected": sorted([first, second]),
                      "sentence": f"There are exactly two {task['synset']} things in pair {first} and {second} ({t}).",
                      FINGERPRINT: task[FINGERPRINT]})

@@ -4,7 +4,7 @@
     counters back -> the input root -> one set of Parquet and TFRecord files per split
     (paths relative, images embedded) and rejects with relative paths -> check that the
     counters reconcile and match the rows written, and that every main table holds a row
-    -> DATACARD.md -> README.md (the dataset card) -> RELEASE_NOTES.md -> explorer/
+    -> DATACARD.md -> README.md (the dataset card) -> croissant.json -> RELEASE_NOTES.md -> explorer/
     (pipelines/release/explorer.py) -> MANIFEST.json -> rename -> read-only
 
 No absolute path of the building machine is written (pipelines/release/locations.py):
@@ -27,6 +27,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 from apache_beam.io.filesystems import FileSystems
 
 from pipelines.config import dict_hash, to_dict
+from pipelines.release import croissant
 from pipelines.release import diff as release_diff
 from pipelines.release import manifest as release_manifest
 from pipelines.release import runs
@@ -35,7 +36,8 @@ from pipelines.release.explorer import EXPLORER_DIR, write_explorer
 from pipelines.release.explorer_views import Explorer
 from pipelines.release.hf_card import CardFacts, write_readme
 from pipelines.release.order import rewrite_rejects
-from pipelines.release.locations import Relocate, config_paths, input_root, relocated_config
+from pipelines.release.locations import (Relocate, config_paths, input_root, local_paths_in,
+                                         relocated_config)
 from pipelines.release.row_paths import (RowPaths, input_path_values, reject_paths, relocate_reports,
                                          relocate_rejects)
 from pipelines.release.splits import MAIN, SplitScheme, partition_table
@@ -173,7 +175,7 @@ def _fill(staging: str, *, benchmark, version, config, result, models, inputs, l
     """Everything after the pipeline run: checks, data card, manifest. Returns counts."""
     stages = read_stage_counts(result)
     final = release_manifest.final_dir_of(staging)
-    root = input_root(config_paths(config) + [p for p in inputs.values() if p]
+    root = input_root(config_paths(config) + local_paths_in(models) + [p for p in inputs.values() if p]
                       + [p for t in tables for p in input_path_values(staging, t)]
                       + reject_paths(staging), release_dirs=[staging, final])
     relocate = Relocate(root, release_dirs=[staging, final])
@@ -197,6 +199,7 @@ def _fill(staging: str, *, benchmark, version, config, result, models, inputs, l
     empty = yields_nothing(counts, main_tables)
     if empty:
         raise ReleaseError(f"{empty}; nothing was published and version {version} is still unused")
+    models = relocate.paths_in(models)   # a model's folder or checkpoint: relative to the input root
     card = describe({"version": version, "counts": counts, "stages": stages,
                      "models": models, "config": to_dict(config), "staging": staging})
     release_manifest.remove_build_reports(staging)   # read by describe; MANIFEST.json has it
@@ -211,6 +214,8 @@ def _fill(staging: str, *, benchmark, version, config, result, models, inputs, l
     write_datacard(staging, datacard)
     write_readme(staging, f"{benchmark} {version}", splits, partitions, datacard,
                  facts=facts, generated=generated)
+    croissant.write(staging, name=benchmark, version=version, schemes=splits, partitions=partitions,
+                    keys={t: spec.key for t, spec in tables.items()}, facts=facts, generated=generated)
     released_config = relocated_config(config, relocate, final)
     manifest = {
         "format": MANIFEST_FORMAT,

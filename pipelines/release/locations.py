@@ -112,11 +112,34 @@ class Relocate:
             return [self.texts(v) for v in value]
         return value
 
+    def paths_in(self, value):
+        """`path` over every string of a JSON-like value that is a local absolute path
+        (the manifest's `models`: a checkpoint, a model folder), the rest as it is."""
+        if isinstance(value, str):
+            return self.path(value) if is_local(value) else value
+        if isinstance(value, dict):
+            return {k: self.paths_in(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [self.paths_in(v) for v in value]
+        return value
+
     def from_release(self, value: str, release_dir: str) -> str:
         """An output path (the cache) relative to the release folder `release_dir`."""
         if not is_local(value):
             return value
         return os.path.relpath(os.path.normpath(value), release_dir).replace(os.sep, "/")
+
+
+def local_paths_in(value) -> List[str]:
+    """Every local absolute path among the strings of a JSON-like value (the models' own
+    paths: they belong to the input root like the config's inputs)."""
+    if isinstance(value, str):
+        return [value] if is_local(value) else []
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, (list, tuple)):
+        return [p for v in value for p in local_paths_in(v)]
+    return []
 
 
 # --- the config's paths ---------------------------------------------------------------

@@ -43,7 +43,7 @@ from transforms.crowd.shown import FINGERPRINT
 SAMPLE_CONFIG = str(Path(__file__).with_name("configs") / "sample.yaml")
 CONCEPTS = ("cat", "laptop", "dog", "bench", "person", "umbrella", "pizza", "dining table",
             "couch", "bed")
-DONE_MARKER = ".complete-v3"   # v3: answers carry task_fingerprint (v2: broken concepts not eligible)
+DONE_MARKER = ".complete-v4"   # v4: a zero-shot dev example (v3: answers carry task_fingerprint)
 WRITERS = ("w1", "w2", "w3")
 VALIDATORS = tuple(f"v{i}" for i in range(1, 10))
 
@@ -185,7 +185,10 @@ def _public_layout(out: Path, files) -> None:
             line(1, "The dog is at the right side of the bench.", "at the right side of", 0,
                  ("v4",), ("v5", "v6", "v7")),
             line(2, "The dining table contains the pizza.", "contains"),
-            line(3, "The hot dog is on the dining table.", "on", 1, ("v1",), ("v2", "v3"))]
+            line(3, "The hot dog is on the dining table.", "on", 1, ("v1",), ("v2", "v3")),
+            # both concepts in the zero-shot dev part (seed 0): the sample's zero-shot dev
+            # holds an example, so compat/splits/zeroshot/dev.jsonl loads (README, "Loading compat/")
+            line(9, "The umbrella is under the laptop.", "under")]
     bad = [dict(good[0]),                                                   # duplicate_example
            line(4, "The cat is beside of the dog.", "beside of"),           # relation_not_in_list
            line(5, "The orse is near the dog.", "near"),                    # caption_unparsed

@@ -63,7 +63,7 @@ def manifest_of(release_dir):
 
 def test_layout_manifest_and_counts(release):
     assert sorted(os.listdir(release)) == ["DATACARD.md", "MANIFEST.json", "README.md", "RELEASE_NOTES.md", "compat",
-                                           "explorer", "parquet", "plots", "rejects", "review", "stats",
+                                           "croissant.json", "explorer", "parquet", "plots", "rejects", "review", "stats",
                                            "tfrecord"]
     manifest = manifest_of(release)
     assert manifest["benchmark"] == "bd2bb" and manifest["reconciled"] is True

