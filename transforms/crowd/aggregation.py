@@ -23,8 +23,10 @@ goes to the first label in sorted order, as crowd-kit's idxmax does.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from typing import Dict, Hashable, Iterable, List, Optional, Tuple
+from dataclasses import dataclass
+from typing import Dict, Hashable, Iterable, List, Literal, Optional, Tuple
 
+import apache_beam as beam
 import numpy as np
 
 MAJORITY, DAWID_SKENE = "majority", "dawid_skene"
@@ -133,3 +135,33 @@ def answers_table(answers: Iterable[Answer]) -> List[Answer]:
     """The answers in a stable order (task, worker, label as text): what a global
     aggregation sees is the same whatever order the workers delivered them in."""
     return sorted(answers, key=lambda a: tuple(map(str, a)))
+
+
+# --- config and Beam -------------------------------------------------------------------
+
+Aggregation = Literal["majority", "dawid_skene"]
+
+
+@dataclass
+class CrowdConfig:
+    """A benchmark config's `crowd:` section."""
+    aggregation: Aggregation = MAJORITY   # majority: the papers' own count
+
+
+class AggregateLabels(beam.PTransform):
+    """Answers (task, worker, label) -> one {task: label} (a singleton PCollection, for a
+    side input). Dawid-Skene estimates each worker over all their answers, so it sees the
+    whole table at once: answers are few (one small tuple each; VSR's 39,507 votes) next
+    to what the pipelines hold per example."""
+
+    def __init__(self, method: str):
+        super().__init__()
+        if method not in METHODS:
+            raise ValueError(f"crowd.aggregation must be one of {', '.join(METHODS)}, got {method!r}")
+        self._method = method
+
+    def expand(self, answers):
+        method = self._method
+        return (answers
+                | "All answers" >> beam.combiners.ToList()
+                | "Aggregate" >> beam.Map(lambda table: aggregate(answers_table(table), method)))
