@@ -14,6 +14,7 @@ from typing import List
 from pipelines.config import InputFile, inside
 from pipelines.nlvr2.collection_config import CollectionConfig
 from transforms.core.errors import ConfigError
+from transforms.crowd.aggregation import CrowdConfig
 
 SAMPLE_DIR = "samples/nlvr2"   # where the sample configs read, generated on first use
 
@@ -57,6 +58,7 @@ class Nlvr2Config:
     inputs: InputsConfig = field(default_factory=InputsConfig)
     collection: CollectionConfig = field(default_factory=CollectionConfig)
     rules: RulesConfig = field(default_factory=RulesConfig)
+    crowd: CrowdConfig = field(default_factory=CrowdConfig)
     leakage: LeakageConfig = field(default_factory=LeakageConfig)
     analysis: AnalysisConfig = field(default_factory=AnalysisConfig)
     costs: CostsConfig = field(default_factory=CostsConfig)

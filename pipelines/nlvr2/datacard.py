@@ -121,6 +121,9 @@ def _thresholds(cfg: Nlvr2Config) -> dict:
         "rules.min_extra_judgements": {"value": r.min_extra_judgements,
                                        "source": "ours (the public files hold 3 on 237 examples)"},
         "rules.remove_disagreeing": {"value": r.remove_disagreeing, "source": "§3.4 (>= 2 disagree)"},
+        "crowd.aggregation": {"value": cfg.crowd.aggregation,
+                              "source": "majority = §3.4's count; dawid_skene = ours "
+                                        "(transforms/crowd/aggregation.py)"},
         "rules.true_pairs": {"value": f"{r.true_pairs} of {r.pairs_per_set}",
                              "source": "§3.2 (2 of 4 pairs)"},
         "analysis.min_worker_judgements": {"value": cfg.analysis.min_worker_judgements,
@@ -158,9 +161,13 @@ def _rules_section(cfg: Nlvr2Config, anomalies: list) -> dict:
     what = ("rejected (`rules.enforce: true`; in `rejects/`, stage paper_rules)" if cfg.rules.enforce
             else "reported and kept (`rules.enforce: false`)")
     r = cfg.rules
+    removal = (f"{r.remove_disagreeing} or more disagree with the label (§3.4)"
+               if cfg.crowd.aggregation == "majority" else
+               f"their {cfg.crowd.aggregation} label is not the label (`crowd.aggregation`; "
+               f"§3.4 removes when {r.remove_disagreeing} or more disagree)")
     text = (f"The paper's rules on examples: {r.extra_judgements} extra judgements per dev/test "
             f"example (at least {r.min_extra_judgements} accepted) and removal when "
-            f"{r.remove_disagreeing} or more disagree with the label (§3.4); at most "
+            f"{removal}; at most "
             f"{r.true_pairs} True and {r.pairs_per_set - r.true_pairs} False examples per "
             f"(set, sentence) group (§3.2). Breaches are {what}.\n\n")
     if cfg.rules.enforce:

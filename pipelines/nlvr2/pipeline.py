@@ -45,7 +45,7 @@ def build_pipeline(p: beam.Pipeline, cfg: Nlvr2Config, staging_dir: str) -> None
     examples, rejects = _examples(p, cfg, staging_dir)
     unique = examples | "One per identifier" >> OneExamplePerIdentifier()
     pairs = unique[MAIN] | "Pair URLs" >> SamePairUrls()
-    checked = pairs[MAIN] | "Paper rules" >> PaperRules(cfg.rules)
+    checked = pairs[MAIN] | "Paper rules" >> PaperRules(cfg.rules, cfg.crowd.aggregation)
     kept = checked[MAIN]
     rejects += [unique[REJECTS], pairs[REJECTS], checked[REJECTS]]
     source = cfg.mode

@@ -17,8 +17,17 @@
                   reason, the detail lists all); without it the example stays and the
                   breach goes to stats/anomalies.json and the data card. The public files
                   break two of these (dev-88-1-0, dev-458-2-1), so public.yaml reports.
+
+Aggregation of the extra judgements (config `crowd.aggregation`, transforms/crowd/
+aggregation.py): `majority` is §3.4's count above (>= 2 of 4 disagreeing removes: a kept
+label has a super-majority of the extra judgements, so their majority vote gives it too).
+`dawid_skene` removes a dev/test example when the Dawid-Skene label of its extra
+judgements (each judge weighed by their confusion matrix over all their extra judgements
+of the build) is not its label; the count's threshold then does not apply.
 """
 from __future__ import annotations
+
+from typing import Optional
 
 import apache_beam as beam
 
@@ -26,6 +35,7 @@ from pipelines.nlvr2 import reasons
 from pipelines.nlvr2.config import RulesConfig
 from pipelines.nlvr2.schema import Example
 from transforms.core.stage import KeepFirst, StageFn, stage_pardo
+from transforms.crowd.aggregation import MAJORITY, AggregateLabels
 
 ANOMALIES = "anomalies"
 
@@ -80,9 +90,10 @@ class SamePairUrls(beam.PTransform):
                 | "Same URLs" >> stage_pardo(_SamePairUrls()))
 
 
-def breaches(group: list, rules: RulesConfig) -> dict:
+def breaches(group: list, rules: RulesConfig, consensus: Optional[dict] = None) -> dict:
     """{identifier: [(reason, detail), ...]} of the examples of one (set, sentence) group
-    that break the paper's rules."""
+    that break the paper's rules. `consensus` ({identifier: label of the extra judgements},
+    crowd.aggregation dawid_skene) replaces the count of disagreeing judgements."""
     found = {}
     n_true = sum(x.label for x in group)
     n_false = len(group) - n_true
@@ -99,10 +110,15 @@ def breaches(group: list, rules: RulesConfig) -> dict:
                                  f"{n_extra} extra judgements, not {wanted} (§3.4)"))
             label = "True" if x.label else "False"
             disagree = sum(j != label for _, j in x.extra_validations)
-            if disagree >= rules.remove_disagreeing:
+            if consensus is None and disagree >= rules.remove_disagreeing:
                 problems.append((reasons.EXTRA_VALIDATION_DISAGREES,
                                  f"{disagree} of {n_extra} extra judgements disagree with "
                                  f"the label (removed from {rules.remove_disagreeing}, §3.4)"))
+            elif consensus is not None and n_extra and consensus.get(x.identifier) != label:
+                problems.append((reasons.EXTRA_VALIDATION_DISAGREES,
+                                 f"{disagree} of {n_extra} extra judgements disagree with the "
+                                 f"label and their Dawid-Skene label is "
+                                 f"{consensus.get(x.identifier)} (crowd.aggregation)"))
         if n_true > rules.true_pairs or n_false > max_false:
             problems.append((reasons.GROUP_LABELS,
                              f"its (set, sentence) group has {n_true} True and {n_false} False "
@@ -117,11 +133,11 @@ class _PaperRules(StageFn):
     def __init__(self, rules: RulesConfig):
         self.rules = rules
 
-    def judge(self, keyed):
+    def judge(self, keyed, consensus=None):
         _, group = keyed
         group = sorted(group, key=source_order)
         self.counts.seen(len(group), level=self.level)
-        found = breaches(group, self.rules)
+        found = breaches(group, self.rules, consensus)
         for x in group:
             problems = found.get(x.identifier)
             if not problems:
@@ -139,14 +155,29 @@ class _PaperRules(StageFn):
 
 
 class PaperRules(beam.PTransform):
-    """Examples -> {MAIN: kept, REJECTS: breaches (rules.enforce), ANOMALIES: breaches kept}."""
+    """Examples -> {MAIN: kept, REJECTS: breaches (rules.enforce), ANOMALIES: breaches kept}.
+    With an aggregation other than majority, the extra judgements of every dev/test
+    example are aggregated first (AggregateLabels) and the checks read the labels."""
 
-    def __init__(self, rules: RulesConfig):
+    def __init__(self, rules: RulesConfig, aggregation: str = MAJORITY):
         super().__init__()
-        self._rules = rules
+        self._rules, self._aggregation = rules, aggregation
 
     def expand(self, examples):
+        side = {}
+        if self._aggregation != MAJORITY:
+            side["consensus"] = beam.pvalue.AsSingleton(
+                examples
+                | "Extra judgements" >> beam.FlatMap(_extra_judgements)
+                | "Aggregate judgements" >> AggregateLabels(self._aggregation))
         return (examples
                 | "By group" >> beam.Map(lambda x: (x.group, x))
                 | "Group sentences" >> beam.GroupByKey()
-                | "Check" >> stage_pardo(_PaperRules(self._rules), outputs=(ANOMALIES,)))
+                | "Check" >> stage_pardo(_PaperRules(self._rules), outputs=(ANOMALIES,), **side))
+
+
+def _extra_judgements(example: Example):
+    """A dev/test example's extra judgements as answers (identifier, worker, judgement)."""
+    if example.split == "train":
+        return []
+    return [(example.identifier, worker, judgement) for worker, judgement in example.extra_validations]

@@ -31,7 +31,7 @@ class Vsr(Benchmark):
         inputs = {f"{key}[{i}]": path for key in pipeline.INPUT_KEYS
                   for i, path in enumerate(getattr(concrete.inputs, key))}
         return Plan(concrete, inputs=inputs, cache_root=cache_root,
-                    rules=AgreementRule.from_config(concrete.validation))
+                    rules=AgreementRule.from_config(concrete.validation, concrete.crowd.aggregation))
 
     def build(self, p, plan: Plan, staging_dir: str) -> None:
         pipeline.build_pipeline(p, plan.config, staging_dir, plan.rules)

@@ -10,6 +10,7 @@ from pipelines.config import InputFile, inside
 from pipelines.vsr.relations import RELATIONS
 from schemas.coco import ID_BY_NAME
 from transforms.core.errors import ConfigError
+from transforms.crowd.aggregation import CrowdConfig
 
 SAMPLE_DIR = "samples/vsr"   # where the sample configs read, generated on first use
 
@@ -78,6 +79,7 @@ class VsrConfig:
     sampling: SamplingConfig = field(default_factory=SamplingConfig)
     captions: CaptionsConfig = field(default_factory=CaptionsConfig)
     validation: ValidationConfig = field(default_factory=ValidationConfig)
+    crowd: CrowdConfig = field(default_factory=CrowdConfig)
     splits: SplitsConfig = field(default_factory=SplitsConfig)
     release: ReleaseConfig = field(default_factory=ReleaseConfig)
 

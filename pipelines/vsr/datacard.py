@@ -127,6 +127,9 @@ def _thresholds(cfg: VsrConfig) -> dict:
         "vote rules": {"value": f"writer {v.writer_votes}, duplicates {v.duplicate_votes}, "
                                 f"both lists {v.conflicting_votes}",
                        "source": "ours; count = as the public release (pipelines/vsr/README.md)"},
+        "crowd.aggregation": {"value": cfg.crowd.aggregation,
+                              "source": "majority = the keep rule's count (§3.2, §4.1); "
+                                        "dawid_skene = ours (transforms/crowd/aggregation.py)"},
         "splits.random": {"value": _ratios(cfg.splits.random), "source": "§3.4 (70/10/20)"},
         "splits.zeroshot": {"value": _ratios(cfg.splits.zeroshot),
                             "source": "§3.4 (50/20/30 of the concepts)"},
@@ -212,7 +215,9 @@ def _agreement_section(a: dict, cfg: VsrConfig) -> dict:
         ["validation labels (counted votes)", a["validation_labels"], f"{paper['validation_labels']:,}"],
         ["all validators agree with the label", _pct(a["all_agree_share"]),
          _pct(paper["all_agree_share"])],
-        [f"kept (>= {cfg.validation.min_agreeing} and >= {cfg.validation.min_agreement} agree)",
+        [(f"kept (>= {cfg.validation.min_agreeing} and >= {cfg.validation.min_agreement} agree)"
+          if cfg.crowd.aggregation == "majority"
+          else f"kept (the validators' {cfg.crowd.aggregation} label is the writer's)"),
          f"{a['kept']} ({_pct(a['kept_share'])})", f"{paper['kept']:,} ({_pct(paper['kept_share'])})"],
     ]
     extra = a.get("extra_labels")

@@ -32,7 +32,7 @@ from pipelines.vsr.release import (CAPTION_RELATIONS, CAPTION_TASKS, CheckVsrLea
 from pipelines.vsr.schema import EXAMPLE_SCHEMA, PAIR_SCHEMA, example_to_row, pair_to_row
 from pipelines.vsr.splits import SplitVsr
 from pipelines.vsr.validation import (AgreementFn, AgreementRule, ApplyVoteRules,
-                                      ExtraLabelAgreementFn, KeepRule, sum_counters)
+                                      ExtraLabelAgreementFn, KeepRule, Verdicts, sum_counters)
 from pipelines.vsr.worker_pages import (CAPTION, VALIDATION, WriteWorkerPages, caption_row,
                                         validation_row)
 from transforms.coco.instances import ReadCoco
@@ -125,7 +125,8 @@ def _validation_and_splits(p, cfg: VsrConfig, staging_dir: str, listed,
                            agreement: AgreementRule) -> list:
     """§3.2 / §4.1 vote rules and keep rule, §3.4 splits, the release's tables and files."""
     voted = listed | "Vote rules" >> ApplyVoteRules(agreement)
-    kept = voted[MAIN] | "Keep rule" >> KeepRule(agreement)
+    verdicts = voted[MAIN] | "Verdicts" >> Verdicts(agreement)
+    kept = verdicts | "Keep rule" >> KeepRule(agreement)
     split = kept[MAIN] | "Splits" >> SplitVsr(cfg.seed, cfg.splits.random, cfg.splits.zeroshot)
     examples = split[MAIN]
     extra = cfg.captions.extra_relations
@@ -134,7 +135,7 @@ def _validation_and_splits(p, cfg: VsrConfig, staging_dir: str, listed,
     _ = examples | "Compat" >> WriteCompat(staging_dir, cfg.release.stringify_votes)
 
     anomalies = voted["anomalies"] | "Vote anomalies" >> beam.CombineGlobally(sum_counters)
-    figures = voted[MAIN] | "Agreement" >> beam.CombineGlobally(AgreementFn(agreement))
+    figures = verdicts | "Agreement" >> beam.CombineGlobally(AgreementFn(agreement))
     rejects = [voted[REJECTS], kept[REJECTS], split[REJECTS]]
     extra_figures = None
     if cfg.inputs.extra_labels:

@@ -18,6 +18,14 @@ release counted all three kinds (in the raw file: 1,700 writer votes on 1,656 ex
 says `count`: with any `drop` the kept set differs from the published one (pipelines/vsr/README.md
 gives the figures). Counted or not, every such vote is reported in stats/agreement.json
 (a departure from "every dropped record is a reject": a counted vote is not dropped).
+
+Aggregation (config `crowd.aggregation`, transforms/crowd/aggregation.py): `majority` is
+the keep rule above, the paper's count (a 2/3 super-majority: what it keeps, crowd-kit's
+MajorityVote over the validators also labels with the writer's label; tests/crowd/
+test_aggregation.py). `dawid_skene` keeps an example when the Dawid-Skene label of its
+validators' votes, each validator weighed by their confusion matrix over all their votes,
+is the writer's label (min_agreeing and min_agreement, the count's thresholds, do not
+apply); an example without votes stays a no_votes reject.
 """
 from __future__ import annotations
 
@@ -33,6 +41,7 @@ from pipelines.vsr import reasons
 from pipelines.vsr.schema import VotedExample
 from transforms.core.stage import StageFn, stage_pardo
 from transforms.crowd.agreement import fleiss_kappa
+from transforms.crowd.aggregation import MAJORITY, AggregateLabels
 
 COUNT, DROP = "count", "drop"
 
@@ -47,13 +56,15 @@ class AgreementRule:
     writer_votes: str = COUNT
     duplicate_votes: str = COUNT
     conflicting_votes: str = COUNT
+    aggregation: str = MAJORITY                # crowd.aggregation
 
     @classmethod
-    def from_config(cls, validation) -> "AgreementRule":
-        """From the config's `validation` section; a bad share is a ConfigError naming
-        validation.min_agreement (pipelines/vsr/config.py ValidationConfig.share)."""
+    def from_config(cls, validation, aggregation: str = MAJORITY) -> "AgreementRule":
+        """From the config's `validation` section and `crowd.aggregation`; a bad share is a
+        ConfigError naming validation.min_agreement (pipelines/vsr/config.py
+        ValidationConfig.share)."""
         return cls(validation.min_agreeing, validation.share(), validation.writer_votes,
-                   validation.duplicate_votes, validation.conflicting_votes)
+                   validation.duplicate_votes, validation.conflicting_votes, aggregation)
 
     @property
     def vote_rules(self) -> Dict[str, str]:
@@ -63,6 +74,13 @@ class AgreementRule:
 
     def keeps(self, agreeing: int, validators: int) -> bool:
         return keeps(agreeing, validators, self.min_agreeing, self.min_agreement)
+
+    def keeps_voted(self, voted: VotedExample, consensus: Optional[dict] = None) -> bool:
+        """The keep rule of `aggregation`: the count (majority), or the writer's label is
+        the validators' Dawid-Skene label (`consensus`: {example id: label})."""
+        if self.aggregation == MAJORITY:
+            return self.keeps(voted.agreeing, voted.validators)
+        return voted.validators > 0 and consensus.get(voted.example.example_id) == voted.example.label
 
     def apply_vote_rules(self, writer: str, vote_true: Sequence[str], vote_false: Sequence[str]):
         return apply_vote_rules(writer, vote_true, vote_false, **self.vote_rules)
@@ -155,16 +173,42 @@ class _VoteRules(StageFn):
         yield VotedExample(example, true, false)
 
 
-class KeepRule(beam.PTransform):
-    """VotedExample -> the kept ones (main) and example-level rejects (low_agreement,
-    no_votes)."""
+def _votes(voted: VotedExample):
+    """An example's counted votes as answers (task, worker, label) for aggregation."""
+    e = voted.example
+    return ([(e.example_id, v, 1) for v in voted.vote_true]
+            + [(e.example_id, v, 0) for v in voted.vote_false])
+
+
+class Verdicts(beam.PTransform):
+    """VotedExample -> (VotedExample, kept?) by the rule's aggregation; Dawid-Skene first
+    aggregates every counted vote of the build (AggregateLabels)."""
 
     def __init__(self, rule: AgreementRule):
         super().__init__()
         self._rule = rule
 
     def expand(self, voted):
-        return voted | stage_pardo(_Keep(self._rule))
+        rule = self._rule
+        if rule.aggregation == MAJORITY:
+            return voted | "Count" >> beam.Map(lambda v: (v, rule.keeps_voted(v)))
+        consensus = (voted | "Votes" >> beam.FlatMap(_votes)
+                     | "Aggregate votes" >> AggregateLabels(rule.aggregation))
+        return voted | "Against consensus" >> beam.Map(
+            lambda v, labels: (v, rule.keeps_voted(v, labels)),
+            labels=beam.pvalue.AsSingleton(consensus))
+
+
+class KeepRule(beam.PTransform):
+    """(VotedExample, kept?) -> the kept ones (main) and example-level rejects
+    (low_agreement, no_votes)."""
+
+    def __init__(self, rule: AgreementRule):
+        super().__init__()
+        self._rule = rule
+
+    def expand(self, verdicts):
+        return verdicts | stage_pardo(_Keep(self._rule))
 
 
 class _Keep(StageFn):
@@ -173,19 +217,21 @@ class _Keep(StageFn):
     def __init__(self, rule: AgreementRule):
         self._rule = rule
 
-    def judge(self, voted: VotedExample):
-        if self._rule.keeps(voted.agreeing, voted.validators):
+    def judge(self, verdict):
+        voted, kept = verdict
+        if kept:
             yield voted
             return
         e = voted.example
         reason = reasons.NO_VOTES if voted.validators == 0 else reasons.LOW_AGREEMENT
+        how = "" if self._rule.aggregation == MAJORITY else f" (their {self._rule.aggregation} label differs)"
         yield self.reject(reason, e.example_id, source=e.source,
                           detail=f"{voted.agreeing} of {voted.validators} validators agree "
-                                 f"with label {e.label}: {e.caption!r} on {e.image}")
+                                 f"with label {e.label}{how}: {e.caption!r} on {e.image}")
 
 
 class AgreementFn(beam.CombineFn):
-    """VotedExample (all, before the keep rule) -> the figures of §4.1 and Figure 7.
+    """(VotedExample, kept?) (all, before the keep rule) -> the figures of §4.1 and Figure 7.
 
     Accumulator: examples, all agree, kept, validation labels, and per relation
     [examples, sum of disagreement probabilities]: bounded by the relation list."""
@@ -196,12 +242,13 @@ class AgreementFn(beam.CombineFn):
     def create_accumulator(self):
         return {"examples": 0, "all_agree": 0, "kept": 0, "labels": 0, "relations": {}}
 
-    def add_input(self, acc, voted: VotedExample):
+    def add_input(self, acc, verdict):
+        voted, kept = verdict
         e = voted.example
         acc["examples"] += 1
         acc["labels"] += voted.validators
         acc["all_agree"] += int(voted.validators > 0 and voted.agreeing == voted.validators)
-        acc["kept"] += int(self._rule.keeps(voted.agreeing, voted.validators))
+        acc["kept"] += int(kept)
         p = disagreement_probability(e.label, voted.vote_true, voted.vote_false)
         if not np.isnan(p):
             rel = acc["relations"].setdefault(e.relation, [0, 0.0])
