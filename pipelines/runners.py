@@ -16,6 +16,7 @@ import collections
 import json
 import logging
 import os
+import re
 import time
 import urllib.request
 import uuid
@@ -146,7 +147,22 @@ def run_failed(error: BaseException, options: PipelineOptions) -> RunFailed:
     if len(first_line) > 300:
         first_line = first_line[:300] + " ..."
     cancelled = _cancel_flink_job(options) if _is_flink(options) else ""
-    return RunFailed(f"the {runner} run failed, nothing was published{cancelled}: {first_line}")
+    cause = _flink_cause(str(error)) if _is_flink(options) else ""
+    return RunFailed(f"the {runner} run failed, nothing was published{cancelled}: "
+                     f"{first_line}{cause}")
+
+
+# Flink fails a job whose tasks waited `slot.request.timeout` for a slot with these (the
+# root cause Beam reports is the bare TimeoutException): name the likely cause, since the
+# exception alone does not say that slots were missing.
+_SLOT_TIMEOUT = re.compile(r"NoResourceAvailableException|TimeoutException: Timeout has occurred")
+
+
+def _flink_cause(text: str) -> str:
+    if not _SLOT_TIMEOUT.search(text):
+        return ""
+    return (" (the cluster had not the task slots the job needs within slot.request.timeout:"
+            " a TaskManager lost and not replaced? `python -m pipelines cluster status` lists them)")
 
 
 def _cancel_flink_job(options: PipelineOptions, wait_s: float = 60.0) -> str:

@@ -98,6 +98,18 @@ def test_a_failed_flink_run_is_one_line_and_its_job_is_cancelled(flink_rest):
     assert _FlinkRest.cancelled == ["/jobs/aaaa?mode=cancel"]  # only ours, only running
 
 
+def test_a_flink_job_without_the_slots_it_needs_is_said_so(flink_rest):
+    options = PipelineOptions(["--runner=FlinkRunner", f"--flink_master={flink_rest}",
+                               "--job_name=build-1"])
+    error = RuntimeError("Pipeline build-1_x failed in state FAILED: "
+                         "java.util.concurrent.TimeoutException: Timeout has occurred: 60000 ms")
+    failed = str(runners.run_failed(error, options))
+    assert "\n" not in failed and "Timeout has occurred" in failed
+    assert "had not the task slots the job needs" in failed
+    other = str(runners.run_failed(RuntimeError("failed: java.lang.Exception: boom"), options))
+    assert "task slots" not in other
+
+
 def test_a_flink_master_that_cannot_be_reached_is_said_so(flink_rest):
     options = PipelineOptions(["--runner=FlinkRunner", "--flink_master=localhost:1",
                                "--job_name=build-1"])
