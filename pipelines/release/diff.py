@@ -35,7 +35,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from apache_beam.io.filesystems import FileSystems
 
-from pipelines.release.manifest import iter_parquet_rows, parquet_column_names, read_parquet_columns
+from pipelines.release.manifest import (built_from_of, iter_parquet_rows, parquet_column_names,
+                                       read_parquet_columns)
 from pipelines.release.tables import MANIFEST_KEYS, key_text, sort_key
 from pipelines.release.verify import ReleaseDiffers, require_as_published
 from schemas.layout import MANIFEST, PARQUET_DIR
@@ -217,11 +218,29 @@ def diff_releases(old_dir: str, new_dir: str, new_manifest: Optional[dict] = Non
     tables = sorted(set(old.get("counts", {}).get("tables", {}))
                     | set(new.get("counts", {}).get("tables", {})))
     keys = table_keys(old, new, tables)
+    kinds = unlike_inputs(old, old_dir, new, new_dir)
+    compare = (lambda t: _not_compared(old_dir, new_dir, t, keys[t], kinds)) if kinds else (
+        lambda t: compare_table(old_dir, new_dir, t, keys[t]))
     return {"benchmark": new["benchmark"], "from": old["version"], "to": new["version"],
             "config": [{"key": k, "from": a, "to": b}
                        for k, a, b in config_changes(old.get("config", {}), new.get("config", {}))],
-            "tables": {t: compare_table(old_dir, new_dir, t, keys[t]) for t in tables},
+            "tables": {t: compare(t) for t in tables},
             "stale_answers": {"from": stale_answers(old), "to": stale_answers(new)}}
+
+
+def unlike_inputs(old: dict, old_dir: str, new: dict, new_dir: str) -> str:
+    """Why two versions' rows are not compared, or "": one built from the generated sample
+    and one from real inputs share no rows worth matching (a sample release left in the
+    folder of a real one would otherwise read as thousands of changes)."""
+    kinds = built_from_of(old, old_dir), built_from_of(new, new_dir)
+    if None in kinds or kinds[0] == kinds[1]:
+        return ""
+    return (f"{old.get('version')} was built from {_kind_words(kinds[0])} and "
+            f"{new.get('version')} from {_kind_words(kinds[1])}")
+
+
+def _kind_words(kind: str) -> str:
+    return "the generated sample" if kind == "sample" else "real inputs"
 
 
 def summary(table: dict) -> str:

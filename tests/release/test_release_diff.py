@@ -22,9 +22,10 @@ def write_table(folder, table, rows):
                    os.path.join(folder, "parquet", table, f"{table}-00000-of-00001.parquet"))
 
 
-def make_release(root, version, config, tables, keys=KEYS):
+def make_release(root, version, config, tables, keys=KEYS, built_from=None):
     """A version folder as far as the diff reads it: `tables` {table: rows}, a manifest
-    with the config, the tables and (unless `keys` is None) their declared keys."""
+    with the config, the tables, (unless `keys` is None) their declared keys and (when
+    given) what the release was built from."""
     folder = os.path.join(root, "imagecode", version)
     for table, rows in tables.items():
         write_table(folder, table, rows)
@@ -32,6 +33,8 @@ def make_release(root, version, config, tables, keys=KEYS):
                 "counts": {"tables": {t: {} for t in tables}}}
     if keys is not None:
         manifest["table_keys"] = {t: keys[t] for t in tables}
+    if built_from is not None:
+        manifest["built_from"] = built_from
     with open(os.path.join(folder, "MANIFEST.json"), "w") as f:
         json.dump(manifest, f)
     return seal(folder)
@@ -126,6 +129,20 @@ def test_rows_that_cannot_be_matched_by_the_new_key_are_reported_not_compared(tm
     assert t["per_split"] == {"test": {"before": 0, "after": 1}, "train": {"before": 1, "after": 1}}
     assert ("Key: `video_id`, `set_index`. 1 rows before, 2 after; rows not compared: "
             f"{a} has no column video_id, set_index of the key.") in render(diff)
+
+
+def test_a_sample_release_and_a_real_one_are_counted_never_matched(tmp_path):
+    rows = {"video_sets": sets(s1=("train", [1]), s2=("test", [2]))}
+    sample = make_release(str(tmp_path), "1.0.0", {}, rows, built_from="sample")
+    real = make_release(str(tmp_path), "2.0.0", {}, {"video_sets": sets(s1=("train", [9]))},
+                        built_from="inputs")
+    t = diff_releases(sample, real)["tables"]["video_sets"]
+    assert t["not_compared"] == ("1.0.0 was built from the generated sample and 2.0.0 "
+                                 "from real inputs")
+    assert t["changed"] == [] and t["counts"] == {"before": 2, "after": 1}
+    again = make_release(str(tmp_path), "2.1.0", {}, {"video_sets": sets(s1=("train", [8]))},
+                         built_from="inputs")
+    assert diff_releases(real, again)["tables"]["video_sets"]["changed"] == ["s1"]
 
 
 def test_render_and_cli_print_the_same_numbers(tmp_path, capsys):
