@@ -8,9 +8,9 @@ import uuid
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from pipelines.config import ImageSource, InputFile, input_paths
+from schemas import reasons
 from transforms.core.errors import PreflightError
 from transforms.image.formats import IMAGE_SUFFIXES
-from schemas import reasons
 from transforms.io.paths import special_file_kind, unreachable, url_scheme
 
 
@@ -281,26 +281,24 @@ _SNIFF_BYTES = 1 << 12
 
 
 def _refuse_nul_bytes(key: str, path: str, start: bytes) -> None:
-    """UTF-8 text never holds a NUL byte (a JSON string writes it `\\u0000`; free text
-    refuses it): a text input that does is UTF-16 or UTF-32 written without a byte order
-    mark, or not text. Without this it passed preflight, every line became a reject, and
-    the build failed at its end ("yields nothing")."""
+    """UTF-16 or UTF-32 text written without a byte order mark: ASCII text in it holds a
+    NUL byte in every other (or three of four) bytes, which UTF-8 text never does.
+    Without this it passed preflight, every line became a reject, and the build failed
+    at its end ("yields nothing"). A stray NUL in UTF-8 text is left to the readers:
+    that line or row is a reject (bad_json, control_character), the others go on."""
     if b"\x00" not in start:
         return
-    even = start[0::2].count(0)
-    odd = start[1::2].count(0)
+    even, odd = start[0::2].count(0), start[1::2].count(0)
     if start[:4].count(0) == 3:
-        guess = "UTF-32 without a byte order mark?"
         encoding = "UTF-32LE" if start[0] else "UTF-32BE"
     elif odd > len(start) // 4 and not even:
-        guess, encoding = "UTF-16 without a byte order mark?", "UTF-16LE"
+        encoding = "UTF-16LE"
     elif even > len(start) // 4 and not odd:
-        guess, encoding = "UTF-16 without a byte order mark?", "UTF-16BE"
+        encoding = "UTF-16BE"
     else:
-        raise PreflightError(f"{key}: {path} holds a NUL byte (byte {start.index(0)}): it is not "
-                             "UTF-8 text, which inputs must be")
-    raise PreflightError(f"{key}: {path} holds NUL bytes ({guess}): inputs must be UTF-8 "
-                         f"(iconv -f {encoding} -t UTF-8 {path})")
+        return
+    raise PreflightError(f"{key}: {path} holds NUL bytes ({encoding[:6]} without a byte order mark?): "
+                         f"inputs must be UTF-8 (iconv -f {encoding} -t UTF-8 {path})")
 
 
 def _open_as_stored(path: str):

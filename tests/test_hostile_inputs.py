@@ -766,6 +766,15 @@ def test_fg_a_release_inside_the_pool_folder_stops_the_build_in_one_line(tmp_pat
     assert not out.exists()
 
 
+def test_a_stray_nul_byte_in_utf8_text_is_left_to_the_line_readers(tmp_path):
+    """Only the NUL pattern of UTF-16/32 refuses a whole file: one raw NUL in a line is
+    that line's reject (bad_json, or control_character in a CSV cell), not the file's."""
+    from pipelines import preflight
+    path = tmp_path / "lines.jsonl"
+    path.write_bytes(b'{"a": 1}\n{"a": "x\x00"}\n{"a": 2}\n')
+    assert preflight.input_files("inputs.public", [str(path)]) == [str(path)]
+
+
 def _vsr_raw(**fields) -> dict:
     return {"image": COCO_NAME, "image_link": COCO_LINK, "caption": "The cat is under the couch.",
             "label": 1, "relation": "under", "annotator_id": 3, "vote_true_validator_id": [1, 2],
