@@ -8,9 +8,10 @@ import uuid
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from pipelines.config import ImageSource, InputFile, input_paths
+from schemas import reasons
 from transforms.core.errors import PreflightError
 from transforms.image.formats import IMAGE_SUFFIXES
-from transforms.io.paths import special_file_kind, url_scheme
+from transforms.io.paths import special_file_kind, unreachable, url_scheme
 
 
 def require_program(name: str, purpose: str) -> None:
@@ -47,6 +48,67 @@ def check_outputs(output: str, cache_root: Optional[str]) -> None:
         check_writable(cache_root, "cache.dir")
 
 
+def check_outputs_outside_inputs(config, output: str, cache_root: Optional[str]) -> None:
+    """The release root and the cache are in no folder the build reads: one line naming
+    both keys otherwise, before any work, for every benchmark.
+
+    A folder an input reads as a whole takes in whatever is under it, so a release
+    written there is read back by the next build: an output folder inside FG's pool
+    folder put the previous release's explorer thumbnails into the rebuild's pool (48 ->
+    57 images, every similar set got one). The folders read as a whole are an image
+    folder (ImageSource), any folder a path names (InputPath: a model or release folder)
+    and the fixed part of a glob that can reach into subfolders (`**`, or a wildcard in
+    a folder's name). Paths are compared with symlinks resolved; an input that is the
+    cache folder itself (`cache.dir`) is not an input folder."""
+    writes = [("--output", output)] + ([("cache.dir", cache_root)] if cache_root else [])
+    for key, kind, paths in input_paths(config):
+        for path in paths:
+            folder = _folder_read_whole(path, kind)
+            if folder is None or (cache_root and _same_place(folder, cache_root)):
+                continue
+            for write_key, written in writes:
+                if _inside(written, folder):
+                    raise PreflightError(
+                        f"{write_key}: {written} is inside {key} ({folder}), which the build reads "
+                        "as a whole: a release or cache written there would be read back as input "
+                        "by the next build; write it outside every input folder")
+
+
+def _folder_read_whole(path: str, kind) -> Optional[str]:
+    """The folder whose whole content an input path reads, or None (a single file)."""
+    if _is_glob(path):
+        parts = path.replace("\\", "/").split("/")
+        fixed = []
+        for part in parts:
+            if _is_glob(part):
+                break
+            fixed.append(part)
+        reaches_subfolders = "**" in path or len(fixed) < len(parts) - 1 or any(c in parts[-1] for c in "?[")
+        return ("/".join(fixed) or "/") if reaches_subfolders else None
+    if kind is InputFile:
+        return None
+    if url_scheme(path):
+        return path if path.endswith("/") else None
+    return path if os.path.isdir(path) else None
+
+
+def _resolved(path: str) -> str:
+    """A local path with symlinks resolved (its missing tail as written), a URL with
+    one trailing slash."""
+    if url_scheme(path):
+        return path.rstrip("/") + "/"
+    return os.path.join(os.path.realpath(os.path.abspath(os.path.expanduser(path))), "")
+
+
+def _inside(path: str, folder: str) -> bool:
+    """`path` is `folder` or under it."""
+    return _resolved(path).startswith(_resolved(folder))
+
+
+def _same_place(a: str, b: str) -> bool:
+    return _resolved(a) == _resolved(b)
+
+
 # --- the inputs a config names (every benchmark, before its own preflight) ---------------
 
 def check_inputs(config) -> None:
@@ -57,7 +119,9 @@ def check_inputs(config) -> None:
                   each named once
     ImageSource   a folder holding an image, or a manifest file checked as an InputFile
     InputPath     never a FIFO, device or socket (stat only: opening a FIFO waits forever);
-                  it may not exist yet (a cache folder), or the benchmark says what it is for"""
+                  it may not exist yet (a cache folder), or the benchmark says what it is for
+    every path    a symlink loop or a name longer than the file system allows is said to
+                  be one (transforms/io/paths.py unreachable), never "no such file" for them"""
     for key, kind, paths in input_paths(config):
         if kind is InputFile:
             input_files(key, paths)
@@ -68,7 +132,16 @@ def check_inputs(config) -> None:
             elif kind is ImageSource:
                 input_files(key, [path])
             else:
+                _refuse_unreachable(key, path)
                 _refuse_special(key, path, allow_folder=True)
+
+
+def _refuse_unreachable(key: str, path: str) -> None:
+    """A path that exists but cannot be reached (a symlink loop, a name too long): one
+    line saying so. A missing path is the caller's to judge (a cache folder is made)."""
+    problem = unreachable(path)
+    if problem and problem[0] != reasons.PATH_NOT_FOUND:
+        raise PreflightError(f"{key}: {problem[1]}")
 
 
 def check_image_folder(folder: str, key: str) -> None:
@@ -120,6 +193,7 @@ def _match(key: str, pattern: str) -> List[str]:
     told before Beam is imported), a glob or URL by FileSystems.match. A named folder,
     FIFO, device or socket is refused."""
     if not _is_glob(pattern) and not url_scheme(pattern):
+        _refuse_unreachable(key, pattern)
         if not os.path.lexists(pattern):
             return []
         _refuse_special(key, pattern, allow_folder=False)
@@ -190,7 +264,8 @@ def check_stored_text(path: str, key: str) -> None:
                     raise PreflightError(
                         f"{key}: {path} is {encoding} text (it starts with a byte order mark): "
                         f"inputs must be UTF-8 (iconv -f {encoding} -t UTF-8 {path})")
-            block = head
+            block = head + f.read(_SNIFF_BYTES)
+            _refuse_nul_bytes(key, path, block)
             while block:
                 if block.strip():
                     return
@@ -198,6 +273,32 @@ def check_stored_text(path: str, key: str) -> None:
     except OSError as e:
         raise PreflightError(f"{key}: cannot read {path}: {e.strerror or e}") from None
     raise PreflightError(f"{key}: {path} is empty: nothing to build")
+
+
+# How much of a text input's start is looked at for NUL bytes: UTF-16 text written without
+# a byte order mark holds one in every other byte of ASCII, so a few KB tell it.
+_SNIFF_BYTES = 1 << 12
+
+
+def _refuse_nul_bytes(key: str, path: str, start: bytes) -> None:
+    """UTF-16 or UTF-32 text written without a byte order mark: ASCII text in it holds a
+    NUL byte in every other (or three of four) bytes, which UTF-8 text never does.
+    Without this it passed preflight, every line became a reject, and the build failed
+    at its end ("yields nothing"). A stray NUL in UTF-8 text is left to the readers:
+    that line or row is a reject (bad_json, control_character), the others go on."""
+    if b"\x00" not in start:
+        return
+    even, odd = start[0::2].count(0), start[1::2].count(0)
+    if start[:4].count(0) == 3:
+        encoding = "UTF-32LE" if start[0] else "UTF-32BE"
+    elif odd > len(start) // 4 and not even:
+        encoding = "UTF-16LE"
+    elif even > len(start) // 4 and not odd:
+        encoding = "UTF-16BE"
+    else:
+        return
+    raise PreflightError(f"{key}: {path} holds NUL bytes ({encoding[:6]} without a byte order mark?): "
+                         f"inputs must be UTF-8 (iconv -f {encoding} -t UTF-8 {path})")
 
 
 def _open_as_stored(path: str):

@@ -140,6 +140,7 @@ def _run(benchmark: Benchmark, config, args: argparse.Namespace, beam_args: List
     from transforms.core.stage import read_stage_counts
 
     cache_root = cache_root_of(config, args.output)
+    preflight.check_outputs_outside_inputs(config, args.output, cache_root)
     reporter.phase("loading models and tools")
     plan = benchmark.prepare(config, cache_root)
     preflight.check_outputs(args.output, cache_root)

@@ -70,6 +70,23 @@ def _utf16(folder: str) -> str:
     return path
 
 
+def _utf16_without_bom(folder: str) -> str:
+    path = os.path.join(folder, "lines.jsonl")
+    with open(path, "wb") as f:
+        f.write('{"a": "caf\u00e9"}\n'.encode("utf-16-le"))   # passed preflight, failed at the end
+    return path
+
+
+def _symlink_loop(folder: str) -> str:
+    path = os.path.join(folder, "loop.jsonl")
+    os.symlink(path, path)            # was "no such file"
+    return path
+
+
+def _name_too_long(folder: str) -> str:
+    return os.path.join(folder, "n" * 300 + ".jsonl")   # was "no such file"
+
+
 def _empty(folder: str) -> str:
     path = os.path.join(folder, "empty.jsonl")
     with open(path, "wb") as f:
@@ -122,6 +139,12 @@ FILE_CASES = (
     HostileFile("gzip", _gzip, (InputFile, ImageSource), "is gzip-compressed"),
     HostileFile("bzip2", _bzip2, (InputFile, ImageSource), "is bzip2-compressed"),
     HostileFile("utf16", _utf16, (InputFile, ImageSource), "is UTF-16 text"),
+    HostileFile("utf16-without-bom", _utf16_without_bom, (InputFile, ImageSource),
+                "holds NUL bytes (UTF-16 without a byte order mark?): inputs must be UTF-8 (iconv -f UTF-16LE"),
+    HostileFile("symlink-loop", _symlink_loop, (InputFile, ImageSource, InputPath),
+                "is a symlink loop (too many levels of symbolic links)"),
+    HostileFile("name-too-long", _name_too_long, (InputFile, ImageSource, InputPath),
+                "is a name the file system cannot hold: its longest part has 306 bytes"),
     HostileFile("empty", _empty, (InputFile, ImageSource), "is empty: nothing to build"),
     HostileFile("missing", lambda folder: os.path.join(folder, "no-such.jsonl"), (InputFile, ImageSource),
                 "no such file"),
@@ -327,6 +350,9 @@ VALUE_CASES = (
                  reasons.CONTROL_CHARACTER, "field '{t}' holds the control character U+001B at character 1"),
     HostileValue("c1-control", lambda r, t, n: _dumps({**r, "note": "x\x85"}),
                  reasons.CONTROL_CHARACTER, "field 'note' holds the control character U+0085"),
+    # a second file's byte order mark after `cat a.jsonl b.jsonl` (was only "not JSON")
+    HostileValue("bom-mid-file", lambda r, t, n: b"\xef\xbb\xbf" + _dumps(r), reasons.BAD_ENCODING,
+                 "a byte order mark (U+FEFF) at column 1: only a file's first bytes may hold one"),
 )
 
 
@@ -445,6 +471,14 @@ DOCUMENT_CASES = [
      "field 'annotations[1].caption' holds the control character U+0000"),
     ("fg-inputs.captions", "nul", _fg_captions(_dumps(["a dog\x00"] + _FIVE[1:])),
      "field 'COCO_val2014_000000000002[0]' holds the control character U+0000"),
+    # a trailing comma in a document of many lines: json gave a column but no line
+    ("fg-inputs.captions", "trailing-comma", b'{\n"COCO_val2014_000000000001": ' + _dumps(_FIVE) + b",\n}\n",
+     "not JSON: Expecting property name enclosed in double quotes at line 3 column 1"),
+    ("bd2bb-inputs.captions", "trailing-comma",
+     b'{"annotations": [\n' + _dumps({"image_id": 1, "caption": "A dog."}) + b",\n]}",
+     "not JSON: Expecting value at line 3 column 1"),
+    ("fg-inputs.captions", "bom-mid-file", _fg_captions(b"\xef\xbb\xbf" + _dumps(_FIVE)),
+     "a byte order mark (U+FEFF) at column 107: only a file's first bytes may hold one"),
 ]
 
 
@@ -646,3 +680,216 @@ def test_a_control_character_in_a_csv_answer_cell_is_a_reject_naming_the_column(
         assert len(found) == 1 and found[0][0] == reasons.CONTROL_CHARACTER, found
         assert found[0][1].startswith(f"column 'text' holds the control character U+{code}"), found
         assert not any(c in found[0][1] for c in "\x00\x07\x9b")
+
+
+# --- 5. the last hostile inputs of issue 35 -------------------------------------------------
+#
+# Each at the reader or preflight check that decides it (no Beam build): an output or
+# cache folder inside an input folder, a VSR line whose image_link shows another picture,
+# a symlink loop or an over-long name a line names, an FG image id that needs making
+# safe, the line of a BD2BB tuple's later rejects, a checkpoint of random bytes, an
+# answer cell over the CSV bound, a version with a leading zero. The whole-file cases
+# (UTF-16 without a BOM, a symlink loop, a name too long) are in FILE_CASES above, a
+# byte order mark in mid-file in VALUE_CASES, a trailing comma in DOCUMENT_CASES.
+
+def _folder_inputs():
+    """(benchmark, key, is_list) of every input a build reads as a whole folder: an
+    ImageSource, or an InputPath (a model, release or image folder), but the cache."""
+    for benchmark in BENCHMARKS:
+        for key, kind, is_list in input_fields(registry.load(benchmark).config_type):
+            if kind in (ImageSource, InputPath) and key != "cache.dir":
+                yield benchmark, key, is_list
+
+
+@pytest.mark.parametrize("written", ["--output", "cache.dir", "--output-through-a-symlink"])
+@pytest.mark.parametrize("benchmark, key, is_list", [pytest.param(*f, id=f"{f[0]}-{f[1]}")
+                                                      for f in _folder_inputs()])
+def test_an_output_or_cache_inside_an_input_folder_is_refused_before_any_work(benchmark, key, is_list,
+                                                                               written, tmp_path):
+    """Issue 35: an output folder inside FG's pool folder put the previous release's
+    explorer thumbnails into the rebuild's pool (48 -> 57 images). One check for every
+    benchmark (pipelines/preflight.py check_outputs_outside_inputs), paths resolved."""
+    from pipelines import preflight
+    from pipelines.config import load_config
+    from transforms.core.errors import PreflightError
+    folder = tmp_path / "in"
+    folder.mkdir()
+    _touch(str(folder), "a.png")
+    entry = registry.entry(benchmark)
+    sets = [f"{key}={f'[{folder}]' if is_list else folder}"]
+    sets += [s for s in _companions(benchmark, key, str(tmp_path)) if s != "--set"]
+    config = load_config(entry.config_path("paper"), sets, entry.config_type)
+    beside, inside = str(tmp_path / "releases"), str(folder / "releases")
+    if written == "--output-through-a-symlink":
+        os.symlink(folder, tmp_path / "link")
+        inside = str(tmp_path / "link" / "releases")
+    output, cache = (beside, inside) if written == "cache.dir" else (inside, None)
+    with pytest.raises(PreflightError) as error:
+        preflight.check_outputs_outside_inputs(config, output, cache)
+    assert str(error.value).startswith(f"{written.split('-through')[0]}: {inside} is inside {key} ({folder})")
+    preflight.check_outputs_outside_inputs(config, beside, str(tmp_path / "cache"))   # beside: fine
+
+
+@pytest.mark.parametrize("pattern, refused", [("**/*.jsonl", True), ("*/lines.jsonl", True),
+                                              ("*.jsonl", False)])
+def test_an_output_inside_the_folder_a_glob_reaches_is_refused(pattern, refused, tmp_path):
+    """A glob reads what its wildcards reach: `*` in a file name stays in its folder,
+    `**` or a wildcard in a folder's name reaches the release written below it."""
+    from pipelines import preflight
+    from pipelines.config import load_config
+    from transforms.core.errors import PreflightError
+    entry = registry.entry("vsr")
+    config = load_config(entry.config_path("paper"), [f"inputs.annotations=[{tmp_path}/{pattern}]",
+                                                      f"inputs.coco=[{_plain(str(tmp_path))}]"], entry.config_type)
+    if refused:
+        with pytest.raises(PreflightError, match=re.escape(f"is inside inputs.annotations ({tmp_path})")):
+            preflight.check_outputs_outside_inputs(config, str(tmp_path / "releases"), None)
+    else:
+        preflight.check_outputs_outside_inputs(config, str(tmp_path / "releases"), None)
+
+
+def test_fg_a_release_inside_the_pool_folder_stops_the_build_in_one_line(tmp_path, capsys):
+    """The issue's case through the command line: exit 2, one line, nothing written."""
+    (tmp_path / "in").mkdir()
+    pool = tmp_path / "pool"
+    pool.mkdir()
+    _touch(str(pool), "p.png")
+    out = pool / "releases"
+    code = cli.run_main(lambda argv: runner.build("fg", argv),
+                        ["--config", "paper", "--set", f"inputs.pool={pool}",
+                         *_companions("fg", "inputs.pool", str(tmp_path / "in")), "--output", str(out),
+                         "--version", "1.0.0", "--quiet"])
+    errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
+    assert code == 2 and errors == [f"error: --output: {out} is inside inputs.pool ({pool}), which the build "
+                                    "reads as a whole: a release or cache written there would be read back "
+                                    "as input by the next build; write it outside every input folder"], errors
+    assert not out.exists()
+
+
+def test_a_stray_nul_byte_in_utf8_text_is_left_to_the_line_readers(tmp_path):
+    """Only the NUL pattern of UTF-16/32 refuses a whole file: one raw NUL in a line is
+    that line's reject (bad_json, or control_character in a CSV cell), not the file's."""
+    from pipelines import preflight
+    path = tmp_path / "lines.jsonl"
+    path.write_bytes(b'{"a": 1}\n{"a": "x\x00"}\n{"a": 2}\n')
+    assert preflight.input_files("inputs.public", [str(path)]) == [str(path)]
+
+
+def _vsr_raw(**fields) -> dict:
+    return {"image": COCO_NAME, "image_link": COCO_LINK, "caption": "The cat is under the couch.",
+            "label": 1, "relation": "under", "annotator_id": 3, "vote_true_validator_id": [1, 2],
+            "vote_false_validator_id": [], **fields}
+
+
+def _loop(folder: str) -> str:
+    path = os.path.join(folder, "loop.png")
+    os.symlink(path, path)
+    return path
+
+
+@pytest.mark.parametrize("inp, line, reason, says", [
+    # published as it was: the example labelled on one picture and linked to another
+    pytest.param(LINES_INPUTS[3], lambda d: _vsr_raw(image_link=COCO_LINK.replace("01.jpg", "02.jpg")),
+                 reasons.BAD_FIELD, f"image_link '{COCO_LINK.replace('01.jpg', '02.jpg')}' names another "
+                 f"file than image '{COCO_NAME}'", id="vsr-image-link-names-another-file"),
+    *(pytest.param(i, lambda d, i=i: {**i.good(d), "path": _loop(d)}, reasons.NOT_A_FILE,
+                   "loop.png is a symlink loop (too many levels of symbolic links)", id=f"{i.key}-symlink-loop")
+      for i in LINES_INPUTS if i.key in ("inputs.videos", "static.images", "inputs.pool")),
+    *(pytest.param(i, lambda d, i=i: {**i.good(d), "path": os.path.join(d, "n" * 300 + ".png")},
+                   reasons.BAD_FIELD, "is a name the file system cannot hold: its longest part has 304 bytes",
+                   id=f"{i.key}-name-too-long")
+      for i in LINES_INPUTS if i.key in ("inputs.videos", "static.images", "inputs.pool")),
+])
+def test_a_line_that_names_the_wrong_or_an_unreachable_file_is_a_reject_saying_so(inp, line, reason, says,
+                                                                                 tmp_path):
+    """Issue 35: a symlink loop and an over-long name were `path_not_found` 'no such
+    file' (transforms/io/paths.py unreachable, used by every manifest reader)."""
+    good = inp.good(str(tmp_path))
+    path = tmp_path / "input.jsonl"
+    path.write_bytes(_dumps(good) + b"\n" + _dumps(line(str(tmp_path))) + b"\n")
+    passed, rejected = _read(inp, str(path))
+    assert len(passed) == 1 and len(rejected) == 1, rejected
+    assert rejected[0][:3] == (str(path), 2, reason) and says in rejected[0][3], rejected
+
+
+def test_an_fg_image_whose_name_is_made_safe_meets_its_captions(tmp_path):
+    """Issue 35: `café 101.jpg` (id `caf__101-<hash>`) and its captions key `café 101`
+    never met: no_image and no_captions, both false. Captions are keyed as images are."""
+    import numpy as np
+    from apache_beam.io.filesystem import FileMetadata
+
+    from pipelines.fg.captions import read_captions
+    from pipelines.fg.inputs import JoinTargets
+    from schemas.records import ImageEmbedding
+    from transforms.image.collection import _NameFile
+    captions = tmp_path / "captions.json"
+    captions.write_text(json.dumps({"café 101": _FIVE}), encoding="utf-8")
+    image = _touch(str(tmp_path), "café 101.jpg")
+    ref = next(iter(_NameFile().process(FileMetadata(image, 5))))
+    keyed = read_captions(str(captions))
+    assert list(keyed) == [ref.image_id] and ref.image_id.startswith("caf__101-")
+    embedded = ImageEmbedding(ref.image_id, image, "sha", np.ones(2, np.float32), "pixels")
+    out = list(JoinTargets().process((ref.image_id, {"captions": [keyed[ref.image_id]], "image": [embedded]})))
+    assert [getattr(o, "image_id", None) for o in out] == [ref.image_id], out   # a target, no reject
+
+
+@pytest.mark.parametrize("parses, reason", [([], "no_parse"), (["bad"], "bad_parse")])
+def test_a_bd2bb_tuple_rejected_after_reading_names_its_line(parses, reason, tmp_path):
+    """Issue 35: BD2BB's no_parse rejects named line 0; a tuple keeps its file and line
+    (BD2BBTuple.place) for the rejects of every later stage."""
+    from pipelines.bd2bb.action_parses import BadSentence, _Attach
+    from pipelines.bd2bb.inputs import _ParseLine
+    from transforms.io.lines import SourceLine
+    line = SourceLine(str(tmp_path / "tuples.jsonl"), 7, json.dumps(
+        {"image": "COCO_train2014_000000000001.jpg", "intention": "want to relax", "action": "sit on the bench"}))
+    (read,) = list(_ParseLine().process(line))
+    groups = {"tuples": [read], "parses": [BadSentence("actions.conllu:3", "5 columns")] if parses else []}
+    (out,) = [getattr(o, "value", o) for o in _Attach().process((read.action_key, groups))]
+    assert (out.reason, out.file, out.line) == (reason, line.path, 7)
+
+
+def test_a_checkpoint_of_random_bytes_is_one_line_before_any_work(tmp_path):
+    """Issue 35: it failed late, on a worker, inside Beam's traceback. The first bytes
+    are checked where the checkpoint is resolved (on the driver, for the manifest)."""
+    from transforms.image.weights import EncoderError, resolve_checkpoint
+    path = tmp_path / "ViT-B-16.pt"
+    path.write_bytes(bytes(range(7, 256)) * 4)
+    with pytest.raises(EncoderError, match=re.escape(f"embed.checkpoint: {path} is not a weights file: "
+                                                     "it starts with bytes 07 08 09")):
+        resolve_checkpoint(str(path))
+    path.write_bytes(b"PK\x03\x04" + b"\x00" * 60)   # a zip archive, as torch.save writes
+    assert resolve_checkpoint(str(path)) == str(path)
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl"])
+def test_an_answer_cell_over_the_bound_is_a_reject_naming_its_line(fmt, tmp_path):
+    """Issue 35: a cell over 131,072 characters hit Python's csv limit, undocumented
+    (`malformed_row` 'not CSV'); now one bound for both formats, MAX_CELL_CHARS."""
+    from transforms.crowd.answer_files import MAX_CELL_CHARS, AnswerRow, parse_file
+    from transforms.crowd.answer_rows import _CheckRowFn
+    long = "a" * (MAX_CELL_CHARS + 1)
+    path = tmp_path / f"descriptions.{fmt}"
+    if fmt == "csv":
+        path.write_text(f"set_name,text,worker\ns1,ok,w1\ns2,{long},w2\n")
+    else:
+        path.write_text("".join(json.dumps({"set_name": s, "text": t, "worker": "w"}) + "\n"
+                                for s, t in (("s1", "ok"), ("s2", long))))
+    with open(path, "rb") as stream:
+        rows = list(parse_file(str(path), stream, fmt))
+    check = _CheckRowFn("describe", ("set_name", "text"), lambda row, context: ("k", row), lambda *_: {})
+    found = [(getattr(o, "value", o).line, getattr(o, "value", o).reason, getattr(o, "value", o).detail)
+             for row in rows if isinstance(row, AnswerRow)
+             for o in check.process(row) if getattr(o, "tag", None) == REJECTS]
+    assert len(found) == 1 and found[0][:2] == (2 if fmt == "jsonl" else 3, reasons.BAD_FIELD), found
+    assert f"{MAX_CELL_CHARS:,}" in found[0][2] and "an answer cell may hold" in found[0][2], found
+
+
+@pytest.mark.parametrize("version", ["01.0.0", "1.0.0+build.5", "1.0.\u0663"])
+def test_a_version_outside_the_rule_is_one_line_before_any_work(version, tmp_path, capsys):
+    """Issue 35: `01.0.0` was a version of its own (semver: no leading zeros), a `+build`
+    or a non-ASCII digit a traceback after the run (pipelines/cli.py check_version)."""
+    code = cli.run_main(lambda argv: runner.build("vsr", argv),
+                        ["--config", "paper", "--output", str(tmp_path / "out"), "--version", version])
+    errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
+    assert code == 2 and len(errors) == 1 and errors[0].startswith("error: --version: "), errors
+    assert not (tmp_path / "out").exists()

@@ -124,19 +124,19 @@ class _Attach(StageFn):
         for t in groups["tuples"]:
             self.counts.seen(level="tuple")
             if not parses:
-                yield self.reject(reasons.NO_PARSE, t.tuple_id, source=t.image,
+                yield self.reject(reasons.NO_PARSE, t.tuple_id, source=t.image, **t.place,
                                   detail=f"no parse of {t.action[:200]!r}")
                 continue
             if isinstance(parses[0], BadSentence):
                 bad = parses[0]
-                yield self.reject(reasons.BAD_PARSE, t.tuple_id, source=t.image,
+                yield self.reject(reasons.BAD_PARSE, t.tuple_id, source=t.image, **t.place,
                                   detail=f"the parse of {t.action[:200]!r} is malformed: "
                                          f"{bad.where}: {bad.problem}")
                 continue
             tokens = parses[0]
             codes = extract_codes(tokens)
             if not codes.code1:   # empty codes would let every decoy exclusion pass (§4)
-                yield self.reject(reasons.NO_MAIN_VERB, t.tuple_id, source=t.image,
+                yield self.reject(reasons.NO_MAIN_VERB, t.tuple_id, source=t.image, **t.place,
                                   detail=f"no main verb in the parse of {t.action[:200]!r} "
                                          f"(root {_root_of(tokens)})")
                 continue

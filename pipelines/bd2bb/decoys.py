@@ -276,7 +276,7 @@ class _DecoysForBatch(StageFn):
             self.counts.seen(level="sample")
             if (l_rows < 0).any() or (v_rows < 0).any():
                 yield self.reject(
-                    reasons.NO_DECOYS, d.tuple.tuple_id, source=d.tuple.image,
+                    reasons.NO_DECOYS, d.tuple.tuple_id, source=d.tuple.image, **d.tuple.place,
                     detail=f"{int((l_rows >= 0).sum())}/2 language, {int((v_rows >= 0).sum())}/2 vision "
                            f"decoys for {d.tuple.action[:200]!r}")
                 continue

@@ -19,6 +19,7 @@ smallest by content is kept, the others are duplicate_tuple too (an id names one
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import re
@@ -91,7 +92,7 @@ def content_key(t: BD2BBTuple) -> tuple:
 
 
 def _order(t: BD2BBTuple) -> tuple:
-    return (t.tuple_id, t.image, t.intention, t.action, t.annotator)
+    return (t.tuple_id, t.image, t.intention, t.action, t.annotator, t.file, t.line)
 
 
 class _ParseLine(StageFn):
@@ -100,7 +101,7 @@ class _ParseLine(StageFn):
     def judge(self, line: SourceLine):
         parsed = parse_tuple_line(line)
         if isinstance(parsed, BD2BBTuple):
-            yield parsed
+            yield dataclasses.replace(parsed, file=line.path, line=line.number)
             return
         reason, detail = parsed
         yield self.reject(reason, line.text.strip()[:200] or line.where, detail=detail,
@@ -108,12 +109,12 @@ class _ParseLine(StageFn):
 
 
 def _same_content(t: BD2BBTuple, kept: BD2BBTuple) -> dict:
-    return dict(reason=reasons.DUPLICATE_TUPLE, item_id=t.tuple_id, source=t.image,
+    return dict(reason=reasons.DUPLICATE_TUPLE, item_id=t.tuple_id, source=t.image, **t.place,
                 detail=f"same image, intention and action as {kept.tuple_id}: {t.action[:200]}")
 
 
 def _same_id(t: BD2BBTuple, kept: BD2BBTuple) -> dict:
-    return dict(reason=reasons.DUPLICATE_TUPLE, item_id=t.tuple_id, source=t.image,
+    return dict(reason=reasons.DUPLICATE_TUPLE, item_id=t.tuple_id, source=t.image, **t.place,
                 detail=f"id {t.tuple_id} already names another tuple: {t.action[:200]}")
 
 

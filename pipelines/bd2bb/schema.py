@@ -50,10 +50,19 @@ class BD2BBTuple:
     intention: str      # the text after "If I"
     action: str         # the text after "I will"
     annotator: str = ""
+    # where the tuple was read, for its rejects at every later stage (a reject of a tuple
+    # once named line 0); not part of its identity
+    file: str = field(default="", compare=False)
+    line: int = field(default=0, compare=False)
 
     @property
     def action_key(self) -> str:
         return text_key(self.action)
+
+    @property
+    def place(self) -> dict:
+        """The `file` and `line` fields of a Reject of this tuple."""
+        return {"file": self.file, "line": self.line}
 
 
 @dataclass(frozen=True)

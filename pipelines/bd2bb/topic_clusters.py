@@ -129,7 +129,7 @@ class _Apply(StageFn):
             yield dataclasses.replace(d, cluster=cluster, cluster_label=label)
         else:
             reason = reasons.CLUSTER_DROPPED if verdict == "cluster_dropped" else reasons.ACTION_DROPPED
-            yield self.reject(reason, d.tuple.tuple_id, source=d.tuple.image,
+            yield self.reject(reason, d.tuple.tuple_id, source=d.tuple.image, **d.tuple.place,
                               detail=f"cluster {cluster}: {normalise_text(d.tuple.action)[:200]}")
 
 

@@ -371,4 +371,4 @@ class GroundingFilter(beam.PTransform):
 
 def _rejected(t: BD2BBTuple, reason: str, detail: str) -> dict:
     """The fields of a tuple's Reject (its stage and level are the filter's)."""
-    return dict(reason=reason, item_id=t.tuple_id, source=t.image, detail=detail[:500])
+    return dict(reason=reason, item_id=t.tuple_id, source=t.image, detail=detail[:500], **t.place)

@@ -32,6 +32,7 @@ import re
 from pathlib import Path
 from typing import Dict, List
 
+from schemas.names import safe_name
 from transforms.core.errors import InputError
 
 CAPTIONS_PER_IMAGE = 5   # §1, §3: five captions per test image in both benchmarks
@@ -65,7 +66,8 @@ def normalise_caption(text: str, keep: str = "", *, html_escape: bool = False) -
 
 
 def read_captions(path: str, split: str = "test") -> Dict[str, List[str]]:
-    """The five captions of each image, keyed as the public release keys them, in the
+    """The five captions of each image, keyed as the public release keys them (a key that
+    is no safe file name made safe as its image's id is: `_keyed_as_images`), in the
     file's order. Accepts `{image_id: [5 captions]}` JSON or Karpathy's
     `dataset_coco.json` / `dataset_flickr30k.json` (the images of `split`, `sentences[].raw`;
     COCO ids `COCO_val2014_%012d` from the file name or `cocoid`, Flickr the number of the
@@ -90,6 +92,7 @@ def read_captions(path: str, split: str = "test") -> Dict[str, List[str]]:
                          f"{{\"images\": [...]}} layout")
     if not captions:
         raise InputError(f"{path}: no images" + (f" of split {split!r}" if "images" in data else ""))
+    captions = _keyed_as_images(path, captions)
     for image_id, texts in captions.items():
         if len(texts) != CAPTIONS_PER_IMAGE or not all(isinstance(t, str) for t in texts):
             raise InputError(f"{path}: image {image_id} has {len(texts)} captions, "
@@ -99,6 +102,24 @@ def read_captions(path: str, split: str = "test") -> Dict[str, List[str]]:
                 raise InputError(f"{path}: image {image_id} caption {index} ({text!r}) has no "
                                  "letter or digit: every caption needs words")
     return captions
+
+
+def _keyed_as_images(path: str, captions: Dict[str, List[str]]) -> Dict[str, List[str]]:
+    """The captions keyed by the id their image gets (schemas.names.safe_name of its file
+    name's stem, as transforms/image/collection.py names it), so that `café 101` meets
+    `café 101.jpg`: the raw key met no image id, and the build said both that the
+    captioned image was missing and that the image had no captions. Every public key
+    (COCO_val2014_000000391895, 1000092795) is a safe name already and stays as it is."""
+    keyed: Dict[str, List[str]] = {}
+    for image_id, texts in captions.items():
+        try:
+            key = safe_name(image_id)
+        except ValueError as e:
+            raise InputError(f"{path}: image id {image_id[:100]!r}: {e}") from None
+        if key in keyed:   # only by a 48-bit hash collision (safe_name)
+            raise InputError(f"{path}: two image ids are both named {key!r} once made safe")
+        keyed[key] = texts
+    return keyed
 
 
 def _karpathy(path: str, data: dict, split: str) -> Dict[str, List[str]]:

@@ -23,8 +23,9 @@ extra-label file ending in .csv is read as CSV rows instead (transforms/crowd/an
 Mechanical Turk's batch results as downloaded, a rejected assignment rejected; the same
 fields, `label` 0 or 1), each row a line of its own. A line holding
 NaN, Infinity or a number beyond float range is bad_field; so is a public-layout image
-that is not a plain COCO file name (schemas.coco.FILE_NAME) or an image_link that is not
-http(s): both are published, and an image name becomes a path for whoever downloads it.
+that is not a plain COCO file name (schemas.coco.FILE_NAME), an image_link that is not
+http(s), or one that names another file than `image`: both are published, and an image
+name becomes a path for whoever downloads it.
 """
 from __future__ import annotations
 
@@ -39,7 +40,7 @@ from apache_beam.io.filesystems import FileSystems
 from pipelines.vsr import reasons
 from pipelines.vsr.captions import CaptionParser, render_caption
 from pipelines.vsr.schema import (PUBLIC_FIELDS, Example, ImagePair, coco_source, example_id,
-                                  parse_vote_list)
+                                  link_file_name, parse_vote_list)
 from pipelines.vsr.release import caption_view, validation_view
 from schemas.coco import is_file_name, is_link
 from transforms.core.stage import MAIN, REJECTS, KeepFirst, StageFn, stage_pardo
@@ -154,6 +155,12 @@ def parse_public_line(line: Union[SourceLine, str], parser: CaptionParser, relat
         return reasons.BAD_FIELD, f"image {record['image'][:100]!r} is not a plain COCO file name"
     if not is_link(record["image_link"]):
         return reasons.BAD_FIELD, f"image_link {record['image_link'][:100]!r} is not an http(s) link"
+    if link_file_name(record["image_link"]) != record["image"]:
+        # both are published: an example whose link shows another picture than its image
+        # names would be labelled on one and looked at on the other (every one of the
+        # 12,809 public raw lines agrees)
+        return reasons.BAD_FIELD, (f"image_link {record['image_link'][:100]!r} names another file "
+                                   f"than image {record['image']!r}")
     label = _label(record["label"])
     if label is None:
         return reasons.BAD_FIELD, f"label must be 0 or 1, got {record['label']!r}"

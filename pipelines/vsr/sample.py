@@ -43,7 +43,7 @@ from transforms.crowd.shown import FINGERPRINT
 SAMPLE_CONFIG = str(Path(__file__).with_name("configs") / "sample.yaml")
 CONCEPTS = ("cat", "laptop", "dog", "bench", "person", "umbrella", "pizza", "dining table",
             "couch", "bed")
-DONE_MARKER = ".complete-v4"   # v4: a zero-shot dev example (v3: answers carry task_fingerprint)
+DONE_MARKER = ".complete-v5"   # v5: a zero-shot dev example, and the unknown-image line's link names its image (v3: answers carry task_fingerprint)
 WRITERS = ("w1", "w2", "w3")
 VALIDATORS = tuple(f"v{i}" for i in range(1, 10))
 
@@ -194,7 +194,8 @@ def _public_layout(out: Path, files) -> None:
            line(5, "The orse is near the dog.", "near"),                    # caption_unparsed
            line(6, "The cat is near the dog.", "under"),                    # relation_mismatch
            dict(line(7, "The cat is near the dog.", "near"), label=2),      # bad_field
-           dict(line(8, "The cat is near the dog.", "near"), image="000000777777.jpg")]  # unknown_image
+           dict(line(8, "The cat is near the dog.", "near"), image="000000777777.jpg",   # unknown_image
+                image_link="http://images.cocodataset.org/val2017/000000777777.jpg")]
     lines = [json.dumps(x) for x in good + bad] + ["not json", json.dumps({"image": "a.jpg"})]
     (out / "public_layout.jsonl").write_text("\n".join(lines) + "\n")
 

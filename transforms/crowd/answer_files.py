@@ -47,6 +47,14 @@ _BOM = b"\xef\xbb\xbf"
 # bounds what one row holds in memory).
 MAX_QUOTED_LINES = 100
 
+# The most characters one answer cell may hold, in either format: Python's csv module
+# refuses a longer field (its field_size_limit default), so a JSON Lines answer is held
+# to the same bound (answer_rows.py). A real answer is far shorter (the longest of the
+# 18,896 public ImageCoDe descriptions has 710 characters); a longer cell is that row's
+# reject, bad_field, naming its file and line (it was `malformed_row` "not CSV").
+MAX_CELL_CHARS = 131_072
+_CSV_FIELD_LIMIT = "field larger than field limit"
+
 
 @dataclass(frozen=True)
 class AnswerRow:
@@ -332,6 +340,9 @@ class _CsvRows:
         elif self._feeder.cut is not None:             # the last line, its quote left open
             yield self._row(start, error=(reasons.MALFORMED_ROW,
                                           f"quote opened on line {start} is never closed"))
+        elif parse_error is not None and parse_error.startswith(_CSV_FIELD_LIMIT):
+            yield self._row(start, error=(reasons.BAD_FIELD, f"a cell of more than {MAX_CELL_CHARS:,} "
+                                          f"characters{where}: the most an answer cell may hold"))
         elif parse_error is not None:
             yield self._row(start, error=(reasons.MALFORMED_ROW, f"not CSV: {parse_error}{where}"))
         elif len(record) != len(self._header):

@@ -32,7 +32,7 @@ from apache_beam.io.filesystem import CompressionTypes
 from schemas import reasons
 from schemas.tfexample import INT64_MAX, INT64_MIN
 from transforms.core.stage import MAIN, REJECTS, KeepFirst, StageFn, stage_pardo
-from transforms.crowd.answer_files import AnswerRow, file_format, parse_file
+from transforms.crowd.answer_files import MAX_CELL_CHARS, AnswerRow, file_format, parse_file
 from transforms.crowd.shown import Answer, CheckShown, Evidence, carried
 from transforms.io.free_text import control_character_problem
 from transforms.io.strict_json import printable
@@ -77,6 +77,17 @@ def control_characters(row: dict) -> Optional[RowProblem]:
             problem = control_character_problem(f"column {printable(str(column), 60)!r}", value)
             if problem:
                 return RowProblem(*problem)
+    return None
+
+
+def overlong_cell(row: dict) -> Optional[RowProblem]:
+    """bad_field for the first text cell longer than MAX_CELL_CHARS: the bound a CSV
+    reader holds a cell to (answer_files.py), held for JSON Lines answers too."""
+    for column, value in row.items():
+        if isinstance(value, str) and len(value) > MAX_CELL_CHARS:
+            return RowProblem(reasons.BAD_FIELD, f"column {printable(str(column), 60)!r} holds "
+                                                 f"{len(value):,} characters, more than the "
+                                                 f"{MAX_CELL_CHARS:,} an answer cell may hold")
     return None
 
 
@@ -198,7 +209,7 @@ class _CheckRowFn(StageFn):
             if missing:
                 problem = (reasons.MISSING_FIELD, ",".join(missing))
             else:
-                problem = control_characters(row)
+                problem = control_characters(row) or overlong_cell(row)
             if problem is None:
                 checked = self._check(row, context)
                 if isinstance(checked, RowProblem):

@@ -39,6 +39,7 @@ from transforms.core.stage import MAIN, REJECTS, KeepFirst, StageFn, stage_pardo
 from transforms.image.decode import ImageProblem, describe_error, read_header
 from transforms.image.formats import DEFAULT_MAX_PIXELS, IMAGE_SUFFIXES
 from transforms.io.lines import ReadNumberedLines, SourceLine, parse_json_object
+from transforms.io.paths import unreachable
 
 STAGE = "images"
 MANIFEST_SUFFIXES = (".jsonl", ".json")
@@ -94,6 +95,11 @@ class _NameFile(StageFn):
     counts_out = False  # out once its id is its own (the KeepFirst by id)
 
     def judge(self, metadata):
+        problem = unreachable(metadata.path)   # a symlink loop in the folder
+        if problem:
+            reason, detail = problem
+            yield self.reject(reason, metadata.path, detail=detail)
+            return
         what = _not_a_regular_file(metadata.path)
         if what:
             yield self.reject(reasons.NOT_A_FILE, metadata.path, detail=f"{metadata.path} is {what}")
@@ -137,6 +143,9 @@ def parse_image_line(line: Union[SourceLine, str], base_dir: str):
     if not FileSystems.get_scheme(path) and not os.path.isabs(path):
         path = FileSystems.join(base_dir, path) if FileSystems.get_scheme(base_dir) \
             else os.path.normpath(os.path.join(base_dir, path))  # one spelling per file
+    problem = unreachable(path)   # a symlink loop or a name too long is said to be one
+    if problem:
+        return problem
     if not FileSystems.exists(path):
         return reasons.PATH_NOT_FOUND, f"no such file: {path}"
     what = _not_a_regular_file(path)

@@ -39,7 +39,34 @@ def resolve_checkpoint(checkpoint: Optional[str]) -> str:
     if not os.path.isfile(path):
         raise EncoderError(f"embed.checkpoint: no such file: {checkpoint} "
                            "(weights are never downloaded; put the file there or fix the path)")
+    check_weights_format(path, checkpoint)
     return path
+
+
+# What a weights file starts with, by the formats the encoders load: torch.save's zip
+# archive (also TorchScript, OpenAI's ViT-B-16.pt), torch.save's older pickle, and
+# safetensors (an 8-byte little-endian header length, then the JSON header).
+_ZIP, _PICKLE = b"PK\x03\x04", b"\x80"
+_SAFETENSORS_MAX_HEADER = 100 << 20   # safetensors' own bound on its header
+
+
+def check_weights_format(path: str, checkpoint: str) -> None:
+    """EncoderError naming `embed.checkpoint` unless `path` starts as a weights file does,
+    read from its first bytes on the driver, before any work: a checkpoint of random
+    bytes was first opened by a worker, and failed late inside Beam's traceback. (A file
+    of the right format holding the wrong model still fails when loaded, saying so.)"""
+    with open(path, "rb") as f:
+        head = f.read(9)
+    if not head:
+        raise EncoderError(f"embed.checkpoint: {checkpoint} is empty (0 bytes): not a weights file")
+    if head.startswith(_ZIP) or (head.startswith(_PICKLE) and len(head) > 1 and 2 <= head[1] <= 5):
+        return
+    header = int.from_bytes(head[:8], "little")
+    if len(head) == 9 and 2 <= header <= _SAFETENSORS_MAX_HEADER and head[8:9] == b"{":
+        return
+    raise EncoderError(f"embed.checkpoint: {checkpoint} is not a weights file: it starts with bytes "
+                       f"{head.hex(' ')}, neither a PyTorch checkpoint (a zip archive or a pickle) "
+                       "nor safetensors")
 
 
 def _weights_in_dir(folder: str) -> Optional[str]:

@@ -16,6 +16,8 @@ problem named here, with the field it sits in:
   (not JSON at all: RFC 8259 has no such numbers; Python reads them)        bad_field
   nesting deeper than the interpreter's recursion, an integer of more than
   4,300 digits                                                             bad_json
+  a byte order mark after the start (files joined with `cat`): json saw an
+  unexpected character there                                               bad_encoding
 
     value = loads(text)                        # raises JsonProblem(reason, detail)
     problem = value_problem(value, text)       # (reason, detail) or None, for a value
@@ -114,7 +116,7 @@ def loads(text: str) -> Any:
     except JsonProblem:
         raise
     except json.JSONDecodeError as e:
-        raise JsonProblem(reasons.BAD_JSON, f"not JSON: {e.msg} at column {e.colno}") from None
+        raise _decode_problem(text, e) from None
     except RecursionError:
         raise JsonProblem(reasons.BAD_JSON, "not JSON: nested too deeply") from None
     except ValueError as e:   # e.g. an integer of more than 4,300 digits
@@ -123,6 +125,19 @@ def loads(text: str) -> Any:
     if problem:
         raise JsonProblem(*problem)
     return value
+
+
+def _decode_problem(text: str, error: json.JSONDecodeError) -> JsonProblem:
+    """What json's error means, placed by line and column where the text has lines (a
+    whole document: the column alone does not find a trailing comma in 5 MB). A byte
+    order mark where the text does not start (files joined with `cat`, each with one) is
+    said to be one: json calls it only an unexpected character."""
+    place = f"line {error.lineno} column {error.colno}" if "\n" in text else f"column {error.colno}"
+    if text[error.pos:error.pos + 1] == "\ufeff":
+        return JsonProblem(reasons.BAD_ENCODING, f"a byte order mark (U+FEFF) at {place}: only a "
+                                                 "file's first bytes may hold one (files joined with "
+                                                 "cat? remove the marks of all but the first)")
+    return JsonProblem(reasons.BAD_JSON, f"not JSON: {error.msg} at {place}")
 
 
 def value_problem(value: Any, text: Optional[str] = None, start: int = 0,

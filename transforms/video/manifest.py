@@ -37,6 +37,7 @@ from schemas.records import SPLITS, VideoRef
 from transforms.core.hashing import content_sha256
 from transforms.core.stage import MAIN, REJECTS, KeepFirst, StageFn, stage_pardo
 from transforms.io.lines import ReadNumberedLines, SourceLine, parse_json_object
+from transforms.io.paths import unreachable
 
 STAGE = "manifest"
 REQUIRED_FIELDS = ("path", "source", "video_id", "split")
@@ -86,6 +87,9 @@ def parse_manifest_line(line: Union[SourceLine, str], base_dir: str):
     if not FileSystems.get_scheme(path) and not os.path.isabs(path):
         path = (FileSystems.join(base_dir, path) if FileSystems.get_scheme(base_dir)
                 else os.path.join(base_dir, path))
+    problem = unreachable(path)   # a symlink loop or a name too long is said to be one
+    if problem:
+        return problem
     if not FileSystems.exists(path):
         return reasons.PATH_NOT_FOUND, f"no such file: {path}"
     if not FileSystems.get_scheme(path) and not os.path.isfile(path):
