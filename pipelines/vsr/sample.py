@@ -43,7 +43,7 @@ from transforms.crowd.shown import FINGERPRINT
 SAMPLE_CONFIG = str(Path(__file__).with_name("configs") / "sample.yaml")
 CONCEPTS = ("cat", "laptop", "dog", "bench", "person", "umbrella", "pizza", "dining table",
             "couch", "bed")
-DONE_MARKER = ".complete-v5"   # v5: a zero-shot dev example, and the unknown-image line's link names its image (v3: answers carry task_fingerprint)
+DONE_MARKER = ".complete-v5"   # v5: a zero-shot dev example; the unknown-image line links its image
 WRITERS = ("w1", "w2", "w3")
 VALIDATORS = tuple(f"v{i}" for i in range(1, 10))
 
