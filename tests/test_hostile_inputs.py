@@ -861,6 +861,22 @@ def test_a_checkpoint_of_random_bytes_is_one_line_before_any_work(tmp_path):
     assert resolve_checkpoint(str(path)) == str(path)
 
 
+def test_nlvr2s_local_similar_checkpoint_is_checked_on_the_driver_under_its_own_key(tmp_path):
+    """Issue 35: NLVR2's local similar-images checkpoint was resolved only on workers; the
+    manifest's model record now resolves it in `prepare`, and the error names NLVR2's key."""
+    from pipelines.nlvr2.collection import model_identities
+    from pipelines.nlvr2.collection_config import CollectionConfig
+    from transforms.image.weights import EncoderError
+    path = tmp_path / "ViT-B-16.pt"
+    path.write_bytes(bytes(range(7, 256)) * 4)
+    config = CollectionConfig()
+    config.search.local_similar.collection = str(tmp_path)
+    config.search.local_similar.checkpoint = str(path)
+    with pytest.raises(EncoderError, match=re.escape(
+            f"collection.search.local_similar.checkpoint: {path} is not a weights file")):
+        model_identities(config)
+
+
 @pytest.mark.parametrize("fmt", ["csv", "jsonl"])
 def test_an_answer_cell_over_the_bound_is_a_reject_naming_its_line(fmt, tmp_path):
     """Issue 35: a cell over 131,072 characters hit Python's csv limit, undocumented

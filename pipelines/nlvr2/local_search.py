@@ -27,10 +27,14 @@ STAND_IN = ("similar images: exact kNN over a local image collection with the pr
             "encoder, instead of the search engine's similar-images tool (App. B)")
 
 
+CONFIG_PREFIX = "collection.search.local_similar"   # where LocalSimilarConfig sits
+
+
 def encoder_spec(cfg: LocalSimilarConfig) -> EncoderSpec:
     return EncoderSpec(kind=cfg.kind, model_name=cfg.model_name, pretrained=cfg.pretrained,
                        checkpoint=cfg.checkpoint, batch_size=cfg.batch_size, device=cfg.device,
-                       thumbnail_size=cfg.thumbnail_size, precision=cfg.precision)
+                       thumbnail_size=cfg.thumbnail_size, precision=cfg.precision,
+                       config_prefix=CONFIG_PREFIX)
 
 
 def _complete(image_set: ImageSet, neighbours, seeds, base: str, n_similar: int) -> ImageSet:

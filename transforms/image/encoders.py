@@ -62,6 +62,8 @@ class EncoderSpec:
     model_config  optional open_clip model-config JSON for an architecture open_clip does
                   not ship; registered on every worker before the model is built
     shots_per_batch  most shots in one RunInference batch (shots are big elements)
+    config_prefix  where these keys sit in the benchmark's config, for the errors that name
+                  them (NLVR2's local similar images: collection.search.local_similar)
     """
     kind: str = "open_clip"
     model_name: str = "ViT-B-16"
@@ -73,14 +75,18 @@ class EncoderSpec:
     model_config: Optional[str] = None
     shots_per_batch: int = 4
     precision: str = "fp32"
+    config_prefix: str = "embed"
+
+    def key(self, name: str) -> str:
+        return f"{self.config_prefix}.{name}"
 
     def __post_init__(self):
         if self.kind not in KINDS:
-            raise EncoderError(f"embed.kind: {self.kind!r} is not one of {KINDS}")
+            raise EncoderError(f"{self.key('kind')}: {self.kind!r} is not one of {KINDS}")
         if self.device not in DEVICES:
-            raise EncoderError(f"embed.device: {self.device!r} is not one of {DEVICES}")
+            raise EncoderError(f"{self.key('device')}: {self.device!r} is not one of {DEVICES}")
         if self.precision not in PRECISIONS:
-            raise EncoderError(f"embed.precision: {self.precision!r} is not one of {PRECISIONS}")
+            raise EncoderError(f"{self.key('precision')}: {self.precision!r} is not one of {PRECISIONS}")
         if self.kind == "thumbnail" and self.precision != "fp32":
             raise EncoderError("embed.precision: the thumbnail stand-in has no model; only 'fp32'")
         if self.batch_size < 1 or self.shots_per_batch < 1:
@@ -108,7 +114,7 @@ def encoder_identity(spec: EncoderSpec) -> Dict[str, Any]:
     else:
         import open_clip
         settings = _open_clip_settings(spec)
-        weights = resolve_checkpoint(spec.checkpoint)
+        weights = resolve_checkpoint(spec.checkpoint, spec.key("checkpoint"))
         identity = {
             "kind": "open_clip", "model_name": spec.model_name,
             "pretrained": _tag(spec), "checkpoint": spec.checkpoint,
@@ -347,7 +353,7 @@ def torch_dtype(precision: str):
 def load_open_clip(spec: EncoderSpec) -> OpenClipEncoder:
     """Build the model from its architecture config and load the local weights into it."""
     settings = _open_clip_settings(spec)
-    weights = resolve_checkpoint(spec.checkpoint)
+    weights = resolve_checkpoint(spec.checkpoint, spec.key("checkpoint"))
     import open_clip
     import torch
     common = dict(force_quick_gelu=settings["quick_gelu"], force_preprocess_cfg=settings["preprocess"],
@@ -364,7 +370,7 @@ def load_open_clip(spec: EncoderSpec) -> OpenClipEncoder:
             # An absolute path is never mistaken for a tag, so open_clip just loads it.
             model = open_clip.create_model(spec.model_name, pretrained=weights, **common)
     except Exception as e:  # noqa: BLE001 - shape mismatch, bad pickle, open_clip asserts ...
-        raise EncoderError(f"embed.checkpoint: {spec.checkpoint} does not hold {spec.model_name} "
+        raise EncoderError(f"{spec.key('checkpoint')}: {spec.checkpoint} does not hold {spec.model_name} "
                            f"weights: {str(e)[:500]}") from e
     device = resolve_device(spec.device)
     model = model.to(device=device, dtype=torch_dtype(spec.precision)).eval()
