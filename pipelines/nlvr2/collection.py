@@ -269,8 +269,8 @@ class CollectExamples(beam.PTransform):
         examples = self._rounds(queries[MAIN], rejects, tasks, out)
         every_task = tasks | "All tasks" >> beam.Flatten()
         _ = every_task | "Write tasks" >> WriteTaskFiles(FileSystems.join(self.staging_dir, TASKS_DIR), TASK_FILES)
-        _ = (every_task | "Validation tasks" >> beam.Filter(lambda t: t[0] == "validation.jsonl")
-             | "Validation rows" >> beam.Values()
+        _ = (every_task | "Label Studio validation tasks" >> beam.Filter(lambda t: t[0] == "validation.jsonl")
+             | "Label Studio validation rows" >> beam.Values()
              | "Label Studio validation" >> WriteLabelStudioRound(
                  FileSystems.join(self.staging_dir, "crowd", LABELSTUDIO_DIR), "validation", VALIDATION_LABELSTUDIO))
         _ = every_task | "Worker pages" >> WriteWorkerPages(
