@@ -156,7 +156,7 @@ def _check_one_file(path: str, fmt: str, required: Tuple[str, ...]) -> int:
         if export and missing:
             raise InputError(f"{path}: no task or result of this Label Studio export has the field(s) "
                              f"{', '.join(missing)} (required: {', '.join(required)})")
-        return sum(len(labelstudio._annotations(t)) for t in export)
+        return sum(len(labelstudio.annotations_of(t)) for t in export)
     header, rows, missing = None, 0, set(required)
     for line in read_numbered_lines(path):
         if line.error:

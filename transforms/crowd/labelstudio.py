@@ -118,7 +118,7 @@ def answer_columns(tasks: Sequence[dict]) -> List[str]:
         columns.update(dict.fromkeys(c for c in data if c != WORKER_COLUMN))
         if isinstance(data.get(WORKER_COLUMN), str):
             columns[data[WORKER_COLUMN]] = None
-        for annotation in _annotations(task):
+        for annotation in annotations_of(task):
             for result in annotation.get("result") or ():
                 if isinstance(result, dict) and isinstance(result.get("from_name"), str):
                     columns[result["from_name"]] = None
@@ -130,13 +130,14 @@ def answer_rows(path: str, tasks: Sequence[dict], row_type) -> Iterator:
     docstring says; `line` is the annotation's place in the file."""
     place = 0
     for task in tasks:
-        for annotation in _annotations(task):
+        for annotation in annotations_of(task):
             place += 1
             fields, error = _answer(task, annotation)
             yield row_type(path, place, fields, error)
 
 
-def _annotations(task: dict) -> list:
+def annotations_of(task: dict) -> list:
+    """A task's annotations (the workers' answers; predictions are a model's)."""
     annotations = task.get("annotations")
     return [a for a in annotations if isinstance(a, dict)] if isinstance(annotations, list) else []
 
