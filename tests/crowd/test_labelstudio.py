@@ -91,3 +91,23 @@ def test_vsr_reads_an_export_where_it_reads_json_lines(tmp_path):
     assert (got[0, 1]["example_id"], got[0, 1]["validator_id"], got[0, 1]["label"]) == ("ex1", "2", 1)
     assert got[0, 3][0] == reasons.REJECTED_ASSIGNMENT
     assert got[1, 1] == {"example_id": "ex3", "validator_id": "V3", "label": 0}
+
+
+def test_nlvr2_validation_rows_from_an_export(tmp_path):
+    """NLVR2's validation round (S8) reads the export by its own columns: `worker` from
+    completed_by, `judgement` the choice's alias."""
+    from pipelines.nlvr2.rounds import VALIDATION_COLUMNS
+    row = {"example": "cup#0#0#1", "sentence": "There are two cups.", "left_url": "images/1.jpg",
+           "right_url": "images/2.jpg", FINGERPRINT: "c" * 32}
+    task = json.loads(labelstudio.tasks_json(NLVR2_VALIDATION, [row]))[0]
+    judged = [{"from_name": "judgement", "to_name": "sentence", "type": "choices", "value": {"choices": ["report"]}}]
+    task.update(id=7, annotations=[{"id": 11, "completed_by": {"id": 5, "email": "w5@workers.example"},
+                                    "result": judged, "was_cancelled": False}], predictions=[
+        {"id": 1, "result": [dict(judged[0], value={"choices": ["True"]})]}])
+    path = tmp_path / "project-2-export.json"
+    path.write_text(json.dumps([task]))
+    assert check_answer_file(str(path), VALIDATION_COLUMNS) == [str(path)]
+    with open(path, "rb") as f:
+        rows = list(parse_file(str(path), f, "jsonl", VALIDATION_COLUMNS))
+    assert [(r.line, r.fields["example"], r.fields["worker"], r.fields["judgement"]) for r in rows] == [
+        (1, "cup#0#0#1", "w5@workers.example", "report")]   # the prediction is no worker's answer
