@@ -111,3 +111,30 @@ def test_nlvr2_validation_rows_from_an_export(tmp_path):
         rows = list(parse_file(str(path), f, "jsonl", VALIDATION_COLUMNS))
     assert [(r.line, r.fields["example"], r.fields["worker"], r.fields["judgement"]) for r in rows] == [
         (1, "cup#0#0#1", "w5@workers.example", "report")]   # the prediction is no worker's answer
+
+
+def test_imagecode_describe_round_from_an_export(tmp_path):
+    """ImageCoDe's describe round (a TextArea): the typed text is the description, the
+    Label Studio user its describer; a cancelled annotation never reaches the release."""
+    from pipelines.imagecode import reasons as imagecode_reasons
+    from pipelines.imagecode.rounds import DESCRIBE_LABELSTUDIO, MakeDescribeTasks, ReadDescriptions, task_row
+    from tests.imagecode.test_crowd import SEED, SETS, _describe_tasks
+    from transforms.core.stage import MAIN, REJECTS
+    row = task_row(sorted(_describe_tasks(), key=lambda t: t.task_id)[0])
+    config = ElementTree.fromstring(labelstudio.labeling_config(DESCRIBE_LABELSTUDIO))
+    assert config.find("TextArea").get("name") == "text"
+    task = json.loads(labelstudio.tasks_json(DESCRIBE_LABELSTUDIO, [row]))[0]
+    typed = [{"from_name": "text", "to_name": "target_image", "type": "textarea",
+              "value": {"text": ['The dog, "left", jumps,\nthen lands.']}}]
+    task.update(id=1, annotations=[{"id": 1, "completed_by": 2, "result": typed, "was_cancelled": False},
+                                   {"id": 2, "completed_by": 3, "result": typed, "was_cancelled": True}])
+    path = tmp_path / "project-3-export.json"
+    path.write_text(json.dumps([task]))
+    p = local_test_pipeline()
+    sets = p | "Sets" >> beam.Create(SETS)
+    read = p | ReadDescriptions(str(path), sets, (sets | MakeDescribeTasks(SEED))[MAIN])
+    collect(read[MAIN] | beam.Map(lambda d: (d.description_id, d.worker, d.text)), tmp_path, "kept")
+    collect(read[REJECTS] | beam.Map(lambda r: (r.reason, r.line)), tmp_path, "rejects")
+    run(p)
+    assert collected(tmp_path, "kept") == [(f"{row['task_id']}#2", "2", 'The dog, "left", jumps,\nthen lands.')]
+    assert collected(tmp_path, "rejects") == [(imagecode_reasons.REJECTED_ASSIGNMENT, 2)]
