@@ -6,7 +6,7 @@ CONFIG    ?=
 ARGS      ?=
 BENCHMARKS := imagecode vsr bd2bb fg nlvr2
 
-.PHONY: setup $(addprefix build-,$(BENCHMARKS)) test check-dataflow check-portable check-flink flink-setup flink-start flink-stop check-explorer check-crowd-pages bench bench-scale clean-sample cache-prune
+.PHONY: setup $(addprefix build-,$(BENCHMARKS)) test check-dataflow check-portable check-flink flink-setup flink-start flink-stop check-explorer check-crowd-pages labelstudio-setup check-label-studio bench bench-scale clean-sample cache-prune
 
 setup:
 	@bash scripts/setup.sh
@@ -110,6 +110,21 @@ check-explorer:
 check-crowd-pages:
 	@WITH_CHROMIUM=1 bash scripts/setup.sh
 	CROWD_BROWSER=1 $(PY) -m pytest -q tests/crowd/test_crowd_pages_browser.py
+
+# Label Studio in its own venv (it would downgrade the project's numpy and pyarrow); the
+# project talks to it over HTTP only (docs/crowd.md). Installed once, from PyPI.
+labelstudio-setup: .venv-labelstudio/bin/label-studio
+
+.venv-labelstudio/bin/label-studio: requirements-labelstudio.txt
+	python3 -m venv .venv-labelstudio
+	.venv-labelstudio/bin/pip install -q -r requirements-labelstudio.txt
+	@touch $@
+
+# VSR's validation round through a real Label Studio server on a loopback port: tasks
+# imported, annotations submitted and exported through its REST API, the export rebuilt
+# (tests/crowd/test_labelstudio_server.py). Plain `make test` skips it without the venv.
+check-label-studio: setup labelstudio-setup
+	LABEL_STUDIO_LIVE=1 $(PY) -m pytest -q -rs tests/crowd/test_labelstudio_server.py
 
 bench: setup
 	$(PY) -m bench.cli_latency

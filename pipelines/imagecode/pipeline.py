@@ -27,8 +27,9 @@ from pipelines.imagecode.params import ImageCodeRules, shot_params
 from pipelines.imagecode.public_annotations import WritePublicAnnotations
 from pipelines.imagecode.publish import (VIDEO_SETS, DescriptionRows, PublishCompatImages,
                                          WriteFrameSets)
-from pipelines.imagecode.rounds import (JUDGED, ApplyKeepRule, MakeDescribeTasks, MakeRetrieveTasks,
-                                        ReadDescriptions, ReadRetrievals, WriteTasks)
+from pipelines.imagecode.rounds import (DESCRIBE_LABELSTUDIO, JUDGED, ApplyKeepRule, MakeDescribeTasks,
+                                        MakeRetrieveTasks, ReadDescriptions, ReadRetrievals, WriteTasks,
+                                        task_row)
 from pipelines.imagecode.rounds_schema import (DESCRIBE_TASKS, RETRIEVE_TASKS, AnnotationSet,
                                                DescribeTask, RetrieveTask, describe_row_labels,
                                                retrieve_row_labels)
@@ -48,6 +49,7 @@ from transforms.cache.read_through import WRITTEN
 from transforms.cache.store import relative_cache_path
 from transforms.core.histograms import HistogramFn
 from transforms.core.stage import MAIN, REJECTS
+from transforms.crowd.labelstudio import LABELSTUDIO_DIR, WriteLabelStudioRound
 from transforms.crowd.pages import PAGES_DIR
 from transforms.crowd.shown import ReadTaskViews
 from transforms.image.collection import HashAndDedupe, ReadImageCollection
@@ -174,6 +176,9 @@ def _crowd_rounds(p, cfg: ImageCodeConfig, staging_dir: str, sets) -> list:
     tasks = sets | "Describer tasks" >> MakeDescribeTasks(cfg.seed, cfg.crowd.targets_per_set)
     _ = tasks[MAIN] | "Export describer tasks" >> WriteTasks(
         FileSystems.join(crowd, DESCRIBE_TASKS), DescribeTask)
+    _ = (tasks[MAIN] | "Describe rows for Label Studio" >> beam.Map(lambda t: (t.task_id, task_row(t)))
+         | "Label Studio describe" >> WriteLabelStudioRound(
+             FileSystems.join(crowd, LABELSTUDIO_DIR), "describe", DESCRIBE_LABELSTUDIO))
     rejects = [tasks[REJECTS]]
     pages = FileSystems.join(crowd, PAGES_DIR)
     if not cfg.crowd.descriptions:

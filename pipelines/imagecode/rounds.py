@@ -26,7 +26,7 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from pipelines.imagecode import reasons
-from pipelines.imagecode.rounds_schema import (DESCRIBE_TASK_COLUMNS, DESCRIPTION_COLUMNS,
+from pipelines.imagecode.rounds_schema import (DESCRIBE_TASK_COLUMNS, DESCRIPTION_COLUMNS, IMAGE_COLUMNS,
                                                MIN_CORRECT, RETRIEVAL_COLUMNS,
                                                RETRIEVE_TASK_COLUMNS, RETRIEVERS, SET_SIZE,
                                                TARGETS_PER_SET, AnnotationSet, DescribeTask,
@@ -38,6 +38,7 @@ from transforms.core.sampling import priority
 from transforms.core.stage import MAIN, REJECTS, StageFn, stage_pardo
 from transforms.crowd.answer_files import file_format
 from transforms.crowd.answer_rows import ReadAnswerRows, RowProblem, Shown, cell_text, whole_number
+from transforms.crowd.labelstudio import RoundLayout
 from transforms.crowd.task_files import WriteTaskFiles
 
 JUDGED = "judged"   # ApplyKeepRule's third output: every judged description (for agreement)
@@ -124,6 +125,13 @@ def task_row(task) -> dict:
                     target_image=task.image_paths[task.target_index], **common)
     return dict(task_id=task.task_id, description_id=task.description_id,
                 assignments=task.assignments, text=task.text, **common)
+
+
+# The describe round as a Label Studio project (transforms/crowd/labelstudio.py): the
+# target, then the set in the order shown; the description typed in a TextArea.
+DESCRIBE_LABELSTUDIO = RoundLayout(images=("target_image",) + IMAGE_COLUMNS, texts=(), answer="text",
+                                   choices=(), worker="worker",
+                                   instructions="Describe the first image so that it can be told from the others.")
 
 
 class WriteTasks(beam.PTransform):

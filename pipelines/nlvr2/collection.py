@@ -29,7 +29,7 @@ from apache_beam.io.filesystems import FileSystems
 from pipelines.nlvr2.collection_config import CollectionConfig
 from pipelines.nlvr2.queries import synset_queries
 from pipelines.nlvr2.rounds import (INTEREST_COLUMNS, PRUNING_COLUMNS, SENTENCE_COLUMNS,
-                                    VALIDATION_COLUMNS, ImageRound, ValidationRound, WritingRound,
+                                    VALIDATION_COLUMNS, VALIDATION_LABELSTUDIO, ImageRound, ValidationRound, WritingRound,
                                     candidates, image_task, image_task_labels, pair_sets,
                                     validation_task, validation_task_labels, writing_task_labels,
                                     writing_tasks)
@@ -44,6 +44,7 @@ from schemas.columns import described
 from transforms.core.errors import ConfigError
 from transforms.core.stage import MAIN, REJECTS, StageFn, stage_pardo
 from transforms.crowd.answer_files import check_answer_file
+from transforms.crowd.labelstudio import LABELSTUDIO_DIR, WriteLabelStudioRound
 from transforms.crowd.pages import PAGES_DIR
 from transforms.crowd.shown import ReadTaskViews, check_evidence
 from transforms.crowd.task_files import WriteTaskFiles
@@ -268,6 +269,10 @@ class CollectExamples(beam.PTransform):
         examples = self._rounds(queries[MAIN], rejects, tasks, out)
         every_task = tasks | "All tasks" >> beam.Flatten()
         _ = every_task | "Write tasks" >> WriteTaskFiles(FileSystems.join(self.staging_dir, TASKS_DIR), TASK_FILES)
+        _ = (every_task | "Label Studio validation tasks" >> beam.Filter(lambda t: t[0] == "validation.jsonl")
+             | "Label Studio validation rows" >> beam.Values()
+             | "Label Studio validation" >> WriteLabelStudioRound(
+                 FileSystems.join(self.staging_dir, "crowd", LABELSTUDIO_DIR), "validation", VALIDATION_LABELSTUDIO))
         _ = every_task | "Worker pages" >> WriteWorkerPages(
             FileSystems.join(self.staging_dir, "crowd", PAGES_DIR), cfg.search.set_size,
             cfg.pruning.set_images // 2)

@@ -35,6 +35,7 @@ from pipelines.nlvr2.search import Drop, emit_verdicts, image_id
 from transforms.core.sampling import priority
 from transforms.core.stage import MAIN, REJECTS, StageFn, stage_pardo
 from transforms.crowd.answer_rows import ReadAnswerRows, RowProblem, Shown, cell_text, whole_number
+from transforms.crowd.labelstudio import RoundLayout
 from transforms.crowd.shown import FINGERPRINT, TaskView, view
 
 VERDICTS = {"keep": None, "unloadable": why.UNLOADABLE, "inappropriate": why.INAPPROPRIATE,
@@ -277,6 +278,13 @@ def validation_task(candidate: Candidate) -> dict:
     return {"example": candidate.example_id, "sentence": candidate.sentence.text,
             "left_url": left.url, "right_url": right.url,
             FINGERPRINT: validation_view(candidate).fingerprint}
+
+
+# The validation round as a Label Studio project (transforms/crowd/labelstudio.py): the
+# pair and the sentence, one of JUDGEMENTS recorded as the validation answer files hold it.
+VALIDATION_LABELSTUDIO = RoundLayout(images=("left_url", "right_url"), texts=("sentence",), answer="judgement",
+                                     choices=tuple((j, j) for j in JUDGEMENTS), worker="worker",
+                                     instructions="Is the sentence true of the pair of images?")
 
 
 def candidates(sentence: Sentence) -> List[Candidate]:

@@ -27,7 +27,7 @@ ORDERLESS = (("crowd/", ".csv"), ("crowd/", ".jsonl"))
 SKIPPED_FILES = ("stats/cache_files.json",)
 # The worker pages are the task files rendered for a platform (transforms/crowd/pages.py):
 # presentation, no decision of their own; the task files they are filled from are digested.
-SKIPPED_FOLDERS = ("crowd/pages/",)
+SKIPPED_FOLDERS = ("crowd/pages/", "crowd/labelstudio/")
 # Counters of the run, not of the data: embed/model.loaded counts the worker processes that
 # built an image encoder, so it follows the runner (Flink: each TaskManager's worker).
 SKIPPED_COUNTERS = ("embed/model.loaded",)

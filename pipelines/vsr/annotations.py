@@ -21,7 +21,8 @@ Every file is read with transforms.io.lines.ReadNumberedLines, so a line-level r
 its file and line, and a line whose bytes are not UTF-8 is bad_encoding. A writer, vote or
 extra-label file ending in .csv is read as CSV rows instead (transforms/crowd/answer_files.py:
 Mechanical Turk's batch results as downloaded, a rejected assignment rejected; the same
-fields, `label` 0 or 1), each row a line of its own. A line holding
+fields, `label` 0 or 1), each row a line of its own; so is one ending in .json that holds
+Label Studio's JSON export (transforms/crowd/labelstudio.py: an annotation a row). A line holding
 NaN, Infinity or a number beyond float range is bad_field; so is a public-layout image
 that is not a plain COCO file name (schemas.coco.FILE_NAME), an image_link that is not
 http(s), or one that names another file than `image`: both are published, and an image
@@ -45,6 +46,7 @@ from pipelines.vsr.release import caption_view, validation_view
 from schemas.coco import is_file_name, is_link
 from transforms.core.stage import MAIN, REJECTS, KeepFirst, StageFn, stage_pardo
 from transforms.crowd.answer_files import parse_file
+from transforms.crowd.labelstudio import is_export as is_labelstudio_export
 from transforms.crowd.shown import Answer, CheckShown, carried
 from transforms.io.files import open_regular_file
 from transforms.io.lines import ReadNumberedLines, SourceLine, parse_json_object, required_strings_problem
@@ -92,7 +94,7 @@ class ReadAnswerLines(beam.PTransform):
 
     def expand(self, pbegin):
         ranked = list(enumerate(self._patterns))
-        tables = [(rank, p) for rank, p in ranked if _is_csv(p)]
+        tables = [(rank, p) for rank, p in ranked if _is_table(p)]
         if not tables:   # JSON Lines only: as every VSR input has always been read
             return pbegin | "Lines" >> ReadNumberedLines(self._patterns)
 
@@ -100,7 +102,7 @@ class ReadAnswerLines(beam.PTransform):
             rank, pattern = ranked_pattern
             for path in sorted(m.path for m in FileSystems.match([pattern])[0].metadata_list):
                 with open_regular_file(path) as raw:
-                    for row in parse_file(path, raw, "csv"):
+                    for row in parse_file(path, raw, "csv" if _is_csv(path) else "jsonl"):
                         fields = _csv_fields(row.fields) if row.error is None else None
                         text = json.dumps(fields, ensure_ascii=False) if fields is not None else ""
                         yield CsvAnswerLine(path, row.line, text, None, rank,
@@ -108,7 +110,7 @@ class ReadAnswerLines(beam.PTransform):
 
         parts = [pbegin | f"Lines {rank}" >> ReadNumberedLines([p])
                  | f"Place {rank}" >> beam.Map(lambda line, r=rank: dataclasses.replace(line, rank=r))
-                 for rank, p in ranked if not _is_csv(p)]
+                 for rank, p in ranked if not _is_table(p)]
         parts.append(pbegin | "CSV files" >> beam.Create(tables) | "CSV rows" >> beam.FlatMap(rows)
                      | "Spread rows" >> beam.Reshuffle())
         return parts | "Answer lines" >> beam.Flatten()
@@ -116,6 +118,20 @@ class ReadAnswerLines(beam.PTransform):
 
 def _is_csv(pattern: str) -> bool:
     return pattern.lower().endswith(".csv")
+
+
+def _is_table(pattern: str) -> bool:
+    """Read as rows (answer_files.parse_file): a CSV, or Label Studio's JSON export (a
+    `.json` file whose first file starts a JSON array)."""
+    if _is_csv(pattern):
+        return True
+    if not pattern.lower().endswith(".json"):
+        return False
+    matches = sorted(m.path for m in FileSystems.match([pattern])[0].metadata_list)
+    if not matches:
+        return False
+    with open_regular_file(matches[0]) as raw:
+        return is_labelstudio_export(raw.read(4096))
 
 
 def _at(line: SourceLine) -> dict:

@@ -28,7 +28,7 @@ from pipelines.vsr.config import VsrConfig
 from pipelines.vsr.pairs import FIGURES, EligibleConcepts, SamplePairs
 from pipelines.vsr.release import (CAPTION_RELATIONS, CAPTION_TASKS, CheckVsrLeakage, WriteCompat,
                                    WriteJsonLines, caption_relations, caption_task,
-                                   relation_and_concept_counts, validation_task)
+                                   VALIDATION_LABELSTUDIO, relation_and_concept_counts, validation_task)
 from pipelines.vsr.schema import EXAMPLE_SCHEMA, PAIR_SCHEMA, example_to_row, pair_to_row
 from pipelines.vsr.splits import SplitVsr
 from pipelines.vsr.validation import (AgreementFn, AgreementRule, ApplyVoteRules,
@@ -37,6 +37,7 @@ from pipelines.vsr.worker_pages import (CAPTION, VALIDATION, WriteWorkerPages, c
                                         validation_row)
 from transforms.coco.instances import ReadCoco
 from transforms.core.stage import MAIN, REJECTS
+from transforms.crowd.labelstudio import LABELSTUDIO_DIR, WriteLabelStudioRound
 from transforms.crowd.pages import PAGES_DIR
 from transforms.io.release import WriteRejects, WriteReport, WriteTable
 
@@ -109,6 +110,10 @@ def _examples(p, cfg: VsrConfig, staging_dir: str, pairs, coco_images):
         _ = (captions[MAIN] | "Validation page rows" >> beam.Map(
                 lambda t: (VALIDATION, (t[0].example_id, validation_row(validation_task(t[0])))))
              | "Validation page" >> WriteWorkerPages(_pages_dir(staging_dir), cfg.relations(), [VALIDATION]))
+        _ = (captions[MAIN] | "Label Studio validation rows" >> beam.Map(
+                lambda t: (t[0].example_id, validation_task(t[0])))
+             | "Label Studio validation" >> WriteLabelStudioRound(
+                 FileSystems.join(staging_dir, "crowd", LABELSTUDIO_DIR), "validation", VALIDATION_LABELSTUDIO))
     if not sources:
         return None, rejects
     merged = sources | "All examples" >> MergeExamples()   # one per example id, the rest rejected

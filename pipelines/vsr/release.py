@@ -19,6 +19,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from pipelines.vsr.relations import TABLE_1
 from pipelines.vsr.schema import SPLITS, TEMPLATE, SplitExample, relation_category, to_public_line
+from transforms.crowd.labelstudio import RoundLayout
 from transforms.crowd.shown import FINGERPRINT, TaskView, view
 from transforms.crowd.task_files import WriteTaskFiles as WriteJsonLines
 
@@ -98,6 +99,13 @@ def validation_task(example) -> dict:
     return {"example_id": example.example_id, "image": example.image,
             "image_link": example.image_link, "caption": example.caption,
             FINGERPRINT: validation_view(example).fingerprint}
+
+
+# The validation round as a Label Studio project (transforms/crowd/labelstudio.py): the
+# image and the caption; True/False recorded as the vote files hold the label, 1/0.
+VALIDATION_LABELSTUDIO = RoundLayout(images=("image_link",), texts=("caption",), answer="label",
+                                     choices=(("True", "1"), ("False", "0")), worker="validator_id",
+                                     instructions="Is the caption true of the image?")
 
 
 class CheckVsrLeakage(beam.PTransform):

@@ -15,7 +15,9 @@ Paid work sits in these files, so reading them must lose nothing quietly:
 
 A Mechanical Turk batch results CSV, as downloaded, is read as the round's rows
 (`Input.*` and `Answer.*` columns, rejected assignments rejected: transforms/crowd/mturk.py);
-the header checks and the rows see the columns it offers.
+the header checks and the rows see the columns it offers. Label Studio's JSON export, as
+downloaded (a `.json` file holding a JSON array), is read the same way: one answer row per
+annotation, cancelled ones rejected (transforms/crowd/labelstudio.py).
 
 Both functions stream: they hold one row (at most MAX_QUOTED_LINES physical lines) at a
 time, however large the file.
@@ -27,6 +29,8 @@ from __future__ import annotations
 
 import collections
 import csv
+import io
+import itertools
 import os
 import re
 from dataclasses import dataclass
@@ -37,7 +41,8 @@ from apache_beam.io.filesystems import FileSystems
 
 from schemas import reasons
 from transforms.core.errors import InputError
-from transforms.crowd import mturk
+from transforms.crowd import labelstudio, mturk
+from transforms.io.files import open_regular_file
 from transforms.io.lines import iter_numbered_lines, parse_json_object, read_numbered_lines
 
 _BOM = b"\xef\xbb\xbf"
@@ -106,6 +111,11 @@ def files_without_column(pattern: str, column: str) -> List[str]:
     lacking = []
     fmt = file_format(pattern)
     for path in _matching_files(pattern):
+        export = _labelstudio_export(path) if fmt == "jsonl" else None
+        if export is not None:
+            if column not in labelstudio.answer_columns(export):
+                lacking.append(path)
+            continue
         found = False
         for line in read_numbered_lines(path):
             if fmt == "csv":
@@ -121,6 +131,15 @@ def files_without_column(pattern: str, column: str) -> List[str]:
         if not found:
             lacking.append(path)
     return lacking
+
+
+def _labelstudio_export(path: str) -> Optional[list]:
+    """The tasks of Label Studio's JSON export at `path`, or None for JSON Lines."""
+    with open_regular_file(path) as stream:
+        head = stream.read(4096)
+        if not labelstudio.is_export(head):
+            return None
+        return labelstudio.load_export(path, head + stream.read())
 
 
 def _matching_files(pattern: str) -> List[str]:
@@ -139,6 +158,13 @@ def _matching_files(pattern: str) -> List[str]:
 
 def _check_one_file(path: str, fmt: str, required: Tuple[str, ...]) -> int:
     """The number of non-blank lines holding rows (0 for a header-only CSV)."""
+    export = _labelstudio_export(path) if fmt == "jsonl" else None
+    if export is not None:
+        missing = [c for c in required if c not in labelstudio.answer_columns(export)]
+        if export and missing:
+            raise InputError(f"{path}: no task or result of this Label Studio export has the field(s) "
+                             f"{', '.join(missing)} (required: {', '.join(required)})")
+        return sum(len(labelstudio.annotations_of(t)) for t in export)
     header, rows, missing = None, 0, set(required)
     for line in read_numbered_lines(path):
         if line.error:
@@ -193,6 +219,16 @@ def parse_file(path: str, stream, fmt: str, required_columns: Sequence[str] = ()
     if fmt == "csv":   # a platform's export becomes rows of the round's own columns
         yield from mturk.answer_rows(_CsvRows(path, stream, tuple(required_columns)).rows())
         return
+    head = stream.read(4096)
+    if labelstudio.is_export(head):   # one JSON document: read whole (checked by preflight)
+        try:
+            tasks = labelstudio.load_export(path, head + stream.read())
+        except InputError as e:
+            yield AnswerRow(path, 1, None, (reasons.MALFORMED_ROW, str(e)))
+            return
+        yield from labelstudio.answer_rows(path, tasks, AnswerRow)
+        return
+    stream = itertools.chain(io.BytesIO(head + stream.readline()), stream)
     for line in iter_numbered_lines(path, stream):
         record = parse_json_object(line)
         if isinstance(record, dict):
