@@ -121,7 +121,7 @@ def test_a_field_missing_on_some_lines_only_is_left_to_the_rows(manifest, tmp_pa
     ("d.csv", b'set_name,"target_index,text,worker\n', "{path}:1: the header row cannot be read as CSV"),
     ("d.csv", b"set_name,target_index,text,worker,worker\ns,1,t,w,w\n",
      "{path}:1: the header names the column(s) worker more than once"),
-    ("d.txt", b"x\n", "crowd output must end in .csv or .jsonl: {path}"),
+    ("d.txt", b"x\n", "crowd output must end in .csv, .jsonl or .json: {path}"),
 ])
 def test_empty_unreadable_or_ambiguous_files_stop_the_build(manifest, tmp_path, name, data, message):
     answers = write(tmp_path / name, data)

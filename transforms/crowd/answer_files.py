@@ -76,13 +76,14 @@ class AnswerRow:
 
 
 def file_format(path: str) -> str:
-    """"csv" or "jsonl", by the extension of a path or a glob."""
+    """"csv" or "jsonl", by the extension of a path or a glob (".json": JSON Lines, or
+    Label Studio's export, told apart by its first character when read)."""
     ext = os.path.splitext(path)[1].lower()
     if ext == ".csv":
         return "csv"
     if ext in (".jsonl", ".json"):
         return "jsonl"
-    raise InputError(f"crowd output must end in .csv or .jsonl: {path}")
+    raise InputError(f"crowd output must end in .csv, .jsonl or .json: {path}")
 
 
 # --- before any work: the whole file -------------------------------------------------
