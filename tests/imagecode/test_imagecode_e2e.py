@@ -582,9 +582,11 @@ def test_answers_without_fingerprints_need_the_release_their_tasks_came_from(sam
                                         r"column and crowd.tasks_release.descriptions is not set"):
         build(sample, tmp_path / "refused", "1.0.1", *args)
     assert not os.path.exists(tmp_path / "refused" / "imagecode" / "1.0.1")
+    plain = tmp_path / "plain"   # a folder, but no release (and not around the output)
+    plain.mkdir()
     with pytest.raises(UserError, match=r"^crowd.tasks_release.descriptions: .* is not a release folder"):
         build(sample, tmp_path / "refused", "1.0.1", *args, "--set",
-              f"crowd.tasks_release.descriptions={tmp_path}")
+              f"crowd.tasks_release.descriptions={plain}")
     # 1.0.0 exported the describe tasks the describers did and the retrieve tasks the
     # retrievers did: route 2 gives what route 1 gave
     again = build(sample, tmp_path / "route2", "1.0.1", *args,
