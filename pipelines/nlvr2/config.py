@@ -14,7 +14,7 @@ from typing import List
 from pipelines.config import InputFile, inside
 from pipelines.nlvr2.collection_config import CollectionConfig
 from transforms.core.errors import ConfigError
-from transforms.crowd.aggregation import CrowdConfig
+from transforms.crowd.aggregation_config import CrowdConfig
 
 SAMPLE_DIR = "samples/nlvr2"   # where the sample configs read, generated on first use
 

@@ -10,7 +10,7 @@ from pipelines.config import InputFile, inside
 from pipelines.vsr.relations import RELATIONS
 from schemas.coco import ID_BY_NAME
 from transforms.core.errors import ConfigError
-from transforms.crowd.aggregation import CrowdConfig
+from transforms.crowd.aggregation_config import CrowdConfig
 
 SAMPLE_DIR = "samples/vsr"   # where the sample configs read, generated on first use
 

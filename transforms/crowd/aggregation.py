@@ -23,14 +23,12 @@ goes to the first label in sorted order, as crowd-kit's idxmax does.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from dataclasses import dataclass
-from typing import Dict, Hashable, Iterable, List, Literal, Optional, Tuple
+from typing import Dict, Hashable, Iterable, List, Optional, Tuple
 
 import apache_beam as beam
 import numpy as np
 
-MAJORITY, DAWID_SKENE = "majority", "dawid_skene"
-METHODS = (MAJORITY, DAWID_SKENE)
+from transforms.crowd.aggregation_config import DAWID_SKENE, MAJORITY, METHODS, CrowdConfig  # noqa: F401
 ITERATIONS, TOLERANCE = 100, 1e-5   # crowd-kit's DawidSkene defaults
 _EPS = 1e-10                         # floor of an error-matrix cell and a prior (as crowd-kit)
 
@@ -138,15 +136,6 @@ def answers_table(answers: Iterable[Answer]) -> List[Answer]:
 
 
 # --- config and Beam -------------------------------------------------------------------
-
-Aggregation = Literal["majority", "dawid_skene"]
-
-
-@dataclass
-class CrowdConfig:
-    """A benchmark config's `crowd:` section."""
-    aggregation: Aggregation = MAJORITY   # majority: the papers' own count
-
 
 class AggregateLabels(beam.PTransform):
     """Answers (task, worker, label) -> one {task: label} (a singleton PCollection, for a
