@@ -45,8 +45,10 @@ def release(sample, tmp_path_factory):
 
 def test_layout_counts_and_manifest(release):
     assert sorted(os.listdir(release)) == ["DATACARD.md", "MANIFEST.json", "README.md", "RELEASE_NOTES.md", "compat",
-                                           "croissant.json", "explorer", "parquet", "plots", "rejects", "stats", "tasks",
-                                           "tfrecord"]
+                                           "croissant.json", "crowd", "explorer", "parquet", "plots", "rejects", "stats",
+                                           "tasks", "tfrecord"]
+    # the rounds' worker pages and Label Studio projects (docs/crowd.md)
+    assert {"pages", "labelstudio"} <= set(os.listdir(os.path.join(release, "crowd")))
     manifest = json.load(open(os.path.join(release, "MANIFEST.json")))
     assert manifest["reconciled"] is True and verify_manifest(release) == []
     assert manifest["config"]["sampling"]["min_area"] == 30000
