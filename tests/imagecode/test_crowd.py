@@ -233,7 +233,7 @@ def test_sample_files_parse_in_either_format(tmp_path):
 
 
 def test_unknown_file_extension_fails_before_running():
-    with pytest.raises(ValueError, match=".csv or .jsonl"):
+    with pytest.raises(ValueError, match=r"\.csv, \.jsonl or \.json"):
         ReadDescriptions("answers.txt", None, None)
 
 
