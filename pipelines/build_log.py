@@ -4,6 +4,10 @@ model loaders' bars off).
 
     <output>/.logs/<benchmark>-<version>.log
 
+Beam's own log records (its workers' tracebacks, logged at ERROR before the build's one
+line says what went wrong; its warnings about options) go to this file only, unless the
+build runs with --verbose: `beam_records_into`.
+
 Beside the releases, not in one (a release holds only what it publishes), one file per
 benchmark and version; a second try of the same version appends to it. An output that
 is not on a local disk (gs://...) logs into the system's temp folder; so does one where
@@ -11,13 +15,16 @@ the folder cannot be made (the build then stops at its output check, which says 
 """
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 import tempfile
 import threading
 import time
-from typing import List, Optional, TextIO
+from typing import Callable, List, Optional, TextIO
 
 LOGS_DIR = ".logs"
+BEAM_LOGGER = "apache_beam"
 
 
 def log_path(output: str, benchmark: str, version: str) -> str:
@@ -76,3 +83,31 @@ class BuildLog:
             if self._file is not None:
                 self._file.close()
                 self._file = None
+
+
+class _IntoLog(logging.Handler):
+    def __init__(self, write: Callable[[str], None]):
+        super().__init__()
+        self._write = write
+        self.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            self._write(self.format(record))
+        except Exception:   # a log that cannot be written never fails a build
+            pass
+
+
+@contextlib.contextmanager
+def beam_records_into(write: Callable[[str], None]):
+    """While the block runs, Beam's log records reach `write` (the build's log) and not
+    the terminal; afterwards Beam's logger is as it was."""
+    beam_logger = logging.getLogger(BEAM_LOGGER)
+    handler, propagated = _IntoLog(write), beam_logger.propagate
+    beam_logger.addHandler(handler)
+    beam_logger.propagate = False
+    try:
+        yield
+    finally:
+        beam_logger.removeHandler(handler)
+        beam_logger.propagate = propagated

@@ -97,7 +97,7 @@ def _reporting(name: str, args: argparse.Namespace):
     """The build's progress reporter and its log (opened by `_run` once the output is
     known to be writable), third-party output kept in the log."""
     from pipelines import progress
-    from pipelines.build_log import BuildLog
+    from pipelines.build_log import BuildLog, beam_records_into
     from transforms.core import quiet
 
     log = BuildLog()
@@ -106,8 +106,9 @@ def _reporting(name: str, args: argparse.Namespace):
     for variable, value in quiet.quiet_environment().items():
         log.write(f"set {variable}={value} (model loaders' progress bars off)")
     quiet.install()
+    beam_records = contextlib.nullcontext() if args.verbose else beam_records_into(log.write)
     with progress.reporting(enabled=not args.quiet, log=log.write) as reporter, \
-            quiet.capture_into(log.write) as captured:
+            quiet.capture_into(log.write) as captured, beam_records:
         try:
             yield reporter, log
         except BaseException as error:

@@ -50,6 +50,23 @@ def test_a_multi_process_build_reports_each_main_stage_done_of_total(vsr_sample,
     assert "build vsr 1.0.0: config" in log and "loading the benchmark" in log   # said or not: logged
 
 
+def test_beam_records_go_to_the_build_log_not_the_terminal(caplog):
+    """Beam logs a failing worker's traceback at ERROR before the build's one-line error:
+    during a build it is written to the log only; after it, Beam's logger is as before."""
+    import logging
+    from pipelines.build_log import beam_records_into
+    written = []
+    beam_logger = logging.getLogger("apache_beam.runners.common")
+    with caplog.at_level(logging.WARNING):
+        with beam_records_into(written.append):
+            beam_logger.error("OSError: [Errno 28] No space left on device")
+        assert written == ["ERROR apache_beam.runners.common: OSError: [Errno 28] No space left on device"]
+        assert caplog.records == []
+        beam_logger.error("after the build")
+    assert [r.getMessage() for r in caplog.records] == ["after the build"]
+    assert len(written) == 1
+
+
 def test_quiet_prints_no_progress(vsr_sample, tmp_path, capsys):
     runner.build("vsr", vsr_args(vsr_sample, tmp_path / "out") + ["--quiet"])
     assert "progress:" not in capsys.readouterr().err

@@ -43,6 +43,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from schemas import reasons
 from transforms.core.errors import InputError
+from transforms.crowd.task_files import WriteTaskFiles, task_lines
 
 LABELSTUDIO_DIR = "labelstudio"   # crowd/labelstudio/ in a release: <round>.json, <round>.xml
 WORKER_COLUMN = "worker_column"   # in each task's data: which answer column is the worker
@@ -81,10 +82,15 @@ def labeling_config(layout: RoundLayout) -> str:
     return "\n".join(["<View>"] + shown + asked + ["</View>"]) + "\n"
 
 
+def _task(layout: RoundLayout, row: Mapping) -> dict:
+    return {"data": {**row, WORKER_COLUMN: layout.worker}}
+
+
 def tasks_json(layout: RoundLayout, rows: Iterable[Mapping]) -> str:
-    """The tasks to import into the round's project, in the order given."""
-    tasks = [{"data": {**row, WORKER_COLUMN: layout.worker}} for row in rows]
-    return json.dumps(tasks, ensure_ascii=False, indent=1) + "\n"
+    """The tasks to import into the round's project, in the order given: a JSON array,
+    one task a line, as WriteLabelStudioRound writes it."""
+    name = "tasks.json"
+    return "\n".join(task_lines(name, [_task(layout, row) for row in rows])) + "\n"
 
 
 # --- the export, read ------------------------------------------------------------------------
@@ -177,25 +183,28 @@ def _answer(task: dict, annotation: dict) -> Tuple[Optional[dict], Optional[Tupl
 # --- the round's files, written by a build ----------------------------------------------------
 
 class WriteLabelStudioRound(beam.PTransform):
-    """(sort key, task row) -> `<folder>/<name>.json` (tasks_json, rows in sort-key order:
-    the same bytes on any runner and worker count) and `<folder>/<name>.xml`
-    (labeling_config); both written even when the round has no task."""
+    """(sort key, task row) -> `<folder>/<name>.json` (tasks_json's tasks, in sort-key
+    order: the same bytes on any runner and worker count) and `<folder>/<name>.xml`
+    (labeling_config); both written even when the round has no task. The tasks reach
+    their file through a GroupByKey as single rows (transforms/crowd/task_files.py), never
+    gathered into one element: no list of every task crosses between stages."""
 
     def __init__(self, folder: str, name: str, layout: RoundLayout):
         super().__init__()
         self._folder, self._name, self._layout = folder, name, layout
 
     def expand(self, keyed):
-        folder, name, layout = self._folder, self._name, self._layout
+        folder, layout = self._folder, self._layout
+        tasks_file, config_file = self._name + ".json", self._name + ".xml"
 
-        def write(rows):
-            ordered = [row for _, row in sorted(rows, key=lambda kv: (
-                kv[0], json.dumps(kv[1], sort_keys=True, ensure_ascii=False, default=str)))]
-            for suffix, text, mime in ((".json", tasks_json(layout, ordered), "application/json"),
-                                       (".xml", labeling_config(layout), "application/xml")):
-                with FileSystems.create(FileSystems.join(folder, name + suffix), mime_type=mime) as f:
-                    f.write(text.encode("utf-8"))
-            return name
+        def write_config(_):
+            with FileSystems.create(FileSystems.join(folder, config_file),
+                                    mime_type="application/xml") as f:
+                f.write(labeling_config(layout).encode("utf-8"))
+            return config_file
 
-        return (keyed | "All tasks" >> beam.combiners.ToList()
-                | "Write Label Studio files" >> beam.Map(write))
+        _ = (keyed.pipeline | "Labeling config" >> beam.Create([None])
+             | "Write labeling config" >> beam.Map(write_config))
+        return (keyed | "As Label Studio tasks" >> beam.MapTuple(
+                    lambda key, row: (tasks_file, (key, _task(layout, row))))
+                | "Write tasks" >> WriteTaskFiles(folder, always=[tasks_file]))

@@ -10,7 +10,8 @@ number of workers (a file is written by one worker, after a GroupByKey). Every p
 its file).
 
 A path ending in `.jsonl` gets one JSON object a line (with `columns[path]`: those keys,
-in that order); one ending in `.csv` a header row of `columns[path]` and a row per task
+in that order); one ending in `.json` a JSON array of them, one a line (what tools that
+import a task list in one document take: Label Studio); one ending in `.csv` a header row of `columns[path]` and a row per task
 (booleans `true`/`false`, lists as JSON, the form crowdsourcing tools take in; a text
 that a spreadsheet would run as a formula, e.g. a description `=HYPERLINK(...)`, with a
 leading `'`: transforms/io/csv_out.py. The `.jsonl` file keeps the text as it is).
@@ -49,7 +50,10 @@ def task_lines(path: str, tasks, columns: Optional[Sequence[str]] = None):
         return [csv_line(columns)] + [csv_line(task[c] for c in columns) for task in tasks]
     if columns is not None:
         tasks = ({c: task[c] for c in columns} for task in tasks)
-    return [json.dumps(task, ensure_ascii=False) for task in tasks]
+    lines = [json.dumps(task, ensure_ascii=False) for task in tasks]
+    if path.endswith(".json"):
+        return ["[" + ",\n".join(lines) + "]"]
+    return lines
 
 
 def _order(item):
@@ -74,7 +78,8 @@ class WriteTaskFiles(beam.PTransform):
             ordered = [obj for _, obj in sorted((i for i in items if i is not None), key=_order)]
             lines = task_lines(path, ordered, columns.get(path))
             full = FileSystems.join(folder, *path.split("/"))
-            mime = "text/csv" if path.endswith(".csv") else "application/jsonl"
+            mime = ("text/csv" if path.endswith(".csv") else
+                    "application/json" if path.endswith(".json") else "application/jsonl")
             with FileSystems.create(full, mime_type=mime) as f:
                 f.write(("\n".join(lines) + ("\n" if lines else "")).encode("utf-8"))
             return full
