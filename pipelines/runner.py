@@ -103,12 +103,13 @@ def _reporting(name: str, args: argparse.Namespace):
     log = BuildLog()
     log.write(f"build {name} {args.version}: config {args.config}, output {args.output}, "
               f"set {args.set or []}")
-    for variable, value in quiet.quiet_environment().items():
-        log.write(f"set {variable}={value} (model loaders' progress bars off)")
     quiet.install()
     beam_records = contextlib.nullcontext() if args.verbose else beam_records_into(log.write)
-    with progress.reporting(enabled=not args.quiet, log=log.write) as reporter, \
+    with quiet.quiet_environment_for_build() as quieted, \
+            progress.reporting(enabled=not args.quiet, log=log.write) as reporter, \
             quiet.capture_into(log.write) as captured, beam_records:
+        for variable, value in quieted.items():
+            log.write(f"set {variable}={value} (model loaders' progress bars off)")
         try:
             yield reporter, log
         except BaseException as error:

@@ -66,3 +66,14 @@ def test_model_loading_bars_are_off_in_a_build():
                               capture_output=True, text=True, check=True).stderr
     assert "Loading weights" in stderr("loud")    # what the issue saw
     assert "Loading weights" not in stderr("quiet")
+
+
+def test_the_quiet_variables_last_only_as_long_as_the_build(monkeypatch):
+    """Set for the build (its workers inherit them), gone after it; one the user set is kept."""
+    monkeypatch.delenv("TQDM_DISABLE", raising=False)
+    monkeypatch.setenv("HF_HUB_DISABLE_PROGRESS_BARS", "0")
+    with quiet.quiet_environment_for_build() as set_now:
+        assert set_now == {"TQDM_DISABLE": "1"}
+        assert os.environ["TQDM_DISABLE"] == "1"
+    assert "TQDM_DISABLE" not in os.environ
+    assert os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] == "0"

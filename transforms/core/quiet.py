@@ -13,7 +13,9 @@ libraries we call print more, and would bury those lines:
   - Model loaders' tqdm bars (transformers' `Loading weights`, huggingface_hub's): off
     through TQDM_DISABLE and HF_HUB_DISABLE_PROGRESS_BARS, which tqdm and huggingface_hub
     read when imported, so they are set before any model library is (`quiet_environment`);
-    worker processes inherit them. A variable the user set is left as it is.
+    worker processes inherit them. A variable the user set is left as it is, and those
+    set for a build are taken away when it ends (a notebook's next tqdm bar shows; a
+    library imported during the build keeps what it read then).
 
 The handler is installed once per process and writes to the log of the build running
 now (`capture_into`); between builds a message goes to stderr as Leptonica would print
@@ -23,6 +25,7 @@ runs its stages there); worker processes of the multi-process runner print their
 from __future__ import annotations
 
 import collections
+import contextlib
 import ctypes
 import ctypes.util
 import glob
@@ -40,6 +43,23 @@ _lock = threading.Lock()
 _handler: Optional[_Handler] = None   # kept alive: Leptonica holds a pointer to it
 _sink: Optional[Callable[[str], None]] = None
 _counts: Dict[str, int] = collections.Counter()
+
+
+@contextlib.contextmanager
+def quiet_environment_for_build():
+    """`quiet_environment` for the block: yields what it set; afterwards those variables
+    are gone again and a library told directly is told to show its bars again."""
+    told = [name for name in ("huggingface_hub", "transformers") if name in sys.modules]
+    set_now = quiet_environment()
+    try:
+        yield set_now
+    finally:
+        for name in set_now:
+            os.environ.pop(name, None)
+        if "HF_HUB_DISABLE_PROGRESS_BARS" in set_now and "huggingface_hub" in told:
+            sys.modules["huggingface_hub"].utils.enable_progress_bars()
+        if "TQDM_DISABLE" in set_now and "transformers" in told:
+            sys.modules["transformers"].utils.logging.enable_progress_bar()
 
 
 def quiet_environment() -> Dict[str, str]:
