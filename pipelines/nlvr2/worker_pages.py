@@ -29,6 +29,27 @@ from transforms.crowd.shown import FINGERPRINT
 
 _TEMPLATES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pages")
 _REPEAT = re.compile(r"<!--repeat-->\n(.*?)<!--/repeat-->\n", re.S)
+# A block written once per image place of the set (pruning, interest): only the place's
+# own controls are in the template; the image, its id and the grid around them are here.
+_EACH_IMAGE = re.compile(r"<!--each image-->\n(.*?)<!--/each image-->\n", re.S)
+_IMAGE_PLACE = """<figure class="item" data-url="${{image_{k}_url}}">
+<img src="${{image_{k}_url}}" alt="image {k}">
+<input type="hidden" name="image@{k}" value="${{image_{k}}}">
+<figcaption>
+{controls}</figcaption>
+</figure>
+"""
+# a set has fewer images than the page has places: the empty places are neither shown
+# nor submitted
+_HIDE_EMPTY_PLACES = """<script>
+Array.prototype.forEach.call(document.querySelectorAll("figure.item"), function (figure) {
+  if (!figure.dataset.url) {
+    figure.classList.add("hidden");
+    Array.prototype.forEach.call(figure.querySelectorAll("input"), function (input) { input.disabled = true; });
+  }
+});
+</script>
+"""
 # the task file of each round's tasks, and its page
 PAGE_OF = {"pruning.jsonl": "pruning", "interest.jsonl": "interest", "writing.jsonl": "writing",
            "validation.jsonl": "validation", "extra_validation.jsonl": "extra_validation"}
@@ -40,10 +61,17 @@ _WORKER = {"writing": "writer", "validation": "worker", "extra_validation": "wor
 
 
 def _body(name: str, places: int) -> str:
-    """The template with its repeated block written once per place (k = 0, 1, ...)."""
+    """The template with its repeated blocks written once per place (k = 0, 1, ...)."""
     with open(os.path.join(_TEMPLATES, f"{name}.html"), encoding="utf-8") as f:
         text = f.read()
-    return _REPEAT.sub(lambda m: "".join(m.group(1).replace("__K__", str(k)) for k in range(places)), text)
+    text = _REPEAT.sub(lambda m: "".join(m.group(1).replace("__K__", str(k)) for k in range(places)), text)
+    return _EACH_IMAGE.sub(lambda m: _image_places(m.group(1), places), text)
+
+
+def _image_places(controls: str, places: int) -> str:
+    figures = "".join(_IMAGE_PLACE.format(k=k, controls=controls.replace("__K__", str(k)))
+                      for k in range(places))
+    return f'<div class="grid" id="images">\n{figures}</div>\n{_HIDE_EMPTY_PLACES}'
 
 
 def columns(name: str, images: int, pairs: int) -> tuple:
