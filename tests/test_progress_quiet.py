@@ -20,8 +20,10 @@ def leptonica():
     return library
 
 
-def test_leptonica_messages_go_to_the_log_counted_not_to_stderr(capfd):
+def test_leptonica_messages_go_to_the_log_counted_not_to_stderr(capfd, monkeypatch):
     assert quiet.install()
+    # a process that never loaded the OCR stage (an earlier test's build would have)
+    monkeypatch.setattr(quiet, "_outside_builds", None)
     library = leptonica()
     box = library.boxCreate(100, 100, 5, 5)          # off a 10x10 page, as Tesseract asks
     logged = []
@@ -77,3 +79,23 @@ def test_the_quiet_variables_last_only_as_long_as_the_build(monkeypatch):
         assert os.environ["TQDM_DISABLE"] == "1"
     assert "TQDM_DISABLE" not in os.environ
     assert os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] == "0"
+
+
+WORKER = """
+import ctypes, logging, sys
+from transforms.core import quiet
+from tests.test_progress_quiet import leptonica
+logging.basicConfig(level=logging.INFO, stream=sys.stdout, format="%(name)s %(levelname)s %(message)s")
+assert quiet.install_for_workers()      # what the OCR stage does where it loads Tesseract
+library = leptonica()
+box = library.boxCreate(100, 100, 5, 5)
+library.boxClipToRectangle(box, 10, 10)
+"""
+
+
+def test_a_worker_process_logs_leptonica_messages_instead_of_printing_them():
+    """A multi-process runner's worker has no build log: its messages reached the terminal."""
+    done = subprocess.run([sys.executable, "-c", WORKER], cwd=str(ROOT), capture_output=True,
+                          text=True, check=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert done.stderr == ""
+    assert done.stdout == "leptonica INFO Error in boxClipToRectangle: box outside rectangle\n"

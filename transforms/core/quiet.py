@@ -18,9 +18,14 @@ libraries we call print more, and would bury those lines:
     library imported during the build keeps what it read then).
 
 The handler is installed once per process and writes to the log of the build running
-now (`capture_into`); between builds a message goes to stderr as Leptonica would print
-it. It is installed in the process that calls `install` (the runner's: the local runner
-runs its stages there); worker processes of the multi-process runner print their own.
+now (`capture_into`). The runner installs it in its own process (the local runner runs
+its stages there); the OCR stage installs it in every process that loads Tesseract
+(`install_for_workers`), so a worker process of the multi-process runner or of a
+cluster, which has no build log, logs each message at INFO on the `leptonica` logger
+instead of printing it (the runner forwards a worker's records: a build shows them
+with --verbose; a cluster keeps them in its workers' logs). A process
+that never called either (a script of the user's calling Tesseract) prints them as
+Leptonica would.
 """
 from __future__ import annotations
 
@@ -30,6 +35,7 @@ import ctypes
 import ctypes.util
 import glob
 import importlib.util
+import logging
 import os
 import re
 import sys
@@ -42,6 +48,7 @@ _Handler = ctypes.CFUNCTYPE(None, ctypes.c_char_p)
 _lock = threading.Lock()
 _handler: Optional[_Handler] = None   # kept alive: Leptonica holds a pointer to it
 _sink: Optional[Callable[[str], None]] = None
+_outside_builds: Optional[Callable[[str], None]] = None   # where a message goes between builds
 _counts: Dict[str, int] = collections.Counter()
 
 
@@ -117,16 +124,29 @@ def install() -> bool:
         return installed
 
 
+def install_for_workers() -> bool:
+    """`install`, and outside a build (a worker process has none) each message logged at
+    INFO on the `leptonica` logger instead of printed."""
+    global _outside_builds
+    installed = install()
+    if installed:
+        with _lock:
+            _outside_builds = logging.getLogger("leptonica").info
+    return installed
+
+
 def _on_message(text: bytes) -> None:
     message = text.decode("utf-8", "replace").rstrip("\n")
     with _lock:
-        sink = _sink
+        sink, elsewhere = _sink, _outside_builds
         if sink is not None:
             _counts[_kind(message)] += 1
-    if sink is None:
-        sys.stderr.write(message + "\n")
-    else:
+    if sink is not None:
         sink(f"leptonica: {message}")
+    elif elsewhere is not None:
+        elsewhere(message)
+    else:
+        sys.stderr.write(message + "\n")
 
 
 def _kind(message: str) -> str:

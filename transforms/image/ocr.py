@@ -125,6 +125,8 @@ class TextDetector:
 
     def _load_engine(self):
         os.environ.setdefault("OMP_THREAD_LIMIT", "1")  # as for the program (read at load)
+        from transforms.core import quiet
+        quiet.install_for_workers()   # Leptonica's messages off a worker's terminal
         import tesserocr
         self._engine = tesserocr.PyTessBaseAPI(path=tessdata_dir(self.tessdata, self.lang),
                                                lang=self.lang, psm=tesserocr.PSM.AUTO)
