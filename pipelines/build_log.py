@@ -16,6 +16,7 @@ the folder cannot be made (the build then stops at its output check, which says 
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import logging
 import os
 import tempfile
@@ -98,16 +99,44 @@ class _IntoLog(logging.Handler):
             pass
 
 
+class _FromBeamCode(logging.Filter):
+    """On the root logger: a record that Beam's code logs there directly (its job-server
+    start-up's `Waiting for grpc channel to be ready`, logging.log without a logger of its
+    own) goes to `write`, not on to the terminal."""
+
+    def __init__(self, write: Callable[[str], None], folder: str):
+        super().__init__()
+        self._into, self._folder = _IntoLog(write), folder + os.sep
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.pathname.startswith(self._folder):
+            self._into.handle(record)
+            return False
+        return True
+
+
+def _beam_folder() -> Optional[str]:
+    spec = importlib.util.find_spec(BEAM_LOGGER)   # where Beam is, without importing it
+    return spec.submodule_search_locations[0] if spec and spec.submodule_search_locations else None
+
+
 @contextlib.contextmanager
 def beam_records_into(write: Callable[[str], None]):
     """While the block runs, Beam's log records reach `write` (the build's log) and not
-    the terminal; afterwards Beam's logger is as it was."""
-    beam_logger = logging.getLogger(BEAM_LOGGER)
+    the terminal: those of Beam's loggers, and those Beam's code logs on the root logger;
+    afterwards logging is as it was."""
+    beam_logger, root = logging.getLogger(BEAM_LOGGER), logging.getLogger()
     handler, propagated = _IntoLog(write), beam_logger.propagate
+    folder = _beam_folder()
+    from_beam_code = _FromBeamCode(write, folder) if folder else None
     beam_logger.addHandler(handler)
     beam_logger.propagate = False
+    if from_beam_code is not None:
+        root.addFilter(from_beam_code)
     try:
         yield
     finally:
         beam_logger.removeHandler(handler)
         beam_logger.propagate = propagated
+        if from_beam_code is not None:
+            root.removeFilter(from_beam_code)

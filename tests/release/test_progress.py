@@ -67,6 +67,24 @@ def test_beam_records_go_to_the_build_log_not_the_terminal(caplog):
     assert len(written) == 1
 
 
+def test_what_beams_code_logs_on_the_root_logger_goes_to_the_build_log(caplog):
+    """Beam's job-server start-up logs `Waiting for grpc channel` on the root logger
+    (logging.log, no logger of its own): a Flink build printed it a dozen times."""
+    import logging
+    import apache_beam.utils.subprocess_server as beam_module
+    from pipelines.build_log import beam_records_into
+    written = []
+    beam_code = compile('import logging\nlogging.log(logging.WARNING, "Waiting for grpc channel")',
+                        beam_module.__file__, "exec")   # a record whose pathname is Beam's
+    with caplog.at_level(logging.WARNING):
+        with beam_records_into(written.append):
+            exec(beam_code, {})
+            logging.warning("our own warning")
+        exec(beam_code, {})
+    assert written == ["WARNING root: Waiting for grpc channel"]
+    assert [r.getMessage() for r in caplog.records] == ["our own warning", "Waiting for grpc channel"]
+
+
 def test_quiet_prints_no_progress(vsr_sample, tmp_path, capsys):
     runner.build("vsr", vsr_args(vsr_sample, tmp_path / "out") + ["--quiet"])
     assert "progress:" not in capsys.readouterr().err
