@@ -27,9 +27,9 @@ from pipelines.imagecode.params import ImageCodeRules, shot_params
 from pipelines.imagecode.public_annotations import WritePublicAnnotations
 from pipelines.imagecode.publish import (VIDEO_SETS, DescriptionRows, PublishCompatImages,
                                          WriteFrameSets)
-from pipelines.imagecode.rounds import (DESCRIBE_LABELSTUDIO, RETRIEVE_LABELSTUDIO, JUDGED, ApplyKeepRule, MakeDescribeTasks,
-                                        MakeRetrieveTasks, ReadDescriptions, ReadRetrievals, WriteTasks,
-                                        task_row)
+from pipelines.imagecode.rounds import (DESCRIBE_LABELSTUDIO, JUDGED, RETRIEVE_LABELSTUDIO, ApplyKeepRule,
+                                        MakeDescribeTasks, MakeRetrieveTasks, ReadDescriptions, ReadRetrievals,
+                                        WriteTasks, task_row)
 from pipelines.imagecode.rounds_schema import (DESCRIBE_TASKS, RETRIEVE_TASKS, AnnotationSet,
                                                DescribeTask, RetrieveTask, describe_row_labels,
                                                retrieve_row_labels)

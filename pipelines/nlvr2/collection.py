@@ -28,11 +28,12 @@ from apache_beam.io.filesystems import FileSystems
 
 from pipelines.nlvr2.collection_config import CollectionConfig
 from pipelines.nlvr2.queries import synset_queries
-from pipelines.nlvr2.rounds import (INTEREST_COLUMNS, PRUNING_COLUMNS, SENTENCE_COLUMNS,
-                                    VALIDATION_COLUMNS, VALIDATION_LABELSTUDIO, EXTRA_VALIDATION_LABELSTUDIO, ImageRound, ValidationRound, WritingRound,
-                                    candidates, image_round_labelstudio, image_task, image_task_labels, pair_sets,
-                                    validation_task, validation_task_labels, writing_task_labels,
-                                    writing_labelstudio, writing_tasks)
+from pipelines.nlvr2.rounds import (EXTRA_VALIDATION_LABELSTUDIO, INTEREST_COLUMNS, PRUNING_COLUMNS,
+                                    SENTENCE_COLUMNS, VALIDATION_COLUMNS, VALIDATION_LABELSTUDIO, ImageRound,
+                                    ValidationRound, WritingRound, candidates, image_round_labelstudio,
+                                    image_task, image_task_labels, pair_sets, validation_task,
+                                    validation_task_labels, writing_labelstudio, writing_task_labels,
+                                    writing_tasks)
 from pipelines.nlvr2.search import SEARCH_COLUMNS, AutoPrune, SearchSets
 from pipelines.nlvr2.similar_words import STAND_IN as SIMILAR_WORDS_STAND_IN
 from pipelines.nlvr2.similar_words import SimilarWords, load_encoder
