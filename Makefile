@@ -120,9 +120,10 @@ labelstudio-setup: .venv-labelstudio/bin/label-studio
 	.venv-labelstudio/bin/pip install -q -r requirements-labelstudio.txt
 	@touch $@
 
-# VSR's validation round through a real Label Studio server on a loopback port: tasks
-# imported, annotations submitted and exported through its REST API, the export rebuilt
-# (tests/crowd/test_labelstudio_server.py). Plain `make test` skips it without the venv.
+# A round of each crowd benchmark (VSR validation, NLVR2 writing, ImageCoDe retrieve)
+# through one real Label Studio server on a loopback port: tasks imported, annotations
+# submitted and exported through its REST API, each export rebuilt
+# (tests/crowd/test_labelstudio_server.py). Plain `make test` skips it.
 check-label-studio: setup labelstudio-setup
 	LABEL_STUDIO_LIVE=1 $(PY) -m pytest -q -rs tests/crowd/test_labelstudio_server.py
 

@@ -27,9 +27,9 @@ from pipelines.imagecode.params import ImageCodeRules, shot_params
 from pipelines.imagecode.public_annotations import WritePublicAnnotations
 from pipelines.imagecode.publish import (VIDEO_SETS, DescriptionRows, PublishCompatImages,
                                          WriteFrameSets)
-from pipelines.imagecode.rounds import (DESCRIBE_LABELSTUDIO, JUDGED, ApplyKeepRule, MakeDescribeTasks,
-                                        MakeRetrieveTasks, ReadDescriptions, ReadRetrievals, WriteTasks,
-                                        task_row)
+from pipelines.imagecode.rounds import (DESCRIBE_LABELSTUDIO, JUDGED, RETRIEVE_LABELSTUDIO, ApplyKeepRule,
+                                        MakeDescribeTasks, MakeRetrieveTasks, ReadDescriptions, ReadRetrievals,
+                                        WriteTasks, task_row)
 from pipelines.imagecode.rounds_schema import (DESCRIBE_TASKS, RETRIEVE_TASKS, AnnotationSet,
                                                DescribeTask, RetrieveTask, describe_row_labels,
                                                retrieve_row_labels)
@@ -178,7 +178,8 @@ def _crowd_rounds(p, cfg: ImageCodeConfig, staging_dir: str, sets) -> list:
         FileSystems.join(crowd, DESCRIBE_TASKS), DescribeTask)
     _ = (tasks[MAIN] | "Describe rows for Label Studio" >> beam.Map(lambda t: (t.task_id, task_row(t)))
          | "Label Studio describe" >> WriteLabelStudioRound(
-             FileSystems.join(crowd, LABELSTUDIO_DIR), "describe", DESCRIBE_LABELSTUDIO))
+             FileSystems.join(crowd, LABELSTUDIO_DIR), "describe", DESCRIBE_LABELSTUDIO,
+             cfg.crowd.image_base_url))
     rejects = [tasks[REJECTS]]
     pages = FileSystems.join(crowd, PAGES_DIR)
     if not cfg.crowd.descriptions:
@@ -191,6 +192,9 @@ def _crowd_rounds(p, cfg: ImageCodeConfig, staging_dir: str, sets) -> list:
     retrieve_tasks = described[MAIN] | "Retriever tasks" >> MakeRetrieveTasks(cfg.seed, sets)
     _ = retrieve_tasks[MAIN] | "Export retriever tasks" >> WriteTasks(
         FileSystems.join(crowd, RETRIEVE_TASKS), RetrieveTask)
+    _ = (retrieve_tasks[MAIN] | "Retrieve rows for Label Studio" >> beam.Map(lambda t: (t.task_id, task_row(t)))
+         | "Label Studio retrieve" >> WriteLabelStudioRound(
+             FileSystems.join(crowd, LABELSTUDIO_DIR), "retrieve", RETRIEVE_LABELSTUDIO, cfg.crowd.image_base_url))
     rejects += [described[REJECTS], retrieve_tasks[REJECTS]]
     write_worker_pages(pages, cfg.crowd.image_base_url, tasks[MAIN], retrieve_tasks[MAIN])
     if not cfg.crowd.retrievals:

@@ -38,7 +38,7 @@ from transforms.core.sampling import priority
 from transforms.core.stage import MAIN, REJECTS, StageFn, stage_pardo
 from transforms.crowd.answer_files import file_format
 from transforms.crowd.answer_rows import ReadAnswerRows, RowProblem, Shown, cell_text, whole_number
-from transforms.crowd.labelstudio import RoundLayout
+from transforms.crowd.labelstudio import Ask, Items, RoundLayout
 from transforms.crowd.task_files import WriteTaskFiles
 
 JUDGED = "judged"   # ApplyKeepRule's third output: every judged description (for agreement)
@@ -127,11 +127,20 @@ def task_row(task) -> dict:
                 assignments=task.assignments, text=task.text, **common)
 
 
-# The describe round as a Label Studio project (transforms/crowd/labelstudio.py): the
+# The rounds as Label Studio projects (transforms/crowd/labelstudio.py). Describe: the
 # target, then the set in the order shown; the description typed in a TextArea.
-DESCRIBE_LABELSTUDIO = RoundLayout(images=("target_image",) + IMAGE_COLUMNS, texts=(), answer="text",
-                                   choices=(), worker="worker",
+DESCRIBE_LABELSTUDIO = RoundLayout(images=("target_image",) + IMAGE_COLUMNS, texts=(), asks=(Ask("text"),),
+                                   worker="worker",
                                    instructions="Describe the first image so that it can be told from the others.")
+# Retrieve: the description and the set in the order shown; the worker picks an image by
+# its place on the page, which the export maps through shown_order to the canonical
+# index the round reads, as the worker page does.
+RETRIEVE_LABELSTUDIO = RoundLayout(
+    images=(), texts=("text",), worker="worker",
+    items=Items(len(IMAGE_COLUMNS), images=("image_{k}",), title="Image {n}"),
+    asks=(Ask("guessed_index", tuple((f"Image {k + 1}", str(k)) for k in range(len(IMAGE_COLUMNS))),
+              place_in="shown_order", title="Which image does the description describe?"),),
+    instructions="Read the description, then pick the image it describes.")
 
 
 class WriteTasks(beam.PTransform):

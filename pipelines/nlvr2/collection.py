@@ -28,17 +28,18 @@ from apache_beam.io.filesystems import FileSystems
 
 from pipelines.nlvr2.collection_config import CollectionConfig
 from pipelines.nlvr2.queries import synset_queries
-from pipelines.nlvr2.rounds import (INTEREST_COLUMNS, PRUNING_COLUMNS, SENTENCE_COLUMNS,
-                                    VALIDATION_COLUMNS, VALIDATION_LABELSTUDIO, ImageRound, ValidationRound, WritingRound,
-                                    candidates, image_task, image_task_labels, pair_sets,
-                                    validation_task, validation_task_labels, writing_task_labels,
+from pipelines.nlvr2.rounds import (EXTRA_VALIDATION_LABELSTUDIO, INTEREST_COLUMNS, PRUNING_COLUMNS,
+                                    SENTENCE_COLUMNS, VALIDATION_COLUMNS, VALIDATION_LABELSTUDIO, ImageRound,
+                                    ValidationRound, WritingRound, candidates, image_round_labelstudio,
+                                    image_task, image_task_labels, pair_sets, validation_task,
+                                    validation_task_labels, writing_labelstudio, writing_task_labels,
                                     writing_tasks)
 from pipelines.nlvr2.search import SEARCH_COLUMNS, AutoPrune, SearchSets
 from pipelines.nlvr2.similar_words import STAND_IN as SIMILAR_WORDS_STAND_IN
 from pipelines.nlvr2.similar_words import SimilarWords, load_encoder
 from pipelines.nlvr2.splits import HELD_OUT_ITEMS, SplitAndValidate
 from pipelines.nlvr2.synsets import hypernym_table, ilsvrc_synsets, select_synsets
-from pipelines.nlvr2.worker_pages import WriteWorkerPages
+from pipelines.nlvr2.worker_pages import PAGE_OF, WriteWorkerPages, flat_row
 from pipelines.release.tables import Table
 from schemas.columns import described
 from transforms.core.errors import ConfigError
@@ -269,10 +270,7 @@ class CollectExamples(beam.PTransform):
         examples = self._rounds(queries[MAIN], rejects, tasks, out)
         every_task = tasks | "All tasks" >> beam.Flatten()
         _ = every_task | "Write tasks" >> WriteTaskFiles(FileSystems.join(self.staging_dir, TASKS_DIR), TASK_FILES)
-        _ = (every_task | "Label Studio validation tasks" >> beam.Filter(lambda t: t[0] == "validation.jsonl")
-             | "Label Studio validation rows" >> beam.Values()
-             | "Label Studio validation" >> WriteLabelStudioRound(
-                 FileSystems.join(self.staging_dir, "crowd", LABELSTUDIO_DIR), "validation", VALIDATION_LABELSTUDIO))
+        self._label_studio(every_task)
         _ = every_task | "Worker pages" >> WriteWorkerPages(
             FileSystems.join(self.staging_dir, "crowd", PAGES_DIR), cfg.search.set_size,
             cfg.pruning.set_images // 2)
@@ -283,6 +281,25 @@ class CollectExamples(beam.PTransform):
         out[MAIN] = examples
         out[REJECTS] = rejects | "Collection rejects" >> beam.Flatten()
         return out
+
+    def _label_studio(self, every_task):
+        """crowd/labelstudio/<round>.{xml,json} for each crowd round (S4, S5, S7, S8, S9):
+        the image rounds and writing from their page's flat rows (a Label Studio task's
+        data is flat), the validations from their task rows."""
+        cfg = self.config
+        places, pairs = cfg.search.set_size, cfg.pruning.set_images // 2
+        layouts = {"pruning": image_round_labelstudio("pruning", places),
+                   "interest": image_round_labelstudio("interest", places),
+                   "writing": writing_labelstudio(pairs),
+                   "validation": VALIDATION_LABELSTUDIO, "extra_validation": EXTRA_VALIDATION_LABELSTUDIO}
+        folder = FileSystems.join(self.staging_dir, "crowd", LABELSTUDIO_DIR)
+        for file, name in PAGE_OF.items():
+            flat = name in ("pruning", "interest", "writing")
+            _ = (every_task | f"Label Studio {name} tasks" >> beam.Filter(lambda t, f=file: t[0] == f)
+                 | f"Label Studio {name} rows" >> beam.MapTuple(
+                     lambda _, keyed, n=name, flat=flat: (keyed[0], flat_row(n, keyed[1], places, pairs)
+                                                          if flat else keyed[1]))
+                 | f"Label Studio {name}" >> WriteLabelStudioRound(folder, name, layouts[name]))
 
     def _rounds(self, queries, rejects, tasks, out):
         """S2-S9, as far as the answers given reach; the last round reached exports its tasks."""

@@ -23,6 +23,7 @@ is a stale_answer reject naming what changed.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Dict, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
 
@@ -35,7 +36,7 @@ from pipelines.nlvr2.search import Drop, emit_verdicts, image_id
 from transforms.core.sampling import priority
 from transforms.core.stage import MAIN, REJECTS, StageFn, stage_pardo
 from transforms.crowd.answer_rows import ReadAnswerRows, RowProblem, Shown, cell_text, whole_number
-from transforms.crowd.labelstudio import RoundLayout
+from transforms.crowd.labelstudio import Ask, Items, RoundLayout
 from transforms.crowd.shown import FINGERPRINT, TaskView, view
 
 VERDICTS = {"keep": None, "unloadable": why.UNLOADABLE, "inappropriate": why.INAPPROPRIATE,
@@ -282,9 +283,43 @@ def validation_task(candidate: Candidate) -> dict:
 
 # The validation round as a Label Studio project (transforms/crowd/labelstudio.py): the
 # pair and the sentence, one of JUDGEMENTS recorded as the validation answer files hold it.
-VALIDATION_LABELSTUDIO = RoundLayout(images=("left_url", "right_url"), texts=("sentence",), answer="judgement",
-                                     choices=tuple((j, j) for j in JUDGEMENTS), worker="worker",
+VALIDATION_LABELSTUDIO = RoundLayout(images=("left_url", "right_url"), texts=("sentence",), worker="worker",
+                                     asks=(Ask("judgement", tuple((j, j) for j in JUDGEMENTS)),),
                                      instructions="Is the sentence true of the pair of images?")
+# S9's extra judgements (splits.py) are True or False only: nothing to report any more.
+EXTRA_VALIDATION_LABELSTUDIO = dataclasses.replace(
+    VALIDATION_LABELSTUDIO, asks=(Ask("judgement", (("True", "True"), ("False", "False"))),))
+_VERDICT_LABELS = {"keep": "keep", "unloadable": "does not load", "inappropriate": "inappropriate",
+                   "artwork_or_collage": "artwork or collage", "no_synset_instance": "no instance of the synset"}
+_YES_NO = (("yes", "yes"), ("no", "no"))
+
+
+def image_round_labelstudio(stage: str, places: int) -> RoundLayout:
+    """The pruning (S4) or interest (S5) round as a Label Studio project, from its page's
+    batch input rows (worker_pages.flat_row): the synset, then per image place its
+    questions, each answer row carrying the place's `image` (its position in the set)."""
+    if stage == "pruning":
+        asks = (Ask("verdict", tuple((_VERDICT_LABELS[v], v) for v in VERDICTS)),)
+        instructions = "For each image: keep it, or say why it goes."
+    else:
+        asks = (Ask("duplicate", _YES_NO, title="A duplicate of another image?"),
+                Ask("interesting", _YES_NO, title="Interesting?"))
+        instructions = "For each image: is it a duplicate of another, is it interesting?"
+    return RoundLayout(images=(), texts=("synset",), asks=(), worker="", instructions=instructions,
+                       items=Items(places, images=("image_{k}_url",), columns=(("image", "image_{k}"),),
+                                   asks=asks, title="Image {n}"))
+
+
+def writing_labelstudio(pairs: int) -> RoundLayout:
+    """The writing round (S7) as a Label Studio project, from its page's batch input rows:
+    the pairs; the writer selects two ("0,2", as `selected` is read) and writes one sentence."""
+    return RoundLayout(
+        images=(), texts=("synset",), worker="writer",
+        asks=(Ask("selected", tuple((f"Pair {n + 1}", str(n)) for n in range(pairs)), several=True,
+                  title="Select the two pairs the sentence is true for"),
+              Ask("sentence", title="One sentence, true for the two pairs selected and false for the others")),
+        instructions="Select two pairs and write one sentence true for them and false for the others.",
+        items=Items(pairs, images=("pair_{k}_left", "pair_{k}_right"), title="Pair {n}"))
 
 
 def candidates(sentence: Sentence) -> List[Candidate]:

@@ -26,9 +26,9 @@ from pipelines.vsr.annotations import (JoinExtraLabels, JoinVotes, MergeExamples
                                        ReadPublicAnnotations)
 from pipelines.vsr.config import VsrConfig
 from pipelines.vsr.pairs import FIGURES, EligibleConcepts, SamplePairs
-from pipelines.vsr.release import (CAPTION_RELATIONS, CAPTION_TASKS, CheckVsrLeakage, WriteCompat,
-                                   WriteJsonLines, caption_relations, caption_task,
-                                   VALIDATION_LABELSTUDIO, relation_and_concept_counts, validation_task)
+from pipelines.vsr.release import (CAPTION_RELATIONS, CAPTION_TASKS, VALIDATION_LABELSTUDIO, CheckVsrLeakage,
+                                   WriteCompat, WriteJsonLines, caption_labelstudio, caption_relations,
+                                   caption_task, relation_and_concept_counts, validation_task)
 from pipelines.vsr.schema import EXAMPLE_SCHEMA, PAIR_SCHEMA, example_to_row, pair_to_row
 from pipelines.vsr.splits import SplitVsr
 from pipelines.vsr.validation import (AgreementFn, AgreementRule, ApplyVoteRules,
@@ -82,6 +82,9 @@ def _image_pairs(p, cfg: VsrConfig, staging_dir: str):
                                                    [CAPTION_TASKS, CAPTION_RELATIONS]))
     _ = (pairs | "Caption page rows" >> beam.Map(lambda pair: (CAPTION, (pair.pair_id, caption_row(caption_task(pair)))))
          | "Caption page" >> WriteWorkerPages(_pages_dir(staging_dir), cfg.relations(), [CAPTION]))
+    _ = (pairs | "Label Studio caption rows" >> beam.Map(lambda pair: (pair.pair_id, caption_row(caption_task(pair))))
+         | "Label Studio caption" >> WriteLabelStudioRound(
+             FileSystems.join(staging_dir, "crowd", LABELSTUDIO_DIR), "caption", caption_labelstudio(cfg.relations())))
     names = coco["images"] | "Image file names" >> beam.Map(lambda image: image.file_name)
     return pairs, names, [coco[REJECTS], eligible[REJECTS], sampled[REJECTS]]
 

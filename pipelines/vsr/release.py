@@ -19,7 +19,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from pipelines.vsr.relations import TABLE_1
 from pipelines.vsr.schema import SPLITS, TEMPLATE, SplitExample, relation_category, to_public_line
-from transforms.crowd.labelstudio import RoundLayout
+from transforms.crowd.labelstudio import Ask, RoundLayout
 from transforms.crowd.shown import FINGERPRINT, TaskView, view
 from transforms.crowd.task_files import WriteTaskFiles as WriteJsonLines
 
@@ -103,9 +103,25 @@ def validation_task(example) -> dict:
 
 # The validation round as a Label Studio project (transforms/crowd/labelstudio.py): the
 # image and the caption; True/False recorded as the vote files hold the label, 1/0.
-VALIDATION_LABELSTUDIO = RoundLayout(images=("image_link",), texts=("caption",), answer="label",
-                                     choices=(("True", "1"), ("False", "0")), worker="validator_id",
+VALIDATION_LABELSTUDIO = RoundLayout(images=("image_link",), texts=("caption",), worker="validator_id",
+                                     asks=(Ask("label", (("True", "1"), ("False", "0"))),),
                                      instructions="Is the caption true of the image?")
+
+
+def caption_labelstudio(relations) -> RoundLayout:
+    """The caption round (§3.1) as a Label Studio project, from its page's batch input
+    rows (worker_pages.caption_row): both images and the two concepts; a relation of the
+    build's list (Table 1's order, then the others), then the image the caption is true
+    for, recorded as that image's file name (the task's image_0 or image_1)."""
+    allowed = set(relations)
+    ordered = list(dict.fromkeys(r for _, names in TABLE_1 for r in names if r in allowed))
+    ordered += sorted(allowed - set(ordered))
+    return RoundLayout(
+        images=("image_0_link", "image_1_link"), texts=("subj", "obj"), worker="annotator_id",
+        asks=(Ask("relation", tuple((r, r) for r in ordered), title="The relation: subject <relation> object"),
+              Ask("true_image", (("The first image", "image_0"), ("The second image", "image_1")),
+                  names_column=True, to="image_0_link", title="The image the caption is true for")),
+        instructions="Write the caption: pick the relation of the subject to the object, then the image it is true for.")
 
 
 class CheckVsrLeakage(beam.PTransform):

@@ -33,7 +33,7 @@ def test_the_labeling_config_asks_what_the_round_reads():
     assert [(c.get("value"), c.get("alias")) for c in choices] == [("True", "1"), ("False", "0")]
     nlvr2 = ElementTree.fromstring(labelstudio.labeling_config(NLVR2_VALIDATION))
     assert [c.get("alias") for c in nlvr2.find("Choices")] == ["True", "False", "report"]
-    describe = labelstudio.RoundLayout(images=("frame",), texts=(), answer="text", choices=(), worker="worker")
+    describe = labelstudio.RoundLayout(images=("frame",), texts=(), asks=(labelstudio.Ask("text"),), worker="worker")
     area = ElementTree.fromstring(labelstudio.labeling_config(describe)).find("TextArea")
     assert (area.get("name"), area.get("toName")) == ("text", "frame")
 
@@ -41,7 +41,7 @@ def test_the_labeling_config_asks_what_the_round_reads():
 def test_tasks_carry_the_row_and_the_worker_column():
     row = {"example_id": "ex1", "caption": 'A "quoted" caption, <b>not markup</b>', FINGERPRINT: "e" * 32}
     tasks = json.loads(labelstudio.tasks_json(VSR_VALIDATION, [row]))
-    assert tasks == [{"data": {**row, "worker_column": "validator_id"}}]
+    assert tasks == [{"data": {**row, "worker_column": "validator_id", "labelstudio_answers": {"label": "choice"}}}]
 
 
 def test_an_export_as_downloaded_becomes_answer_rows():

@@ -1,23 +1,32 @@
-"""VSR's validation round through a real Label Studio server (issue 38, item 3): the
-sample's build writes crowd/labelstudio/validation.{xml,json}; a server started from
-`.venv-labelstudio/` (tests/crowd/labelstudio_server.py, loopback, offline) gets a project
-with that config and those tasks through its REST API; each of the sample's votes is
-submitted as an annotation of its validator (a Label Studio user each) on the task that
-validator saw; one more annotation is made on an earlier build's version of a task (the
-caption since changed) and one is cancelled (skipped); the project is exported as JSON
-and a rebuild reads that export, as downloaded, as its votes.
+"""Crowd rounds through a real Label Studio server (issue 38, item 3), one round per
+benchmark: VSR's validation (a choice), NLVR2's writing (two choices of several and a
+text) and ImageCoDe's retrieve (a place on the page, mapped through shown_order).
 
-Asserted: the rebuild's examples are those of a build from the same votes as JSON Lines
-(each validator named by the Label Studio user id the export names them by), so every
-answer landed on the task its worker saw; the annotation on the changed task is a
-stale_answer reject and the cancelled one a rejected_assignment reject, and neither
-worker is in any example's votes.
+One server for them all (its start is the cost), started from `.venv-labelstudio/`
+(tests/crowd/labelstudio_server.py, loopback, offline). Per round: the sample's build
+writes crowd/labelstudio/<round>.{xml,json}; a project gets that config and those tasks
+through the REST API; each of the sample's own answers to that round that a worker could
+have given in Label Studio (on a task of this build, as that task shows it, a value the
+config offers) is submitted as an annotation of its worker (a Label Studio user each) on
+the task that worker saw; one more annotation is made on an earlier build's version of a
+task (its shown content and fingerprint since changed) and one is cancelled (skipped);
+the project is exported as JSON and a rebuild reads that export, as downloaded.
+Annotations are posted by the admin with `completed_by` naming the worker's user.
 
-Slow (a server start and three sample builds) and needs the Label Studio venv: `make
+Asserted: the rebuild's tables are those of a build from the same answers as JSON Lines
+(each worker named by the Label Studio user id the export names them by), so every
+answer landed on the task its worker saw; the export's rejects are those of the JSON
+Lines file plus the annotation on the changed task (stale_answer) and the cancelled one
+(rejected_assignment), and neither of their workers is in any table.
+
+Slow (a server start and three builds per round) and needs the Label Studio venv: `make
 check-label-studio` runs it (LABEL_STUDIO_LIVE=1), as .ci/run does; plain `pytest` skips it.
 """
+import dataclasses
 import json
 import os
+import xml.etree.ElementTree as ElementTree
+from typing import Callable, Optional
 
 import pyarrow.parquet as pq
 import pytest
@@ -25,102 +34,210 @@ import pytest
 from pipelines import runner
 from tests.crowd import labelstudio_server
 from tests.paths import ROOT
+from transforms.crowd import labelstudio
 from transforms.crowd.shown import FINGERPRINT
 
 pytestmark = [
     pytest.mark.skipif(os.environ.get("LABEL_STUDIO_LIVE") != "1",
-                       reason="slow (a Label Studio server and three builds): make check-label-studio runs it"),
+                       reason="slow (a Label Studio server and three builds a round): make check-label-studio runs it"),
     pytest.mark.skipif(not labelstudio_server.available(),
                        reason="no Label Studio venv (.venv-labelstudio): make labelstudio-setup makes it")]
 
-STALE_WORKER, CANCELLING_WORKER = "stale-validator", "skipping-validator"
+STALE_WORKER, CANCELLING_WORKER = "stale-worker", "skipping-worker"
 
 
-def build(out, version, *sets):
+def _choice(name, *values):
+    return {"from_name": name, "to_name": "x", "type": "choices", "value": {"choices": [str(v) for v in values]}}
+
+
+def _text(name, text):
+    return {"from_name": name, "to_name": "x", "type": "textarea", "value": {"text": [text]}}
+
+
+def _vsr_validation(vote, data):
+    return [_choice("label", vote["label"])] if vote.get("label") in (0, 1) else None
+
+
+def _nlvr2_writing(row, data):
+    selected = row.get("selected")
+    selected = [str(s).strip() for s in (selected if isinstance(selected, list) else str(selected).split(","))]
+    if not isinstance(row.get("sentence"), str) or len(set(selected)) != len(selected):
+        return None   # Label Studio selects a pair once
+    return [_choice("selected", *selected), _text("sentence", row["sentence"])]
+
+
+def _imagecode_retrieve(row, data):
+    """The place on the page the worker clicked: where shown_order holds the guessed index."""
+    order = data["shown_order"]
+    return [_choice("guessed_index", order.index(row["guessed_index"]))] if row.get("guessed_index") in order else None
+
+
+@dataclasses.dataclass(frozen=True)
+class Round:
+    benchmark: str
+    name: str                  # crowd/labelstudio/<name>.{xml,json}
+    answers: str               # the sample's answers of the round, under the checkout
+    key: str                   # the column naming an answer's task
+    worker: str                # the answer column of the worker
+    results: Callable[[dict, dict], Optional[list]]   # (answer row, task data) -> its annotation's results
+    setting: str               # the config key of the round's answer file
+    shown: str                 # a column of the task its worker reads (changed in the earlier version)
+    as_list: bool = False      # the setting takes a list
+
+
+ROUNDS = [
+    Round("vsr", "validation", "samples/vsr/votes.jsonl", "example_id", "validator_id", _vsr_validation,
+          "inputs.votes", "caption", as_list=True),
+    Round("nlvr2", "writing", "samples/nlvr2/sentences.jsonl", "task", "writer", _nlvr2_writing,
+          "collection.inputs.sentences", "synset"),
+    Round("imagecode", "retrieve", "samples/imagecode/crowd/retrievals.jsonl", "description_id", "worker",
+          _imagecode_retrieve, "crowd.retrievals", "text"),
+]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    with labelstudio_server.LabelStudio(tmp_path_factory.mktemp("labelstudio-data")) as ls:
+        yield ls
+
+
+def build(benchmark, out, version, *sets):
     args = ["--config", "sample", "--output", str(out), "--version", version, "--quiet"]
     for s in sets:
         args += ["--set", s]
-    return runner.build("vsr", args)
+    return runner.build(benchmark, args)
 
 
-def examples(release):
-    """The examples table's rows, as JSON (a missing reference frame is NaN, never equal to itself)."""
-    rows = pq.read_table(os.path.join(release, "parquet", "examples")).to_pylist()
-    return sorted(json.dumps(r, sort_keys=True, default=str) for r in rows)
+def tables(release):
+    """Every table's rows, as JSON (NaN is never equal to itself: as text it is)."""
+    folder = os.path.join(release, "parquet")
+    return {name: sorted(json.dumps(r, sort_keys=True, default=str) for r in pq.read_table(os.path.join(folder, name)).to_pylist())
+            for name in sorted(os.listdir(folder))}
 
 
-def vote_rejects(release):
+def strings(value):
+    """Every text value in rows (nested lists and maps included)."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from strings(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from strings(item)
+
+
+def rejects_of(release, file_name):
     rows = pq.read_table(os.path.join(release, "rejects")).to_pylist()
-    return sorted((os.path.basename(r["file"] or ""), r["line"], r["reason"]) for r in rows if r["stage"] == "votes")
+    return sorted(r["reason"] for r in rows if os.path.basename(r["file"] or "") == file_name)
 
 
-def sample_votes(tasks):
-    """The sample's own vote lines that a validator could have given in Label Studio: on a
-    task of this build, as that task shows it (or with no fingerprint), with a label."""
-    shown = {t["data"]["example_id"]: t["data"][FINGERPRINT] for t in tasks}
-    with open(os.path.join(str(ROOT), "samples", "vsr", "votes.jsonl"), encoding="utf-8") as f:
+def answerable(round_, tasks):
+    """The sample's answers a worker could have given in this build's project: (task
+    data, answer row, results), in the file's order."""
+    by_key = {t["data"][round_.key]: t["data"] for t in tasks}
+    with open(os.path.join(str(ROOT), round_.answers), encoding="utf-8") as f:
         for line in f:
             try:
-                vote = json.loads(line)
+                row = json.loads(line)
             except ValueError:
                 continue
-            if isinstance(vote, dict) and vote.get("example_id") in shown \
-                    and vote.get(FINGERPRINT, shown[vote["example_id"]]) == shown[vote["example_id"]] \
-                    and vote.get("label") in (0, 1) and isinstance(vote.get("validator_id"), str):
-                yield vote
+            data = by_key.get(row.get(round_.key)) if isinstance(row, dict) else None
+            if data is None or row.get(FINGERPRINT, data[FINGERPRINT]) != data[FINGERPRINT] \
+                    or not isinstance(row.get(round_.worker), str):
+                continue
+            results = round_.results(row, data)
+            if results:
+                yield data, row, results
 
 
-def test_vsr_validation_round_trips_through_label_studio(tmp_path_factory):
-    out = tmp_path_factory.mktemp("vsr-labelstudio")
-    release = build(out, "1.0.0")
+@pytest.mark.parametrize("round_", ROUNDS, ids=[f"{r.benchmark}-{r.name}" for r in ROUNDS])
+def test_a_round_trips_through_label_studio(round_, server, tmp_path_factory):
+    out = tmp_path_factory.mktemp(f"{round_.benchmark}-{round_.name}")
+    release = build(round_.benchmark, out, "1.0.0")
     folder = os.path.join(release, "crowd", "labelstudio")
-    with open(os.path.join(folder, "validation.xml"), encoding="utf-8") as f:
+    with open(os.path.join(folder, f"{round_.name}.xml"), encoding="utf-8") as f:
         config = f.read()
-    with open(os.path.join(folder, "validation.json"), encoding="utf-8") as f:
+    with open(os.path.join(folder, f"{round_.name}.json"), encoding="utf-8") as f:
         tasks = json.load(f)
-    votes = list(sample_votes(tasks))
-    assert len(votes) > 20 and len({v["example_id"] for v in votes}) > 10
+    answers = list(answerable(round_, tasks))
+    assert len(answers) > 10 and len({a[0][round_.key] for a in answers}) > 5
 
-    with labelstudio_server.LabelStudio(tmp_path_factory.mktemp("labelstudio-data")) as ls:
-        project = ls.post("/api/projects", {"title": "VSR validation", "label_config": config})["id"]
-        earlier = dict(tasks[0]["data"], caption=tasks[0]["data"]["caption"] + " (an earlier build's caption)")
-        earlier[FINGERPRINT] = "0" * 32
-        assert ls.post(f"/api/projects/{project}/import", tasks + [{"data": earlier}])["task_count"] == len(tasks) + 1
-        listed = ls.get(f"/api/tasks?project={project}&page_size=1000&fields=all")["tasks"]
-        task_id = {(t["data"]["example_id"], t["data"][FINGERPRINT]): t["id"] for t in listed}
-        users = {}
+    ls = server
+    project = ls.post("/api/projects", {"title": f"{round_.benchmark} {round_.name}", "label_config": config})["id"]
+    first = tasks[0]["data"]
+    earlier = dict(first, **{round_.shown: f"{first[round_.shown]} (an earlier build's)", FINGERPRINT: "0" * 32})
+    assert ls.post(f"/api/projects/{project}/import", tasks + [{"data": earlier}])["task_count"] == len(tasks) + 1
+    listed = ls.get(f"/api/tasks?project={project}&page_size=10000&fields=all")["tasks"]
+    task_id = {(t["data"][round_.key], t["data"][FINGERPRINT]): t["id"] for t in listed}
+    users = {}
 
-        def user(worker):
-            if worker not in users:
-                users[worker] = ls.post("/api/users/", {"email": f"{worker}@workers.example", "username": worker})["id"]
-            return users[worker]
+    def user(worker):
+        if worker not in users:   # one server for every round: a user per benchmark and worker
+            name = f"{round_.benchmark}-{worker}"
+            users[worker] = ls.post("/api/users/", {"email": f"{name}@workers.example", "username": name})["id"]
+        return users[worker]
 
-        def annotate(task, worker, label, cancelled=False):
-            result = [{"from_name": "label", "to_name": "caption", "type": "choices",
-                       "value": {"choices": [str(label)]}}]
-            ls.post(f"/api/tasks/{task}/annotations/" + ("?was_cancelled=1" if cancelled else ""),
-                    {"result": result, "completed_by": user(worker)})
+    def annotate(data, worker, results, cancelled=False):
+        ls.post(f"/api/tasks/{task_id[data[round_.key], data[FINGERPRINT]]}/annotations/"
+                + ("?was_cancelled=1" if cancelled else ""), {"result": results, "completed_by": user(worker)})
 
-        for vote in votes:   # each on the task its validator saw
-            shown = next(t["data"][FINGERPRINT] for t in tasks if t["data"]["example_id"] == vote["example_id"])
-            annotate(task_id[vote["example_id"], shown], vote["validator_id"], vote["label"])
-        annotate(task_id[earlier["example_id"], earlier[FINGERPRINT]], STALE_WORKER, 1)
-        annotate(task_id[earlier["example_id"], tasks[0]["data"][FINGERPRINT]], CANCELLING_WORKER, 1, cancelled=True)
-        export = ls.get(f"/api/projects/{project}/export?exportType=JSON", raw=True)
+    for data, row, results in answers:   # each on the task its worker saw
+        annotate(data, row[round_.worker], results)
+    first_results = next(results for data, _, results in answers)
+    annotate(earlier, STALE_WORKER, first_results)
+    annotate(first, CANCELLING_WORKER, first_results, cancelled=True)
+    export = ls.get(f"/api/projects/{project}/export?exportType=JSON", raw=True)
 
-    downloaded = out / "project-1-export.json"
+    downloaded = out / f"project-{project}-export.json"
     downloaded.write_bytes(export)
-    # the same answers as JSON Lines, each validator named as the export names them
-    as_lines = out / "votes.jsonl"
-    as_lines.write_text("".join(json.dumps(dict(v, validator_id=str(users[v["validator_id"]]))) + "\n"
-                                for v in votes))
-    from_lines = build(out, "1.0.1", f"inputs.votes=[{as_lines}]")
-    from_export = build(out, "1.0.2", f"inputs.votes=[{downloaded}]")
+    # the same answers as JSON Lines, on their tasks as Label Studio shows them (a task
+    # column an answer row repeats, such as ImageCoDe's set_name, as the task has it) and
+    # each worker named as the export names them
+    as_lines = out / f"{round_.name}.jsonl"
+    as_lines.write_text("".join(json.dumps(dict(row, **{c: data[c] for c in row if c in data},
+                                                **{round_.worker: str(users[row[round_.worker]])})) + "\n"
+                                for data, row, _ in answers))
 
-    assert examples(from_export) == examples(from_lines)
-    voters = {w for r in map(json.loads, examples(from_export))
-              for w in r["vote_true_validator_id"] + r["vote_false_validator_id"]}
-    assert voters and str(users[STALE_WORKER]) not in voters and str(users[CANCELLING_WORKER]) not in voters
-    in_export = sorted(reason for name, _, reason in vote_rejects(from_export) if name == downloaded.name)
-    assert in_export == sorted(["stale_answer", "rejected_assignment"] +
-                               [reason for _, _, reason in vote_rejects(from_lines)])
+    def given(path):
+        return f"{round_.setting}=[{path}]" if round_.as_list else f"{round_.setting}={path}"
+
+    from_lines = build(round_.benchmark, out, "1.0.1", given(as_lines))
+    from_export = build(round_.benchmark, out, "1.0.2", given(downloaded))
+
+    assert tables(from_export) == tables(from_lines)
+    # (ImageCoDe publishes its workers hashed: there the rejects below say it)
+    named = set(strings([json.loads(row) for rows in tables(from_export).values() for row in rows]))
+    assert str(users[STALE_WORKER]) not in named and str(users[CANCELLING_WORKER]) not in named
+    assert rejects_of(from_export, downloaded.name) == sorted(
+        ["stale_answer", "rejected_assignment"] + rejects_of(from_lines, as_lines.name))
+    every_other_project_is_accepted(ls, folder, round_.name)
+
+
+def every_other_project_is_accepted(ls, folder, done):
+    """The release's other Label Studio projects, on the same server: each config is
+    accepted and its tasks imported; a task answered with one value of each question (the
+    first choice, a text; per item, the first place's) comes back in the export as the
+    answer rows the round reads, one per answered item."""
+    for name in sorted(f[:-len(".xml")] for f in os.listdir(folder) if f.endswith(".xml")):
+        with open(os.path.join(folder, f"{name}.xml"), encoding="utf-8") as f:
+            config = f.read()
+        with open(os.path.join(folder, f"{name}.json"), encoding="utf-8") as f:
+            tasks = json.load(f)
+        if name == done or not tasks:
+            continue
+        project = ls.post("/api/projects", {"title": f"{name} (accepted?)", "label_config": config})["id"]
+        assert ls.post(f"/api/projects/{project}/import", tasks[:3])["task_count"] == len(tasks[:3])
+        task = ls.get(f"/api/tasks?project={project}&page_size=1&fields=all")["tasks"][0]
+        forms = task["data"][labelstudio.ANSWERS]
+        asked = [n for n in forms if "@" not in n or n.endswith("@0")]
+        by_name = {c.get("name"): c for c in ElementTree.fromstring(config) if c.get("name") in asked}
+        results = [_text(n, "A typed answer.") if by_name[n].tag == "TextArea"
+                   else _choice(n, by_name[n].find("Choice").get("alias")) for n in asked]   # as recorded
+        ls.post(f"/api/tasks/{task['id']}/annotations/", {"result": results})
+        export = json.loads(ls.get(f"/api/projects/{project}/export?exportType=JSON", raw=True))
+        rows = list(labelstudio.answer_rows(f"{name}.json", export, lambda *row: row))
+        assert [error for _, _, _, error in rows] == [None], (name, rows)
+        fields = rows[0][2]
+        for n in asked:   # each answer under its column (an item's without its @0)
+            assert fields[n.partition("@")[0]] not in (None, ""), (name, n, fields)

@@ -2,25 +2,38 @@
 read as downloaded.
 
 Label Studio knows no benchmark and neither does this module: a benchmark hands it a
-round's columns (RoundLayout: which task columns are images and texts, the answer
-column, the choices or a free text, the worker column) and gets
+round's columns (RoundLayout: which task columns are images and texts, what is asked
+(`Ask`: a choice, several choices or a free text, each recorded in an answer column), the
+places of a round that answers per item (`Items`: NLVR2's pruning, a verdict per image),
+the worker column) and gets
 
 * `labeling_config(layout)`: the project's XML config. A choice is shown by its label and
   recorded by its `alias`, the value the round's own answer files hold (VSR: "1"/"0"),
   so an export needs no translation;
-* `tasks_json(layout, rows)`: the tasks to import, `[{"data": {...}}, ...]`, each `data`
-  the task row as the round's task file holds it (its id and `task_fingerprint`
-  included) plus `worker_column`, the answer column that names the worker.
+* `tasks_json(layout, rows, image_base)`: the tasks to import, `[{"data": {...}}, ...]`,
+  each `data` the task row as the round's task file (or its page's batch input) holds it,
+  `task_fingerprint` included, with its image columns prefixed by `image_base` (a
+  release-relative path becomes a URL Label Studio can load), plus `worker_column` (the
+  answer column that names the worker), `labelstudio_answers` (how each control's result
+  becomes its answer column's value) and, per item k, the item's task columns as
+  `<column>@<k>`.
 
 Label Studio's JSON export ("Export" -> JSON, or GET /api/projects/<id>/export) is a list
 of those tasks, each with `annotations`: `[{"id", "completed_by", "result": [{"from_name",
 "type", "value": {"choices": [...]} | {"text": [...]}}], "was_cancelled", ...}]`.
-`answer_rows` makes one answer row per annotation, of the round's own columns:
+`answer_rows` makes one answer row per annotation (per answered item, for a round with
+items), of the round's own columns:
 
 * the task's `data` as imported: `task_fingerprint` comes back with it, so the answer is
   bound to what its worker saw exactly as a row of a JSON Lines file is
   (transforms/crowd/shown.py), and a task changed since is a stale_answer;
-* each result's `from_name` -> its value: the choice (its alias) or the text;
+* each result's `from_name` -> its value, by the control's form (`labelstudio_answers`):
+  the choice (its alias); several choices, joined by ","; the text; the item of a task
+  list at the chosen place (ImageCoDe: the clicked position through `shown_order`); or the
+  task column the choice names (VSR: `image_1` -> that image's file name). A result of no
+  control of the round, or not of its control's form, is bad_field naming the annotation;
+* `<field>@<k>` results and data are item k's: one row per item with an answer, each with
+  the annotation's other columns (as a Mechanical Turk results row, transforms/crowd/mturk.py);
 * `worker_column`'s column <- `completed_by`, Label Studio's own record of who did the
   work (the user's email when the export expands it, else the user's id);
 * a cancelled (skipped) annotation is a `rejected_assignment` reject: nothing of it
@@ -35,7 +48,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
+import re
+from typing import Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 from xml.sax.saxutils import quoteattr
 
 import apache_beam as beam
@@ -43,54 +57,142 @@ from apache_beam.io.filesystems import FileSystems
 
 from schemas import reasons
 from transforms.core.errors import InputError
+from transforms.crowd.pages import image_base
 from transforms.crowd.task_files import WriteTaskFiles, task_lines
 
 LABELSTUDIO_DIR = "labelstudio"   # crowd/labelstudio/ in a release: <round>.json, <round>.xml
 WORKER_COLUMN = "worker_column"   # in each task's data: which answer column is the worker
+ANSWERS = "labelstudio_answers"   # in each task's data: {control name: its form (below)}
+_ITEM = re.compile(r"^(?P<field>.+)@(?P<item>[0-9]{1,6})$")
+
+# The forms of an answer (ANSWERS' values): what a control's result becomes.
+CHOICE, CHOICES, TEXT = "choice", "choices", "text"
+PLACE_IN = "place in "            # + a task list column: the list's item at the chosen place
+COLUMN_NAMED = "column named"     # the value of the task column the choice names
+
+
+@dataclasses.dataclass(frozen=True)
+class Ask:
+    """One question of a round: its answer `column`; `choices` (label shown, value
+    recorded) pairs, or () for a free text (TextArea); `several`: any number of choices,
+    at least one, recorded joined by ","; `place_in`: the chosen value is a place (0, 1,
+    ...) in that task list column, the answer that list's item; `names_column`: the
+    chosen value names a task column, the answer that column's value; `to`: the shown
+    column it belongs to (default: the round's first text, else image); `title`: a line
+    above it. An item's question (Items.asks) is named `<column>@<k>` and belongs to the
+    item's first image."""
+    column: str
+    choices: Tuple[Tuple[str, str], ...] = ()
+    several: bool = False
+    place_in: str = ""
+    names_column: bool = False
+    to: str = ""
+    title: str = ""
+
+    def form(self) -> str:
+        if not self.choices:
+            return TEXT
+        if self.place_in:
+            return PLACE_IN + self.place_in
+        if self.names_column:
+            return COLUMN_NAMED
+        return CHOICES if self.several else CHOICE
+
+
+@dataclasses.dataclass(frozen=True)
+class Items:
+    """A round that answers per item (an image of a set, a pair): `count` places k = 0,
+    1, ...; `images` and `texts`: the task columns shown per place, `{k}` in their names;
+    `columns`: (answer column, task column with `{k}`) each item's row takes from the task
+    (NLVR2's pruning: the image's position); `asks`: the item's questions, optional (a
+    place of a smaller set is empty and left unanswered); `title`: the header of a
+    place, `{n}` its number from 1."""
+    count: int
+    images: Tuple[str, ...] = ()
+    texts: Tuple[str, ...] = ()
+    columns: Tuple[Tuple[str, str], ...] = ()
+    asks: Tuple[Ask, ...] = ()
+    title: str = "Item {n}"
 
 
 @dataclasses.dataclass(frozen=True)
 class RoundLayout:
     """What a round's page shows and asks, by the round's task and answer columns.
 
-    images: task columns holding an image URL; texts: task columns shown as text;
-    answer: the answer column; choices: (label shown, value recorded) pairs, or () for a
-    free text (TextArea); worker: the answer column that names the worker."""
+    images: task columns holding an image URL (or a path under `image_base`); texts: task
+    columns shown as text; asks: the round's questions; worker: the answer column that
+    names the worker; items: the places of a round that shows (and maybe asks) per item."""
     images: Tuple[str, ...]
     texts: Tuple[str, ...]
-    answer: str
-    choices: Tuple[Tuple[str, str], ...]
+    asks: Tuple[Ask, ...]
     worker: str
     instructions: str = ""
+    items: Optional[Items] = None
+
+    def answers(self) -> Dict[str, str]:
+        """Each control's name -> its form (ANSWERS)."""
+        forms = {ask.column: ask.form() for ask in self.asks}
+        if self.items:
+            forms.update((f"{ask.column}@{k}", ask.form())
+                         for k in range(self.items.count) for ask in self.items.asks)
+        return forms
+
+    def shown_images(self) -> List[str]:
+        per_item = [c.format(k=k) for k in range(self.items.count) for c in self.items.images] if self.items else []
+        return list(self.images) + per_item
+
+
+def _control(ask: Ask, name: str, to: str, required: bool) -> List[str]:
+    need = ' required="true"' if required else ""
+    head = [f"  <Header value={quoteattr(ask.title)}/>"] if ask.title else []
+    if not ask.choices:
+        return head + [f"  <TextArea name={quoteattr(name)} toName={quoteattr(to)} maxSubmissions=\"1\"{need}/>"]
+    kind = "multiple" if ask.several else "single"
+    return (head + [f"  <Choices name={quoteattr(name)} toName={quoteattr(to)} choice=\"{kind}\"{need}>"]
+            + [f"    <Choice value={quoteattr(label)} alias={quoteattr(value)}/>" for label, value in ask.choices]
+            + ["  </Choices>"])
+
+
+def _shown(images: Iterable[str], texts: Iterable[str]) -> List[str]:
+    return ([f"  <Image name={quoteattr(c)} value={quoteattr('$' + c)}/>" for c in images]
+            + [f"  <Text name={quoteattr(c)} value={quoteattr('$' + c)}/>" for c in texts])
 
 
 def labeling_config(layout: RoundLayout) -> str:
     """The project's labeling config (XML) for a round."""
-    shown = [f"  <Header value={quoteattr(layout.instructions)}/>"] if layout.instructions else []
-    shown += [f"  <Image name={quoteattr(c)} value={quoteattr('$' + c)}/>" for c in layout.images]
-    shown += [f"  <Text name={quoteattr(c)} value={quoteattr('$' + c)}/>" for c in layout.texts]
-    target = (layout.texts or layout.images)[0]
-    if layout.choices:
-        asked = [f"  <Choices name={quoteattr(layout.answer)} toName={quoteattr(target)} "
-                 f'choice="single" required="true">']
-        asked += [f"    <Choice value={quoteattr(label)} alias={quoteattr(value)}/>"
-                  for label, value in layout.choices]
-        asked.append("  </Choices>")
-    else:
-        asked = [f"  <TextArea name={quoteattr(layout.answer)} toName={quoteattr(target)} "
-                 f'maxSubmissions="1" required="true"/>']
-    return "\n".join(["<View>"] + shown + asked + ["</View>"]) + "\n"
+    lines = [f"  <Header value={quoteattr(layout.instructions)}/>"] if layout.instructions else []
+    lines += _shown(layout.images, layout.texts)
+    items = layout.items
+    for k in range(items.count if items else 0):
+        images, texts = [c.format(k=k) for c in items.images], [c.format(k=k) for c in items.texts]
+        lines += [f"  <Header value={quoteattr(items.title.format(n=k + 1))}/>"] + _shown(images, texts)
+        for ask in items.asks:   # optional: a smaller set leaves places empty
+            lines += _control(ask, f"{ask.column}@{k}", (images + texts)[0], required=False)
+    first = (list(layout.texts) + list(layout.images) + layout.shown_images())[0]
+    for ask in layout.asks:
+        lines += _control(ask, ask.column, ask.to or first, required=True)
+    return "\n".join(["<View>"] + lines + ["</View>"]) + "\n"
 
 
-def _task(layout: RoundLayout, row: Mapping) -> dict:
-    return {"data": {**row, WORKER_COLUMN: layout.worker}}
+def _task(layout: RoundLayout, row: Mapping, base: str = "") -> dict:
+    data = dict(row)
+    for column in layout.shown_images():   # a release-relative path, served under base
+        value = data.get(column)
+        if base and isinstance(value, str) and value and "://" not in value:
+            data[column] = base + value
+    if layout.items:
+        for k in range(layout.items.count):
+            data.update((f"{answer}@{k}", row.get(column.format(k=k), ""))
+                        for answer, column in layout.items.columns)
+    return {"data": {**data, WORKER_COLUMN: layout.worker, ANSWERS: layout.answers()}}
 
 
-def tasks_json(layout: RoundLayout, rows: Iterable[Mapping]) -> str:
+def tasks_json(layout: RoundLayout, rows: Iterable[Mapping], image_base_url: str = "") -> str:
     """The tasks to import into the round's project, in the order given: a JSON array,
     one task a line, as WriteLabelStudioRound writes it."""
     name = "tasks.json"
-    return "\n".join(task_lines(name, [_task(layout, row) for row in rows])) + "\n"
+    base = image_base(image_base_url)
+    return "\n".join(task_lines(name, [_task(layout, row, base) for row in rows])) + "\n"
 
 
 # --- the export, read ------------------------------------------------------------------------
@@ -117,29 +219,37 @@ def load_export(path: str, data: bytes) -> list:
 
 def answer_columns(tasks: Sequence[dict]) -> List[str]:
     """The columns the export's answer rows offer: the tasks' data columns, the worker
-    column they name, and every result's from_name."""
+    column they name, and every result's from_name (an item's `<field>@<k>` as <field>)."""
     columns = {}
     for task in tasks:
         data = task["data"]
-        columns.update(dict.fromkeys(c for c in data if c != WORKER_COLUMN))
+        columns.update(dict.fromkeys(_field(c) for c in data if c not in (WORKER_COLUMN, ANSWERS)))
         if isinstance(data.get(WORKER_COLUMN), str):
             columns[data[WORKER_COLUMN]] = None
         for annotation in annotations_of(task):
             for result in annotation.get("result") or ():
                 if isinstance(result, dict) and isinstance(result.get("from_name"), str):
-                    columns[result["from_name"]] = None
+                    columns[_field(result["from_name"])] = None
     return list(columns)
 
 
+def _field(name: str) -> str:
+    match = _ITEM.match(name)
+    return match.group("field") if match else name
+
+
 def answer_rows(path: str, tasks: Sequence[dict], row_type) -> Iterator:
-    """A `row_type(path, line, fields, error)` per annotation of the export, as the module
+    """`row_type(path, line, fields, error)`s of the export's annotations, as the module
     docstring says; `line` is the annotation's place in the file."""
     place = 0
     for task in tasks:
         for annotation in annotations_of(task):
             place += 1
-            fields, error = _answer(task, annotation)
-            yield row_type(path, place, fields, error)
+            rows, error = _answer(task, annotation)
+            if error is not None:
+                yield row_type(path, place, None, error)
+            for fields in rows or ():
+                yield row_type(path, place, fields, None)
 
 
 def annotations_of(task: dict) -> list:
@@ -154,30 +264,75 @@ def _worker(completed_by) -> str:
     return "" if completed_by is None or isinstance(completed_by, bool) else str(completed_by)
 
 
-def _answer(task: dict, annotation: dict) -> Tuple[Optional[dict], Optional[Tuple[str, str]]]:
+def _answer(task: dict, annotation: dict) -> Tuple[Optional[List[dict]], Optional[Tuple[str, str]]]:
     worker = _worker(annotation.get("completed_by"))
     who = f"annotation {annotation.get('id', '?')} of user {worker or '?'} on task {task.get('id', '?')}"
     if annotation.get("was_cancelled") is True:
         return None, (reasons.REJECTED_ASSIGNMENT, f"{who} was cancelled (skipped) in Label Studio")
     data = dict(task["data"])
     worker_column = data.pop(WORKER_COLUMN, "")
+    forms = data.pop(ANSWERS, None)
+    if forms is not None and not (isinstance(forms, dict) and all(isinstance(f, str) for f in forms.values())):
+        return None, (reasons.BAD_FIELD, f"{who}: the task's {ANSWERS} is not a map of controls to forms")
     answers = {}
     for result in annotation.get("result") or ():
         name, value = (result.get("from_name"), result.get("value")) if isinstance(result, dict) else (None, None)
         if not isinstance(name, str) or not isinstance(value, dict):
             return None, (reasons.BAD_FIELD, f"{who}: a result without from_name and value")
-        given = value.get("choices", value.get("text"))
-        if not isinstance(given, list) or len(given) != 1 or not isinstance(given[0], str):
-            return None, (reasons.BAD_FIELD, f"{who}: {name} must hold one choice or one text, "
-                                             f"not {json.dumps(given, ensure_ascii=False)[:80]}")
         if name in data:   # an answer never overwrites what the task showed
             return None, (reasons.BAD_FIELD, f"{who}: the result {name} is a column of the task")
-        answers[name] = given[0]
-    fields = {**data, **answers, "labelstudio_annotation": annotation.get("id"),
-              "labelstudio_task": task.get("id")}
+        if forms is not None and name not in forms:
+            return None, (reasons.BAD_FIELD, f"{who}: the result {name} answers no question of this round "
+                                             f"({', '.join(sorted(forms))})")
+        answer, problem = _value(forms.get(name, "") if forms is not None else "", value, data)
+        if problem:
+            return None, (reasons.BAD_FIELD, f"{who}: {name} {problem}")
+        answers[name] = answer
+    common = {**data, "labelstudio_annotation": annotation.get("id"), "labelstudio_task": task.get("id")}
     if isinstance(worker_column, str) and worker_column:
-        fields[worker_column] = worker
-    return fields, None
+        common[worker_column] = worker
+    return _items(common, answers), None
+
+
+def _value(form: str, value: dict, data: dict) -> Tuple[Optional[str], str]:
+    """A result's answer by its control's form ("" for an export of no form: one choice
+    or one text), or the problem with it."""
+    given = value.get("choices", value.get("text"))
+    shown = json.dumps(given, ensure_ascii=False)[:80]
+    several = form == CHOICES and isinstance(given, list) and given and "choices" in value
+    if several and all(isinstance(g, str) for g in given):
+        return ",".join(given), ""
+    if not isinstance(given, list) or len(given) != 1 or not isinstance(given[0], str):
+        return None, (f"must hold one or more choices, not {shown}" if form == CHOICES
+                      else f"must hold one choice or one text, not {shown}")
+    if form and (form == TEXT) != ("text" in value and "choices" not in value):
+        return None, f"must hold {'a text' if form == TEXT else 'a choice'}, not {shown}"
+    chosen = given[0]
+    if form.startswith(PLACE_IN):
+        listed = data.get(form[len(PLACE_IN):])
+        place = int(chosen) if chosen.isdigit() else -1
+        if not isinstance(listed, list) or not 0 <= place < len(listed):
+            return None, f"{chosen!r} is no place in the task's {form[len(PLACE_IN):]}"
+        return str(listed[place]), ""
+    if form == COLUMN_NAMED:
+        if chosen not in data or isinstance(data[chosen], (dict, list)):
+            return None, f"{chosen!r} names no column of the task"
+        return str(data[chosen]), ""
+    return chosen, ""
+
+
+def _items(common: dict, answers: dict) -> List[dict]:
+    """The annotation's rows: one per item k with an answered `<field>@<k>` (the task's
+    `<column>@<k>` with it), or one row when the round asks nothing per item (or the
+    worker answered no item: the round's missing_field)."""
+    items = {}
+    for name, value in list(common.items()) + list(answers.items()):
+        match = _ITEM.match(name)
+        if match:
+            items.setdefault(int(match.group("item")), {})[match.group("field")] = value
+    answered = sorted({int(m.group("item")) for m in map(_ITEM.match, answers) if m})
+    plain = {name: value for name, value in {**common, **answers}.items() if not _ITEM.match(name)}
+    return [{**plain, **items[k]} for k in answered] or [plain]
 
 
 # --- the round's files, written by a build ----------------------------------------------------
@@ -187,14 +342,17 @@ class WriteLabelStudioRound(beam.PTransform):
     order: the same bytes on any runner and worker count) and `<folder>/<name>.xml`
     (labeling_config); both written even when the round has no task. The tasks reach
     their file through a GroupByKey as single rows (transforms/crowd/task_files.py), never
-    gathered into one element: no list of every task crosses between stages."""
+    gathered into one element: no list of every task crosses between stages.
+    `image_base_url` (`crowd.image_base_url`): where the release's images are served, for
+    the tasks' release-relative image paths."""
 
-    def __init__(self, folder: str, name: str, layout: RoundLayout):
+    def __init__(self, folder: str, name: str, layout: RoundLayout, image_base_url: Optional[str] = None):
         super().__init__()
         self._folder, self._name, self._layout = folder, name, layout
+        self._base = image_base(image_base_url)
 
     def expand(self, keyed):
-        folder, layout = self._folder, self._layout
+        folder, layout, base = self._folder, self._layout, self._base
         tasks_file, config_file = self._name + ".json", self._name + ".xml"
 
         def write_config(_):
@@ -206,5 +364,5 @@ class WriteLabelStudioRound(beam.PTransform):
         _ = (keyed.pipeline | "Labeling config" >> beam.Create([None])
              | "Write labeling config" >> beam.Map(write_config))
         return (keyed | "As Label Studio tasks" >> beam.MapTuple(
-                    lambda key, row: (tasks_file, (key, _task(layout, row))))
+                    lambda key, row: (tasks_file, (key, _task(layout, row, base))))
                 | "Write tasks" >> WriteTaskFiles(folder, always=[tasks_file]))
