@@ -16,6 +16,11 @@ py-spy sees Python threads only: CPU spent on native threads of their own (FFmpe
 decode threads when the explorer decodes the frames it pictures) shows in no part, so
 each part's CPU s is a little high by that share (the explorer's decode is measured
 apart in docs/benchmarks.md).
+
+`--imports` measures instead, in a fresh process, what importing a build's libraries
+costs one after the other, in the order a build meets them (time.process_time around
+each import; a library already loaded by an earlier one costs nothing again): the floor
+under any rebuild, however little it does.
 """
 from __future__ import annotations
 
@@ -63,6 +68,31 @@ def classify(frames: list) -> str:
     return OTHER
 
 
+# (what, statement): in the order a build imports them.
+IMPORTS = (("apache_beam", "import apache_beam"),
+           ("apache_beam.ml (RunInference: torch, scipy.optimize)", "import apache_beam.ml.inference.base"),
+           ("matplotlib (the data card's plots)", "import matplotlib.figure, matplotlib.backends.backend_agg"),
+           ("cv2", "import cv2"),
+           ("the project's modules for a build", "import pipelines.imagecode.benchmark, "
+                                                 "pipelines.runner, pipelines.release.build"))
+IMPORT_CHILD = """
+import json, time
+out = []
+for name, statement in {imports!r}:
+    start = time.process_time()
+    exec(statement)
+    out.append((name, time.process_time() - start))
+print(json.dumps(out))
+"""
+
+
+def import_costs() -> list:
+    """[(library, CPU s)] of importing a build's libraries in a fresh process."""
+    proc = subprocess.run([sys.executable, "-c", IMPORT_CHILD.format(imports=IMPORTS)],
+                          capture_output=True, text=True, check=True)
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
 def parts_of(raw: str) -> collections.Counter:
     samples = collections.Counter()
     with open(raw) as f:
@@ -82,7 +112,16 @@ def main() -> int:
                                                       "imagecode-rebuild-videos"))
     parser.add_argument("--rate", type=int, default=100, help="samples a second")
     parser.add_argument("--stacks", help="keep py-spy's raw stacks in this file")
+    parser.add_argument("--imports", type=int, default=0, metavar="N",
+                        help="only measure the imports, N times (no build)")
     args = parser.parse_args()
+    if args.imports:
+        runs = [import_costs() for _ in range(args.imports)]
+        print("| import | CPU s, each run |\n|---|---|")
+        for i, (name, _) in enumerate(runs[0]):
+            print(f"| {name} | {' / '.join(f'{run[i][1]:.2f}' for run in runs)} |")
+        print(f"| all | {' / '.join(f'{sum(c for _, c in run):.2f}' for run in runs)} |")
+        return 0
     spy = shutil.which("py-spy") or os.path.join(os.path.dirname(sys.executable), "py-spy")
     manifest = make_videos(os.path.join(args.dir, f"{args.videos}x{args.seconds}s"),
                            args.videos, args.seconds)
