@@ -1,5 +1,9 @@
 """Model backends and their errors: a spaCy pipeline loaded from a folder parses actions
 through the shared cache (second run: all hits); missing weights name the config key."""
+import os
+import subprocess
+import sys
+
 import apache_beam as beam
 import pytest
 import spacy
@@ -10,6 +14,7 @@ from pipelines import runner
 from pipelines.bd2bb.action_parses import ParseActions
 from pipelines.bd2bb.schema import BD2BBTuple
 from tests.beam_testing import local_test_pipeline
+from tests.paths import ROOT
 from transforms.core.errors import UserError
 from transforms.core.stage import MAIN, REJECTS
 from transforms.text.parsers import ModelParser, ParserError, parser_identity
@@ -46,6 +51,18 @@ def test_spacy_backend_parses_into_codes(spacy_folder):
         ("rides", "VERB", 0, "root"), ("the", "DET", 3, "det"), ("horse", "NOUN", 1, "obj")]
     identity = parser_identity("spacy", spacy_folder)
     assert identity["weights_sha256"] and identity["fingerprint"]
+    assert identity["library_version"] == spacy.__version__
+
+
+def test_parser_identity_does_not_import_spacy(spacy_folder):
+    """Its version comes from the package's metadata: a build whose parses are cached
+    never pays spaCy's import (issue 34: ~2 CPU s of a same-config ImageCoDe rebuild)."""
+    code = ("import sys; from transforms.text.parsers import parser_identity; "
+            f"parser_identity('spacy', {str(spacy_folder)!r}); "
+            "assert 'spacy' not in sys.modules, 'spacy imported'")
+    done = subprocess.run([sys.executable, "-c", code], cwd=str(ROOT), capture_output=True,
+                          text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert done.returncode == 0, done.stderr[-2000:]
 
 
 def test_model_parses_go_through_the_cache(spacy_folder, tmp_path):

@@ -261,6 +261,17 @@ def _spacy_folder(model: str) -> str:
     return list(spec.submodule_search_locations)[0]
 
 
+def _library_version(backend: str) -> str:
+    """The installed spaCy or Stanza version (the string its `__version__` holds), read
+    from the package's metadata: importing spaCy to ask costs ~2 CPU s, and a build
+    whose parses all come from the cache (or that parses nothing) never loads it."""
+    from importlib import metadata
+    try:
+        return metadata.version(backend)
+    except metadata.PackageNotFoundError:
+        raise ParserError(f"{PARSER_KEY}: {backend} is not installed") from None
+
+
 def parser_identity(backend: str, model: Optional[str]) -> dict:
     """What the manifest records about the parser; `fingerprint` (weights checksum
     included, location excluded) keys the parse cache."""
@@ -273,8 +284,7 @@ def parser_identity(backend: str, model: Optional[str]) -> dict:
         folder = _spacy_folder(model) if backend == "spacy" else model
         if not os.path.isdir(folder):
             raise ParserError(f"{MODEL_KEY}: no such {backend} model folder: {model}")
-        module = __import__(backend)
-        identity = {"backend": backend, "model": model, "library_version": module.__version__,
+        identity = {"backend": backend, "model": model, "library_version": _library_version(backend),
                     "weights_sha256": folder_sha256(folder)}
     else:
         raise ParserError(f"{PARSER_KEY}: unknown backend {backend!r} (conllu, spacy, stanza)")
