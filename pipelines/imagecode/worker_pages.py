@@ -19,7 +19,8 @@ from typing import List
 import apache_beam as beam
 
 from pipelines.imagecode.rounds import task_row
-from transforms.crowd.pages import Page, WritePages, image_base
+from transforms.crowd.pages import Page, WritePages
+from transforms.crowd.task_files import image_base
 
 _TEMPLATES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pages")
 DESCRIBE, RETRIEVE = "describe", "retrieve"

@@ -57,8 +57,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from schemas import reasons
 from transforms.core.errors import InputError
-from transforms.crowd.pages import image_base
-from transforms.crowd.task_files import WriteTaskFiles, task_lines
+from transforms.crowd.task_files import WriteTaskFiles, image_base, task_lines
 
 LABELSTUDIO_DIR = "labelstudio"   # crowd/labelstudio/ in a release: <round>.json, <round>.xml
 WORKER_COLUMN = "worker_column"   # in each task's data: which answer column is the worker

@@ -36,7 +36,7 @@ import html
 import json
 import re
 import string
-from typing import Mapping, NamedTuple, Optional, Sequence, Tuple
+from typing import Mapping, NamedTuple, Sequence, Tuple
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
@@ -206,10 +206,3 @@ def _by_key(item):
 def _write(folder: str, name: str, text: str) -> None:
     with FileSystems.create(FileSystems.join(folder, name), mime_type="text/html") as f:
         f.write(text.encode("utf-8"))
-
-
-def image_base(url: Optional[str]) -> str:
-    """`crowd.image_base_url` as a prefix: "" (release-relative paths) or ending in "/"."""
-    if not url:
-        return ""
-    return url if url.endswith("/") else url + "/"

@@ -27,6 +27,13 @@ from apache_beam.io.filesystems import FileSystems
 from transforms.io.csv_out import csv_record, safe_cell
 
 
+def image_base(url: Optional[str]) -> str:
+    """`crowd.image_base_url` as a prefix: "" (release-relative paths) or ending in "/"."""
+    if not url:
+        return ""
+    return url if url.endswith("/") else url + "/"
+
+
 def csv_cell(value) -> str:
     """A task value as one CSV cell."""
     if isinstance(value, bool):
