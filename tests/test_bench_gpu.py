@@ -25,7 +25,8 @@ def test_cpu_smoke_runs_every_section_and_its_checks_hold():
     assert all(knn["equal_to_reference"].values()) and "torch_cpu" in knn["equal_to_reference"]
     assert set(knn["recall_vs_reference"].values()) == {1.0}
     assert knn["grouped"]["groups"] > 1 and knn["grouped"]["equal_to_reference"]
-    assert 0 < knn["float32_rel_error_max"] < knn["float32_rel_error_assumed"]
+    assert knn["float32_nonfinite_distances"] == 0, knn
+    assert 0 < knn["float32_rel_error_max"] < knn["float32_rel_error_assumed"], knn
     clip = report["clip"]
     assert clip["fp32_frames_per_s"] > 0 and clip["bf16_frames_per_s"] > 0
     assert clip["bf16_vs_fp32"]["max_abs_element"] > 0          # bf16 really ran
