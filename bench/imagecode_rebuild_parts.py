@@ -35,6 +35,7 @@ import tempfile
 
 from bench.imagecode_rebuild import build_in_child
 from bench.imagecode_rebuild_videos import make_videos
+from bench.imagecode_video_parts import samples_by_part
 
 # The innermost frame of a thread that waits (py-spy may still count it busy).
 WAITS = ("wait", "select", "poll", "_wait_for_tstate_lock", "get", "acquire", "sleep", "accept")
@@ -94,14 +95,7 @@ def import_costs() -> list:
 
 
 def parts_of(raw: str) -> collections.Counter:
-    samples = collections.Counter()
-    with open(raw) as f:
-        for line in f:
-            stack, _, count = line.rstrip("\n").rpartition(" ")
-            part = classify(stack.split(";"))
-            if part:
-                samples[part] += int(count)
-    return samples
+    return samples_by_part(raw, classify)
 
 
 def main() -> int:

@@ -65,6 +65,19 @@ IDLE = ("wait (threading.py)", "_wait_for_tstate_lock", "get (queue.py)",
         "_worker (concurrent/futures/thread.py:81)", "Reporter._loop (pipelines/progress.py")
 
 
+def samples_by_part(raw: str, classify) -> collections.Counter:
+    """py-spy's raw stacks (`frame;frame;... count` a line) summed by `classify(frames)`,
+    the part a stack belongs to ("" for none)."""
+    samples = collections.Counter()
+    with open(raw) as f:
+        for line in f:
+            stack, _, count = line.rstrip("\n").rpartition(" ")
+            part = classify(stack.split(";"))
+            if part:
+                samples[part] += int(count)
+    return samples
+
+
 def classify(frames: list) -> str:
     """The part of one stack (frames outermost first, as py-spy's raw output lists them);
     "" for a thread waiting."""
@@ -166,13 +179,7 @@ def main() -> int:
             raise RuntimeError(proc.stderr[-3000:])
         # the build's result is its last JSON line (py-spy prints its own lines too)
         result = json.loads([line for line in proc.stdout.splitlines() if line.startswith("{")][-1])
-        samples = collections.Counter()
-        with open(raw) as f:
-            for line in f:
-                stack, _, count = line.rstrip("\n").rpartition(" ")
-                part = classify(stack.split(";"))
-                if part:
-                    samples[part] += int(count)
+        samples = samples_by_part(raw, classify)
         if args.stacks:
             shutil.copyfile(raw, args.stacks)
     finally:
