@@ -24,7 +24,6 @@ under any rebuild, however little it does.
 """
 from __future__ import annotations
 
-import argparse
 import collections
 import json
 import os
@@ -34,7 +33,7 @@ import sys
 import tempfile
 
 from bench.imagecode_rebuild import build_in_child
-from bench.imagecode_rebuild_videos import make_videos
+from bench.imagecode_rebuild_videos import make_videos, video_arguments
 from bench.imagecode_video_parts import samples_by_part
 
 # The innermost frame of a thread that waits (py-spy may still count it busy).
@@ -99,11 +98,7 @@ def parts_of(raw: str) -> collections.Counter:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--videos", type=int, default=32)
-    parser.add_argument("--seconds", type=int, default=12)
-    parser.add_argument("--dir", default=os.path.join(tempfile.gettempdir(),
-                                                      "imagecode-rebuild-videos"))
+    parser = video_arguments(__doc__)
     parser.add_argument("--rate", type=int, default=100, help="samples a second")
     parser.add_argument("--stacks", help="keep py-spy's raw stacks in this file")
     parser.add_argument("--imports", type=int, default=0, metavar="N",

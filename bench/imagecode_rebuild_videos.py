@@ -103,13 +103,18 @@ def work_done(stages: dict) -> dict:
             "ocr_computed": mining.get("frame.ocr_evaluations", 0)}
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
+def video_arguments(description: str) -> argparse.ArgumentParser:
+    """The arguments of a bench on these videos: how many, how long, where they are kept."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--videos", type=int, default=32)
     parser.add_argument("--seconds", type=int, default=12)
     parser.add_argument("--dir", default=os.path.join(tempfile.gettempdir(),
                                                       "imagecode-rebuild-videos"))
-    args = parser.parse_args()
+    return parser
+
+
+def main() -> int:
+    args = video_arguments(__doc__).parse_args()
     manifest = make_videos(os.path.join(args.dir, f"{args.videos}x{args.seconds}s"),
                            args.videos, args.seconds)
     out = tempfile.mkdtemp(prefix="bench-rebuild-videos-")
