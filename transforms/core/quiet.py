@@ -34,6 +34,7 @@ import contextlib
 import ctypes
 import ctypes.util
 import glob
+import importlib
 import importlib.util
 import logging
 import os
@@ -64,9 +65,19 @@ def quiet_environment_for_build():
         for name in set_now:
             os.environ.pop(name, None)
         if "HF_HUB_DISABLE_PROGRESS_BARS" in set_now and "huggingface_hub" in told:
-            sys.modules["huggingface_hub"].utils.enable_progress_bars()
+            _hub_utils().enable_progress_bars()
         if "TQDM_DISABLE" in set_now and "transformers" in told:
-            sys.modules["transformers"].utils.logging.enable_progress_bar()
+            _transformers_logging().enable_progress_bar()
+
+
+# Imported by name, not reached as attributes: huggingface_hub loads its submodules
+# lazily, and `huggingface_hub.utils` is not one its package attribute lookup offers.
+def _hub_utils():
+    return importlib.import_module("huggingface_hub.utils")
+
+
+def _transformers_logging():
+    return importlib.import_module("transformers.utils.logging")
 
 
 def quiet_environment() -> Dict[str, str]:
@@ -78,9 +89,9 @@ def quiet_environment() -> Dict[str, str]:
         if name not in os.environ:
             os.environ[name] = set_now[name] = value
     if "huggingface_hub" in sys.modules and os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] == "1":
-        sys.modules["huggingface_hub"].utils.disable_progress_bars()
+        _hub_utils().disable_progress_bars()
     if "transformers" in sys.modules and os.environ["TQDM_DISABLE"] == "1":
-        sys.modules["transformers"].utils.logging.disable_progress_bar()
+        _transformers_logging().disable_progress_bar()
     return set_now
 
 
