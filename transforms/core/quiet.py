@@ -41,6 +41,7 @@ import os
 import re
 import sys
 import threading
+import warnings
 from typing import Callable, Dict, List, Optional
 
 QUIET_ENVIRONMENT = {"TQDM_DISABLE": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1"}
@@ -65,7 +66,9 @@ def quiet_environment_for_build():
         for name in set_now:
             os.environ.pop(name, None)
         if "HF_HUB_DISABLE_PROGRESS_BARS" in set_now and "huggingface_hub" in told:
-            _hub_utils().enable_progress_bars()
+            with warnings.catch_warnings():   # imported during an earlier build: it keeps
+                warnings.simplefilter("ignore")   # what it read then, and warns so
+                _hub_utils().enable_progress_bars()
         if "TQDM_DISABLE" in set_now and "transformers" in told:
             _transformers_logging().enable_progress_bar()
 
