@@ -48,7 +48,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
 from typing import Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 from xml.sax.saxutils import quoteattr
 
@@ -57,12 +56,12 @@ from apache_beam.io.filesystems import FileSystems
 
 from schemas import reasons
 from transforms.core.errors import InputError
+from transforms.crowd.items import item_field, split_items
 from transforms.crowd.task_files import WriteTaskFiles, image_base, task_lines
 
 LABELSTUDIO_DIR = "labelstudio"   # crowd/labelstudio/ in a release: <round>.json, <round>.xml
 WORKER_COLUMN = "worker_column"   # in each task's data: which answer column is the worker
 ANSWERS = "labelstudio_answers"   # in each task's data: {control name: its form (below)}
-_ITEM = re.compile(r"^(?P<field>.+)@(?P<item>[0-9]{1,6})$")
 
 # The forms of an answer (ANSWERS' values): what a control's result becomes.
 CHOICE, CHOICES, TEXT = "choice", "choices", "text"
@@ -222,19 +221,14 @@ def answer_columns(tasks: Sequence[dict]) -> List[str]:
     columns = {}
     for task in tasks:
         data = task["data"]
-        columns.update(dict.fromkeys(_field(c) for c in data if c not in (WORKER_COLUMN, ANSWERS)))
+        columns.update(dict.fromkeys(item_field(c) for c in data if c not in (WORKER_COLUMN, ANSWERS)))
         if isinstance(data.get(WORKER_COLUMN), str):
             columns[data[WORKER_COLUMN]] = None
         for annotation in annotations_of(task):
             for result in annotation.get("result") or ():
                 if isinstance(result, dict) and isinstance(result.get("from_name"), str):
-                    columns[_field(result["from_name"])] = None
+                    columns[item_field(result["from_name"])] = None
     return list(columns)
-
-
-def _field(name: str) -> str:
-    match = _ITEM.match(name)
-    return match.group("field") if match else name
 
 
 def answer_rows(path: str, tasks: Sequence[dict], row_type) -> Iterator:
@@ -324,14 +318,10 @@ def _items(common: dict, answers: dict) -> List[dict]:
     """The annotation's rows: one per item k with an answered `<field>@<k>` (the task's
     `<column>@<k>` with it), or one row when the round asks nothing per item (or the
     worker answered no item: the round's missing_field)."""
-    items = {}
-    for name, value in list(common.items()) + list(answers.items()):
-        match = _ITEM.match(name)
-        if match:
-            items.setdefault(int(match.group("item")), {})[match.group("field")] = value
-    answered = sorted({int(m.group("item")) for m in map(_ITEM.match, answers) if m})
-    plain = {name: value for name, value in {**common, **answers}.items() if not _ITEM.match(name)}
-    return [{**plain, **items[k]} for k in answered] or [plain]
+    shown, shown_items = split_items(common)
+    asked, answered = split_items(answers)
+    plain = {**shown, **asked}
+    return [{**plain, **shown_items.get(k, {}), **answered[k]} for k in sorted(answered)] or [plain]
 
 
 # --- the round's files, written by a build ----------------------------------------------------

@@ -43,18 +43,17 @@ import csv
 import dataclasses
 import io
 import os
-import re
 from typing import Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from schemas import reasons
 from transforms.core.errors import InputError
+from transforms.crowd.items import item_field, split_items
 
 INPUT, ANSWER = "Input.", "Answer."
 ASSIGNMENT_ID, WORKER_ID, STATUS = "AssignmentId", "WorkerId", "AssignmentStatus"
 APPROVE, REJECT = "Approve", "Reject"
 SUBMITTED, APPROVED, REJECTED = "Submitted", "Approved", "Rejected"
 WORKER_COLUMN = "worker_column"   # the page's hidden field: which answer column is the worker
-_ITEM = re.compile(r"^(?P<field>.+)@(?P<item>[0-9]{1,6})$")
 
 # Rejects that say nothing about the work: the build changed the task under the worker
 # (stale_answer), MTurk already rejected it, or the same answer came twice. Such a row is
@@ -71,14 +70,9 @@ def is_results_header(columns: Sequence[str]) -> bool:
 def answer_columns(columns: Sequence[str]) -> List[str]:
     """The columns an answer row read from a results file with this header offers: the
     input and answer columns without their prefix (and item suffix), then MTurk's own."""
-    named = [_item_field(c[len(ANSWER):]) if c.startswith(ANSWER) else c[len(INPUT):]
+    named = [item_field(c[len(ANSWER):]) if c.startswith(ANSWER) else c[len(INPUT):]
              for c in columns if c.startswith((INPUT, ANSWER))]
     return list(dict.fromkeys(named + [c for c in columns if not c.startswith((INPUT, ANSWER))]))
-
-
-def _item_field(name: str) -> str:
-    match = _ITEM.match(name)
-    return match.group("field") if match else name
 
 
 def answer_rows(rows: Iterable) -> Iterator:
@@ -103,16 +97,7 @@ def _from_results_row(row) -> Iterator:
                                                 f"{SUBMITTED}, {APPROVED}, {REJECTED}")
         return
     inputs = {c[len(INPUT):]: v for c, v in fields.items() if c.startswith(INPUT)}
-    answers, items = {}, {}
-    for column, value in fields.items():
-        if not column.startswith(ANSWER):
-            continue
-        name = column[len(ANSWER):]
-        match = _ITEM.match(name)
-        if match:
-            items.setdefault(int(match.group("item")), {})[match.group("field")] = value
-        else:
-            answers[name] = value
+    answers, items = split_items({c[len(ANSWER):]: v for c, v in fields.items() if c.startswith(ANSWER)})
     differs = sorted(c for c in answers if c in inputs and answers[c].strip() and answers[c] != inputs[c])
     if differs:
         column = differs[0]
