@@ -94,9 +94,9 @@ class _IntoLog(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            self._write(self.format(record))
-        except Exception:   # a log that cannot be written never fails a build
-            pass
+            self._write(self.format(record))   # BuildLog.write gives up a file it cannot write
+        except Exception:   # a record that cannot be formatted: logging's own report of it
+            self.handleError(record)
 
 
 class _FromBeamCode(logging.Filter):
