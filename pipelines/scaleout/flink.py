@@ -113,8 +113,9 @@ class Settings:
             # 150 s: until the JobManager has dropped a lost TaskManager, a restart reads
             # the lost results from it again and fails; a replacement takes ~30 s to
             # register, more on a loaded machine (6 restarts, 90 s, were once not enough
-            # while the test suite ran beside the cluster). Heartbeats every 2 s: an unreachable TaskManager is dropped after
-            # two failed ones (heartbeat.rpc-failure-threshold), not after Flink's 50 s.
+            # while the test suite ran beside the cluster). Heartbeats every 2 s: an
+            # unreachable TaskManager is dropped after two failed ones
+            # (heartbeat.rpc-failure-threshold), not after Flink's 50 s.
             "heartbeat.interval": "2000",
             "heartbeat.timeout": "20000",
             "restart-strategy.type": "fixed-delay",
