@@ -212,8 +212,8 @@ def bench_knn(size: dict, device: str) -> dict:
     out["float32_only_equal_order"] = plain == [[i for _, i in b] for b in reference]
     m = size["knn_error_queries"]
     squared, rows = gpu.search(queries[:m], k + 8)
-    # a NaN bound was seen twice in the whole test suite on a loaded machine, never alone:
-    # say whether the search itself returned a non-finite distance, and where
+    # a non-finite distance is reported with where it is: NaNs were once seen here, when
+    # the OCR stage had set OMP_THREAD_LIMIT in the test process (transforms/core/devices.py)
     nonfinite = np.argwhere(~np.isfinite(squared))
     out["float32_nonfinite_distances"] = int(len(nonfinite))
     if len(nonfinite):

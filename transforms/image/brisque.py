@@ -30,6 +30,7 @@ import skimage.util
 import torch
 import torch.nn.functional as F
 
+from transforms.core.devices import torch_threads_within_openmp_limit
 from transforms.core.errors import UserError
 from transforms.core.hashing import file_sha256
 
@@ -401,6 +402,7 @@ class BrisqueScorer:
 
     def _device(self) -> torch.device:
         if self._resolved_device is None:
+            torch_threads_within_openmp_limit()
             name = self.device
             if name in (None, "auto"):
                 name = "cuda" if torch.cuda.is_available() else "cpu"

@@ -31,7 +31,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
-from transforms.core.devices import strict_float32
+from transforms.core.devices import strict_float32, torch_threads_within_openmp_limit
 from transforms.core.hashing import file_sha256
 from transforms.image.weights import EncoderError, resolve_checkpoint
 
@@ -338,6 +338,7 @@ def _is_torchscript(path: str) -> bool:
 
 def resolve_device(device: str) -> str:
     import torch
+    torch_threads_within_openmp_limit()
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     if device == "cuda" and not torch.cuda.is_available():

@@ -115,16 +115,16 @@ class TextDetector:
                 f"it (Debian: `apt-get install tesseract-ocr`, or `make setup`), set "
                 f"{TESSERACT_CMD_KEY} to where it is, or turn the text filter off with "
                 f"quality.ocr.enabled=false")
-        # Tesseract's OpenMP threads oversubscribe small workers (Beam already runs one
-        # DoFn per core); one thread per call measured ~30% faster on 2 cores.
-        os.environ.setdefault("OMP_THREAD_LIMIT", "1")
+        # No OMP_THREAD_LIMIT for the program (one thread per call was ~30% faster on 2
+        # cores): pytesseract passes the program this process's environment, and there the
+        # limit also reaches PyTorch, whose oneDNN kernels then skip work (docs/quality.md).
         if self.tesseract_cmd:
             # pytesseract only takes the binary as a module-level setting.
             pytesseract.pytesseract.tesseract_cmd = self.tesseract_cmd
         self._checked = True
 
     def _load_engine(self):
-        os.environ.setdefault("OMP_THREAD_LIMIT", "1")  # as for the program (read at load)
+        # The wheel's libtesseract is built without OpenMP: no thread limit to set.
         from transforms.core import quiet
         quiet.install_for_workers()   # Leptonica's messages off a worker's terminal
         import tesserocr

@@ -37,6 +37,7 @@ from transforms.core.errors import UserError
 from transforms.core.hashing import folder_sha256
 
 MODEL_KEY = "embed.model"
+DEVICE_KEY = "embed.device"
 CACHE_STAGE = "sentence_embedding"
 NAMESPACE = "sentence_embed"   # outside "stage.": a note, not an in/out level
 
@@ -84,10 +85,8 @@ def load_encoder(spec: SentenceEncoderSpec):
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     from sentence_transformers import SentenceTransformer
-    device = spec.device
-    if device == "auto":
-        import torch
-        device = "cuda" if torch.cuda.is_available() else "cpu"
+    from transforms.core.devices import resolve_torch_device
+    device = resolve_torch_device(spec.device, DEVICE_KEY)
     return SentenceTransformer(resolve_model(spec.model), device=device, local_files_only=True)
 
 

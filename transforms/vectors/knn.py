@@ -43,7 +43,7 @@ import apache_beam as beam
 import numpy as np
 from apache_beam.io.filesystems import FileSystems
 
-from transforms.core.devices import strict_float32
+from transforms.core.devices import strict_float32, torch_threads_within_openmp_limit
 from transforms.core.errors import UserError
 from transforms.vectors.vector_files import (MAX_BUFFER_BYTES, RemoveFolderWhenDone, WriteVectorFiles,
                                              read_vector_file, scratch_folder, shard_of)  # noqa: F401 (shard_of: part of this API)
@@ -103,6 +103,7 @@ def resolve_knn_device(spec: KnnSpec) -> str:
         why = "this FAISS build sees no GPU (faiss-cpu, or no CUDA device)"
     else:
         import torch
+        torch_threads_within_openmp_limit()
         available = torch.cuda.is_available()
         why = "torch sees no CUDA device"
     if spec.device == "auto":
