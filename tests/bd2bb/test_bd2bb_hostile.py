@@ -117,6 +117,19 @@ def test_a_latin1_byte_in_the_conllu_rejects_its_sentence_as_bad_encoding(tmp_pa
     assert reconcile(run(p)) == []
 
 
+def test_a_byte_order_mark_on_a_later_line_of_the_conllu_rejects_its_sentence(tmp_path):
+    path = tmp_path / "actions.conllu"          # two parse files joined with cat, each with its BOM
+    path.write_bytes(b"\xef\xbb\xbf" + GOOD.encode("utf-8") + b"\xef\xbb\xbf" + BROKEN.encode("utf-8"))
+    tuples = [BD2BBTuple("t1", IMAGE, "want to relax a bit", "pet the dog", "w")]
+    p = local_test_pipeline()
+    parsed = p | beam.Create(tuples) | ParseActions("conllu", conllu_path=str(path))
+    assert_that(parsed[MAIN] | "kept" >> beam.Map(lambda d: d.tuple.tuple_id), equal_to(["t1"]), label="kept")
+    assert_that(parsed[REJECTS] | "rejects" >> beam.Map(lambda r: (r.level, r.reason, r.file, r.line, r.detail[:30])),
+                equal_to([("sentence", reasons.BAD_ENCODING, str(path), 6, "a byte order mark (U+FEFF) at ")]),
+                label="rejects")
+    assert reconcile(run(p)) == []
+
+
 def test_a_file_that_is_not_conllu_at_all_stops_in_preflight(tmp_path):
     parses = tmp_path / "actions.conllu"
     parses.write_text("\n".join(json.dumps({"text": f"action {i}"}) for i in range(3)) + "\n")

@@ -5,9 +5,13 @@ preflight: tests/imagecode/test_preflight.py."""
 import csv
 import io
 import json
+import re
+
+import pytest
 
 from pipelines.imagecode.rounds_schema import DESCRIPTION_COLUMNS, RETRIEVAL_COLUMNS
 from schemas import reasons
+from transforms.core.errors import InputError
 from transforms.crowd import answer_files
 from transforms.crowd.answer_files import parse_file
 
@@ -117,6 +121,22 @@ def test_crlf_rows_and_a_bom_read_as_usual():
     assert [(r.line, r.fields) for r in rows] == [
         (2, dict(set_name="open-images-1", target_index="2", text="A dog\r\non the left.", worker="w1")),
         (4, dict(set_name="open-images-1", target_index="3", text="A cat.", worker="w2"))]
+
+
+def test_two_files_joined_with_cat_stop_before_work_and_their_second_header_is_a_reject(tmp_path):
+    """Each file had its BOM (Excel's "CSV UTF-8" writes one): the second's header, one
+    line among the rows, starts with a BOM that would stick to its first cell."""
+    one = "\ufeff" + HEADER + "\n" + csv_line("open-images-1", 2, "A dog.", "w1")
+    two = "\ufeff" + HEADER + "\n" + csv_line("open-images-1", 3, "A cat.", "w2")
+    rows = rows_of(one + two)
+    mark = "a byte order mark (U+FEFF) at column 1: only a file's first bytes may hold one"
+    assert [(line, reason, detail[:len(mark)]) for line, reason, detail in bad(rows)] == [
+        (3, reasons.BAD_ENCODING, mark)]
+    assert good(rows) == [(2, "w1"), (4, "w2")]
+    path = tmp_path / "joined.csv"
+    path.write_text(one + two, encoding="utf-8")
+    with pytest.raises(InputError, match=f"^{path}:3: {re.escape(mark)}.*cat"):
+        answer_files.check_answer_file(str(path), DESCRIPTION_COLUMNS)
 
 
 def test_latin1_bytes_reject_their_row_alone_and_never_become_u_fffd():

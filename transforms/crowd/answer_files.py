@@ -43,9 +43,9 @@ from schemas import reasons
 from transforms.core.errors import InputError
 from transforms.crowd import labelstudio, mturk
 from transforms.io.files import open_regular_file
-from transforms.io.lines import iter_numbered_lines, parse_json_object, read_numbered_lines
+from transforms.io.lines import (MISPLACED_BOM, iter_numbered_lines, parse_json_object, read_numbered_lines,
+                                 without_bom)
 
-_BOM = b"\xef\xbb\xbf"
 
 # The longest a quoted CSV cell may run, in physical lines. A description with a line
 # break or two is normal; a quote still open after this many lines is a runaway (and
@@ -92,10 +92,11 @@ def check_answer_file(pattern: str, required_columns: Sequence[str]) -> List[str
     """The files that `pattern` (a path or a glob) names, once each is known to be usable;
     raises InputError naming the file otherwise.
 
-    Usable means: UTF-8 throughout (a BOM is fine); a CSV's header row names every
-    required column, once; a JSON Lines file has each required field on at least one
-    line (a line that lacks it is that row's problem, `missing_field`, not the file's);
-    and the pattern as a whole has at least one row. One streaming pass per file.
+    Usable means: UTF-8 throughout (a BOM is fine at the start, not on a later line, as
+    in files joined with `cat`); a CSV's header row names every required column, once; a
+    JSON Lines file has each required field on at least one line (a line that lacks it
+    is that row's problem, `missing_field`, not the file's); and the pattern as a whole
+    has at least one row. One streaming pass per file.
     """
     fmt = file_format(pattern)
     paths = _matching_files(pattern)
@@ -168,9 +169,10 @@ def _check_one_file(path: str, fmt: str, required: Tuple[str, ...]) -> int:
         return sum(len(labelstudio.annotations_of(t)) for t in export)
     header, rows, missing = None, 0, set(required)
     for line in read_numbered_lines(path):
-        if line.error:
-            raise InputError(f"{line.where}: {line.error}; answer files must be UTF-8 "
-                             f"(re-export the file as UTF-8, e.g. iconv -f <encoding> -t utf-8)")
+        if line.error:   # answers after it would be lost: stop before work
+            raise InputError(f"{line.where}: {line.error}" + ("" if line.error == MISPLACED_BOM else
+                             "; answer files must be UTF-8 (re-export the file as UTF-8, e.g. "
+                             "iconv -f <encoding> -t utf-8)"))
         if fmt == "csv" and header is None:
             header = _header(line.where, line.text, required)
             continue
@@ -245,16 +247,15 @@ Entry = Tuple[int, str, Optional[str]]
 def _physical_lines(stream) -> Iterator[Entry]:
     """Every line, blank ones too (they may sit inside a quoted cell), strictly decoded."""
     for number, raw in enumerate(stream, start=1):
-        if number == 1 and raw.startswith(_BOM):
-            raw = raw[len(_BOM):]
+        raw, bom = without_bom(number, raw)
         try:
-            yield number, raw.decode("utf-8"), None
+            yield number, raw.decode("utf-8"), bom
         except UnicodeDecodeError as e:
             # Read as Latin-1 only so that the CSV parser still sees this line's quotes and
             # commas (ASCII in any encoding) where they are; a record holding this line is
             # rejected, so the text goes nowhere.
             yield (number, raw.decode("latin-1"),
-                   f"byte 0x{raw[e.start]:02x} at column {e.start + 1} is not UTF-8")
+                   bom or f"byte 0x{raw[e.start]:02x} at column {e.start + 1} is not UTF-8")
 
 
 class _LineFeeder:

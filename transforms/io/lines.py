@@ -25,6 +25,8 @@ from transforms.io.files import open_regular_file
 from transforms.io.paths import special_file_kind
 
 _BOM = b"\xef\xbb\xbf"
+# The error of a line that starts with a byte order mark when it is not the file's first
+MISPLACED_BOM = strict_json.byte_order_mark_detail("column 1")
 
 
 @dataclass(frozen=True)
@@ -49,11 +51,23 @@ class SourceLine:
         return self.rank, self.path, self.number
 
 
+def without_bom(number: int, raw: bytes) -> Tuple[bytes, Optional[str]]:
+    """A line's bytes without a byte order mark, and the problem of one that starts a
+    later line than the first (files joined with `cat`, each with its mark): a BOM
+    there would stick, invisible, to the line's first field or word."""
+    if not raw.startswith(_BOM):
+        return raw, None
+    return raw[len(_BOM):], None if number == 1 else MISPLACED_BOM
+
+
 def iter_numbered_lines(path: str, stream, rank: int = 0) -> Iterator[SourceLine]:
-    """SourceLine per non-blank line of a binary stream (a leading BOM is dropped)."""
+    """SourceLine per non-blank line of a binary stream (the file's BOM is dropped; a BOM
+    starting a later line makes that line's `error`)."""
     for number, raw in enumerate(stream, start=1):
-        if number == 1 and raw.startswith(_BOM):
-            raw = raw[len(_BOM):]
+        raw, bom = without_bom(number, raw)
+        if bom:
+            yield SourceLine(path, number, "", bom, rank)
+            continue
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as e:

@@ -134,10 +134,14 @@ def _decode_problem(text: str, error: json.JSONDecodeError) -> JsonProblem:
     said to be one: json calls it only an unexpected character."""
     place = f"line {error.lineno} column {error.colno}" if "\n" in text else f"column {error.colno}"
     if text[error.pos:error.pos + 1] == "\ufeff":
-        return JsonProblem(reasons.BAD_ENCODING, f"a byte order mark (U+FEFF) at {place}: only a "
-                                                 "file's first bytes may hold one (files joined with "
-                                                 "cat? remove the marks of all but the first)")
+        return JsonProblem(reasons.BAD_ENCODING, byte_order_mark_detail(place))
     return JsonProblem(reasons.BAD_JSON, f"not JSON: {error.msg} at {place}")
+
+
+def byte_order_mark_detail(place: str) -> str:
+    """What a byte order mark after a file's start is (every reader says it alike)."""
+    return (f"a byte order mark (U+FEFF) at {place}: only a file's first bytes may hold one "
+            "(files joined with cat? remove the marks of all but the first)")
 
 
 def value_problem(value: Any, text: Optional[str] = None, start: int = 0,
