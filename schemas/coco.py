@@ -4,10 +4,11 @@ against category names without any COCO file at hand. Also what a COCO image's f
 name and link may look like: both end up in released files and in paths."""
 from __future__ import annotations
 
+import posixpath
 import re
 from dataclasses import dataclass
 from typing import Dict
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 # COCO 2017: "000000419052.jpg"; COCO 2014/2015: "COCO_train2014_000000419052.jpg".
 # Nothing else: no folder, no "..", no absolute path can pass for an image name.
@@ -30,6 +31,12 @@ def is_link(url) -> bool:
     except ValueError:       # e.g. an unbalanced "[" in the host
         return False
     return parts.scheme.lower() in LINK_SCHEMES and bool(parts.netloc)
+
+
+def link_file_name(image_link: str) -> str:
+    """The file a COCO image URL names: ".../train2017/000000419052.jpg" -> "000000419052.jpg"
+    (percent-escapes decoded; query and fragment ignored)."""
+    return posixpath.basename(unquote(urlsplit(image_link).path))
 
 CATEGORIES = (
     (1, "person", "person"), (2, "bicycle", "vehicle"), (3, "car", "vehicle"),

@@ -444,6 +444,14 @@ DOCUMENT_CASES = [
     ("vsr-inputs.coco", "latin-1", _coco(_dumps(_COCO_IMAGE).replace(b"train2017", b"caf\xe9")),
      ("file", reasons.MALFORMED_COCO, "not UTF-8: byte 0xe9")),
     ("vsr-inputs.coco", "not-json", b'{"images": [{"id": 1,', ("file", reasons.MALFORMED_COCO, "truncated")),
+    # a sample publishes both: an example labelled on one picture would link to another
+    ("vsr-inputs.coco", "coco-url-names-another-file",
+     _coco(_dumps({**_COCO_IMAGE, "coco_url": "http://images.cocodataset.org/train2017/000000000003.jpg"})),
+     ("image", reasons.BAD_COCO_RECORD, "coco_url 'http://images.cocodataset.org/train2017/000000000003.jpg' "
+                                        "names another file than file_name '000000000002.jpg'")),
+    ("vsr-inputs.coco", "coco-url-names-another-id",     # the first 2014 release's links
+     _coco(_dumps({**_COCO_IMAGE, "coco_url": "http://mscoco.org/images/3"})),
+     ("image", reasons.BAD_COCO_RECORD, "coco_url 'http://mscoco.org/images/3' names image 3, not this entry's id 2")),
     ("bd2bb-inputs.captions", "surrogate", _bd2bb_captions(_dumps({"image_id": 2, "caption": "\ud83d"})),
      "field 'annotations[1].caption' holds a lone UTF-16 surrogate"),
     ("bd2bb-inputs.captions", "int-beyond-64-bits", _bd2bb_captions(_dumps({"image_id": 2 ** 64, "caption": "a"})),

@@ -40,10 +40,9 @@ from apache_beam.io.filesystems import FileSystems
 
 from pipelines.vsr import reasons
 from pipelines.vsr.captions import CaptionParser, render_caption
-from pipelines.vsr.schema import (PUBLIC_FIELDS, Example, ImagePair, coco_source, example_id,
-                                  link_file_name, parse_vote_list)
+from pipelines.vsr.schema import PUBLIC_FIELDS, Example, ImagePair, coco_source, example_id, parse_vote_list
 from pipelines.vsr.release import caption_view, validation_view
-from schemas.coco import is_file_name, is_link
+from schemas.coco import is_file_name, is_link, link_file_name
 from transforms.core.stage import MAIN, REJECTS, KeepFirst, StageFn, stage_pardo
 from transforms.crowd.answer_files import parse_file
 from transforms.crowd.labelstudio import is_export as is_labelstudio_export

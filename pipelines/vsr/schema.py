@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import posixpath
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
-from urllib.parse import unquote, urlsplit
 
 import pyarrow as pa
 
@@ -249,12 +247,6 @@ def parse_vote_list(value) -> List:
             isinstance(x, (int, str)) and not isinstance(x, bool) for x in value):
         raise ValueError("expected a list of validator ids")
     return value
-
-
-def link_file_name(image_link: str) -> str:
-    """The file a COCO image URL names: ".../train2017/000000419052.jpg" -> "000000419052.jpg"
-    (percent-escapes decoded; query and fragment ignored)."""
-    return posixpath.basename(unquote(urlsplit(image_link).path))
 
 
 def coco_source(image_link: str) -> str:

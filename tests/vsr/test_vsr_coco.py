@@ -32,6 +32,18 @@ def test_streaming_reader_equals_json_load(sample, monkeypatch):
     assert [e for kind, e in entries if kind == "annotation"] == doc["annotations"]
 
 
+@pytest.mark.parametrize("file_name, coco_url, source", [
+    ("000000000002.jpg", "http://images.cocodataset.org/train2017/000000000002.jpg", "train2017"),
+    ("COCO_val2014_000000000002.jpg", "http://images.cocodataset.org/val2014/COCO_val2014_000000000002.jpg",
+     "val2014"),
+    ("COCO_val2014_000000000002.jpg", "http://mscoco.org/images/2", "val2014"),    # 2014, first release
+    ("COCO_val2014_000000000002.jpg", "", "val2014")])
+def test_every_real_form_of_coco_url_is_an_image_of_its_entry(file_name, coco_url, source):
+    """Hostile links are in tests/test_hostile_inputs.py (`coco-url-names-another-*`)."""
+    image = coco._image({"id": 2, "file_name": file_name, "coco_url": coco_url}, "/data/instances_val2014.json")
+    assert (image.file_name, image.coco_url, image.source) == (file_name, coco_url, source)
+
+
 @pytest.mark.parametrize("text", ['[1, 2]', '{"images": [{"id": 1}', '{"images": 3}',
                                   '{"images": [{"id": 1}] "annotations": []}', '', '{"a": tru}'])
 def test_malformed_files_raise(tmp_path, text):

@@ -6,9 +6,9 @@ holds one element, never the file. Each file is read by one worker (the reads of
 files run in parallel); an image becomes a CocoImage, an annotation a small tuple
 (image_id, category_id, area, iscrowd). An entry that lacks what it needs, an image
 whose file_name is not a plain COCO name (schemas.coco.FILE_NAME) or whose coco_url is
-not http(s), an entry holding NaN or an infinity, and one that breaks the rules of
-transforms/io/strict_json.py (a key named twice, a lone UTF-16 surrogate, an integer
-beyond 64 bits) is bad_coco_record. A file that is not COCO JSON (not an object, broken
+not http(s) or names another file, an entry holding NaN or an infinity, and one that
+breaks the rules of transforms/io/strict_json.py (a key named twice, a lone UTF-16
+surrogate, an integer beyond 64 bits) is bad_coco_record. A file that is not COCO JSON (not an object, broken
 JSON, truncated, a top-level key twice) is dropped as a whole
 (`malformed_coco`): its entries are emitted only after one streaming pass has read it
 to its end, so a half-read file never feeds a sample.
@@ -27,7 +27,7 @@ from typing import Iterator, List, NamedTuple, Optional, Tuple, Union
 import apache_beam as beam
 
 from schemas import reasons
-from schemas.coco import CocoImage, is_file_name, is_link
+from schemas.coco import CocoImage, is_file_name, is_link, link_file_name
 from schemas.tfexample import INT64_MAX, INT64_MIN
 from transforms.core.stage import MAIN, REJECTS, KeepFirst, StageFn, stage_pardo
 from transforms.io import strict_json
@@ -176,8 +176,10 @@ def _decode_value(f, buffer: str, pos: int, decoder):
 
 
 def source_of(path: str, coco_url: str) -> str:
-    """train2017 / val2017: the image URL's folder, else the file name (instances_val2017)."""
-    if coco_url and "/" in coco_url:
+    """train2017 / val2017: the folder of an image URL that ends in the file name, else
+    the instances file's name (instances_val2014: the first 2014 release linked
+    http://mscoco.org/images/<id>, whose folder is no source)."""
+    if coco_url and is_file_name(link_file_name(coco_url)) and coco_url.count("/") >= 3:
         return coco_url.rstrip("/").split("/")[-2]
     stem = os.path.splitext(os.path.basename(path))[0]
     return stem.split("instances_", 1)[-1]
@@ -211,10 +213,25 @@ def _image(entry, path: str) -> Union[CocoImage, str]:
     url = entry.get("coco_url") if isinstance(entry.get("coco_url"), str) else ""
     if url and not is_link(url):
         return f"coco_url {url[:100]!r} is not an http(s) link"
+    other = _other_image_linked(url, file_name, image_id) if url else None
+    if other:   # a sample publishes both: labelled on one picture, linked to another
+        return f"coco_url {url[:100]!r} names {other}"
     non_finite = _non_finite(entry)
     if non_finite:
         return f"not a finite number: {', '.join(non_finite)}"
     return CocoImage(image_id, file_name, url, source_of(path, url))
+
+
+def _other_image_linked(url: str, file_name: str, image_id: int) -> Optional[str]:
+    """What a coco_url names when that is not this entry's image, else None. Links of
+    2017 and of today's 2014 files end in the file name; the first 2014 release linked
+    http://mscoco.org/images/<id>. Any other link names no image to compare."""
+    last = link_file_name(url)
+    if is_file_name(last) and last != file_name:
+        return f"another file than file_name {file_name!r}"
+    if last.isascii() and last.isdigit() and int(last) != image_id:
+        return f"image {last}, not this entry's id {image_id}"
+    return None
 
 
 def _valid_int(value) -> bool:
