@@ -839,6 +839,19 @@ def test_an_fg_image_whose_name_is_made_safe_meets_its_captions(tmp_path):
     embedded = ImageEmbedding(ref.image_id, image, "sha", np.ones(2, np.float32), "pixels")
     out = list(JoinTargets().process((ref.image_id, {"captions": [keyed[ref.image_id]], "image": [embedded]})))
     assert [getattr(o, "image_id", None) for o in out] == [ref.image_id], out   # a target, no reject
+    # the detail, merged and correction lines about its captions are keyed the same way
+    from pipelines.fg.records import parse_caption_line
+    from transforms.io.lines import SourceLine
+    for fields in (("image_id", "prompt", "detail"), ("image_id", "prompt", "merged"),
+                   ("image_id", "model_text", "human_text")):
+        for named, expected in (("café 101", ref.image_id), (ref.image_id, ref.image_id),
+                                ("COCO_val2014_000000000001", "COCO_val2014_000000000001")):
+            line = SourceLine("lines.jsonl", 1, json.dumps({"image_id": named, "caption_index": 0,
+                                                            **{f: "a dog" for f in fields[1:]}}))
+            assert parse_caption_line(line, fields)["image_id"] == expected
+    too_long = SourceLine("lines.jsonl", 1, json.dumps({"image_id": "x" * 300, "caption_index": 0,
+                                                        "prompt": "a", "detail": "b"}))
+    assert parse_caption_line(too_long, ("image_id", "prompt", "detail"))[0] == reasons.BAD_FIELD
 
 
 @pytest.mark.parametrize("parses, reason", [([], "no_parse"), (["bad"], "bad_parse")])

@@ -7,6 +7,7 @@ from typing import List, Optional, Tuple
 import numpy as np
 
 from pipelines.fg import reasons
+from schemas.names import safe_name
 from transforms.io.lines import parse_json_object
 
 
@@ -98,11 +99,17 @@ class Candidate:
 
 def parse_caption_line(line, fields):
     """A JSON Lines line about one caption (its `image_id`, a 0-based `caption_index` and
-    `fields`) as a dict, or (reason, detail) saying what is wrong with it."""
+    `fields`) as a dict, or (reason, detail) saying what is wrong with it. Its `image_id`
+    becomes the id its image gets (schemas.names.safe_name, as the captions are keyed:
+    pipelines/fg/captions.py), so a line naming `café 101` meets that image; a safe id,
+    every public one, stays as it is."""
     record = parse_json_object(line, fields)
     if isinstance(record, tuple):
         return record
     index = record.get("caption_index")
     if isinstance(index, bool) or not isinstance(index, int) or index < 0:
         return reasons.BAD_FIELD, f"caption_index must be a non-negative integer, got {index!r}"
-    return record
+    try:
+        return {**record, "image_id": safe_name(record["image_id"])}
+    except ValueError as e:   # too long for a name
+        return reasons.BAD_FIELD, f"image_id {record['image_id'][:100]!r}: {e}"
