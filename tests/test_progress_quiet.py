@@ -81,6 +81,25 @@ def test_the_quiet_variables_last_only_as_long_as_the_build(monkeypatch):
     assert os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] == "0"
 
 
+TWO_BUILDS = """
+from transforms.core import quiet
+with quiet.quiet_environment_for_build():
+    import transformers                   # a first build loads a model: huggingface_hub reads the variable
+with quiet.quiet_environment_for_build():
+    pass                                  # the second build's end switches the bars back on
+"""
+
+
+def test_a_second_build_in_one_process_ends_without_a_warning():
+    """check portable, a notebook: huggingface_hub read HF_HUB_DISABLE_PROGRESS_BARS=1
+    during the first build and warned, when the second build's end switched bars back on
+    through transformers, that it could not."""
+    env = {k: v for k, v in os.environ.items() if k not in quiet.QUIET_ENVIRONMENT}
+    run = subprocess.run([sys.executable, "-W", "default", "-c", TWO_BUILDS], cwd=str(ROOT),
+                         env={**env, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, check=True)
+    assert "Cannot enable progress bars" not in run.stderr, run.stderr
+
+
 WORKER = """
 import ctypes, logging, sys
 from transforms.core import quiet

@@ -65,12 +65,14 @@ def quiet_environment_for_build():
     finally:
         for name in set_now:
             os.environ.pop(name, None)
-        if "HF_HUB_DISABLE_PROGRESS_BARS" in set_now and "huggingface_hub" in told:
-            with warnings.catch_warnings():   # imported during an earlier build: it keeps
-                warnings.simplefilter("ignore")   # what it read then, and warns so
+        # huggingface_hub keeps what it read when a build imported it, and warns that it
+        # cannot show its bars; transformers' switch calls huggingface_hub's, so it warns too
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if "HF_HUB_DISABLE_PROGRESS_BARS" in set_now and "huggingface_hub" in told:
                 _hub_utils().enable_progress_bars()
-        if "TQDM_DISABLE" in set_now and "transformers" in told:
-            _transformers_logging().enable_progress_bar()
+            if "TQDM_DISABLE" in set_now and "transformers" in told:
+                _transformers_logging().enable_progress_bar()
 
 
 # Imported by name, not reached as attributes: huggingface_hub loads its submodules
