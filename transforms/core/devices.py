@@ -35,7 +35,7 @@ def torch_threads_within_openmp_limit() -> None:
     thread is lost (OpenMP would not have started it). Every stage that resolves a torch
     device calls this, on every worker."""
     limit = os.environ.get("OMP_THREAD_LIMIT", "").strip()
-    if not limit.isdigit() or int(limit) < 1:
+    if not (limit.isascii() and limit.isdigit()) or int(limit) < 1:   # as OpenMP reads it
         return
     import torch
     if torch.get_num_threads() > int(limit):
