@@ -71,4 +71,6 @@ def test_bf16_embeddings_are_the_same_under_a_thread_limit():
     free = np.array(json.loads(_run(EMBED_BF16)))
     limited = np.array(json.loads(_run(EMBED_BF16, limit="1")))
     assert np.isfinite(limited).all()
-    assert np.array_equal(free, limited)
+    # Equal here; on another CPU one thread may sum in another order than two, a bf16
+    # rounding apart (bf16 vs fp32: 0.004). The fault was 0.4 off, or NaN.
+    assert np.abs(free - limited).max() < 0.05
