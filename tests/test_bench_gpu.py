@@ -29,6 +29,8 @@ def test_cpu_smoke_runs_every_section_and_its_checks_hold():
     assert 0 < knn["float32_rel_error_max"] < knn["float32_rel_error_assumed"], knn
     clip = report["clip"]
     assert clip["fp32_frames_per_s"] > 0 and clip["bf16_frames_per_s"] > 0
-    assert clip["bf16_vs_fp32"]["max_abs_element"] > 0          # bf16 really ran
+    # bf16 really ran, and within its rounding of fp32 (0.004 on unit vectors); 0.4 or
+    # NaN was work left undone (OMP_THREAD_LIMIT below torch's threads: tests/transforms/test_openmp_limit.py)
+    assert 0 < clip["bf16_vs_fp32"]["max_abs_element"] < 0.05, clip
     assert report["video"]["frames"] == report["video"]["shots"] * report["video"]["frames_per_shot"]
     assert report["brisque"]["max_abs_score_vs_cpu"] == 0.0      # the CPU against itself
