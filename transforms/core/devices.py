@@ -32,8 +32,9 @@ def torch_threads_within_openmp_limit() -> None:
     the work by that number; under a lower `OMP_THREAD_LIMIT` the team is smaller and the
     parts of the missing threads are never computed: bf16 embeddings came out 0.4 off, or
     NaN, on 2 cores with the limit at 1. With the counts equal, nothing is skipped and no
-    thread is lost (OpenMP would not have started it). Every stage that resolves a torch
-    device calls this, on every worker."""
+    thread is lost (OpenMP would not have started it). resolve_torch_device calls this, so
+    every stage that resolves its device there does, on every worker (the kNN, whose
+    device also depends on FAISS, calls it itself)."""
     limit = os.environ.get("OMP_THREAD_LIMIT", "").strip()
     if not (limit.isascii() and limit.isdigit()) or int(limit) < 1:   # as OpenMP reads it
         return

@@ -30,13 +30,14 @@ import skimage.util
 import torch
 import torch.nn.functional as F
 
-from transforms.core.devices import torch_threads_within_openmp_limit
+from transforms.core.devices import resolve_torch_device
 from transforms.core.errors import UserError
 from transforms.core.hashing import file_sha256
 
 # Paper threshold 0.65 <=> native BRISQUE 65: normalised = native / NORMALISER.
 NORMALISER = 100.0
 MODEL_DIR_KEY = "quality.brisque.model_dir"
+DEVICE_KEY = "quality.brisque.device"
 SVM_FILE, NORMALIZE_FILE = "svm.txt", "normalize.pickle"
 
 # cv2.resize(fx=fy=1/2, INTER_CUBIC) samples halfway between pixels 2i and 2i+1 with the
@@ -402,11 +403,7 @@ class BrisqueScorer:
 
     def _device(self) -> torch.device:
         if self._resolved_device is None:
-            torch_threads_within_openmp_limit()
-            name = self.device
-            if name in (None, "auto"):
-                name = "cuda" if torch.cuda.is_available() else "cpu"
-            self._resolved_device = torch.device(name)
+            self._resolved_device = torch.device(resolve_torch_device(self.device or "auto", DEVICE_KEY))
         return self._resolved_device
 
     def _svr_tensors(self) -> Dict[str, torch.Tensor]:

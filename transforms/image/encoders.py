@@ -31,14 +31,11 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
-from transforms.core.devices import strict_float32, torch_threads_within_openmp_limit
+from transforms.core.devices import DEVICES, resolve_torch_device, strict_float32
 from transforms.core.hashing import file_sha256
 from transforms.image.weights import EncoderError, resolve_checkpoint
 
 KINDS = ("open_clip", "thumbnail")
-
-
-DEVICES = ("auto", "cpu", "cuda")
 PRECISIONS = ("fp32", "fp16", "bf16")
 
 
@@ -336,14 +333,8 @@ def _is_torchscript(path: str) -> bool:
         return any(n.endswith("/constants.pkl") for n in z.namelist())
 
 
-def resolve_device(device: str) -> str:
-    import torch
-    torch_threads_within_openmp_limit()
-    if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if device == "cuda" and not torch.cuda.is_available():
-        raise EncoderError("embed.device is 'cuda' but no CUDA device is visible; use 'auto' or 'cpu'")
-    return device
+def resolve_device(device: str, key: str = "embed.device") -> str:
+    return resolve_torch_device(device, key)
 
 
 def torch_dtype(precision: str):
@@ -373,7 +364,7 @@ def load_open_clip(spec: EncoderSpec) -> OpenClipEncoder:
     except Exception as e:  # noqa: BLE001 - shape mismatch, bad pickle, open_clip asserts ...
         raise EncoderError(f"{spec.key('checkpoint')}: {spec.checkpoint} does not hold {spec.model_name} "
                            f"weights: {str(e)[:500]}") from e
-    device = resolve_device(spec.device)
+    device = resolve_device(spec.device, spec.key("device"))
     model = model.to(device=device, dtype=torch_dtype(spec.precision)).eval()
     return OpenClipEncoder(model, settings["preprocess"], settings["embed_dim"], device, spec.batch_size,
                            spec.precision)

@@ -72,7 +72,7 @@ class OpenClipTextEncoder:
         image_side = load_open_clip(spec)   # the whole CLIP model, weights from the local file
         self.model = image_side.model
         self.dim = image_side.dim
-        self.device = resolve_device(spec.device)
+        self.device = resolve_device(spec.device, spec.key("device"))
         self.batch_size = spec.batch_size
         self.tokenizer = open_clip.get_tokenizer(spec.model_name)
 
