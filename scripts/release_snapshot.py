@@ -69,7 +69,10 @@ def samples(out_dir: str, snapshot: str, only: str = "") -> None:
                         *extra, "--output", target, "--version", "1.0.0", "--quiet"],
                        cwd=ROOT, check=True, stdout=subprocess.DEVNULL,
                        env={**os.environ, "PYTHONPATH": ROOT})
-        release = os.path.join(target, os.listdir(target)[0] if benchmark == "fg" else benchmark, "1.0.0")
+        # FG names its folder after the dataset (mscoco-fg, flickr30k-fg); .logs/ and
+        # .cache/ sit beside it
+        folder = [n for n in os.listdir(target) if not n.startswith(".")][0] if benchmark == "fg" else benchmark
+        release = os.path.join(target, folder, "1.0.0")
         digests[label] = release_digest(release, root=ROOT)
         print(f"{label}: " + ", ".join(f"{t} {d['rows']}" for t, d in digests[label]["tables"].items()),
               flush=True)
