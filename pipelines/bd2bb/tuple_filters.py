@@ -53,6 +53,7 @@ import apache_beam as beam
 from pipelines.bd2bb import reasons
 from pipelines.bd2bb.argument_codes import has_noun_or_pronoun
 from pipelines.bd2bb.schema import BD2BBTuple, Datapoint
+from transforms.core.precision import rounded
 from transforms.core.stage import StageFn, stage_pardo
 from transforms.text.tokens import Token
 
@@ -182,11 +183,13 @@ def language_verdict(text: str, vocabulary: frozenset, min_english_share: float,
         return reasons.NOT_ENGLISH, f"{english}/{len(words)} English words"
     if identifier is not None and min_english_probability > 0:
         ranked = identifier.rank(text.lower())
-        p_english = dict(ranked)["en"]
+        # a product of the model's float matrix (BLAS: its code follows the CPU), compared
+        # and shown as published (transforms/core/precision.py)
+        p_english = rounded(dict(ranked)["en"])
         if p_english < min_english_probability:
             language, p = ranked[0]
-            return (reasons.NOT_ENGLISH, f"identified as {language} ({p:.2f}); English "
-                                         f"{p_english:.3f} < {min_english_probability}")
+            return (reasons.NOT_ENGLISH, f"identified as {language} ({rounded(p)}); English "
+                                         f"{p_english} < {min_english_probability}")
     return None
 
 

@@ -22,6 +22,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from pipelines.fg.records import Caption, SimilarSet
 from schemas.columns import described
+from transforms.core.precision import rounded
 from transforms.core.stage import StageFn
 
 COMPAT_PREFIX = {"mscoco": "MSCOCO", "flickr30k": "Flickr30K"}
@@ -110,8 +111,8 @@ def with_split(configuration: str):
 
 
 def similar_row(s: SimilarSet) -> dict:
-    def score(x):
-        return NAN if x is None else float(x)
+    def score(x):   # ranked by the exact cosine, published rounded (transforms/core/precision.py)
+        return NAN if x is None else rounded(x)
     return {"target": s.target, "members": [m.image_id for m in s.members],
             "image_scores": [score(m.image_score) for m in s.members],
             "text_scores": [score(m.text_score) for m in s.members],
@@ -141,8 +142,8 @@ class AssembleCaptions(StageFn):
                "changed": int(renovated != caption.text), "coarse": int(coarse),
                "own_rank": int(rank), "template": pick.template if pick else 0,
                "noun": pick.noun if pick else "", "detail": pick.detail if pick else "",
-               "clipscore_before": float(caption.score),
-               "clipscore_after": float(pick.merged_score) if pick else float(caption.score),
+               "clipscore_before": rounded(caption.score),
+               "clipscore_after": rounded(pick.merged_score if pick else caption.score),
                "corrected": int(correction is not None)}
 
 

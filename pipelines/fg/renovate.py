@@ -22,6 +22,7 @@ import numpy as np
 from pipelines.fg import reasons
 from pipelines.fg.records import Candidate, Caption
 from pipelines.fg.tagger import NONE, load_tagger, nouns_of_texts
+from transforms.core.precision import rounded
 from transforms.core.stage import StageFn
 from transforms.image.clipscore import clipscore, with_prefix
 from transforms.image.decode import read_image
@@ -169,7 +170,7 @@ class ClipScoreFilter(_TextEncoding, StageFn):
             better = gain > SCORE_TOLERANCE or (self._ties_pass and gain >= -SCORE_TOLERANCE)
             if not better:
                 yield self.reject(reasons.CLIPSCORE_NOT_HIGHER, candidate.label,
-                                  detail=f"{score:.4f} vs original {candidate.original_score:.4f}: {text[:120]}")
+                                  detail=f"{rounded(score)} vs original {rounded(candidate.original_score)}: {text[:120]}")
                 continue
             yield candidate
 
@@ -226,7 +227,7 @@ class PickBest(StageFn):
         self.counts.count_out(level="candidate")
         for other in rest:
             yield self.reject(reasons.NOT_BEST, other.label, level="candidate",
-                              detail=f"{other.merged_score:.4f} < picked {best.merged_score:.4f}")
+                              detail=f"{rounded(other.merged_score)} <= picked {rounded(best.merged_score)}")
         yield best
 
 

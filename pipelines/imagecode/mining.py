@@ -30,7 +30,9 @@ from pipelines.imagecode.records import FrameSet, VideoPlan
 from schemas.records import ShotFrames
 from schemas.rejects import Reject
 from transforms.cache.store import read_entry
+from transforms.core.precision import rounded_mean
 from transforms.core.stage import MAIN, StageFn, apply_in_process, stage_pardo
+from transforms.vectors.distances import distances_to, pairwise_distances
 from transforms.video.decode import ForwardFrameReader
 from transforms.video.frame_images import CachedFrameImages, encode_bundle
 
@@ -62,7 +64,7 @@ def mine_sets(embeddings: np.ndarray, threshold: float, set_size: int,
     current: List[int] = []
     for position in range(len(embeddings)):
         if current:
-            distances = np.linalg.norm(embeddings[current] - embeddings[position], axis=1)
+            distances = distances_to(embeddings[current], embeddings[position])
             if not np.all(distances > threshold):
                 closest = int(np.argmin(distances))
                 result.rejected[position] = reasons.TOO_SIMILAR
@@ -88,7 +90,7 @@ def _asked_after(embeddings: np.ndarray, threshold: float, current: List[int],
     `current` (i.e. while every verdict is a rejection): the distance rule of mine_sets."""
     for later in range(position + 1, len(embeddings)):
         if current:
-            distances = np.linalg.norm(embeddings[current] - embeddings[later], axis=1)
+            distances = distances_to(embeddings[current], embeddings[later])
             if not np.all(distances > threshold):
                 continue
         yield later
@@ -119,14 +121,6 @@ def sets_from_known_scores(plan: VideoPlan, threshold: float, set_size: int,
                               lambda: known("ocr", position, 0)).reason
         totals["sets"] += len(mine_sets(shot.embeddings, threshold, set_size, accept).sets)
     return totals
-
-
-def pairwise_distances(vectors: np.ndarray) -> np.ndarray:
-    """Euclidean distances between all distinct pairs (upper triangle, flattened)."""
-    diffs = vectors[:, None, :] - vectors[None, :, :]
-    matrix = np.linalg.norm(diffs, axis=-1)
-    upper = np.triu_indices(len(vectors), k=1)
-    return matrix[upper]
 
 
 # --- the Beam stage --------------------------------------------------------------------
@@ -335,7 +329,7 @@ class _MineVideo(StageFn):
         for position, reason in sorted(result.rejected.items()):
             if position in result.nearest:   # the frame it was too close to, for the explorer
                 near, distance = result.nearest[position]
-                detail = f"distance={distance:.4f} nearest=frame{shot.frame_indices[near]}"
+                detail = f"distance={distance} nearest=frame{shot.frame_indices[near]}"   # as published
             else:
                 detail = _scores(verdicts.get(position))
             yield self._frame_reject(shot, position, reason, detail)
@@ -364,7 +358,7 @@ class _MineVideo(StageFn):
             image_paths=[compat_image_path(name, n) for n in frame_numbers],
             brisque_scores=[_score(verdicts.get(p), "brisque", float("nan")) for p in positions],
             text_chars=[int(_score(verdicts.get(p), "text_chars", -1)) for p in positions],
-            distance_min=float(distances.min()), distance_mean=float(distances.mean()),
+            distance_min=float(distances.min()), distance_mean=rounded_mean(distances),
             distance_max=float(distances.max()), staged_images=staged,
             video_sha256=video.content_sha256 or "")
 
@@ -496,7 +490,7 @@ def _scores(verdict) -> str:
         return ""
     parts = []
     if verdict.brisque is not None:
-        parts.append(f"brisque={verdict.brisque:.4f}")
+        parts.append(f"brisque={verdict.brisque}")      # as published: 6 decimals at most
     if verdict.text_chars is not None:
         parts.append(f"text_chars={verdict.text_chars}")
     return " ".join(parts)

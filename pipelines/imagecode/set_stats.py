@@ -20,15 +20,17 @@ from typing import Dict, Iterable, Sequence, Tuple
 import apache_beam as beam
 import numpy as np
 
-from pipelines.imagecode.mining import pairwise_distances
+from transforms.core.precision import mean_of_units, rounded, rounded_mean, units
+from transforms.vectors.distances import pairwise_distances
 
 STATIC_SOURCES = ("open-images",)
 STATIC, VIDEO = "static", "video"
 
 
 def mean_pairwise_distance(embeddings: np.ndarray) -> float:
-    """Mean Euclidean distance over the distinct pairs of one set's encodings."""
-    return float(np.mean(pairwise_distances(np.asarray(embeddings, dtype=np.float64))))
+    """Mean Euclidean distance over the distinct pairs of one set's encodings (rounded,
+    as the release publishes it: transforms/core/precision.py)."""
+    return rounded_mean(pairwise_distances(embeddings))
 
 
 def kind_of(source: str, static_sources: Sequence[str] = STATIC_SOURCES) -> str:
@@ -50,8 +52,8 @@ class SetDistanceStatsFn(beam.CombineFn):
 
     def add_input(self, sums, element: Tuple[str, float]):
         source, distance = element
-        entry = sums.setdefault(source, [0.0, 0])
-        entry[0] += float(distance)
+        entry = sums.setdefault(source, [0, 0])
+        entry[0] += units(distance)      # exact: the same total in any order of bundles
         entry[1] += 1
         return sums
 
@@ -59,7 +61,7 @@ class SetDistanceStatsFn(beam.CombineFn):
         merged: Dict[str, list] = {}
         for sums in accumulators:
             for source, (total, sets) in sums.items():
-                entry = merged.setdefault(source, [0.0, 0])
+                entry = merged.setdefault(source, [0, 0])
                 entry[0] += total
                 entry[1] += sets
         return merged
@@ -67,14 +69,14 @@ class SetDistanceStatsFn(beam.CombineFn):
     def extract_output(self, sums) -> dict:
         by_kind: Dict[str, list] = {}
         for source, (total, sets) in sums.items():
-            entry = by_kind.setdefault(kind_of(source, self.static_sources), [0.0, 0])
+            entry = by_kind.setdefault(kind_of(source, self.static_sources), [0, 0])
             entry[0] += total
             entry[1] += sets
-        means = {kind: total / sets for kind, (total, sets) in by_kind.items()}
-        ratio = (means[STATIC] / means[VIDEO]
+        means = {kind: mean_of_units(total, sets) for kind, (total, sets) in by_kind.items()}
+        ratio = (rounded(means[STATIC] / means[VIDEO])
                  if STATIC in means and VIDEO in means and means[VIDEO] > 0 else None)
         return {
-            "by_source": {source: {"sets": sets, "mean_distance": total / sets}
+            "by_source": {source: {"sets": sets, "mean_distance": mean_of_units(total, sets)}
                           for source, (total, sets) in sorted(sums.items())},
             "by_kind": {kind: {"sets": by_kind[kind][1], "mean_distance": means[kind]}
                         for kind in sorted(by_kind)},

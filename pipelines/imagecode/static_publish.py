@@ -19,11 +19,12 @@ import numpy as np
 from apache_beam.io.filesystems import FileSystems
 from PIL import Image
 
-from pipelines.imagecode.mining import pairwise_distances
 from pipelines.imagecode.names import compat_image_path
 from pipelines.imagecode.records import StaticSet
+from transforms.core.precision import rounded, rounded_mean
 from transforms.image.decode import decode_rgb, read_header
 from transforms.image.formats import DEFAULT_MAX_PIXELS
+from transforms.vectors.distances import pairwise_distances
 
 # JPEGs whose bytes already are what the public layout holds (MPO: a camera JPEG with a
 # second picture appended; readers show the first).
@@ -78,8 +79,9 @@ class _Publish(beam.DoFn):
             "set_name": static_set.set_name, "source": self._source, "split": static_set.split,
             "query_id": static_set.query_id, "image_ids": list(static_set.image_ids),
             "image_paths": compat, "source_paths": list(static_set.image_paths),
-            "distances": [float(d) for d in static_set.distances],
-            "distance_mean": float(pairwise_distances(vectors).mean()),
+            # ranked by the exact distances (transforms/vectors/knn.py), published rounded
+            "distances": [rounded(d) for d in static_set.distances],
+            "distance_mean": rounded_mean(pairwise_distances(vectors)),
             # not a column: what each image is, for the crowd tasks' fingerprints
             "image_sha256s": hashes,
         }

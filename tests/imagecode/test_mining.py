@@ -2,7 +2,8 @@ import numpy as np
 import pytest
 
 from pipelines.imagecode import reasons
-from pipelines.imagecode.mining import mine_sets, pairwise_distances
+from pipelines.imagecode.mining import mine_sets
+from transforms.vectors.distances import pairwise_distances
 
 
 def unit(vectors):
@@ -26,8 +27,9 @@ def test_greedy_rule_by_hand():
     assert result.rejected == {1: reasons.TOO_SIMILAR, 3: reasons.TOO_SIMILAR, 6: reasons.TOO_SIMILAR}
     # each too_similar frame names the selected frame it was closest to, and the distance
     assert {p: near for p, (near, _) in result.nearest.items()} == {1: 0, 3: 2, 6: 5}
-    chord = lambda a, b: float(np.linalg.norm(emb[a] - emb[b]))
-    assert all(abs(d - chord(p, near)) < 1e-9 for p, (near, d) in result.nearest.items())
+    # ... as published: rounded to 6 decimals (transforms/core/precision.py)
+    chord = lambda a, b: float(np.linalg.norm(emb[a].astype(np.float64) - emb[b]))
+    assert all(d == round(chord(p, near), 6) for p, (near, d) in result.nearest.items())
 
 
 def test_first_acceptable_frame_starts_the_set_and_quality_rejects_are_skipped():

