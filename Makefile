@@ -131,6 +131,7 @@ bench: setup
 	$(PY) -m bench.cli_latency
 	$(PY) -m bench.imagecode_video
 	$(PY) -m bench.knn
+	$(PY) -m bench.kernel_noise
 	$(PY) -m bench.crowd_ingest
 	$(PY) -m bench.imagecode_rebuild
 	$(PY) -m bench.bd2bb_decoys

@@ -10,8 +10,9 @@ Only torch and this project's code (FAISS where installed). Sections:
            embeddings are from CPU fp32 ones, and fp16/bf16 from fp32 (largest element
            difference and largest change of a pairwise distance: what could move a
            decision at a distance threshold)
-  brisque  BRISQUE features and scores on the GPU in frames/s, and the largest score
-           difference from the CPU (float64 both)
+  brisque  BRISQUE features and scores on the GPU in frames/s, the largest score
+           difference from the CPU (float64 both), and whether the published scores
+           (BRISQUE/100 rounded to 6 decimals: transforms/core/precision.py) are equal
   knn      exact kNN, a database of 1M x 512 unit vectors and 10k queries drawn from it
            (exclude_self, k=10): the torch backend on the GPU against the CPU (and FAISS,
            where installed): equal lists (ids and distances), recall, the recall of the
@@ -145,7 +146,8 @@ def bench_clip(size: dict, device: str, folder: str, fields: dict) -> dict:
 
 
 def bench_brisque(size: dict, device: str) -> dict:
-    from transforms.image.brisque import BrisqueScorer
+    from transforms.core.precision import rounded_array
+    from transforms.image.brisque import NORMALISER, BrisqueScorer
     frames = _frames(size["brisque_frames"], size["frame_hw"], 2)
     scorer = BrisqueScorer(device=device)
     scorer.score(frames[:2])                                                   # warm-up
@@ -153,10 +155,15 @@ def bench_brisque(size: dict, device: str) -> dict:
     features, feature_seconds = _timed(device, scorer.features, frames)
     check = frames[:size["brisque_check"]]
     cpu = BrisqueScorer(device="cpu")
+    cpu_scores = cpu.score(check)
     return {"frames": len(frames), "frame_hw": list(size["frame_hw"]),
             "scores_frames_per_s": round(len(frames) / seconds, 1),
             "features_frames_per_s": round(len(frames) / feature_seconds, 1),
-            "max_abs_score_vs_cpu": float(np.abs(scores[:len(check)] - cpu.score(check)).max()),
+            # native points; the kernels' and the batch's noise (another batch here)
+            "max_abs_score_vs_cpu": float(np.abs(scores[:len(check)] - cpu_scores).max()),
+            # what the gate compares and a release publishes (transforms/core/precision.py)
+            "published_scores_equal_to_cpu": bool(np.array_equal(
+                rounded_array(scores[:len(check)] / NORMALISER), rounded_array(cpu_scores / NORMALISER))),
             "max_abs_feature_vs_cpu": float(np.abs(features[:len(check)] - cpu.features(check)).max()),
             "score_range": [float(np.min(scores)), float(np.max(scores))]}
 

@@ -33,4 +33,7 @@ def test_cpu_smoke_runs_every_section_and_its_checks_hold():
     # NaN was work left undone (OMP_THREAD_LIMIT below torch's threads: tests/transforms/test_openmp_limit.py)
     assert 0 < clip["bf16_vs_fp32"]["max_abs_element"] < 0.05, clip
     assert report["video"]["frames"] == report["video"]["shots"] * report["video"]["frames_per_shot"]
-    assert report["brisque"]["max_abs_score_vs_cpu"] == 0.0      # the CPU against itself
+    # the CPU against itself, in other batches: the kernels' noise (~2e-11 points), far
+    # inside the published precision (1e-4 points), and the published scores equal
+    brisque = report["brisque"]
+    assert brisque["max_abs_score_vs_cpu"] < 1e-6 and brisque["published_scores_equal_to_cpu"], brisque

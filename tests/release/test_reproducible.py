@@ -1,26 +1,33 @@
 """Byte-reproducible releases: the same config, inputs and seed give the same files, byte
-for byte, whatever the number of workers (pipelines/release/order.py, docs/rebuilding.md).
+for byte, whatever the number of workers and whatever kernels the CPU's instructions
+select (pipelines/release/order.py, transforms/core/precision.py, docs/rebuilding.md).
 
 The driver's rewrite is checked on small tables written as different runners would shard
-them; every registered sample is then built in process with two worker processes, and its
-MANIFEST.json must list the checksums and the whole-release digest of the one-worker build
-that tests/test_conformance.py reads (the session's `sample_release`, tests/conftest.py).
+them; every registered sample is then built again in another process, with two workers
+and every kernel held to AVX2, and its MANIFEST.json must list the checksums and the
+whole-release digest of the one-worker build with the machine's own kernels that
+tests/test_conformance.py reads (the session's `sample_release`, tests/conftest.py).
 """
 import json
 import os
+import platform
 import random
+import subprocess
+import sys
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines import registry, runner
+from pipelines import registry
 from pipelines.release.manifest import BUILD_KEYS
 from pipelines.release.order import rewrite_rejects, shard_of
 from pipelines.release.splits import MAIN, partition_table
 from pipelines.release.verify import RELEASE_SHA256, release_problems, release_sha256
 from pipelines.scaleout.compare import checksum_differences
 from schemas.rejects import REJECT_SCHEMA, Reject, reject_to_row
+from tests.paths import ROOT
+from transforms.core.kernels import avx2_kernels
 
 SCHEMA = pa.schema([pa.field("id", pa.string()), pa.field("split", pa.string()),
                     pa.field("n", pa.int64())])
@@ -129,12 +136,33 @@ SAMPLES = [(name, config) for name in registry.names()
 TWO_WORKERS = ["--direct_running_mode=multi_threading", "--direct_num_workers=2"]
 
 
+def _kernels_in_use(env: dict) -> dict:
+    probe = ("import json, numpy, torch\n"
+             "try:\n    from numpy._core._multiarray_umath import __cpu_features__ as f\n"
+             "except ImportError:\n    from numpy.core._multiarray_umath import __cpu_features__ as f\n"
+             "print(json.dumps({'aten': torch.backends.cpu.get_cpu_capability(),"
+             " 'numpy_avx512': any(v for k, v in f.items() if k.startswith('AVX512') or k == 'X86_V4')}))")
+    run = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)
+    return json.loads(run.stdout)
+
+
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="AVX2 is an x86-64 instruction set")
 @pytest.mark.parametrize("name,config", SAMPLES, ids=[f"{n}-{c}" for n, c in SAMPLES])
-def test_a_sample_built_with_one_and_two_workers_has_the_same_bytes(name, config, tmp_path,
-                                                                   sample_release):
+def test_a_sample_has_the_same_bytes_with_two_workers_and_avx2_kernels(name, config, tmp_path,
+                                                                      sample_release):
+    """The one-worker build with the machine's own kernels (AVX-512 where it has them) and a
+    build in another process with two workers and every kernel held to AVX2 publish the
+    same bytes: the same release_sha256 (issue 42: BRISQUE's MKL product and BD2BB's
+    sentence embeddings followed the CPU before values were rounded where they are made,
+    transforms/core/precision.py)."""
     one = sample_release(name, config)   # in process, one worker: shared with conformance
-    two = runner.build(registry.load(name), ["--config", config, "--output", str(tmp_path),
-                                             "--version", "1.0.0", *TWO_WORKERS])
+    env = {**os.environ, **avx2_kernels(), "PYTHONPATH": str(ROOT)}
+    used = _kernels_in_use(env)
+    assert used["aten"] in ("AVX2", "DEFAULT") and not used["numpy_avx512"], used   # really held
+    subprocess.run([sys.executable, "-m", "pipelines", name, "build", "--config", config,
+                    "--output", str(tmp_path), "--version", "1.0.0", "--quiet", *TWO_WORKERS],
+                   cwd=ROOT, env=env, check=True, stdout=subprocess.DEVNULL)
+    two = os.path.join(tmp_path, os.path.relpath(one, os.path.dirname(os.path.dirname(one))))
     assert checksum_differences(one, two) == []
     manifests = []
     for release in (one, two):
