@@ -10,6 +10,7 @@ from pipelines.bd2bb.clustering import check_review, cluster_actions, parse_revi
 from pipelines.bd2bb.schema import BD2BBTuple, Datapoint, Sample
 from pipelines.bd2bb.splits import AssignSplits, split_of
 from tests.beam_testing import local_test_pipeline
+from transforms.core.precision import figure
 from transforms.vectors.kmeans import elbow, kmeans_at
 
 
@@ -59,7 +60,7 @@ def test_a_fit_in_place_equals_the_copying_fit_and_sklearns_silhouette(rows, sam
     assert row == copied_row and (labels == copied_labels).all()
     km = KMeans(n_clusters=5, n_init=2, random_state=11).fit(matrix)
     expected = silhouette_score(matrix, km.labels_, metric="cosine", sample_size=min(sample, rows), random_state=11)
-    assert row["silhouette"] == float(f"{expected:.6g}") and (km.labels_ == labels).all()
+    assert row["silhouette"] == figure(expected) and (km.labels_ == labels).all()   # 4 digits: precision.py
 
 
 def test_review_sheet_samples_per_cluster_by_seeded_hash():
