@@ -172,9 +172,13 @@ def test_no_video_payload_crosses_between_stages(weighed, cache):
 # cache keeps the frames' JPEGs, so the warm build publishes without a decode): its
 # counters mining/frame.decoded 432 -> 0 and mining/frame.served_from_cache 60 (new)
 # are the only change; with those two set back, the earlier digest is found again.
+# Re-pinned once more (issue 42: published floats rounded where they are made,
+# transforms/core/precision.py): the video sets' distances and BRISQUE scores and the
+# digits in the rejects' details changed; with floats and details set aside every row,
+# reject, compat image and counter is the one before, in both builds.
 DECISIONS_BEFORE_STREAMING = {
-    "cold": "f582b78c13515f68e67201432fdc6889776b234943033c4c45f23aa767fed273",
-    "warm": "d9aca625154acb752ddacd2293e99db47ada509abf8a261049abcfa11b5df003",
+    "cold": "dc744fc5be0495c2f3c275d274c6a6e6830648986c6f63ca2639ac1e06e66fb6",
+    "warm": "02596fe3a9a53393c3a5a97c4031a350108716bee5a9bf7d89d8769dc0caeda2",
 }
 VIDEO_STAGES = ("manifest", "shots", "embed", "video_content", "mining", "sampling",
                 "cache.shot_list", "cache.frame_embedding")

@@ -137,11 +137,14 @@ TWO_WORKERS = ["--direct_running_mode=multi_threading", "--direct_num_workers=2"
 
 
 def _kernels_in_use(env: dict) -> dict:
+    """ATen's capability, and whether numpy would dispatch to any of its AVX-512 groups,
+    in a process started with `env`."""
     probe = ("import json, numpy, torch\n"
-             "try:\n    from numpy._core._multiarray_umath import __cpu_features__ as f\n"
-             "except ImportError:\n    from numpy.core._multiarray_umath import __cpu_features__ as f\n"
+             "try:\n    from numpy._core import _multiarray_umath as m\n"
+             "except ImportError:\n    from numpy.core import _multiarray_umath as m\n"
+             "wide = [f for f in m.__cpu_dispatch__ if f.startswith('AVX512') or f == 'X86_V4']\n"
              "print(json.dumps({'aten': torch.backends.cpu.get_cpu_capability(),"
-             " 'numpy_avx512': any(v for k, v in f.items() if k.startswith('AVX512') or k == 'X86_V4')}))")
+             " 'numpy_avx512': any(m.__cpu_features__.get(f) for f in wide)}))")
     run = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)
     return json.loads(run.stdout)
 
