@@ -29,7 +29,7 @@ from pipelines.imagecode import reasons
 from pipelines.imagecode.rounds_schema import (DESCRIBE_TASK_COLUMNS, DESCRIPTION_COLUMNS, IMAGE_COLUMNS,
                                                MIN_CORRECT, RETRIEVAL_COLUMNS,
                                                RETRIEVE_TASK_COLUMNS, RETRIEVERS, SET_SIZE,
-                                               TARGETS_PER_SET, AnnotationSet, DescribeTask,
+                                               TARGETS_PER_SET, WORKER, AnnotationSet, DescribeTask,
                                                Description, JudgedDescription, KeptDescription,
                                                Retrieval, RetrieveTask, describe_row_labels,
                                                description_id, in_canonical_order,
@@ -130,13 +130,12 @@ def task_row(task) -> dict:
 # The rounds as Label Studio projects (transforms/crowd/labelstudio.py). Describe: the
 # target, then the set in the order shown; the description typed in a TextArea.
 DESCRIBE_LABELSTUDIO = RoundLayout(images=("target_image",) + IMAGE_COLUMNS, texts=(), asks=(Ask("text"),),
-                                   worker="worker",
                                    instructions="Describe the first image so that it can be told from the others.")
 # Retrieve: the description and the set in the order shown; the worker picks an image by
 # its place on the page, which the export maps through shown_order to the canonical
 # index the round reads, as the worker page does.
 RETRIEVE_LABELSTUDIO = RoundLayout(
-    images=(), texts=("text",), worker="worker",
+    images=(), texts=("text",),
     items=Items(len(IMAGE_COLUMNS), images=("image_{k}",), title="Image {n}"),
     asks=(Ask("guessed_index", tuple((f"Image {k + 1}", str(k)) for k in range(len(IMAGE_COLUMNS))),
               place_in="shown_order", title="Which image does the description describe?"),),
@@ -251,7 +250,7 @@ class _ReadCrowdRows(beam.PTransform):
         self._rows = dict(path=path, stage=stage, columns=columns,
                           check=functools.partial(_in_known_set, build),
                           duplicate_reason=duplicate_reason, problem_fields=_set_fields,
-                          duplicate_fields=_split_of)
+                          duplicate_fields=_split_of, worker=WORKER)
         self._sets, self._tasks, self._then = known_sets, tasks, then
         self._shown = dict(task_of=task_of, labels_of=labels_of, missing_reason=missing_reason,
                            route=route)

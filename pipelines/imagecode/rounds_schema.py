@@ -81,8 +81,9 @@ DESCRIBE_TASK_COLUMNS = ("task_id", "set_name", "split", "is_video", "target_ind
 RETRIEVE_TASK_COLUMNS = ("task_id", "description_id", "set_name", "split", "is_video",
                          "assignments", "text", "shown_order") + IMAGE_COLUMNS + (FINGERPRINT,)
 DESCRIBE_TASKS, RETRIEVE_TASKS = "describe_tasks", "retrieve_tasks"   # crowd/<name>.{csv,jsonl}
-DESCRIPTION_COLUMNS = ("set_name", "target_index", "text", "worker")
-RETRIEVAL_COLUMNS = ("set_name", "description_id", "worker", "guessed_index")
+WORKER = "worker"   # the worker column of both rounds: MTurk's WorkerId, Label Studio's annotator
+DESCRIPTION_COLUMNS = ("set_name", "target_index", "text", WORKER)
+RETRIEVAL_COLUMNS = ("set_name", "description_id", WORKER, "guessed_index")
 
 _IMG_NUMBER = re.compile(r"img(\d+)\.[A-Za-z]+$")
 

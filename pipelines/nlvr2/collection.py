@@ -29,8 +29,8 @@ from apache_beam.io.filesystems import FileSystems
 from pipelines.nlvr2.collection_config import CollectionConfig
 from pipelines.nlvr2.queries import synset_queries
 from pipelines.nlvr2.rounds import (EXTRA_VALIDATION_LABELSTUDIO, INTEREST_COLUMNS, PRUNING_COLUMNS,
-                                    SENTENCE_COLUMNS, VALIDATION_COLUMNS, VALIDATION_LABELSTUDIO, ImageRound,
-                                    ValidationRound, WritingRound, candidates, image_round_labelstudio,
+                                    SENTENCE_COLUMNS, VALIDATION_COLUMNS, VALIDATION_LABELSTUDIO, VALIDATOR, WRITER,
+                                    ImageRound, ValidationRound, WritingRound, candidates, image_round_labelstudio,
                                     image_task, image_task_labels, pair_sets, validation_task,
                                     validation_task_labels, writing_labelstudio, writing_task_labels,
                                     writing_tasks)
@@ -85,6 +85,7 @@ TASK_FILES = ("search_queries.jsonl", "pruning.jsonl", "interest.jsonl", "writin
 TASKS_DIR = "tasks"
 # each crowd round's answers: the task file its workers did (tasks/<file>), the task id
 # column there, and how its rows name what they show (for a stale answer's detail)
+ROUND_WORKERS = {"sentences": WRITER, "validations": VALIDATOR, "extra_validations": VALIDATOR}
 ROUND_TASKS = {"pruning_answers": ("pruning.jsonl", "set", image_task_labels),
                "interest_answers": ("interest.jsonl", "set", image_task_labels),
                "sentences": ("writing.jsonl", "task", writing_task_labels),
@@ -156,7 +157,7 @@ def preflight(config: CollectionConfig) -> None:
         columns = ROUND_COLUMNS[key]
         if key == "search_results" and config.search.local_similar.collection:
             columns = columns[:-1]
-        check_answer_file(getattr(config.inputs, key), columns)
+        check_answer_file(getattr(config.inputs, key), columns, worker=ROUND_WORKERS.get(key, ""))
         if key in ROUND_TASKS:   # and one that cannot show what its workers saw
             file, id_column, _ = ROUND_TASKS[key]
             check_evidence(getattr(config.inputs, key), f"collection.inputs.{key}",

@@ -48,6 +48,9 @@ PRUNING_COLUMNS = ("set", "image", "verdict")
 INTEREST_COLUMNS = ("set", "image", "duplicate", "interesting")
 SENTENCE_COLUMNS = ("task", "writer", "sentence", "selected")
 VALIDATION_COLUMNS = ("example", "worker", "judgement")
+# The worker column of each round that names one (pruning and interest name none): MTurk's
+# WorkerId, Label Studio's annotator, never a field a page or an annotation fills.
+WRITER, VALIDATOR = "writer", "worker"
 
 
 class PairedSet(NamedTuple):
@@ -283,7 +286,7 @@ def validation_task(candidate: Candidate) -> dict:
 
 # The validation round as a Label Studio project (transforms/crowd/labelstudio.py): the
 # pair and the sentence, one of JUDGEMENTS recorded as the validation answer files hold it.
-VALIDATION_LABELSTUDIO = RoundLayout(images=("left_url", "right_url"), texts=("sentence",), worker="worker",
+VALIDATION_LABELSTUDIO = RoundLayout(images=("left_url", "right_url"), texts=("sentence",),
                                      asks=(Ask("judgement", tuple((j, j) for j in JUDGEMENTS)),),
                                      instructions="Is the sentence true of the pair of images?")
 # S9's extra judgements (splits.py) are True or False only: nothing to report any more.
@@ -305,7 +308,7 @@ def image_round_labelstudio(stage: str, places: int) -> RoundLayout:
         asks = (Ask("duplicate", _YES_NO, title="A duplicate of another image?"),
                 Ask("interesting", _YES_NO, title="Interesting?"))
         instructions = "For each image: is it a duplicate of another, is it interesting?"
-    return RoundLayout(images=(), texts=("synset",), asks=(), worker="", instructions=instructions,
+    return RoundLayout(images=(), texts=("synset",), asks=(), instructions=instructions,
                        items=Items(places, images=("image_{k}_url",), columns=(("image", "image_{k}"),),
                                    asks=asks, title="Image {n}"))
 
@@ -314,7 +317,7 @@ def writing_labelstudio(pairs: int) -> RoundLayout:
     """The writing round (S7) as a Label Studio project, from its page's batch input rows:
     the pairs; the writer selects two ("0,2", as `selected` is read) and writes one sentence."""
     return RoundLayout(
-        images=(), texts=("synset",), worker="writer",
+        images=(), texts=("synset",),
         asks=(Ask("selected", tuple((f"Pair {n + 1}", str(n)) for n in range(pairs)), several=True,
                   title="Select the two pairs the sentence is true for"),
               Ask("sentence", title="One sentence, true for the two pairs selected and false for the others")),
@@ -434,7 +437,7 @@ class WritingRound(beam.PTransform):
                       route=self._route)
         rows = paired.pipeline | "Read sentences" >> ReadAnswerRows(
             self._answers, "writing_answers", SENTENCE_COLUMNS, sentence_check(self._n_pairs),
-            why.DUPLICATE_ANSWER, context=known, shown=shown)
+            why.DUPLICATE_ANSWER, context=known, shown=shown, worker=WRITER)
         written = ({"task": tasks, "answers": rows[MAIN] | "By task" >> beam.Map(lambda a: (a[0], a))}
                    | "Join" >> beam.CoGroupByKey() | "Written" >> stage_pardo(_Write()))
         return {MAIN: written[MAIN],
@@ -476,7 +479,7 @@ class ValidationRound(beam.PTransform):
                       route=self._route)
         rows = sentences.pipeline | "Read validations" >> ReadAnswerRows(
             self._answers, "validation_answers", VALIDATION_COLUMNS, judgement_check(JUDGEMENTS, False),
-            why.DUPLICATE_ANSWER, context=known, shown=shown)
+            why.DUPLICATE_ANSWER, context=known, shown=shown, worker=VALIDATOR)
         checked = ({"candidate": cands, "answers": rows[MAIN] | "By example" >> beam.Map(lambda a: (a[0], a))}
                    | "Join" >> beam.CoGroupByKey() | "Validated" >> stage_pardo(_Validate()))
         return {MAIN: checked[MAIN], "candidates": cands | "Candidate" >> beam.Values(),

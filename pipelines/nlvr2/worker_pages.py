@@ -7,9 +7,12 @@ of tasks/ hold lists, a platform's input CSV holds one value a column).
     interest          the pruned set (S5): per image duplicate? interesting?
                       -> set, image@k, duplicate@k, interesting@k
     writing           the four pairs and the sentence rules (S7): select two pairs, write
-                      -> task, sentence, selected ("0,2"), writer
+                      -> task, sentence, selected ("0,2")
     validation,       the sentence and one pair (S8, S9): True, False or report
-    extra_validation  -> example, judgement, worker
+    extra_validation  -> example, judgement
+
+The worker columns (writing's `writer`, the validations' `worker`) are MTurk's WorkerId
+(transforms/crowd/mturk.py), never fields of the page.
 
 Every page echoes task_fingerprint. `image@k` and the like are one item of a page that
 answers several (transforms/crowd/mturk.py reads a results row into one row per image).
@@ -57,7 +60,6 @@ _TEMPLATE_OF = {"extra_validation": "validation"}
 _TITLES = {"pruning": "NLVR2: image pruning", "interest": "NLVR2: duplicates and interesting images",
            "writing": "NLVR2: write a sentence", "validation": "NLVR2: validate a sentence",
            "extra_validation": "NLVR2: validate a sentence"}
-_WORKER = {"writing": "writer", "validation": "worker", "extra_validation": "worker"}
 
 
 def _body(name: str, places: int) -> str:
@@ -88,7 +90,7 @@ def pages(images: int, pairs: int) -> List[Page]:
     for name in PAGE_OF.values():
         places = images if name in ("pruning", "interest") else pairs
         out.append(Page(name, _TITLES[name], _body(_TEMPLATE_OF.get(name, name), places),
-                        _WORKER.get(name, ""), columns(name, images, pairs)))
+                        columns(name, images, pairs)))
     return out
 
 

@@ -23,7 +23,7 @@ from apache_beam.io.filesystems import FileSystems
 from pipelines.preflight import input_files
 from pipelines.release.tables import Table
 from pipelines.vsr.annotations import (JoinExtraLabels, JoinVotes, MergeExamples, ReadCaptions,
-                                       ReadPublicAnnotations)
+                                       ReadPublicAnnotations, check_answer_tables)
 from pipelines.vsr.config import VsrConfig
 from pipelines.vsr.pairs import FIGURES, EligibleConcepts, SamplePairs
 from pipelines.vsr.release import (CAPTION_RELATIONS, CAPTION_TASKS, VALIDATION_LABELSTUDIO, CheckVsrLeakage,
@@ -36,6 +36,7 @@ from pipelines.vsr.validation import (AgreementFn, AgreementRule, ApplyVoteRules
 from pipelines.vsr.worker_pages import (CAPTION, VALIDATION, WriteWorkerPages, caption_row,
                                         validation_row)
 from transforms.coco.instances import ReadCoco
+from transforms.core.errors import InputError, PreflightError
 from transforms.core.stage import MAIN, REJECTS
 from transforms.crowd.labelstudio import LABELSTUDIO_DIR, WriteLabelStudioRound
 from transforms.crowd.pages import PAGES_DIR
@@ -224,6 +225,11 @@ def expand_inputs(cfg: VsrConfig) -> dict:
 
 def preflight(cfg: VsrConfig) -> VsrConfig:
     """Every input exists (a file, or a glob that matches) before any work starts; returns
-    the config with each input list replaced by the concrete files."""
+    the config with each input list replaced by the concrete files; a platform's answer
+    file (MTurk's results, Label Studio's export) is checked whole (check_answer_tables)."""
     files = expand_inputs(cfg)
+    try:
+        check_answer_tables(files)
+    except InputError as e:
+        raise PreflightError(str(e)) from None
     return dataclasses.replace(cfg, inputs=dataclasses.replace(cfg.inputs, **files))

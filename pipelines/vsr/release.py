@@ -103,7 +103,7 @@ def validation_task(example) -> dict:
 
 # The validation round as a Label Studio project (transforms/crowd/labelstudio.py): the
 # image and the caption; True/False recorded as the vote files hold the label, 1/0.
-VALIDATION_LABELSTUDIO = RoundLayout(images=("image_link",), texts=("caption",), worker="validator_id",
+VALIDATION_LABELSTUDIO = RoundLayout(images=("image_link",), texts=("caption",),
                                      asks=(Ask("label", (("True", "1"), ("False", "0"))),),
                                      instructions="Is the caption true of the image?")
 
@@ -117,7 +117,7 @@ def caption_labelstudio(relations) -> RoundLayout:
     ordered = list(dict.fromkeys(r for _, names in TABLE_1 for r in names if r in allowed))
     ordered += sorted(allowed - set(ordered))
     return RoundLayout(
-        images=("image_0_link", "image_1_link"), texts=("subj", "obj"), worker="annotator_id",
+        images=("image_0_link", "image_1_link"), texts=("subj", "obj"),
         asks=(Ask("relation", tuple((r, r) for r in ordered), title="The relation: subject <relation> object"),
               Ask("true_image", (("The first image", "image_0"), ("The second image", "image_1")),
                   names_column=True, to="image_0_link", title="The image the caption is true for")),

@@ -5,11 +5,12 @@ tasks/ are nested JSON, a platform's input CSV holds one value a column).
     caption     both images of a pair and the two concepts; the writer picks a relation of
                 the build's list (Table 1's, grouped by category, then the config's extra
                 ones) and clicks the image the caption is true for
-                -> pair_id, relation, true_image, annotator_id (tasks/caption_tasks.jsonl's answer)
+                -> pair_id, relation, true_image (tasks/caption_tasks.jsonl's answer)
     validation  the image and the caption; True or False
-                -> example_id, label (1 or 0), validator_id
+                -> example_id, label (1 or 0)
 
-Both echo task_fingerprint. The images are COCO's links (the tasks carry them).
+Both echo task_fingerprint. The writer's `annotator_id` and the validator's `validator_id`
+are MTurk's WorkerId (transforms/crowd/mturk.py), never fields of the page. The images are COCO's links (the tasks carry them).
 """
 from __future__ import annotations
 
@@ -53,10 +54,8 @@ def relation_options(relations: Iterable[str]) -> str:
 
 def pages(relations: Iterable[str]) -> List[Page]:
     return [Page(CAPTION, "VSR: write a spatial caption",
-                 _body(CAPTION).replace("__RELATIONS__", relation_options(relations)), "annotator_id",
-                 CAPTION_COLUMNS),
-            Page(VALIDATION, "VSR: is the caption true?", _body(VALIDATION), "validator_id",
-                 VALIDATION_COLUMNS)]
+                 _body(CAPTION).replace("__RELATIONS__", relation_options(relations)), CAPTION_COLUMNS),
+            Page(VALIDATION, "VSR: is the caption true?", _body(VALIDATION), VALIDATION_COLUMNS)]
 
 
 def caption_row(task: dict) -> Dict[str, object]:

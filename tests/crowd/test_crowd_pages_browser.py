@@ -124,8 +124,8 @@ def test_imagecode_describe_and_retrieve_pages_feed_a_rebuild(browser, tmp_path_
     text = "The frame where the hand has just left the cup."
     answers = work(browser, first, "describe", "A1DESCRIBER",
                    f"document.getElementById('text').value = {json.dumps(text)};" + _TYPED % "text")
-    assert answers == {FINGERPRINT: task[FINGERPRINT], "worker_column": "worker", "worker": "A1DESCRIBER",
-                       "set_name": task["set_name"], "target_index": task["target_index"], "text": text}
+    assert answers == {FINGERPRINT: task[FINGERPRINT], "set_name": task["set_name"],
+                       "target_index": task["target_index"], "text": text}   # who: MTurk's WorkerId
     described = out / "describe_results.csv"
     write_results(described, [assignment(1, "A1DESCRIBER", task, answers)], list(task))
 
@@ -140,9 +140,9 @@ def test_imagecode_describe_and_retrieve_pages_feed_a_rebuild(browser, tmp_path_
                  "var at = JSON.parse(grid.dataset.shownOrder).indexOf(%d);"
                  "grid.children[at].querySelector('img').click()" % int(task["target_index"]))
         answers = work(browser, second, "retrieve", worker, click, n)
-        assert answers["guessed_index"] == task["target_index"] and answers["worker"] == worker
+        assert answers["guessed_index"] == task["target_index"] and "worker" not in answers
         assignments.append(assignment(n, worker, retrieve, answers))
-    wrong = dict(answers, guessed_index=str((int(task["target_index"]) + 1) % 10), worker="A9RETRIEVER")
+    wrong = dict(answers, guessed_index=str((int(task["target_index"]) + 1) % 10))
     assignments.append(assignment(9, "A9RETRIEVER", retrieve, wrong, status="Rejected"))  # rejected on MTurk
     retrieved = out / "retrieve_results.csv"
     write_results(retrieved, assignments, list(retrieve))
@@ -213,9 +213,7 @@ def the_rest_of_the_round(page, sample_file, tasks, answered):
                         continue
                     value = ",".join(map(str, value)) if isinstance(value, list) else value
                     fields[f"{column}@{k}" if page in ("pruning", "interest") else column] = value
-            worker = fields.get(WORKER.get(page), f"S{len(out)}")
-            if page in WORKER:
-                fields["worker_column"] = WORKER[page]
+            worker = fields.pop(WORKER[page]) if page in WORKER else f"S{len(out)}"   # MTurk's WorkerId
             out.append(assignment(len(out) + 2, str(worker), tasks[key], fields))
     return out
 
@@ -259,19 +257,18 @@ def test_vsr_pages_submit_the_rows_its_rounds_read(browser, tmp_path_factory):
                    "document.getElementById('relation').value = 'near';"
                    "document.getElementById('relation').dispatchEvent(new Event('input', {bubbles: true}));"
                    "document.querySelector('#images figure img').click()")
-    assert caption == {FINGERPRINT: caption_task[FINGERPRINT], "worker_column": "annotator_id",
-                       "annotator_id": "A1WRITER", "pair_id": caption_task["pair_id"],
+    assert caption == {FINGERPRINT: caption_task[FINGERPRINT], "pair_id": caption_task["pair_id"],
                        "true_image": caption_task["image_0"], "relation": "near"}
     validation_task = first_row(os.path.join(release, "crowd", "pages", "validation.csv"))
     vote = work(browser, release, "validation", "A2VALIDATOR",
                 "document.querySelector('input[name=\"label\"][value=\"0\"]').click()")
-    assert vote == {FINGERPRINT: validation_task[FINGERPRINT], "worker_column": "validator_id",
-                    "validator_id": "A2VALIDATOR", "example_id": validation_task["example_id"], "label": "0"}
+    assert vote == {FINGERPRINT: validation_task[FINGERPRINT], "example_id": validation_task["example_id"],
+                    "label": "0"}
     results = {}
-    for name, task, answers in [("caption_results.csv", caption_task, caption),
-                                ("validation_results.csv", validation_task, vote)]:
+    for name, worker, task, answers in [("caption_results.csv", "A1WRITER", caption_task, caption),
+                                        ("validation_results.csv", "A2VALIDATOR", validation_task, vote)]:
         results[name] = out / name
-        write_results(results[name], [assignment(1, answers[answers["worker_column"]], task, answers)], list(task))
+        write_results(results[name], [assignment(1, worker, task, answers)], list(task))
     # each read first, then the sample's own answers; one rebuild each: a caption of a pair
     # supersedes the sample's (the sample's is then the duplicate), so the examples of the
     # sample's caption, and every vote on them, are gone from that build (stale_answer)

@@ -28,7 +28,7 @@ def _describe_rows():
 def _answers(row, text, target=None):
     """What the describe page submits (pipelines/imagecode/pages/describe.html)."""
     return {"set_name": row["set_name"], "target_index": row["target_index"] if target is None else target,
-            "text": text, "worker_column": "worker", "worker": "", FINGERPRINT: row[FINGERPRINT]}
+            "text": text, FINGERPRINT: row[FINGERPRINT]}
 
 
 @pytest.fixture(scope="module")
@@ -57,17 +57,20 @@ def describe_results(tmp_path_factory):
 
 
 def test_the_header_offers_the_rounds_columns(describe_results):
-    assert check_answer_file(describe_results, DESCRIPTION_COLUMNS) == [describe_results]
+    assert check_answer_file(describe_results, DESCRIPTION_COLUMNS, worker="worker") == [describe_results]
+    with pytest.raises(InputError, match="lacks the column"):   # the worker is MTurk's to name
+        check_answer_file(describe_results, DESCRIPTION_COLUMNS)
     assert files_without_column(describe_results, FINGERPRINT) == []
     with open(describe_results, newline="") as f:
         header = next(csv.reader(f))
     assert mturk.is_results_header(header)
-    assert {"set_name", "target_index", "text", "worker", FINGERPRINT, "WorkerId"} <= set(mturk.answer_columns(header))
+    assert {"set_name", "target_index", "text", "worker", FINGERPRINT, "WorkerId"} <= set(
+        mturk.answer_columns(header, "worker"))
 
 
 def test_rows_of_a_results_file_become_answer_rows(describe_results):
     with open(describe_results, "rb") as f:
-        rows = list(parse_file(describe_results, f, "csv", DESCRIPTION_COLUMNS))
+        rows = list(parse_file(describe_results, f, "csv", DESCRIPTION_COLUMNS, worker="worker"))
     good = [r for r in rows if r.error is None]
     assert [r.fields["worker"] for r in good] == ["A1WORKER", "A2WORKER", "A4WORKER", "A6WORKER"]
     assert good[0].fields["text"] == 'The dog, "left", jumps,\nthen lands.' and good[0].line == 2
@@ -143,14 +146,14 @@ def test_vsr_reads_a_results_file_where_it_reads_json_lines(tmp_path):
     from pipelines.vsr.annotations import ReadAnswerLines, parse_record
     task = {"example_id": "ex1", "image": "1.jpg", "image_link": "http://x/1.jpg", "caption": "The cat is on the mat.",
             FINGERPRINT: "e" * 32}
-    vote = {"example_id": "ex1", "label": "1", "worker_column": "validator_id", "validator_id": "", FINGERPRINT: "e" * 32}
+    vote = {"example_id": "ex1", "label": "1", FINGERPRINT: "e" * 32}
     path = tmp_path / "votes_results.csv"
     write_results(path, [assignment(1, "V1", task, vote), assignment(2, "V2", task, dict(vote, label="0"), "Rejected")],
                   list(task))
     jsonl = tmp_path / "votes.jsonl"
     jsonl.write_text('{"example_id": "ex2", "validator_id": "V3", "label": 0}\n')
     p = local_test_pipeline()
-    lines = p | ReadAnswerLines([str(path), str(jsonl)])
+    lines = p | ReadAnswerLines([str(path), str(jsonl)], "validator_id")
     collect(lines | beam.Map(lambda line: (type(line).__name__, line.rank, line.number,
                                            parse_record(line, ("example_id",)))), tmp_path, "lines")
     run(p)

@@ -21,14 +21,16 @@ from transforms.crowd.shown import FINGERPRINT
 
 VSR_CAPTION = ("pair_id", "relation", "true_image", "annotator_id")
 VSR_VOTE = ("example_id", "validator_id", "label")
-# page -> (its batch input's columns, the columns its round's ingest reads)
+# page -> (its batch input's columns, the columns its round's ingest reads, the round's
+# worker column: MTurk's WorkerId, which the page never submits)
 PAGES = {
-    **{p.name: (p, c, r) for p, c, r in zip(imagecode_pages.pages(), (DESCRIBE_TASK_COLUMNS, RETRIEVE_TASK_COLUMNS),
-                                             (DESCRIPTION_COLUMNS, RETRIEVAL_COLUMNS))},
-    **{"nlvr2 " + p.name: (p, p.columns, r) for p, r in zip(
+    **{p.name: (p, c, r, "worker") for p, c, r in zip(
+        imagecode_pages.pages(), (DESCRIBE_TASK_COLUMNS, RETRIEVE_TASK_COLUMNS), (DESCRIPTION_COLUMNS, RETRIEVAL_COLUMNS))},
+    **{"nlvr2 " + p.name: (p, p.columns, r, w) for p, r, w in zip(
         nlvr2_pages.pages(16, 4), (PRUNING_COLUMNS, INTEREST_COLUMNS, SENTENCE_COLUMNS,
-                                   VALIDATION_COLUMNS, VALIDATION_COLUMNS))},
-    **{"vsr " + p.name: (p, p.columns, r) for p, r in zip(vsr_pages.pages(RELATIONS), (VSR_CAPTION, VSR_VOTE))},
+                                   VALIDATION_COLUMNS, VALIDATION_COLUMNS), ("", "", "writer", "worker", "worker"))},
+    **{"vsr " + p.name: (p, p.columns, r, w) for p, r, w in zip(
+        vsr_pages.pages(RELATIONS), (VSR_CAPTION, VSR_VOTE), ("annotator_id", "validator_id"))},
 }
 
 
@@ -39,12 +41,13 @@ def submitted_names(page_html: str) -> set:
 
 @pytest.mark.parametrize("name", sorted(PAGES))
 def test_a_page_asks_for_its_inputs_and_submits_what_its_round_reads(name):
-    page, input_columns, read = PAGES[name]
+    page, input_columns, read, worker = PAGES[name]
     text = page_template(page, "https://cdn.example.org/release/")
     assert set(placeholders(text)) <= set(input_columns), set(placeholders(text)) - set(input_columns)
     assert FINGERPRINT in placeholders(text)
     names = submitted_names(text)
-    assert set(read) <= names | {"WorkerId"}, set(read) - names
+    assert set(read) - {worker} <= names, set(read) - names
+    assert worker not in names and "worker_column" not in names, "who did the work is MTurk's to say"
     assert {"assignmentId", FINGERPRINT} <= names
     assert f'action="{SUBMIT_URL}"' in text
     assert not re.search(r"""(src|href)=["']?(https?:)?//(?!cdn\.example\.org)""", text.replace("${", "")), \

@@ -1,7 +1,7 @@
 """Crowd answer files as a Beam stage: every row becomes a record or a line-level Reject
 that names its file and line, and of the rows that share a key only the earliest stays.
 
-    rows = p | ReadAnswerRows(path, stage, columns, check, duplicate_reason, context=...)
+    rows = p | ReadAnswerRows(path, stage, columns, check, duplicate_reason, worker="worker", context=...)
     rows[MAIN]      # the records `check` built
     rows[REJECTS]   # bad rows (reason from parse_file, missing_field, or `check`'s),
                     # and duplicates (`duplicate_reason`)
@@ -15,6 +15,11 @@ each key. What a row means is the benchmark's: `check(row, context)` returns
 (key, record) or a RowProblem. `context` is an optional side input (e.g. the sets in the
 round, AsDict), `problem_fields(row, context)` the extra fields of a bad row's Reject
 (split, source, ...), `duplicate_fields(record)` those of a duplicate's.
+
+`worker` names the round's worker column: a platform's file (MTurk's results, Label
+Studio's export) fills it from the platform's own record of who did the work, and a row
+whose posted fields say otherwise is rejected (answer_files.py); a file of the project's
+own columns gives it as written.
 
 With `shown` (a Shown), a row is used only where its worker saw what this build shows
 for its task (transforms/crowd/shown.py): the others are stale_answer rejects, checked
@@ -122,10 +127,10 @@ class ReadAnswerRows(beam.PTransform):
                  check: Callable[[dict, Any], Any], duplicate_reason: str, context=None,
                  problem_fields: Callable[[Optional[dict], Any], dict] = _no_fields,
                  duplicate_fields: Callable[[Any], dict] = _no_fields,
-                 shown: Optional[Shown] = None):
+                 shown: Optional[Shown] = None, worker: str = ""):
         super().__init__()
         file_format(path)  # an unknown extension fails now, not on a worker
-        self._path, self._stage, self._columns = path, stage, tuple(columns)
+        self._path, self._stage, self._columns, self._worker = path, stage, tuple(columns), worker
         self._check, self._dup, self._context = check, duplicate_reason, context
         self._problem_fields, self._duplicate_fields = problem_fields, duplicate_fields
         self._shown = shown
@@ -134,7 +139,7 @@ class ReadAnswerRows(beam.PTransform):
         side = () if self._context is None else (self._context,)
         evidence = (None if self._shown is None
                     else _EvidenceOf(self._shown.evidence_of, self._shown.labels_of))
-        checked = (p | "Read" >> _ReadRows(self._path, self._columns)
+        checked = (p | "Read" >> _ReadRows(self._path, self._columns, self._worker)
                    | "Validate" >> stage_pardo(_CheckRowFn(self._stage, self._columns, self._check,
                                                            self._problem_fields, evidence), *side))
         rows, rejects = checked[MAIN], [checked[REJECTS]]
@@ -158,19 +163,19 @@ class ReadAnswerRows(beam.PTransform):
 class _ReadRows(beam.PTransform):
     """A file pattern -> AnswerRow per row (answer_files.parse_file), one file per worker."""
 
-    def __init__(self, path: str, required_columns):
+    def __init__(self, path: str, required_columns, worker: str = ""):
         super().__init__()
         self._path, self._fmt = path, file_format(path)
-        self._required = tuple(required_columns)
+        self._required, self._worker = tuple(required_columns), worker
 
     def expand(self, p):
-        fmt, required = self._fmt, self._required
+        fmt, required, worker = self._fmt, self._required, self._worker
 
         def rows(readable):
             # bytes as stored (a compressed file is refused in preflight, not read here):
             # parse_file decodes each line strictly
             with readable.open(compression_type=CompressionTypes.UNCOMPRESSED) as raw:
-                yield from parse_file(readable.metadata.path, raw, fmt, required)
+                yield from parse_file(readable.metadata.path, raw, fmt, required, worker)
 
         return (p | fileio.MatchFiles(self._path) | fileio.ReadMatches()
                 | "Parse" >> beam.FlatMap(rows))

@@ -13,13 +13,13 @@ the worker column) and gets
 * `tasks_json(layout, rows, image_base)`: the tasks to import, `[{"data": {...}}, ...]`,
   each `data` the task row as the round's task file (or its page's batch input) holds it,
   `task_fingerprint` included, with its image columns prefixed by `image_base` (a
-  release-relative path becomes a URL Label Studio can load), plus `worker_column` (the
-  answer column that names the worker), `labelstudio_answers` (how each control's result
-  becomes its answer column's value) and, per item k, the item's task columns as
-  `<column>@<k>`.
+  release-relative path becomes a URL Label Studio can load), plus `labelstudio_answers`
+  (how each control's result becomes its answer column's value) and, per item k, the
+  item's task columns as `<column>@<k>`.
 
-Label Studio's JSON export ("Export" -> JSON, or GET /api/projects/<id>/export) is a list
-of those tasks, each with `annotations`: `[{"id", "completed_by", "result": [{"from_name",
+Label Studio's JSON export with its annotators (an export snapshot: POST
+/api/projects/<id>/exports, docs/crowd.md) is a list of those tasks, each with
+`annotations`: `[{"id", "completed_by": {"id", "email", ...}, "result": [{"from_name",
 "type", "value": {"choices": [...]} | {"text": [...]}}], "was_cancelled", ...}]`.
 `answer_rows` makes one answer row per annotation (per answered item, for a round with
 items), of the round's own columns:
@@ -34,8 +34,12 @@ items), of the round's own columns:
   control of the round, or not of its control's form, is bad_field naming the annotation;
 * `<field>@<k>` results and data are item k's: one row per item with an answer, each with
   the annotation's other columns (as a Mechanical Turk results row, transforms/crowd/mturk.py);
-* `worker_column`'s column <- `completed_by`, Label Studio's own record of who did the
-  work (the user's email when the export expands it, else the user's id);
+* the round's worker column (`worker`, as the round names it) <- the email of
+  `completed_by`, Label Studio's own record of who did the work. A user's number names
+  another person on another server (every server's first user is 1), so an export that
+  names annotators by number only is refused (`annotator_problem`); a result or task
+  column that would name the worker is bad_field: the annotation cannot choose whose
+  answer it is;
 * a cancelled (skipped) annotation is a `rejected_assignment` reject: nothing of it
   reaches a release. Predictions are a model's, not a worker's: never read.
 
@@ -60,8 +64,9 @@ from transforms.crowd.items import item_field, split_items
 from transforms.crowd.task_files import WriteTaskFiles, image_base, task_lines
 
 LABELSTUDIO_DIR = "labelstudio"   # crowd/labelstudio/ in a release: <round>.json, <round>.xml
-WORKER_COLUMN = "worker_column"   # in each task's data: which answer column is the worker
 ANSWERS = "labelstudio_answers"   # in each task's data: {control name: its form (below)}
+# Task data of an earlier release named the worker column: never read (the round names it).
+TASK_WORKER_COLUMN = "worker_column"
 
 # The forms of an answer (ANSWERS' values): what a control's result becomes.
 CHOICE, CHOICES, TEXT = "choice", "choices", "text"
@@ -118,12 +123,12 @@ class RoundLayout:
     """What a round's page shows and asks, by the round's task and answer columns.
 
     images: task columns holding an image URL (or a path under `image_base`); texts: task
-    columns shown as text; asks: the round's questions; worker: the answer column that
-    names the worker; items: the places of a round that shows (and maybe asks) per item."""
+    columns shown as text; asks: the round's questions; items: the places of a round that
+    shows (and maybe asks) per item. Who answered is Label Studio's to say, not the
+    project's: the round's reader names its worker column (answer_rows)."""
     images: Tuple[str, ...]
     texts: Tuple[str, ...]
     asks: Tuple[Ask, ...]
-    worker: str
     instructions: str = ""
     items: Optional[Items] = None
 
@@ -182,7 +187,7 @@ def _task(layout: RoundLayout, row: Mapping, base: str = "") -> dict:
         for k in range(layout.items.count):
             data.update((f"{answer}@{k}", row.get(column.format(k=k), ""))
                         for answer, column in layout.items.columns)
-    return {"data": {**data, WORKER_COLUMN: layout.worker, ANSWERS: layout.answers()}}
+    return {"data": {**data, ANSWERS: layout.answers()}}
 
 
 def tasks_json(layout: RoundLayout, rows: Iterable[Mapping], image_base_url: str = "") -> str:
@@ -215,15 +220,14 @@ def load_export(path: str, data: bytes) -> list:
     return tasks
 
 
-def answer_columns(tasks: Sequence[dict]) -> List[str]:
-    """The columns the export's answer rows offer: the tasks' data columns, the worker
-    column they name, and every result's from_name (an item's `<field>@<k>` as <field>)."""
-    columns = {}
+def answer_columns(tasks: Sequence[dict], worker: str = "") -> List[str]:
+    """The columns the export's answer rows offer: the tasks' data columns, the round's
+    worker column `worker` (from completed_by), and every result's from_name (an item's
+    `<field>@<k>` as <field>)."""
+    columns = dict.fromkeys([worker] if worker else [])
     for task in tasks:
         data = task["data"]
-        columns.update(dict.fromkeys(item_field(c) for c in data if c not in (WORKER_COLUMN, ANSWERS)))
-        if isinstance(data.get(WORKER_COLUMN), str):
-            columns[data[WORKER_COLUMN]] = None
+        columns.update(dict.fromkeys(item_field(c) for c in data if c not in (TASK_WORKER_COLUMN, ANSWERS)))
         for annotation in annotations_of(task):
             for result in annotation.get("result") or ():
                 if isinstance(result, dict) and isinstance(result.get("from_name"), str):
@@ -231,14 +235,15 @@ def answer_columns(tasks: Sequence[dict]) -> List[str]:
     return list(columns)
 
 
-def answer_rows(path: str, tasks: Sequence[dict], row_type) -> Iterator:
+def answer_rows(path: str, tasks: Sequence[dict], row_type, worker: str = "") -> Iterator:
     """`row_type(path, line, fields, error)`s of the export's annotations, as the module
-    docstring says; `line` is the annotation's place in the file."""
+    docstring says; `line` is the annotation's place in the file, `worker` the round's
+    worker column ("" for a round that names none)."""
     place = 0
     for task in tasks:
         for annotation in annotations_of(task):
             place += 1
-            rows, error = _answer(task, annotation)
+            rows, error = _answer(task, annotation, worker)
             if error is not None:
                 yield row_type(path, place, None, error)
             for fields in rows or ():
@@ -251,19 +256,41 @@ def annotations_of(task: dict) -> list:
     return [a for a in annotations if isinstance(a, dict)] if isinstance(annotations, list) else []
 
 
-def _worker(completed_by) -> str:
-    if isinstance(completed_by, dict):
-        completed_by = completed_by.get("email") or completed_by.get("id")
-    return "" if completed_by is None or isinstance(completed_by, bool) else str(completed_by)
+def annotator(completed_by) -> str:
+    """The worker id of an annotation: the email of its annotator as the export names them
+    ("" when it names them by number only, or not at all)."""
+    email = completed_by.get("email") if isinstance(completed_by, dict) else None
+    return email.strip() if isinstance(email, str) else ""
 
 
-def _answer(task: dict, annotation: dict) -> Tuple[Optional[List[dict]], Optional[Tuple[str, str]]]:
-    worker = _worker(annotation.get("completed_by"))
-    who = f"annotation {annotation.get('id', '?')} of user {worker or '?'} on task {task.get('id', '?')}"
+def annotator_problem(path: str, tasks: Sequence[dict]) -> str:
+    """Why the export at `path` cannot say who did its work ("" when it can): the first
+    annotation whose annotator has no email (a bare user number, as Label Studio's plain
+    export gives it, is the first user of every server)."""
+    for task in tasks:
+        for annotation in annotations_of(task):
+            if not annotator(annotation.get("completed_by")):
+                return (f"{path}: annotation {annotation.get('id', '?')} names its annotator as "
+                        f"{json.dumps(annotation.get('completed_by'))[:60]}, a number another server gives "
+                        "to someone else: export the project with its annotators' emails (an export "
+                        "snapshot with annotations__completed_by, docs/crowd.md)")
+    return ""
+
+
+def _answer(task: dict, annotation: dict, worker_column: str) -> Tuple[Optional[List[dict]], Optional[Tuple[str, str]]]:
+    completed_by = annotation.get("completed_by")
+    worker = annotator(completed_by)
+    user = worker or (completed_by.get("id") if isinstance(completed_by, dict) else completed_by)
+    who = f"annotation {annotation.get('id', '?')} of user {user if user not in (None, '') else '?'} on task {task.get('id', '?')}"
     if annotation.get("was_cancelled") is True:
         return None, (reasons.REJECTED_ASSIGNMENT, f"{who} was cancelled (skipped) in Label Studio")
+    if worker_column and not worker:
+        return None, (reasons.BAD_FIELD, f"{who}: no email names the annotator, so nothing says who did the work")
     data = dict(task["data"])
-    worker_column = data.pop(WORKER_COLUMN, "")
+    data.pop(TASK_WORKER_COLUMN, None)
+    if worker_column and str(data.get(worker_column, "")).strip() not in ("", worker):
+        return None, (reasons.BAD_FIELD, f"{who}: the task names the worker {str(data[worker_column])[:60]!r}, "
+                                         f"but Label Studio says {worker!r}")
     forms = data.pop(ANSWERS, None)
     if forms is not None and not (isinstance(forms, dict) and all(isinstance(f, str) for f in forms.values())):
         return None, (reasons.BAD_FIELD, f"{who}: the task's {ANSWERS} is not a map of controls to forms")
@@ -274,6 +301,9 @@ def _answer(task: dict, annotation: dict) -> Tuple[Optional[List[dict]], Optiona
             return None, (reasons.BAD_FIELD, f"{who}: a result without from_name and value")
         if name in data:   # an answer never overwrites what the task showed
             return None, (reasons.BAD_FIELD, f"{who}: the result {name} is a column of the task")
+        if worker_column and item_field(name) == worker_column:
+            return None, (reasons.BAD_FIELD, f"{who}: the result {name} would name the worker, "
+                                             f"whom Label Studio names ({worker!r})")
         if forms is not None and name not in forms:
             return None, (reasons.BAD_FIELD, f"{who}: the result {name} answers no question of this round "
                                              f"({', '.join(sorted(forms))})")
@@ -282,7 +312,7 @@ def _answer(task: dict, annotation: dict) -> Tuple[Optional[List[dict]], Optiona
             return None, (reasons.BAD_FIELD, f"{who}: {name} {problem}")
         answers[name] = answer
     common = {**data, "labelstudio_annotation": annotation.get("id"), "labelstudio_task": task.get("id")}
-    if isinstance(worker_column, str) and worker_column:
+    if worker_column:
         common[worker_column] = worker
     return _items(common, answers), None
 

@@ -19,8 +19,12 @@ A results row becomes the answer row the round reads:
 * `Answer.<field>` -> `<field>`: what the page submitted. A field the page submits for a
   column of the task too (the page echoes `task_fingerprint`) must agree with the input
   row, or the row is a `bad_field` reject: the page showed another task than MTurk posted;
-* the page names the round's worker column in its hidden field `worker_column`; that
-  column is filled from `WorkerId`, MTurk's own record of who did the work;
+* the worker is MTurk's `WorkerId`, always: the round names its worker column
+  (`worker`: ImageCoDe's `worker`, VSR's `validator_id`, ...) and that column is filled
+  from `WorkerId`, never from what the browser posted. A posted field for the worker
+  column, or for one of MTurk's own columns (`Answer.WorkerId`), that says otherwise is a
+  `bad_field` reject: a page cannot choose whose answer it is. A row without a
+  `WorkerId` is `bad_field` too;
 * a page that answers several items at once (NLVR2's pruning: a verdict per image)
   submits `<field>@<k>` for item k: the row becomes one answer row per item, each with
   the row's other columns (all of them at the results row's line); an item whose cells
@@ -31,7 +35,8 @@ A results row becomes the answer row the round reads:
   Submitted and Approved rows are read; any other status is a `bad_field` reject.
 
 MTurk's own columns stay in the row under their names (`WorkerId`, `AssignmentId`,
-`AssignmentStatus`, `WorkTimeInSeconds`, ...); the rounds ignore columns they do not read.
+`AssignmentStatus`, `WorkTimeInSeconds`, ...), and no `Input.` or `Answer.` column of the
+same name replaces them; the rounds ignore columns they do not read.
 
 `approvals` writes the file MTurk takes back: the results file's rows with `Approve` ("x")
 or `Reject` (the reason a worker is shown) filled from the rejects the build wrote for
@@ -53,7 +58,9 @@ INPUT, ANSWER = "Input.", "Answer."
 ASSIGNMENT_ID, WORKER_ID, STATUS = "AssignmentId", "WorkerId", "AssignmentStatus"
 APPROVE, REJECT = "Approve", "Reject"
 SUBMITTED, APPROVED, REJECTED = "Submitted", "Approved", "Rejected"
-WORKER_COLUMN = "worker_column"   # the page's hidden field: which answer column is the worker
+# A hidden field pages of an earlier release posted, naming the worker column: never read
+# (the round names its own), dropped from the row.
+POSTED_WORKER_COLUMN = "worker_column"
 
 # Rejects that say nothing about the work: the build changed the task under the worker
 # (stale_answer), MTurk already rejected it, or the same answer came twice. Such a row is
@@ -67,25 +74,29 @@ def is_results_header(columns: Sequence[str]) -> bool:
     return ASSIGNMENT_ID in columns and any(c.startswith(ANSWER) for c in columns)
 
 
-def answer_columns(columns: Sequence[str]) -> List[str]:
+def answer_columns(columns: Sequence[str], worker: str = "") -> List[str]:
     """The columns an answer row read from a results file with this header offers: the
-    input and answer columns without their prefix (and item suffix), then MTurk's own."""
+    input and answer columns without their prefix (and item suffix), the round's worker
+    column `worker` (filled from WorkerId), then MTurk's own."""
     named = [item_field(c[len(ANSWER):]) if c.startswith(ANSWER) else c[len(INPUT):]
              for c in columns if c.startswith((INPUT, ANSWER))]
+    if worker and WORKER_ID in columns:
+        named.append(worker)
     return list(dict.fromkeys(named + [c for c in columns if not c.startswith((INPUT, ANSWER))]))
 
 
-def answer_rows(rows: Iterable) -> Iterator:
+def answer_rows(rows: Iterable, worker: str = "") -> Iterator:
     """answer_files.AnswerRow's of one CSV file -> the rows a round reads: a results file's
-    rows as the module docstring says, any other file's as they are."""
+    rows as the module docstring says (`worker`: the round's worker column, "" for a
+    round that names none), any other file's as they are."""
     for row in rows:
         if row.error is None and is_results_header(list(row.fields)):
-            yield from _from_results_row(row)
+            yield from _from_results_row(row, worker)
         else:
             yield row
 
 
-def _from_results_row(row) -> Iterator:
+def _from_results_row(row, worker_column: str) -> Iterator:
     fields = row.fields
     status = fields.get(STATUS, "").strip()
     who = f"assignment {fields.get(ASSIGNMENT_ID, '').strip() or '?'} of worker {fields.get(WORKER_ID, '').strip() or '?'}"
@@ -104,16 +115,37 @@ def _from_results_row(row) -> Iterator:
         yield _rejected(row, reasons.BAD_FIELD, f"{who}: the page submitted {column}={answers[column][:60]!r} "
                                                 f"but MTurk posted {inputs[column][:60]!r}")
         return
-    common = {**{c: v for c, v in fields.items() if not c.startswith((INPUT, ANSWER))}, **inputs, **answers}
-    worker_column = common.pop(WORKER_COLUMN, "").strip()
+    own = {c: v for c, v in fields.items() if not c.startswith((INPUT, ANSWER))}
+    answers.pop(POSTED_WORKER_COLUMN, None)
+    forged = _forged_identity(own, [inputs, answers, *items.values()], worker_column)
+    if forged:
+        yield _rejected(row, reasons.BAD_FIELD, f"{who}: {forged}")
+        return
+    common = {**inputs, **answers, **own}
     if worker_column:
-        common[worker_column] = fields.get(WORKER_ID, "")
+        common[worker_column] = own[WORKER_ID].strip()
     if not items:
         yield dataclasses.replace(row, fields=common)
         return
     for k in sorted(items):   # a place the page left empty (a smaller set) is no item
         if any(value.strip() for value in items[k].values()):
             yield dataclasses.replace(row, fields={**common, **items[k]})
+
+
+def _forged_identity(own: Mapping[str, str], posted: Sequence[Mapping[str, str]], worker_column: str) -> str:
+    """What a row posts about who did the work that MTurk's own record does not say ("" when
+    nothing): a worker column or an MTurk column (WorkerId, AssignmentId, ...) given
+    another value in the posted task, answers or items, or no WorkerId at all."""
+    worker = own.get(WORKER_ID, "").strip()
+    if not worker:
+        return "no WorkerId: MTurk names the worker of every assignment"
+    claims = [(c, v) for given in posted for c, v in sorted(given.items()) if c in own or c == worker_column]
+    for column, value in claims:
+        truth = worker if column in (worker_column, WORKER_ID) else own[column].strip()
+        if value.strip() and value.strip() != truth:
+            return (f"the page submitted {column}={value[:60]!r}, but MTurk's "
+                    f"{WORKER_ID if column == worker_column else column} is {truth[:60]!r}")
+    return ""
 
 
 def _rejected(row, reason: str, detail: str):

@@ -9,9 +9,10 @@ Its `${column}` placeholders are the columns of the round's task row, which Mech
 Turk substitutes when it makes a HIT of each row of the batch input CSV. The form posts
 to MTurk's externalSubmit (or the `turkSubmitTo` MTurk gives the page, e.g. the sandbox)
 with the `assignmentId` of the page's address, and submits exactly the fields the round's
-ingest reads: the task's `task_fingerprint` echoed, the round's answer fields, and the
-worker column (`worker_column` names it; transforms/crowd/mturk.py fills it from MTurk's
-WorkerId). Until a worker accepts the HIT (MTurk's preview) the submit button is off.
+ingest reads: the task's `task_fingerprint` echoed and the round's answer fields. It
+never submits who the worker is: MTurk's results name the worker (`WorkerId`), and the
+reader fills the round's worker column from that alone (transforms/crowd/mturk.py). Until
+a worker accepts the HIT (MTurk's preview) the submit button is off.
 
 Per page the folder gets:
 
@@ -54,13 +55,11 @@ class Page(NamedTuple):
     """One round's page: `name` (crowd/pages/<name>.html), `title`, `body` (the template:
     task HTML with ${column} placeholders, ${image_base} before an image path, and an
     optional <script> defining `checkTask(form)`, which returns "" or what is missing),
-    `worker_column` (the answer column of the worker, "" if the round has none),
     `columns` (the flat batch input's columns when the page writes its own CSV, else
     empty: the round's task CSV is the batch input)."""
     name: str
     title: str
     body: str
-    worker_column: str = ""
     columns: Tuple[str, ...] = ()
 
 
@@ -96,7 +95,6 @@ button {{ font-size: 1.1em; padding: .4em 1.4em; }}
 <form id="task" method="post" action="{submit_url}">
 <input type="hidden" name="assignmentId" value="">
 <input type="hidden" name="{fingerprint}" value="${{{fingerprint}}}">
-{worker_fields}
 {body}
 <p class="error" id="problem"></p>
 <p><button type="submit" id="submit-button">Submit</button> <span id="accept-first"></span></p>
@@ -109,8 +107,6 @@ button {{ font-size: 1.1em; padding: .4em 1.4em; }}
   form.elements.assignmentId.value = assignment;
   var submitTo = query.get("turkSubmitTo");
   if (submitTo) {{ form.action = submitTo.replace(/\\/$/, "") + "/mturk/externalSubmit"; }}
-  var worker = form.dataset.workerColumn;
-  if (worker) {{ form.elements[worker].value = query.get("workerId") || ""; }}
   if (!assignment || assignment === "ASSIGNMENT_ID_NOT_AVAILABLE") {{
     document.getElementById("submit-button").disabled = true;
     document.getElementById("accept-first").textContent = "Accept the HIT to submit.";
@@ -133,15 +129,9 @@ button {{ font-size: 1.1em; padding: .4em 1.4em; }}
 
 def page_template(page: Page, image_base_url: str = "") -> str:
     """The page with MTurk's ${column} placeholders left in, images at `image_base_url`."""
-    worker = page.worker_column
-    fields = (f'<input type="hidden" name="worker_column" value="{worker}">\n'
-              f'<input type="hidden" name="{worker}" value="">') if worker else ""
     body = string.Template(page.body).safe_substitute(image_base=image_base_url)
-    text = _SHELL.format(title=html.escape(page.title), submit_url=SUBMIT_URL, fingerprint=FINGERPRINT,
-                         worker_fields=fields, body=body)
-    if worker:
-        text = text.replace('<form id="task"', f'<form id="task" data-worker-column="{worker}"', 1)
-    return text
+    return _SHELL.format(title=html.escape(page.title), submit_url=SUBMIT_URL, fingerprint=FINGERPRINT,
+                         body=body)
 
 
 def placeholders(template: str) -> Tuple[str, ...]:
