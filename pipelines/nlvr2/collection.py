@@ -285,17 +285,17 @@ class CollectExamples(beam.PTransform):
 
     def _label_studio(self, every_task):
         """crowd/labelstudio/<round>.{xml,json} for each crowd round (S4, S5, S7, S8, S9):
-        the image rounds and writing from their page's flat rows (a Label Studio task's
-        data is flat), the validations from their task rows."""
+        writing from its page's flat rows (its pairs shown as fixed places), the others
+        from their task rows (the image rounds' images a list: a place each)."""
         cfg = self.config
         places, pairs = cfg.search.set_size, cfg.pruning.set_images // 2
-        layouts = {"pruning": image_round_labelstudio("pruning", places),
-                   "interest": image_round_labelstudio("interest", places),
+        layouts = {"pruning": image_round_labelstudio("pruning"),
+                   "interest": image_round_labelstudio("interest"),
                    "writing": writing_labelstudio(pairs),
                    "validation": VALIDATION_LABELSTUDIO, "extra_validation": EXTRA_VALIDATION_LABELSTUDIO}
         folder = FileSystems.join(self.staging_dir, "crowd", LABELSTUDIO_DIR)
         for file, name in PAGE_OF.items():
-            flat = name in ("pruning", "interest", "writing")
+            flat = name == "writing"
             _ = (every_task | f"Label Studio {name} tasks" >> beam.Filter(lambda t, f=file: t[0] == f)
                  | f"Label Studio {name} rows" >> beam.MapTuple(
                      lambda _, keyed, n=name, flat=flat: (keyed[0], flat_row(n, keyed[1], places, pairs)

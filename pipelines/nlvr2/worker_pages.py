@@ -8,8 +8,11 @@ of tasks/ hold lists, a platform's input CSV holds one value a column).
                       -> set, image@k, duplicate@k, interesting@k
     writing           the four pairs and the sentence rules (S7): select two pairs, write
                       -> task, sentence, selected ("0,2")
-    validation,       the sentence and one pair (S8, S9): True, False or report
-    extra_validation  -> example, judgement
+    validation        the sentence and one pair (S8): True, False or report
+                      -> example, judgement
+    extra_validation  the sentence and one pair (S9): True or False, nothing to report any
+                      more (the validation template without its report parts)
+                      -> example, judgement
 
 The worker columns (writing's `writer`, the validations' `worker`) are MTurk's WorkerId
 (transforms/crowd/mturk.py), never fields of the page.
@@ -53,6 +56,9 @@ Array.prototype.forEach.call(document.querySelectorAll("figure.item"), function 
 });
 </script>
 """
+# the parts of the validation template only S8 has: S9's extra judgements take no report
+# (splits.py), so its page never offers one
+_REPORT = re.compile(r"<!--report-->.*?<!--/report-->", re.S)
 # the task file of each round's tasks, and its page
 PAGE_OF = {"pruning.jsonl": "pruning", "interest.jsonl": "interest", "writing.jsonl": "writing",
            "validation.jsonl": "validation", "extra_validation.jsonl": "extra_validation"}
@@ -64,8 +70,10 @@ _TITLES = {"pruning": "NLVR2: image pruning", "interest": "NLVR2: duplicates and
 
 def _body(name: str, places: int) -> str:
     """The template with its repeated blocks written once per place (k = 0, 1, ...)."""
-    with open(os.path.join(_TEMPLATES, f"{name}.html"), encoding="utf-8") as f:
+    with open(os.path.join(_TEMPLATES, f"{_TEMPLATE_OF.get(name, name)}.html"), encoding="utf-8") as f:
         text = f.read()
+    text = _REPORT.sub("", text) if name == "extra_validation" else text.replace("<!--report-->", "").replace(
+        "<!--/report-->", "")
     text = _REPEAT.sub(lambda m: "".join(m.group(1).replace("__K__", str(k)) for k in range(places)), text)
     return _EACH_IMAGE.sub(lambda m: _image_places(m.group(1), places), text)
 
@@ -89,7 +97,7 @@ def pages(images: int, pairs: int) -> List[Page]:
     out = []
     for name in PAGE_OF.values():
         places = images if name in ("pruning", "interest") else pairs
-        out.append(Page(name, _TITLES[name], _body(_TEMPLATE_OF.get(name, name), places),
+        out.append(Page(name, _TITLES[name], _body(name, places),
                         columns(name, images, pairs)))
     return out
 

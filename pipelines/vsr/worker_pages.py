@@ -20,7 +20,7 @@ from typing import Dict, Iterable, List
 
 import apache_beam as beam
 
-from pipelines.vsr.relations import TABLE_1
+from pipelines.vsr.release import relation_groups
 from transforms.crowd.pages import Page, WritePages
 from transforms.crowd.shown import FINGERPRINT
 
@@ -37,16 +37,8 @@ def _body(name: str) -> str:
 
 def relation_options(relations: Iterable[str]) -> str:
     """<optgroup>s of Table 1's categories (in the paper's order, each relation once),
-    then the build's other relations."""
-    allowed, seen, groups = set(relations), set(), []
-    for category, names in TABLE_1:
-        offered = [r for r in names if r in allowed and r not in seen]
-        seen.update(offered)
-        if offered:
-            groups.append((category, offered))
-    extra = sorted(allowed - seen)
-    if extra:
-        groups.append(("Other", extra))
+    then the build's other relations (release.relation_groups)."""
+    groups = relation_groups(relations)
     return "\n".join(f'<optgroup label="{html.escape(c)}">'
                      + "".join(f'<option value="{html.escape(r)}">{html.escape(r)}</option>' for r in rs)
                      + "</optgroup>" for c, rs in groups)

@@ -170,11 +170,12 @@ def _nlvr2():
 
     pruning, interest = flat["pruning"], flat["interest"]
     return [
-        Round("nlvr2", "pruning", pages["pruning"], image_round_labelstudio("pruning", PLACES), "", pruning, pruning,
+        Round("nlvr2", "pruning", pages["pruning"], image_round_labelstudio("pruning"), "", pruning,
+              image_task(image_set),
               {"set": pruning["set"], **item({"image": 0, "verdict": "keep"}), FINGERPRINT: pruning[FINGERPRINT]},
               image_round("crowd_pruning")),
-        Round("nlvr2", "interest", pages["interest"], image_round_labelstudio("interest", PLACES), "", interest,
-              interest, {"set": interest["set"], **item({"image": 0, "duplicate": "no", "interesting": "yes"}),
+        Round("nlvr2", "interest", pages["interest"], image_round_labelstudio("interest"), "", interest,
+              image_task(image_set), {"set": interest["set"], **item({"image": 0, "duplicate": "no", "interesting": "yes"}),
                          FINGERPRINT: interest[FINGERPRINT]},
               image_round("set_construction")),
         Round("nlvr2", "writing", pages["writing"], writing_labelstudio(PAIRS), "writer", flat["writing"],

@@ -1,5 +1,5 @@
 """Crowd rounds through a real Label Studio server (issue 38, item 3), one round per
-benchmark: VSR's validation (a choice), NLVR2's writing (two choices of several and a
+benchmark: VSR's validation (a choice), NLVR2's writing (a choice of two pairs and a
 text) and ImageCoDe's retrieve (a place on the page, mapped through shown_order).
 
 One server for them all (its start is the cost), started from `.venv-labelstudio/`
@@ -61,10 +61,10 @@ def _vsr_validation(vote, data):
 
 def _nlvr2_writing(row, data):
     selected = row.get("selected")
-    selected = [str(s).strip() for s in (selected if isinstance(selected, list) else str(selected).split(","))]
-    if not isinstance(row.get("sentence"), str) or len(set(selected)) != len(selected):
-        return None   # Label Studio selects a pair once
-    return [_choice("selected", *selected), _text("sentence", row["sentence"])]
+    selected = sorted({str(s).strip() for s in (selected if isinstance(selected, list) else str(selected).split(","))})
+    if not isinstance(row.get("sentence"), str) or len(selected) != 2 or not all(s.isdigit() for s in selected):
+        return None   # the project offers two distinct pairs, and nothing else
+    return [_choice("selected", ",".join(selected)), _text("sentence", row["sentence"])]
 
 
 def _imagecode_retrieve(row, data):
@@ -219,8 +219,8 @@ def test_a_round_trips_through_label_studio(round_, server, tmp_path_factory):
 def every_other_project_is_accepted(ls, folder, done):
     """The release's other Label Studio projects, on the same server: each config is
     accepted and its tasks imported; a task answered with one value of each question (the
-    first choice, a text; per item, the first place's) comes back in the export as the
-    answer rows the round reads, one per answered item."""
+    first choice, a text; every question of every place of a Repeater, each required)
+    comes back in the export as the answer rows the round reads, one per item."""
     for name in sorted(f[:-len(".xml")] for f in os.listdir(folder) if f.endswith(".xml")):
         with open(os.path.join(folder, f"{name}.xml"), encoding="utf-8") as f:
             config = f.read()
@@ -231,15 +231,18 @@ def every_other_project_is_accepted(ls, folder, done):
         project = ls.post("/api/projects", {"title": f"{name} (accepted?)", "label_config": config})["id"]
         assert ls.post(f"/api/projects/{project}/import", tasks[:3])["task_count"] == len(tasks[:3])
         task = ls.get(f"/api/tasks?project={project}&page_size=1&fields=all")["tasks"][0]
-        forms = task["data"][labelstudio.ANSWERS]
-        asked = [n for n in forms if "@" not in n or n.endswith("@0")]
-        by_name = {c.get("name"): c for c in ElementTree.fromstring(config) if c.get("name") in asked}
+        asked = list(task["data"][labelstudio.ANSWERS])
+        by_name = {}   # a Repeater's controls once per place, as Label Studio shows them
+        for c in ElementTree.fromstring(config).iter():
+            for n in asked:
+                if c.get("name") in (n, n.partition("@")[0] + "@" + labelstudio.REPEATED):
+                    by_name[n] = c
         results = [_text(n, "A typed answer.") if by_name[n].tag == "TextArea"
-                   else _choice(n, by_name[n].find("Choice").get("alias")) for n in asked]   # as recorded
+                   else _choice(n, by_name[n].find(".//Choice").get("alias")) for n in asked]   # as recorded
         ls.post(f"/api/tasks/{task['id']}/annotations/", {"result": results})
         export = json.loads(ls.export(project))
         rows = list(labelstudio.answer_rows(f"{name}.json", export, lambda *row: row, worker="worker"))
-        assert [error for _, _, _, error in rows] == [None], (name, rows)
+        assert rows and [error for _, _, _, error in rows] == [None] * len(rows), (name, rows)
         fields = rows[0][2]
         assert fields["worker"] == labelstudio_server.ADMIN   # the annotator, as the snapshot names them
         for n in asked:   # each answer under its column (an item's without its @0)

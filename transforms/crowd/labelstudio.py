@@ -65,6 +65,7 @@ from transforms.crowd.task_files import WriteTaskFiles, image_base, task_lines
 
 LABELSTUDIO_DIR = "labelstudio"   # crowd/labelstudio/ in a release: <round>.json, <round>.xml
 ANSWERS = "labelstudio_answers"   # in each task's data: {control name: its form (below)}
+REPEATED = "{{idx}}"              # Label Studio's Repeater: an entry's index in names and values
 # Task data of an earlier release named the worker column: never read (the round names it).
 TASK_WORKER_COLUMN = "worker_column"
 
@@ -82,8 +83,9 @@ class Ask:
     ...) in that task list column, the answer that list's item; `names_column`: the
     chosen value names a task column, the answer that column's value; `to`: the shown
     column it belongs to (default: the round's first text, else image); `title`: a line
-    above it. An item's question (Items.asks) is named `<column>@<k>` and belongs to the
-    item's first image."""
+    above it; `groups`: (header, values) that show a long list of choices under headers,
+    every value once (VSR's relations by Table 1's categories). An item's question
+    (Items.asks) is named `<column>@<k>` and belongs to the item's first image."""
     column: str
     choices: Tuple[Tuple[str, str], ...] = ()
     several: bool = False
@@ -91,6 +93,7 @@ class Ask:
     names_column: bool = False
     to: str = ""
     title: str = ""
+    groups: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
 
     def form(self) -> str:
         if not self.choices:
@@ -104,18 +107,29 @@ class Ask:
 
 @dataclasses.dataclass(frozen=True)
 class Items:
-    """A round that answers per item (an image of a set, a pair): `count` places k = 0,
-    1, ...; `images` and `texts`: the task columns shown per place, `{k}` in their names;
-    `columns`: (answer column, task column with `{k}`) each item's row takes from the task
-    (NLVR2's pruning: the image's position); `asks`: the item's questions, optional (a
-    place of a smaller set is empty and left unanswered); `title`: the header of a
-    place, `{n}` its number from 1."""
-    count: int
+    """The places of a round that shows (and maybe asks) per item, one of two kinds:
+
+    * `count` fixed places k = 0, 1, ... (ImageCoDe's ten images, NLVR2's four pairs),
+      shown only: `images` and `texts` are task columns with `{k}` in their names, `title`
+      the header of a place (`{n}` its number from 1);
+    * one place per entry of the task's list column `on` (NLVR2's images of a set, as many
+      as the set holds: Label Studio's Repeater), each asking `asks`, every question
+      required, so a worker answers every place the task has and no other: `images` and
+      `texts` name the entry's fields shown, `columns` (answer column, entry field) what
+      each item's answer row takes from its entry (NLVR2's pruning: the image's position).
+    """
+    count: int = 0
     images: Tuple[str, ...] = ()
     texts: Tuple[str, ...] = ()
     columns: Tuple[Tuple[str, str], ...] = ()
     asks: Tuple[Ask, ...] = ()
     title: str = "Item {n}"
+    on: str = ""
+
+    def places(self, row: Mapping) -> range:
+        """The places of a task row."""
+        listed = row.get(self.on) if self.on else None
+        return range(len(listed) if isinstance(listed, list) else 0) if self.on else range(self.count)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -132,33 +146,53 @@ class RoundLayout:
     instructions: str = ""
     items: Optional[Items] = None
 
-    def answers(self) -> Dict[str, str]:
-        """Each control's name -> its form (ANSWERS)."""
+    def answers(self, row: Mapping) -> Dict[str, str]:
+        """Each control's name -> its form (ANSWERS), for the places of a task row."""
         forms = {ask.column: ask.form() for ask in self.asks}
         if self.items:
             forms.update((f"{ask.column}@{k}", ask.form())
-                         for k in range(self.items.count) for ask in self.items.asks)
+                         for k in self.items.places(row) for ask in self.items.asks)
         return forms
 
     def shown_images(self) -> List[str]:
-        per_item = [c.format(k=k) for k in range(self.items.count) for c in self.items.images] if self.items else []
+        """The task columns holding an image (a fixed place's included)."""
+        items = self.items
+        per_item = [c.format(k=k) for k in range(items.count) for c in items.images] if items and not items.on else []
         return list(self.images) + per_item
 
 
-def _control(ask: Ask, name: str, to: str, required: bool) -> List[str]:
-    need = ' required="true"' if required else ""
-    head = [f"  <Header value={quoteattr(ask.title)}/>"] if ask.title else []
+def _control(ask: Ask, name: str, to: str, indent: str = "  ") -> List[str]:
+    """A question, every one required (a Choices, or a TextArea for a free text); a long
+    list of choices grouped under its groups' headers, as the worker page groups it."""
+    head = [f"{indent}<Header value={quoteattr(ask.title)}/>"] if ask.title else []
     if not ask.choices:
-        return head + [f"  <TextArea name={quoteattr(name)} toName={quoteattr(to)} maxSubmissions=\"1\"{need}/>"]
+        return head + [f"{indent}<TextArea name={quoteattr(name)} toName={quoteattr(to)} maxSubmissions=\"1\" "
+                       f"required=\"true\"/>"]
     kind = "multiple" if ask.several else "single"
-    return (head + [f"  <Choices name={quoteattr(name)} toName={quoteattr(to)} choice=\"{kind}\"{need}>"]
-            + [f"    <Choice value={quoteattr(label)} alias={quoteattr(value)}/>" for label, value in ask.choices]
-            + ["  </Choices>"])
+    label = dict((value, label) for label, value in ask.choices)
+
+    def choices(values, inner):
+        return [f"{inner}<Choice value={quoteattr(label[v])} alias={quoteattr(v)}/>" for v in values]
+
+    if ask.groups:
+        body = [line for group, values in ask.groups for line in (
+            [f"{indent}  <Header value={quoteattr(group)} size=\"6\"/>",
+             f"{indent}  <View style=\"display: flex; flex-wrap: wrap; column-gap: 1.5em\">"]
+            + choices(values, indent + "    ") + [f"{indent}  </View>"])]
+    else:
+        body = choices([value for _, value in ask.choices], indent + "  ")
+    return (head + [f"{indent}<Choices name={quoteattr(name)} toName={quoteattr(to)} choice=\"{kind}\" "
+                    f"required=\"true\">"] + body + [f"{indent}</Choices>"])
 
 
-def _shown(images: Iterable[str], texts: Iterable[str]) -> List[str]:
-    return ([f"  <Image name={quoteattr(c)} value={quoteattr('$' + c)}/>" for c in images]
-            + [f"  <Text name={quoteattr(c)} value={quoteattr('$' + c)}/>" for c in texts])
+def _shown(images: Iterable[str], texts: Iterable[str], entry: str = "") -> List[str]:
+    """The Image and Text tags of task columns; with `entry` (a Repeater's `$list[{{idx}}]`),
+    of that entry's fields, each named `<field>_{{idx}}`."""
+    indent = "    " if entry else "  "
+    name = (lambda c: f"{c}_{REPEATED}") if entry else (lambda c: c)
+    value = (lambda c: f"{entry}.{c}") if entry else (lambda c: "$" + c)
+    return ([f"{indent}<Image name={quoteattr(name(c))} value={quoteattr(value(c))}/>" for c in images]
+            + [f"{indent}<Text name={quoteattr(name(c))} value={quoteattr(value(c))}/>" for c in texts])
 
 
 def labeling_config(layout: RoundLayout) -> str:
@@ -166,28 +200,41 @@ def labeling_config(layout: RoundLayout) -> str:
     lines = [f"  <Header value={quoteattr(layout.instructions)}/>"] if layout.instructions else []
     lines += _shown(layout.images, layout.texts)
     items = layout.items
-    for k in range(items.count if items else 0):
+    if items and items.on:   # a place per entry of the task's list: as many as the task has
+        lines += [f"  <Repeater on={quoteattr('$' + items.on)} indexFlag={quoteattr(REPEATED)}>",
+                  f"    <Header value={quoteattr(items.title.format(n=''))}/>"]
+        lines += _shown(items.images, items.texts, entry=f"${items.on}[{REPEATED}]")
+        shown = f"{(items.images + items.texts)[0]}_{REPEATED}"
+        for ask in items.asks:
+            lines += _control(ask, f"{ask.column}@{REPEATED}", shown, indent="    ")
+        lines += ["  </Repeater>"]
+    for k in range(items.count if items and not items.on else 0):
         images, texts = [c.format(k=k) for c in items.images], [c.format(k=k) for c in items.texts]
         lines += [f"  <Header value={quoteattr(items.title.format(n=k + 1))}/>"] + _shown(images, texts)
-        for ask in items.asks:   # optional: a smaller set leaves places empty
-            lines += _control(ask, f"{ask.column}@{k}", (images + texts)[0], required=False)
     first = (list(layout.texts) + list(layout.images) + layout.shown_images())[0]
     for ask in layout.asks:
-        lines += _control(ask, ask.column, ask.to or first, required=True)
+        lines += _control(ask, ask.column, ask.to or first)
     return "\n".join(["<View>"] + lines + ["</View>"]) + "\n"
+
+
+def _served(value, base: str):
+    """A release-relative image path under the image base (a URL as it is)."""
+    return base + value if base and isinstance(value, str) and value and "://" not in value else value
 
 
 def _task(layout: RoundLayout, row: Mapping, base: str = "") -> dict:
     data = dict(row)
-    for column in layout.shown_images():   # a release-relative path, served under base
-        value = data.get(column)
-        if base and isinstance(value, str) and value and "://" not in value:
-            data[column] = base + value
-    if layout.items:
-        for k in range(layout.items.count):
-            data.update((f"{answer}@{k}", row.get(column.format(k=k), ""))
-                        for answer, column in layout.items.columns)
-    return {"data": {**data, ANSWERS: layout.answers()}}
+    for column in layout.shown_images():
+        if column in data:
+            data[column] = _served(data[column], base)
+    items = layout.items
+    if items and items.on:   # each entry's images served too; item k's answer columns beside
+        entries = [dict(entry, **{c: _served(entry.get(c), base) for c in items.images if c in entry})
+                   for entry in row.get(items.on) or ()]
+        data[items.on] = entries
+        for k, entry in enumerate(entries):
+            data.update((f"{answer}@{k}", entry.get(field, "")) for answer, field in items.columns)
+    return {"data": {**data, ANSWERS: layout.answers(row)}}
 
 
 def tasks_json(layout: RoundLayout, rows: Iterable[Mapping], image_base_url: str = "") -> str:
