@@ -45,14 +45,43 @@ _IMAGE_PLACE = """<figure class="item" data-url="${{image_{k}_url}}">
 {controls}</figcaption>
 </figure>
 """
-# a set has fewer images than the page has places: the empty places are neither shown
-# nor submitted
-_HIDE_EMPTY_PLACES = """<script>
-Array.prototype.forEach.call(document.querySelectorAll("figure.item"), function (figure) {
-  if (!figure.dataset.url) {
+# A set has fewer images than the page has places: the empty places are neither shown nor
+# submitted. Every question of every image shown needs the worker's answer: nothing is
+# answered in advance, a button (`data-rest`: a question, `data-value`: the answer) gives
+# "keep all" and the like to the images not answered yet by one click, and a submit with
+# an image left unanswered is refused (checkTask), so no untouched page posts as work.
+_IMAGE_PLACES_SCRIPT = """<script>
+document.addEventListener("DOMContentLoaded", function () {   // once the buttons below are there
+  var places = [];
+  Array.prototype.forEach.call(document.querySelectorAll("figure.item"), function (figure) {
+    if (figure.dataset.url) { places.push(figure); return; }
     figure.classList.add("hidden");
     Array.prototype.forEach.call(figure.querySelectorAll("input"), function (input) { input.disabled = true; });
-  }
+  });
+  var questions = {};
+  places.forEach(function (figure) {
+    Array.prototype.forEach.call(figure.querySelectorAll("input[type=radio]"), function (radio) {
+      questions[radio.name.split("@")[0]] = true;
+    });
+  });
+  var unanswered = function (question) {
+    return places.filter(function (figure) {
+      return !figure.querySelector("input[type=radio][name^='" + question + "@']:checked");
+    });
+  };
+  Array.prototype.forEach.call(document.querySelectorAll("button[data-rest]"), function (button) {
+    button.addEventListener("click", function () {
+      unanswered(button.dataset.rest).forEach(function (figure) {
+        figure.querySelector("input[type=radio][name^='" + button.dataset.rest + "@'][value='"
+                             + button.dataset.value + "']").checked = true;
+      });
+    });
+  });
+  window.checkTask = function () {
+    var left = Object.keys(questions).reduce(function (n, q) { return n + unanswered(q).length; }, 0);
+    return left ? "Answer every image (" + left + " answer" + (left > 1 ? "s" : "") +
+                  " missing), or use the buttons below the images." : "";
+  };
 });
 </script>
 """
@@ -81,7 +110,7 @@ def _body(name: str, places: int) -> str:
 def _image_places(controls: str, places: int) -> str:
     figures = "".join(_IMAGE_PLACE.format(k=k, controls=controls.replace("__K__", str(k)))
                       for k in range(places))
-    return f'<div class="grid" id="images">\n{figures}</div>\n{_HIDE_EMPTY_PLACES}'
+    return f'<div class="grid" id="images">\n{figures}</div>\n{_IMAGE_PLACES_SCRIPT}'
 
 
 def columns(name: str, images: int, pairs: int) -> tuple:

@@ -17,7 +17,9 @@ submitted form becomes an assignment of a batch results CSV in MTurk's own forma
 - VSR: the validation page's results, then the caption page's, each read before the
   sample's own answers in a rebuild: each row read, none rejected.
 
-A page first refuses a submit with nothing filled in (where it asks for something).
+Every page first refuses a submit with nothing filled in (nothing is answered in advance:
+NLVR2's "keep all" is a click), and NLVR2's image pages one with an image left
+unanswered.
 Screenshots go to build/crowd-pages/. Slow (samples built and rebuilt) and needs Debian's
 `chromium`: `make check-crowd-pages` runs it, as .ci/run does; plain `pytest` skips it.
 """
@@ -74,18 +76,21 @@ def first_row(path):
         return next(csv.DictReader(f))
 
 
-def work(browser, release, page, worker, fill, n=1, asks=True):
-    """Open `page` of `release` as worker `worker` on an accepted HIT, check that an empty
-    submit is refused (when the page asks for something), run `fill` (JavaScript), submit;
-    returns the posted fields (assignmentId left out)."""
+def work(browser, release, page, worker, fill, n=1, partly=None):
+    """Open `page` of `release` as worker `worker` on an accepted HIT, check that an
+    untouched submit is refused (and one after `partly`, JavaScript that leaves a question
+    unanswered, when given), run `fill` (JavaScript), submit; returns the posted fields
+    (assignmentId left out)."""
     query = urllib.parse.urlencode({"assignmentId": f"3ASSIGN{n:05d}TEST", "hitId": f"3HIT{n:05d}TEST",
                                     "workerId": worker, "turkSubmitTo": SANDBOX})
     browser.open(f"file://{release}/crowd/pages/{page}.preview.html?{query}")
     browser.wait("document.body && document.body.dataset.ready === '1'")
     browser.evaluate(_CATCH_SUBMIT)
-    if asks:
+    for refused, step in enumerate(["", partly] if partly else [""], start=1):
+        browser.evaluate(step)
         browser.evaluate(_SUBMIT)
-        assert browser.evaluate("window.__refused") == 1 and browser.evaluate("window.__posted") is None
+        assert browser.evaluate("window.__refused") == refused and browser.evaluate("window.__posted") is None, \
+            f"{page}: a submit with a question unanswered was not refused"
         assert browser.evaluate("document.getElementById('problem').textContent")
     browser.evaluate(fill)
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
@@ -165,11 +170,15 @@ def test_imagecode_describe_and_retrieve_pages_feed_a_rebuild(browser, tmp_path_
 
 # --- NLVR2: each round's results in a rebuild ------------------------------------------------
 
+_REST = "document.querySelector('button[data-rest=\"%s\"]').click();"   # "keep all" and the like: a click
+# what a worker of an image page does first (the page refuses it alone: the other images
+# are unanswered), then the click that answers the rest
+_PARTLY = {"pruning": "document.querySelector('input[name=\"verdict@1\"][value=\"inappropriate\"]').click()",
+           "interest": "document.querySelector('input[name=\"duplicate@2\"][value=\"yes\"]').click();"
+                       "document.querySelector('input[name=\"interesting@2\"][value=\"no\"]').click()"}
 NLVR2_ROUNDS = [  # page, the round's input, its stage, what the worker does
-    ("pruning", "pruning_answers", "crowd_pruning_answers",
-     "document.querySelector('input[name=\"verdict@1\"][value=\"inappropriate\"]').click()"),
-    ("interest", "interest_answers", "set_construction_answers",
-     "document.querySelector('input[name=\"duplicate@2\"][value=\"yes\"]').click()"),
+    ("pruning", "pruning_answers", "crowd_pruning_answers", _REST % "verdict"),
+    ("interest", "interest_answers", "set_construction_answers", _REST % "duplicate" + _REST % "interesting"),
     ("writing", "sentences", "writing_answers",
      "document.querySelector('.pair[data-pair=\"0\"] img').click();"
      "document.querySelector('.pair[data-pair=\"2\"] img').click();"
@@ -224,7 +233,7 @@ def test_an_nlvr2_page_feeds_its_round_in_a_rebuild(browser, nlvr2, page, round_
     with open(os.path.join(first, "crowd", "pages", f"{page}.csv"), newline="", encoding="utf-8") as f:
         tasks = {row[TASK_ID[page]]: row for row in csv.DictReader(f)}
     task = first_row(os.path.join(first, "crowd", "pages", f"{page}.csv"))
-    answers = work(browser, first, page, "A1WORKER", fill, asks=page not in ("pruning", "interest"))
+    answers = work(browser, first, page, "A1WORKER", fill, partly=_PARTLY.get(page))
     assert answers[FINGERPRINT] == task[FINGERPRINT]
     mine = 1
     if page in ("pruning", "interest"):   # a row per image the set shows

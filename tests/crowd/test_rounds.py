@@ -6,6 +6,9 @@ results file and from Label Studio's export:
 
 - a worker is who the platform says: MTurk's WorkerId, Label Studio's annotator; a
   posted field that names someone else is a bad_field reject, never someone's answer;
+- no page answers for the worker: nothing is checked, selected or typed in advance, and
+  each page has a check that refuses a submit with a question left unanswered (the
+  refusal itself is seen in Chromium: tests/crowd/test_crowd_pages_browser.py);
 - every answer a worker page or a Label Studio project can give is one its round
   accepts, and nothing else is: each form's and each labeling config's options are
   enumerated from the page and the config themselves and fed, one answer each, to the
@@ -13,6 +16,7 @@ results file and from Label Studio's export:
 """
 import itertools
 import json
+import re
 import xml.etree.ElementTree as ElementTree
 from html.parser import HTMLParser
 
@@ -88,6 +92,21 @@ def test_the_worker_is_who_label_studio_says(round_, tmp_path):
     assert outcome.accepted(1) and outcome.rejects.get(2) == ["bad_field"], outcome.rejects
     if round_.worker:
         assert set(outcome.workers) == {"h1@workers.example"}, outcome.workers
+
+
+# --- no answer without an action ---------------------------------------------------------------
+
+@pytest.mark.parametrize("round_", ROUNDS, ids=IDS)
+def test_no_page_answers_for_the_worker(round_):
+    page = fill(page_template(round_.page), round_.task)
+    answered = re.findall(r"<(?:input|option)\b[^>]*\s(?:checked|selected)(?=[\s=/>])[^>]*>", page)
+    assert not answered, f"{round_.id} answers for the worker: {answered}"
+    typed = re.findall(r"<textarea\b[^>]*>([^<]+)</textarea>", page)
+    assert not typed, f"{round_.id} types for the worker: {typed}"
+    assert "window.checkTask" in page, f"{round_.id} has no check that refuses an untouched submit"
+    form = _Form()
+    form.feed(page)
+    assert not [name for name in _clicked(form) if form.echoed.get(name)], "a click's field filled in advance"
 
 
 # --- every answer a page or a project can give -------------------------------------------------

@@ -119,7 +119,8 @@ button {{ font-size: 1.1em; padding: .4em 1.4em; }}
     document.getElementById("problem").textContent = problem;
     if (problem) {{ event.preventDefault(); }}
   }});
-  document.body.dataset.ready = "1";
+  // ready once every script of the page has set itself up (a template's own run at DOMContentLoaded)
+  document.addEventListener("DOMContentLoaded", function () {{ document.body.dataset.ready = "1"; }});
 }})();
 </script>
 </body>
