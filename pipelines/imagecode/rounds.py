@@ -19,7 +19,9 @@ description, retrieval); each level reconciles: in = out + rejected.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
+import json
 from typing import Dict, List, Tuple
 
 import apache_beam as beam
@@ -189,6 +191,11 @@ def _set_fields(row, sets: Dict[str, tuple]) -> dict:
     return {"split": known[0], "source": known[2]} if known else {}
 
 
+def _placed(record, path: str, line: int):
+    """A Description or Retrieval with the row it was read from (its keep-rule rejects name it)."""
+    return dataclasses.replace(record, file=path, line=line)
+
+
 def _split_of(record) -> dict:
     """A duplicate row's Reject names its record's split."""
     return {"split": record.split}
@@ -250,7 +257,7 @@ class _ReadCrowdRows(beam.PTransform):
         self._rows = dict(path=path, stage=stage, columns=columns,
                           check=functools.partial(_in_known_set, build),
                           duplicate_reason=duplicate_reason, problem_fields=_set_fields,
-                          duplicate_fields=_split_of, worker=WORKER)
+                          duplicate_fields=_split_of, worker=WORKER, placed=_placed)
         self._sets, self._tasks, self._then = known_sets, tasks, then
         self._shown = dict(task_of=task_of, labels_of=labels_of, missing_reason=missing_reason,
                            route=route)
@@ -431,10 +438,9 @@ class _DecideFn(StageFn):
             yield beam.pvalue.TaggedOutput(JUDGED, JudgedDescription(
                 desc_id, s.split, s.is_video, d.target_index,
                 tuple((r.worker, r.guessed_index) for r in used), kept=reason is None))
-        if reason is not None:
-            yield self.reject(
-                reason, desc_id, source=s.source, split=s.split,
-                detail=f"{correct} of {len(used)} retrievers found target {d.target_index}")
+        if reason is not None:   # at the describer's row: the judgement of their answer
+            yield self.reject(reason, desc_id, source=s.source, split=s.split, file=d.file, line=d.line,
+                              detail=keep_rule_detail(d, [r.guessed_index for r in used], correct))
             return
         yield KeptDescription(
             desc_id, d.set_name, d.target_index, d.text, s.split, s.source, s.is_video,
@@ -442,4 +448,18 @@ class _DecideFn(StageFn):
 
     def _reject_retrieval(self, r: Retrieval, reason: str, detail: str):
         return self.reject(reason, f"{r.description_id}@{r.worker}", level="retrieval",
-                           split=r.split, detail=detail)
+                           split=r.split, detail=detail, file=r.file, line=r.line)
+
+
+SHOWN_TEXT = 1000   # characters of a description a reject's detail quotes (the longest public one has 710)
+
+
+def keep_rule_detail(d: Description, guesses: List[int], correct: int) -> str:
+    """What a keep-rule reject says: how many retrievers found the target, each one's
+    guess (canonical indices, in retriever order), and the description itself, quoted
+    (a person judging the reject reads what was written)."""
+    text = d.text if len(d.text) <= SHOWN_TEXT else d.text[:SHOWN_TEXT] + "…"
+    said = f"{correct} of {len(guesses)} retrievers found target {d.target_index}"
+    if guesses:
+        said += f"; guesses {', '.join(map(str, guesses))}"
+    return f"{said}; description {json.dumps(text, ensure_ascii=False)}"

@@ -171,13 +171,16 @@ class DescribeTask:
 
 @dataclass(frozen=True)
 class Description:
-    """One describer answer. `split` is filled from the set at ingestion."""
+    """One describer answer. `split` is filled from the set at ingestion; `file` and
+    `line` say where it was read (what the keep rule's reject names, for approvals)."""
     description_id: str
     set_name: str
     target_index: int
     text: str
     worker: str
     split: str = ""
+    file: str = ""
+    line: int = 0
 
 
 @dataclass(frozen=True)
@@ -213,12 +216,15 @@ def retrieve_row_labels(row: dict) -> dict:
 
 @dataclass(frozen=True)
 class Retrieval:
-    """One retriever answer. `split` is filled from the set at ingestion."""
+    """One retriever answer. `split` is filled from the set at ingestion; `file` and
+    `line` say where it was read."""
     set_name: str
     description_id: str
     worker: str
     guessed_index: int
     split: str = ""
+    file: str = ""
+    line: int = 0
 
 
 @dataclass(frozen=True)

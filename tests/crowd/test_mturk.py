@@ -1,9 +1,9 @@
 """Mechanical Turk's files (issue 38, item 2): the batch results CSV as MTurk's "Download
 CSV" writes it is read as the round's answer rows; a rejected assignment and a stale one
-never reach the release; the approve/reject file MTurk takes back is written from the
-rejects. Hand-built sets (tests/imagecode/test_crowd.py), no video, one small pipeline."""
+never reach the release (the approve/reject file MTurk takes back: tests/crowd/
+test_approvals.py). Hand-built sets (tests/imagecode/test_crowd.py), no video, one small
+pipeline."""
 import csv
-import io
 
 import apache_beam as beam
 import pytest
@@ -113,31 +113,6 @@ def test_a_page_answering_several_items_gives_a_row_per_item(tmp_path):
         rows = list(parse_file(str(path), f, "csv", ("set", "image", "verdict")))
     assert [(r.line, r.fields["set"], r.fields["image"], r.fields["verdict"]) for r in rows] == [
         (2, "cup#0", "0", "keep"), (2, "cup#0", "1", "inappropriate")]
-
-
-def test_the_approve_reject_file_follows_the_rules_that_judged_the_answers(describe_results):
-    rejects = [{"file": describe_results, "line": 6, "reason": reasons.STALE_ANSWER, "detail": "changed"},
-               {"file": describe_results, "line": 7, "reason": reasons.BAD_FIELD, "detail": "echo differs"},
-               {"file": describe_results, "line": 8, "reason": reasons.MISSING_FIELD, "detail": "text"},
-               {"file": "/elsewhere/other.csv", "line": 2, "reason": reasons.BAD_FIELD, "detail": "x"}]
-    rows = list(csv.DictReader(io.StringIO(mturk.approvals(describe_results, rejects))))
-    decided = [(r["WorkerId"], r["AssignmentStatus"], r["Approve"], r["Reject"]) for r in rows]
-    assert decided == [
-        ("A1WORKER", "Submitted", "x", ""),
-        ("A2WORKER", "Approved", "", ""),        # MTurk has decided: left as it is
-        ("A3WORKER", "Rejected", "", ""),
-        ("A4WORKER", "Submitted", "x", ""),      # stale: the build changed, not the work
-        ("A5WORKER", "Submitted", "", "bad_field: echo differs"),
-        ("A6WORKER", "Submitted", "", "missing_field: text"),
-        ("A7WORKER", "Pending", "", "")]
-    assert rows[0]["Answer.text"] == 'The dog, "left", jumps,\nthen lands.'
-
-
-def test_a_file_that_is_not_a_results_file_has_no_approvals(tmp_path):
-    path = tmp_path / "answers.csv"
-    path.write_text("set_name,target_index,text,worker\nopen-images-1,4,A dog.,w1\n")
-    with pytest.raises(InputError, match="not a Mechanical Turk batch results file"):
-        mturk.approvals(str(path), [])
 
 
 def test_vsr_reads_a_results_file_where_it_reads_json_lines(tmp_path):

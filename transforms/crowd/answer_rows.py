@@ -16,6 +16,10 @@ each key. What a row means is the benchmark's: `check(row, context)` returns
 round, AsDict), `problem_fields(row, context)` the extra fields of a bad row's Reject
 (split, source, ...), `duplicate_fields(record)` those of a duplicate's.
 
+`placed(record, path, line)`, when given, puts where a record was read into it (a later
+stage that judges it names that row in its rejects, so a requester's approvals can
+find the assignment).
+
 `worker` names the round's worker column: a platform's file (MTurk's results, Label
 Studio's export) fills it from the platform's own record of who did the work, and a row
 whose posted fields say otherwise is rejected (answer_files.py); a file of the project's
@@ -127,13 +131,14 @@ class ReadAnswerRows(beam.PTransform):
                  check: Callable[[dict, Any], Any], duplicate_reason: str, context=None,
                  problem_fields: Callable[[Optional[dict], Any], dict] = _no_fields,
                  duplicate_fields: Callable[[Any], dict] = _no_fields,
-                 shown: Optional[Shown] = None, worker: str = ""):
+                 shown: Optional[Shown] = None, worker: str = "",
+                 placed: Optional[Callable[[Any, str, int], Any]] = None):
         super().__init__()
         file_format(path)  # an unknown extension fails now, not on a worker
         self._path, self._stage, self._columns, self._worker = path, stage, tuple(columns), worker
         self._check, self._dup, self._context = check, duplicate_reason, context
         self._problem_fields, self._duplicate_fields = problem_fields, duplicate_fields
-        self._shown = shown
+        self._shown, self._placed = shown, placed
 
     def expand(self, p):
         side = () if self._context is None else (self._context,)
@@ -141,7 +146,7 @@ class ReadAnswerRows(beam.PTransform):
                     else _EvidenceOf(self._shown.evidence_of, self._shown.labels_of))
         checked = (p | "Read" >> _ReadRows(self._path, self._columns, self._worker)
                    | "Validate" >> stage_pardo(_CheckRowFn(self._stage, self._columns, self._check,
-                                                           self._problem_fields, evidence), *side))
+                                                           self._problem_fields, evidence, self._placed), *side))
         rows, rejects = checked[MAIN], [checked[REJECTS]]
         if self._shown is not None:
             shown, fields = self._shown, _RowFields(self._duplicate_fields)
@@ -202,10 +207,10 @@ class _CheckRowFn(StageFn):
     level = "line"
     counts_out = False  # out once it is no duplicate (the KeepFirst after it)
 
-    def __init__(self, stage: str, columns, check, problem_fields, evidence=None):
+    def __init__(self, stage: str, columns, check, problem_fields, evidence=None, placed=None):
         self.stage, self._columns = stage, columns
         self._check, self._problem_fields = check, problem_fields
-        self._evidence = evidence
+        self._evidence, self._placed = evidence, placed
 
     def judge(self, parsed: AnswerRow, context=None):
         row, problem = parsed.fields, parsed.error
@@ -225,6 +230,8 @@ class _CheckRowFn(StageFn):
                               line=parsed.line, **self._problem_fields(row, context))
             return
         key, record = checked
+        if self._placed is not None:
+            record = self._placed(record, parsed.path, parsed.line)
         evidence = self._evidence(row) if self._evidence is not None else Evidence()
         yield _CheckedRow(key, parsed.row_id, parsed.path, record, evidence)
 

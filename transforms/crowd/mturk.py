@@ -39,20 +39,20 @@ MTurk's own columns stay in the row under their names (`WorkerId`, `AssignmentId
 same name replaces them; the rounds ignore columns they do not read.
 
 `approvals` writes the file MTurk takes back: the results file's rows with `Approve` ("x")
-or `Reject` (the reason a worker is shown) filled from the rejects the build wrote for
-each row, judged by the round's rules.
+or `Reject` (what the worker is shown) filled, one decision per assignment, made by the
+caller from what the build did with each row (pipelines/release/approvals.py).
 """
 from __future__ import annotations
 
 import csv
 import dataclasses
 import io
-import os
-from typing import Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from schemas import reasons
 from transforms.core.errors import InputError
 from transforms.crowd.items import item_field, split_items
+from transforms.io.csv_out import safe_cell
 
 INPUT, ANSWER = "Input.", "Answer."
 ASSIGNMENT_ID, WORKER_ID, STATUS = "AssignmentId", "WorkerId", "AssignmentStatus"
@@ -61,13 +61,6 @@ SUBMITTED, APPROVED, REJECTED = "Submitted", "Approved", "Rejected"
 # A hidden field pages of an earlier release posted, naming the worker column: never read
 # (the round names its own), dropped from the row.
 POSTED_WORKER_COLUMN = "worker_column"
-
-# Rejects that say nothing about the work: the build changed the task under the worker
-# (stale_answer), MTurk already rejected it, or the same answer came twice. Such a row is
-# approved; a row rejected for anything else (an empty field, an index outside the set,
-# a text that is not the worker's typing) is rejected with that reason.
-NOT_THE_WORKERS = (reasons.STALE_ANSWER, reasons.REJECTED_ASSIGNMENT)
-
 
 def is_results_header(columns: Sequence[str]) -> bool:
     """True for the header of MTurk's batch results CSV."""
@@ -154,49 +147,88 @@ def _rejected(row, reason: str, detail: str):
 
 # --- the file MTurk takes back ---------------------------------------------------------------
 
-def approvals(results_path: str, rejects: Iterable[Mapping]) -> str:
+APPROVED_MARK = "x"                   # what MTurk's upload reads under Approve
+FEEDBACK_CHARS = 1024                 # MTurk's RequesterFeedback holds at most this much
+
+
+@dataclasses.dataclass(frozen=True)
+class Decision:
+    """One assignment's verdict: `approve` (True), reject (False) or pending (None), and
+    what its worker is told (the Reject cell; pending: what the requester waits for)."""
+    approve: Optional[bool]
+    reasons: Tuple[str, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class Decided:
+    assignment: str
+    worker: str
+    lines: Tuple[int, ...]      # the results file's lines of this assignment
+    decision: Decision
+
+
+def approvals(results_path: str, decide: Callable[[Sequence[int]], Decision]) -> Tuple[str, List[Decided]]:
     """The results file at `results_path` with `Approve` and `Reject` filled, as MTurk's
-    "Upload CSV" takes it: a Submitted assignment gets "x" under Approve, or under Reject
-    the reasons its rows were rejected for (`rejects`: the build's reject records, each
-    with `file`, `line`, `reason`, `detail`), unless every one is NOT_THE_WORKERS. An
-    assignment already Approved or Rejected is left as MTurk has it."""
-    name = os.path.basename(results_path)
-    why: Dict[int, List[str]] = {}
-    for r in rejects:
-        if r.get("file") and os.path.basename(r["file"]) == name and r.get("line") is not None \
-                and r.get("reason") not in NOT_THE_WORKERS:
-            why.setdefault(int(r["line"]), []).append(f"{r['reason']}: {r.get('detail') or ''}".strip(": "))
-    with open(results_path, encoding="utf-8-sig", newline="") as f:
-        text = f.read()
+    "Upload CSV" takes it, and what was decided for each Submitted assignment.
+
+    `decide(lines)` judges one assignment by the lines of the file it is on (its rows'
+    rejects are the caller's to know): approved, "x" under Approve; rejected, its reasons
+    under Reject; pending, both left empty (MTurk waits). An assignment that appears on
+    several lines gets one decision, written on its first line only. An assignment MTurk
+    already approved or rejected is left as it is. The file is read as the build reads it
+    (any cell size, bytes that are not UTF-8 kept as they are), and every cell written is
+    safe in a spreadsheet (a text that begins like a formula gets a leading ')."""
+    with open(results_path, "rb") as f:
+        text = without_bom_text(f.read().decode("utf-8", "surrogateescape"))
+    records = list(_records_with_lines(text))
+    if not records or not is_results_header(records[0][1]):
+        raise InputError(f"{results_path} is not a Mechanical Turk batch results file "
+                         f"(its header has no {ASSIGNMENT_ID} and Answer. columns)")
+    header = records[0][1] + [c for c in (APPROVE, REJECT) if c not in records[0][1]]
+    rows = [(line, dict(zip(header, record + [""] * (len(header) - len(record))))) for line, record in records[1:]]
+    lines_of: Dict[str, List[int]] = {}
+    for line, row in rows:
+        if row.get(STATUS, "").strip() == SUBMITTED and row.get(ASSIGNMENT_ID, "").strip():
+            lines_of.setdefault(row[ASSIGNMENT_ID].strip(), []).append(line)
+    decided = {assignment: decide(lines) for assignment, lines in lines_of.items()}
     out = io.StringIO()
     writer = csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="\r\n")
-    header: Optional[List[str]] = None
-    for line, record in _records_with_lines(text):
-        if header is None:
-            header = record + [c for c in (APPROVE, REJECT) if c not in record]
-            if not is_results_header(header):
-                raise InputError(f"{results_path} is not a Mechanical Turk batch results file "
-                                 f"(its header has no {ASSIGNMENT_ID} and Answer. columns)")
-            writer.writerow(header)
-            continue
-        row = dict(zip(header, record + [""] * (len(header) - len(record))))
-        if row.get(STATUS, "").strip() == SUBMITTED:
-            problems = why.get(line)
-            row[APPROVE], row[REJECT] = ("", "; ".join(problems)[:1000]) if problems else ("x", "")
-        writer.writerow([row[c] for c in header])
-    return out.getvalue()
+    writer.writerow([safe_cell(c) for c in header])
+    done: List[Decided] = []
+    for line, row in rows:
+        assignment = row.get(ASSIGNMENT_ID, "").strip()
+        if assignment in decided and lines_of[assignment][0] == line:
+            decision = decided[assignment]
+            row[APPROVE] = APPROVED_MARK if decision.approve else ""
+            row[REJECT] = " ".join(decision.reasons)[:FEEDBACK_CHARS] if decision.approve is False else ""
+            done.append(Decided(assignment, row.get(WORKER_ID, "").strip(), tuple(lines_of[assignment]), decision))
+        elif assignment in decided:   # a second row of a decided assignment: nothing more to decide
+            row[APPROVE], row[REJECT] = "", ""
+        writer.writerow([safe_cell(row[c]) for c in header])
+    return out.getvalue(), done
+
+
+def without_bom_text(text: str) -> str:
+    return text[1:] if text.startswith("\ufeff") else text
 
 
 def _records_with_lines(text: str) -> Iterator[Tuple[int, List[str]]]:
-    """(line where the record starts, cells) of a CSV text: the line numbers rejects name."""
-    lines = io.StringIO(text, newline="\n")   # lines end at "\n" alone, as answer_files counts them
-    reader = csv.reader(lines)
-    start = 1
-    while True:
-        try:
-            record = next(reader)
-        except StopIteration:
-            return
-        if any(cell.strip() for cell in record):
-            yield start, record
-        start = reader.line_num + 1
+    """(line where the record starts, cells) of a CSV text: the line numbers rejects name
+    (answer_files.py counts lines as they end at "\n"). A cell of any size is read: the
+    build rejects an oversized one (bad_field), and its row is still written back."""
+    lines = io.StringIO(text, newline="\n")
+    limit = csv.field_size_limit()
+    csv.field_size_limit(max(limit, len(text) + 1))
+    try:
+        reader = csv.reader(lines)
+        start = 1
+        while True:
+            try:
+                record = next(reader)
+            except StopIteration:
+                return
+            if any(cell.strip() for cell in record):
+                yield start, record
+            start = reader.line_num + 1
+    finally:
+        csv.field_size_limit(limit)
