@@ -38,8 +38,8 @@ from pipelines.imagecode.rounds_schema import (DESCRIBE_TASK_COLUMNS, DESCRIPTIO
                                                retrieve_row_labels)
 from transforms.core.sampling import priority
 from transforms.core.stage import MAIN, REJECTS, StageFn, stage_pardo
-from transforms.crowd.answer_files import file_format
-from transforms.crowd.answer_rows import ReadAnswerRows, RowProblem, Shown, cell_text, whole_number
+from transforms.crowd.answer_rows import (ReadAnswerRows, RowProblem, Shown, answer_patterns, cell_text,
+                                          whole_number)
 from transforms.crowd.labelstudio import Ask, Items, RoundLayout
 from transforms.crowd.task_files import WriteTaskFiles
 
@@ -246,15 +246,14 @@ def task_views(tasks):
 
 
 class _ReadCrowdRows(beam.PTransform):
-    """An answer file of one round, read against the sets in the rounds and the tasks
-    this build shows (`tasks`); `then`: (task id, TaskView) of the release the tasks were
-    exported in (route 2), or None."""
+    """The answer files of one round (a file or glob, or a list of them), read against the
+    sets in the rounds and the tasks this build shows (`tasks`); `then`: (task id,
+    TaskView) of the release the tasks were exported in (route 2), or None."""
 
-    def __init__(self, path, known_sets, tasks, then, stage, columns, build, duplicate_reason,
+    def __init__(self, paths, known_sets, tasks, then, stage, columns, build, duplicate_reason,
                  task_of, labels_of, missing_reason, route):
         super().__init__()
-        file_format(path)  # an unknown extension fails now, not on a worker
-        self._rows = dict(path=path, stage=stage, columns=columns,
+        self._rows = dict(paths=answer_patterns(paths), stage=stage, columns=columns,
                           check=functools.partial(_in_known_set, build),
                           duplicate_reason=duplicate_reason, problem_fields=_set_fields,
                           duplicate_fields=_split_of, worker=WORKER, placed=_placed)

@@ -26,6 +26,7 @@ import apache_beam as beam
 import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 
+from pipelines.config import listed
 from pipelines.nlvr2.collection_config import CollectionConfig
 from pipelines.nlvr2.queries import synset_queries
 from pipelines.nlvr2.rounds import (EXTRA_VALIDATION_LABELSTUDIO, INTEREST_COLUMNS, PRUNING_COLUMNS,
@@ -157,12 +158,13 @@ def preflight(config: CollectionConfig) -> None:
         columns = ROUND_COLUMNS[key]
         if key == "search_results" and config.search.local_similar.collection:
             columns = columns[:-1]
-        check_answer_file(getattr(config.inputs, key), columns, worker=ROUND_WORKERS.get(key, ""))
-        if key in ROUND_TASKS:   # and one that cannot show what its workers saw
-            file, id_column, _ = ROUND_TASKS[key]
-            check_evidence(getattr(config.inputs, key), f"collection.inputs.{key}",
-                           getattr(config.tasks_release, key), f"collection.tasks_release.{key}",
-                           "nlvr2", [f"{TASKS_DIR}/{file}"], id_column)
+        for path in listed(getattr(config.inputs, key)):   # one file, or a list of them (several exports)
+            check_answer_file(path, columns, worker=ROUND_WORKERS.get(key, ""))
+            if key in ROUND_TASKS:   # and one that cannot show what its workers saw
+                file, id_column, _ = ROUND_TASKS[key]
+                check_evidence(path, f"collection.inputs.{key}",
+                               getattr(config.tasks_release, key), f"collection.tasks_release.{key}",
+                               "nlvr2", [f"{TASKS_DIR}/{file}"], id_column)
 
 
 def stand_ins(config: CollectionConfig) -> dict:

@@ -7,6 +7,8 @@ one task (hand-made context, no sample build: one small pipeline a round).
         outcome = round_.read(path, tmp_path)   # what the round did with each row of `path`
         outcome.rejects   # {line: [reason, ...]} of the rejects naming the file
         outcome.workers   # the worker ids its records were credited to
+        round_.read([first, second], tmp_path)  # the round's answer key given a list of files
+        outcome.by_file   # {(file name, line): [reason, ...]}
 
 tests/crowd/test_rounds.py holds the tests every round must pass (who the worker is, which
 answers a round accepts).
@@ -30,8 +32,16 @@ from transforms.crowd.shown import FINGERPRINT
 
 @dataclasses.dataclass
 class Outcome:
-    rejects: Dict[int, List[str]]   # line -> reasons of the rejects that name the answer file
+    by_file: Dict[Tuple[str, int], List[str]]   # (file name, line) -> reasons of its rejects
     workers: List[str]              # the workers the round's records name (the answers it used)
+
+    @property
+    def rejects(self) -> Dict[int, List[str]]:
+        """line -> reasons, of a round read from one file."""
+        found: Dict[int, List[str]] = {}
+        for (_, line), reasons in self.by_file.items():
+            found.setdefault(line, []).extend(reasons)
+        return found
 
     def accepted(self, line: int) -> bool:
         """The row at `line` passed the round's checks of its values (a second answer of the
@@ -49,23 +59,26 @@ class Round:
     task: dict                      # the page's batch input row (MTurk's Input.<col>)
     labelstudio_task: dict          # the task's data as Label Studio imports it
     answer: dict                    # what the page submits for an honest answer
-    _read: Callable                 # (pipeline, path) -> (records' workers, rejects)
+    _read: Callable                 # (pipeline, paths) -> (records' workers, rejects)
 
     @property
     def id(self) -> str:
         return f"{self.benchmark}-{self.name}"
 
-    def read(self, path: str, tmp_path) -> Outcome:
+    def read(self, paths, tmp_path) -> Outcome:
+        """What the round's reader did with the rows of `paths` (a file, or the answer
+        key's list of files)."""
+        paths = [paths] if isinstance(paths, str) else list(paths)
         p = local_test_pipeline()
-        workers, rejects = self._read(p, path)
-        name = os.path.basename(path)
+        workers, rejects = self._read(p, paths)
+        names = {os.path.basename(path) for path in paths}
         collect(workers, tmp_path, f"{self.id}-workers")
-        collect(rejects | beam.Filter(lambda r: os.path.basename(r.file or "") == name)
-                | beam.Map(lambda r: (r.line, r.reason)), tmp_path, f"{self.id}-rejects")
+        collect(rejects | beam.Filter(lambda r: os.path.basename(r.file or "") in names)
+                | beam.Map(lambda r: (os.path.basename(r.file), r.line, r.reason)), tmp_path, f"{self.id}-rejects")
         run(p)
-        found: Dict[int, List[str]] = {}
-        for line, reason in collected(tmp_path, f"{self.id}-rejects"):
-            found.setdefault(line, []).append(reason)
+        found: Dict[Tuple[str, int], List[str]] = {}
+        for name, line, reason in collected(tmp_path, f"{self.id}-rejects"):
+            found.setdefault((name, line), []).append(reason)
         return Outcome(found, sorted(w for ws in collected(tmp_path, f"{self.id}-workers") for w in ws))
 
 
@@ -84,14 +97,14 @@ def _imagecode():
     retrieve = task_row(retrieve_of)
     describe_page, retrieve_page = worker_pages.pages()
 
-    def read_descriptions(p, path):
+    def read_descriptions(p, paths):
         sets = p | "Sets" >> beam.Create(SETS)
-        read = p | ReadDescriptions(path, sets, (sets | MakeDescribeTasks(SEED))[MAIN])
+        read = p | ReadDescriptions(paths, sets, (sets | MakeDescribeTasks(SEED))[MAIN])
         return read[MAIN] | beam.Map(lambda d: [d.worker]), read[REJECTS]
 
-    def read_retrievals(p, path):
+    def read_retrievals(p, paths):
         sets = p | "Sets" >> beam.Create(SETS)
-        read = p | ReadRetrievals(path, sets, p | "Tasks" >> beam.Create([retrieve_of]))
+        read = p | ReadRetrievals(paths, sets, p | "Tasks" >> beam.Create([retrieve_of]))
         return read[MAIN] | beam.Map(lambda r: [r.worker]), read[REJECTS]
 
     return [
@@ -145,23 +158,23 @@ def _nlvr2():
         ("extra_validation", validation_task(candidate)))}
 
     def image_round(stage):
-        def read(p, path):
+        def read(p, paths):
             sets = p | "Sets" >> beam.Create([image_set])
-            judged = sets | ImageRound(stage, path, PruningConfig())
+            judged = sets | ImageRound(stage, paths, PruningConfig())
             return judged[MAIN] | beam.Map(lambda _: []), judged[REJECTS]
         return read
 
-    def read_writing(p, path):
-        written = p | beam.Create([paired]) | WritingRound(path, PAIRS)
+    def read_writing(p, paths):
+        written = p | beam.Create([paired]) | WritingRound(paths, PAIRS)
         return written[MAIN] | beam.Map(lambda s: [s.writer]), written[REJECTS]
 
-    def read_validation(p, path):
-        validated = p | beam.Create([sentence]) | ValidationRound(path)
+    def read_validation(p, paths):
+        validated = p | beam.Create([sentence]) | ValidationRound(paths)
         return validated[MAIN] | beam.Map(lambda v: [v.validator]), validated[REJECTS]
 
-    def read_extra(p, path):
+    def read_extra(p, paths):
         final = (p | beam.Create([Validated(candidate, "V0VALIDATOR")])
-                 | SplitAndValidate(path, SplitsConfig(extra_judgements=99), SEED))
+                 | SplitAndValidate(paths, SplitsConfig(extra_judgements=99), SEED))
         return (final[MAIN] | beam.Map(lambda e: [worker for worker, _ in e.extra_validations]),
                 final[REJECTS])
 
@@ -214,12 +227,12 @@ def _vsr():
     caption_row = worker_pages.caption_row(caption_task(pair))
     vote_row = worker_pages.validation_row(validation_task(example))
 
-    def read_captions(p, path):
-        read = p | ReadCaptions([path], frozenset(RELATIONS), p | beam.Create([pair]))
+    def read_captions(p, paths):
+        read = p | ReadCaptions(paths, frozenset(RELATIONS), p | beam.Create([pair]))
         return read[MAIN] | beam.Map(lambda t: [t[0].annotator_id]), read[REJECTS]
 
-    def read_votes(p, path):
-        voted = p | beam.Create([(example, (), ())]) | JoinVotes([path])
+    def read_votes(p, paths):
+        voted = p | beam.Create([(example, (), ())]) | JoinVotes(paths)
         return voted[MAIN] | beam.Map(lambda t: list(t[1] + t[2])), voted[REJECTS]
 
     return [

@@ -252,3 +252,47 @@ def test_every_answer_a_label_studio_project_offers_is_accepted_and_nothing_else
     path = labelstudio_export(round_, [(f"w{n}@workers.example", results) for n, (_, results, _) in enumerate(answers)],
                               tmp_path / "project-1-export.json")
     _judged(round_.read(path, tmp_path), answers, lambda n: n + 1)
+
+
+# --- a round's answers from several exports ----------------------------------------------------
+
+@pytest.mark.parametrize("round_", ROUNDS, ids=IDS)
+def test_a_rounds_answers_come_from_a_list_of_files(round_, tmp_path):
+    """The answer key takes a list: an MTurk batch and a Label Studio export of the same
+    round, read together. The file listed first comes first, even where its name sorts
+    after the other's: a second answer to the same task is the second file's duplicate."""
+    batch = tmp_path / "zz_Batch_1_batch_results.csv"
+    write_results(batch, [assignment(1, "A1HONEST", round_.task, round_.answer)], list(round_.task))
+    export = labelstudio_export(round_, [("h1@workers.example", labelstudio_results(round_, round_.answer))],
+                                tmp_path / "aa-project-1-export.json")
+    outcome = round_.read([str(batch), export], tmp_path)
+    assert (batch.name, 2) not in outcome.by_file, outcome.by_file           # the first listed: used
+    assert all(r.startswith("duplicate_") for r in outcome.by_file.get(("aa-project-1-export.json", 1), ()))
+    if round_.worker:
+        assert "A1HONEST" in outcome.workers
+
+
+def test_the_answer_keys_take_a_list_of_files(tmp_path):
+    """ImageCoDe's crowd.descriptions and crowd.retrievals, NLVR2's collection.inputs.<round>
+    (VSR's inputs take lists already), each file of a list checked before any work."""
+    from pipelines.config import listed, load_config
+    from pipelines.imagecode.config import ImageCodeConfig
+    from pipelines.imagecode.preflight import check_imagecode
+    from pipelines.nlvr2.config import Nlvr2Config
+    from pipelines.registry import entry
+    from transforms.core.errors import PreflightError
+    good, bad = tmp_path / "a.csv", tmp_path / "b.csv"
+    write_results(good, [assignment(1, "A1", {"task_fingerprint": "f" * 32}, {"set_name": "s", "target_index": "1",
+                                                                             "text": "t"})], ["task_fingerprint"])
+    bad.write_text("set_name,text\ns,t\n")
+    videos = tmp_path / "videos.jsonl"
+    videos.write_text('{"video": "v.mp4"}\n')
+    imagecode = load_config(entry("imagecode").config_path("sample"),
+                            [f"inputs.videos={videos}", "static.images=null",
+                             f"crowd.descriptions=[{good},{bad}]", "crowd.retrievals=null"], ImageCodeConfig)
+    assert listed(imagecode.crowd.descriptions) == [str(good), str(bad)]
+    with pytest.raises(PreflightError, match=r"crowd.descriptions: .*b.csv.* lacks the column"):
+        check_imagecode(imagecode)
+    nlvr2 = load_config(entry("nlvr2").config_path("sample"), [f"collection.inputs.validations=[{good},{bad}]"],
+                        Nlvr2Config)
+    assert listed(nlvr2.collection.inputs.validations) == [str(good), str(bad)]

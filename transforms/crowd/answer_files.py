@@ -69,11 +69,18 @@ class AnswerRow:
     line: int                                # where the row starts, 1-based
     fields: Optional[dict] = None
     error: Optional[Tuple[str, str]] = None
+    rank: int = 0                            # its pattern's place in the answer key's list
 
     @property
     def row_id(self) -> Tuple[str, int]:
-        """(file name, line): what rejects call the row, and the order duplicates keep."""
+        """(file name, line): what rejects call the row."""
         return os.path.basename(self.path), self.line
+
+    @property
+    def order(self) -> Tuple[int, str, int, str]:
+        """Which of two rows comes first (the one a duplicate gives way to): the file as the
+        answer key lists it, then its name and the line; never arrival order."""
+        return self.rank, os.path.basename(self.path), self.line, self.path
 
 
 def file_format(path: str) -> str:
