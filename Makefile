@@ -121,8 +121,9 @@ check-explorer:
 	EXPLORER_BROWSER=1 $(PY) -m pytest -q tests/release/test_explorer_browser.py
 	@echo "explorer times (logged, not asserted; screenshots in build/explorer/):"; cat build/explorer/timings.json
 
-# Every crowd round's worker page filled and submitted in headless Chromium, its results
-# in MTurk's CSV format ingested by a rebuild (docs/crowd.md); screenshots in build/crowd-pages/.
+# Every crowd round's worker page filled and submitted in headless Chromium (an untouched
+# submit refused first), its results in MTurk's CSV format ingested by a rebuild, every
+# preview's pictures counted loaded from disk (docs/crowd.md); screenshots in build/crowd-pages/.
 check-crowd-pages:
 	@WITH_CHROMIUM=1 bash scripts/setup.sh
 	CROWD_BROWSER=1 $(PY) -m pytest -q tests/crowd/test_crowd_pages_browser.py

@@ -276,7 +276,7 @@ class CollectExamples(beam.PTransform):
         self._label_studio(every_task)
         _ = every_task | "Worker pages" >> WriteWorkerPages(
             FileSystems.join(self.staging_dir, "crowd", PAGES_DIR), cfg.search.set_size,
-            cfg.pruning.set_images // 2)
+            cfg.pruning.set_images // 2, os.path.dirname(cfg.inputs.search_results))
         if examples is None:
             examples = p | "No examples yet" >> beam.Create([])
         if not rejects:

@@ -17,7 +17,9 @@ of tasks/ hold lists, a platform's input CSV holds one value a column).
 The worker columns (writing's `writer`, the validations' `worker`) are MTurk's WorkerId
 (transforms/crowd/mturk.py), never fields of the page.
 
-Every page echoes task_fingerprint. `image@k` and the like are one item of a page that
+Every page echoes task_fingerprint. Its preview shows the collected images themselves (the
+task's URLs are paths beside the search results in a local collection: the preview
+copies them, transforms/crowd/pages.py FilesUnder). `image@k` and the like are one item of a page that
 answers several (transforms/crowd/mturk.py reads a results row into one row per image).
 Image places: as many as a set can hold (collection.search.set_size, pairs from
 collection.pruning.set_images); a smaller set leaves the rest empty and unsubmitted.
@@ -30,7 +32,7 @@ from typing import Dict, List
 
 import apache_beam as beam
 
-from transforms.crowd.pages import Page, WritePages
+from transforms.crowd.pages import FilesUnder, Page, WritePages
 from transforms.crowd.shown import FINGERPRINT
 
 _TEMPLATES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pages")
@@ -153,11 +155,13 @@ def flat_row(name: str, task: dict, images: int, pairs: int) -> Dict[str, object
 
 class WriteWorkerPages(beam.PTransform):
     """(task file, (key, task)) of the collection's rounds -> crowd/pages/ (a page for
-    every round; the rounds reached get their preview and batch input rows)."""
+    every round; the rounds reached get their preview and batch input rows). `images_root`:
+    the folder of the search results, whose relative image paths the previews show."""
 
-    def __init__(self, folder: str, images: int, pairs: int):
+    def __init__(self, folder: str, images: int, pairs: int, images_root: str = ""):
         super().__init__()
         self._folder, self._images, self._pairs = folder, images, pairs
+        self._local = FilesUnder(images_root)
 
     def expand(self, tasks):
         images, pairs = self._images, self._pairs
@@ -168,4 +172,4 @@ class WriteWorkerPages(beam.PTransform):
             return [(name, (key, flat_row(name, task, images, pairs)))] if name else []
 
         return (tasks | "Page rows" >> beam.FlatMap(page_rows)
-                | "Write" >> WritePages(self._folder, pages(images, pairs)))
+                | "Write" >> WritePages(self._folder, pages(images, pairs), local_image=self._local))

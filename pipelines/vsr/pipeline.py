@@ -82,7 +82,8 @@ def _image_pairs(p, cfg: VsrConfig, staging_dir: str):
          | "Write caption tasks" >> WriteJsonLines(FileSystems.join(staging_dir, "tasks"),
                                                    [CAPTION_TASKS, CAPTION_RELATIONS]))
     _ = (pairs | "Caption page rows" >> beam.Map(lambda pair: (CAPTION, (pair.pair_id, caption_row(caption_task(pair)))))
-         | "Caption page" >> WriteWorkerPages(_pages_dir(staging_dir), cfg.relations(), [CAPTION]))
+         | "Caption page" >> WriteWorkerPages(_pages_dir(staging_dir), cfg.relations(), [CAPTION],
+                                             cfg.inputs.coco_images))
     _ = (pairs | "Label Studio caption rows" >> beam.Map(lambda pair: (pair.pair_id, caption_row(caption_task(pair))))
          | "Label Studio caption" >> WriteLabelStudioRound(
              FileSystems.join(staging_dir, "crowd", LABELSTUDIO_DIR), "caption", caption_labelstudio(cfg.relations())))
@@ -113,7 +114,8 @@ def _examples(p, cfg: VsrConfig, staging_dir: str, pairs, coco_images):
                                                           ["validation_tasks.jsonl"]))
         _ = (captions[MAIN] | "Validation page rows" >> beam.Map(
                 lambda t: (VALIDATION, (t[0].example_id, validation_row(validation_task(t[0])))))
-             | "Validation page" >> WriteWorkerPages(_pages_dir(staging_dir), cfg.relations(), [VALIDATION]))
+             | "Validation page" >> WriteWorkerPages(_pages_dir(staging_dir), cfg.relations(), [VALIDATION],
+                                                     cfg.inputs.coco_images))
         _ = (captions[MAIN] | "Label Studio validation rows" >> beam.Map(
                 lambda t: (t[0].example_id, validation_task(t[0])))
              | "Label Studio validation" >> WriteLabelStudioRound(

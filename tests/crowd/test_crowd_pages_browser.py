@@ -19,7 +19,8 @@ submitted form becomes an assignment of a batch results CSV in MTurk's own forma
 
 Every page first refuses a submit with nothing filled in (nothing is answered in advance:
 NLVR2's "keep all" is a click), and NLVR2's image pages one with an image left
-unanswered.
+unanswered. Every page's preview, opened from disk with no network, shows every picture
+it has (each <img> shown loaded: its bytes decoded).
 Screenshots go to build/crowd-pages/. Slow (samples built and rebuilt) and needs Debian's
 `chromium`: `make check-crowd-pages` runs it, as .ci/run does; plain `pytest` skips it.
 """
@@ -28,6 +29,7 @@ import json
 import os
 import shutil
 import urllib.parse
+from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
@@ -69,6 +71,37 @@ def browser():
     assert shutil.which("chromium"), "Debian's chromium is needed: make check-crowd-pages installs it"
     with Browser(width=1300, height=1000) as b:
         yield b
+
+
+# what a preview shows: every <img> not in a hidden place, and how many of them the browser
+# decoded (loaded from disk: this browser reaches no network)
+_PICTURES = """(() => {
+  const shown = Array.from(document.images).filter(i => !i.closest('.hidden'));
+  return [shown.length, shown.filter(i => i.complete && i.naturalWidth > 0).length];
+})()"""
+PREVIEWS = {"imagecode": ("describe", "retrieve"),
+            "nlvr2": ("pruning", "interest", "writing", "validation", "extra_validation"),
+            "vsr": ("caption", "validation")}
+
+
+@pytest.fixture(scope="module")
+def samples(tmp_path_factory):
+    """Each crowd benchmark's sample release, 1.0.0: every round's page and preview."""
+    out = tmp_path_factory.mktemp("samples")
+    return {name: build(name, out / name, "1.0.0") for name in PREVIEWS}
+
+
+@pytest.mark.parametrize("benchmark", sorted(PREVIEWS))
+def test_every_preview_shows_its_pictures_from_disk(browser, samples, benchmark):
+    release = samples[benchmark]
+    for page in PREVIEWS[benchmark]:
+        browser.open(f"file://{release}/crowd/pages/{page}.preview.html")
+        browser.wait("document.body && document.body.dataset.ready === '1'")
+        browser.wait("Array.from(document.images).every(i => i.complete)")
+        shown, loaded = browser.evaluate(_PICTURES)
+        assert shown > 0 and loaded == shown, f"{benchmark} {page}: {loaded} of {shown} pictures shown"
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        browser.screenshot(SCREENSHOTS / f"{benchmark}-{page}-preview.png", full_height=1400)
 
 
 def first_row(path):
@@ -122,9 +155,9 @@ def file_rejects(release, name):
 
 # --- ImageCoDe: describe, rebuild, retrieve, rebuild --------------------------------------
 
-def test_imagecode_describe_and_retrieve_pages_feed_a_rebuild(browser, tmp_path_factory):
-    out = tmp_path_factory.mktemp("imagecode")
-    first = build("imagecode", out, "1.0.0")
+def test_imagecode_describe_and_retrieve_pages_feed_a_rebuild(browser, samples, tmp_path_factory):
+    out = Path(os.path.dirname(os.path.dirname(samples["imagecode"])))
+    first = samples["imagecode"]
     task = first_row(os.path.join(first, "crowd", "describe_tasks.csv"))
     text = "The frame where the hand has just left the cup."
     answers = work(browser, first, "describe", "A1DESCRIBER",
@@ -194,9 +227,9 @@ WORKER = {"writing": "writer", "validation": "worker", "extra_validation": "work
 
 
 @pytest.fixture(scope="module")
-def nlvr2(tmp_path_factory):
-    out = tmp_path_factory.mktemp("nlvr2")
-    return out, build("nlvr2", out, "1.0.0")
+def nlvr2(samples):
+    release = samples["nlvr2"]
+    return Path(os.path.dirname(os.path.dirname(release))), release
 
 
 def the_rest_of_the_round(page, sample_file, tasks, answered):
@@ -258,9 +291,9 @@ def test_an_nlvr2_page_feeds_its_round_in_a_rebuild(browser, nlvr2, page, round_
 
 # --- VSR: the caption and validation pages' results rows --------------------------------------
 
-def test_vsr_pages_submit_the_rows_its_rounds_read(browser, tmp_path_factory):
-    out = tmp_path_factory.mktemp("vsr")
-    release = build("vsr", out, "1.0.0")
+def test_vsr_pages_submit_the_rows_its_rounds_read(browser, samples):
+    release = samples["vsr"]
+    out = Path(os.path.dirname(os.path.dirname(release)))
     caption_task = first_row(os.path.join(release, "crowd", "pages", "caption.csv"))
     caption = work(browser, release, "caption", "A1WRITER",
                    "document.getElementById('relation').value = 'near';"

@@ -90,3 +90,32 @@ def test_write_pages_writes_each_page_its_preview_and_its_input(tmp_path):
     assert [r["example_id"] for r in written] == ["e1", "e2"]
     assert written[0]["caption"] == "'=The cat 1."                  # safe in a spreadsheet
     assert (tmp_path / "caption.csv").read_text().splitlines() == [",".join(vsr_pages.CAPTION_COLUMNS)]
+
+
+def test_a_preview_shows_its_pictures_from_disk(tmp_path):
+    """A task image that is no path in the release (NLVR2's collected images, paths beside
+    the search results; VSR's COCO links) is copied beside the preview, which shows the
+    copy: it opens from disk anywhere, with its pictures. A value with no local file stays
+    as it is. (Every round's preview counted in Chromium: test_crowd_pages_browser.py.)"""
+    from pipelines.vsr.worker_pages import CocoImageFolder
+    from transforms.crowd.pages import FilesUnder
+    (tmp_path / "inputs" / "images").mkdir(parents=True)
+    (tmp_path / "inputs" / "images" / "a.jpg").write_bytes(b"\xff\xd8left")
+    page = [p for p in nlvr2_pages.pages(16, 4) if p.name == "validation"][0]
+    row = {"example": "e1", "sentence": "Two cups.", "left_url": "images/a.jpg", "right_url": "https://x.org/b.jpg",
+           FINGERPRINT: "f" * 32}
+    p = local_test_pipeline()
+    _ = (p | beam.Create([("validation", ("e1", row))])
+         | WritePages(str(tmp_path / "pages"), [page], local_image=FilesUnder(str(tmp_path / "inputs"))))
+    p.run().wait_until_finish()
+    preview = (tmp_path / "pages" / "validation.preview.html").read_text()
+    assert re.findall(r'<img src="([^"]+)"', preview) == ["validation.preview/left_url.jpg", "https://x.org/b.jpg"]
+    assert (tmp_path / "pages" / "validation.preview" / "left_url.jpg").read_bytes() == b"\xff\xd8left"
+    assert 'src="${left_url}"' in (tmp_path / "pages" / "validation.html").read_text()   # MTurk's template: as it was
+    coco = tmp_path / "coco" / "train2017"
+    coco.mkdir(parents=True)
+    (coco / "000000000001.jpg").write_bytes(b"\xff\xd8")
+    find = CocoImageFolder(str(tmp_path / "coco"))
+    assert find("http://images.cocodataset.org/train2017/000000000001.jpg") == str(coco / "000000000001.jpg")
+    assert find("http://images.cocodataset.org/train2017/000000000002.jpg") is None
+    assert find("http://images.cocodataset.org/..%2F..%2Fetc/passwd") is None
