@@ -10,8 +10,11 @@ manifest and renames the folder into place (pipelines/release/):
 from __future__ import annotations
 
 import json
+import math
+from typing import Tuple
 
 import apache_beam as beam
+import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 
 from schemas.layout import PARQUET_DIR, REJECTS_DIR
@@ -31,21 +34,58 @@ class WriteTable(beam.PTransform):
     writes the same rows as tf.train.Examples beside them
     (`tfrecord/<table>/<split>-00000-of-00001.tfrecord`). `schema`'s field metadata (descriptions, path and image
     columns: schemas/columns.py) travels with the files.
+
+    A float a record does not have (NaN: a score a search did not give, a frame no
+    filter scored, a reference frame the public file leaves out) is written as null, in a
+    list too: a missing value as every reader of a Parquet file takes it (pandas,
+    Hugging Face, mlcroissant give None), so the rows a Croissant reader gives equal the
+    Parquet rows (tests/release/croissant_records.py). A TFRecord float list has no null:
+    there it is NaN again, in its place (schemas/tfexample.py).
     """
 
     def __init__(self, staging_dir: str, table: str, schema, to_row, num_shards: int = 0):
         super().__init__()
         self.staging_dir = staging_dir
         self.table = table
-        self.schema = schema
+        self.schema, self._floats = missing_floats_as_null(schema)
         self.to_row = to_row
         self.num_shards = num_shards
 
     def expand(self, records):
+        floats = self._floats
         rows = records | "ToRow" >> beam.Map(self.to_row)
+        if floats[0] or floats[1]:
+            rows = rows | "Missing floats as null" >> beam.Map(nan_as_null, *floats)
         return rows | "Parquet" >> beam.io.WriteToParquet(
             FileSystems.join(self.staging_dir, PARQUET_DIR, self.table, self.table),
             self.schema, file_name_suffix=".parquet", num_shards=self.num_shards)
+
+
+def missing_floats_as_null(schema: pa.Schema) -> Tuple[pa.Schema, Tuple[Tuple[str, ...], Tuple[str, ...]]]:
+    """(`schema` with its float columns nullable, (the float columns, the float list columns))."""
+    scalars, lists = [], []
+    for i, field in enumerate(schema):
+        kind = field.type.value_type if pa.types.is_list(field.type) or pa.types.is_large_list(field.type) else None
+        if pa.types.is_floating(field.type):
+            scalars.append(field.name)
+            schema = schema.set(i, field.with_nullable(True))
+        elif kind is not None and pa.types.is_floating(kind):
+            lists.append(field.name)
+    return schema, (tuple(scalars), tuple(lists))
+
+
+def nan_as_null(row: dict, scalars: Tuple[str, ...], lists: Tuple[str, ...]) -> dict:
+    """The row with each NaN of its float columns (and float list items) as None."""
+    def value(v):
+        return None if isinstance(v, float) and math.isnan(v) else v
+    out = dict(row)
+    for name in scalars:
+        out[name] = value(out.get(name))
+    for name in lists:
+        items = out.get(name)
+        if items is not None:
+            out[name] = [value(v) for v in items]
+    return out
 
 
 class WriteRejects(beam.PTransform):
