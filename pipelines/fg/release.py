@@ -27,6 +27,7 @@ from transforms.core.stage import StageFn
 
 COMPAT_PREFIX = {"mscoco": "MSCOCO", "flickr30k": "Flickr30K"}
 CAPTIONS, SIMILAR_SETS, POOL = "captions", "similar_sets", "pool"
+NAN = float("nan")
 
 # Every table leads with its row id (its declared key, pipelines/fg/pipeline.py
 # released_tables) and has the house's `split` and `source` columns (the release counts rows by them): FG is a
@@ -69,10 +70,10 @@ SIMILAR_SCHEMA = described(pa.schema([
 ] + _SPLIT_SOURCE), {
     "target": "the test image the set is for",
     "members": "the set S_t: the target, then its similar images (image ids of the pool)",
-    "image_scores": "each member's cosine to the target by image->image search; null when "
+    "image_scores": "each member's cosine to the target by image->image search; NaN when "
                     "image search did not find it",
     "text_scores": "each member's best cosine to the target's captions by text->image search; "
-                   "null when text search did not find it",
+                   "NaN when text search did not find it",
     "sources": "why each member is there: target, image (image->image) or text (text->image)",
     "split": "test: FG is a test benchmark",
     "source": _CONFIGURATION,
@@ -111,7 +112,7 @@ def with_split(configuration: str):
 
 def similar_row(s: SimilarSet) -> dict:
     def score(x):   # ranked by the exact cosine, published rounded (transforms/core/precision.py)
-        return None if x is None else rounded(x)   # none found: null (transforms/io/release.py)
+        return NAN if x is None else rounded(x)
     return {"target": s.target, "members": [m.image_id for m in s.members],
             "image_scores": [score(m.image_score) for m in s.members],
             "text_scores": [score(m.text_score) for m in s.members],

@@ -12,9 +12,9 @@ from PIL import Image
 # The one recommendation a release leaves out on purpose: a date would make two builds of
 # the same config differ (pipelines/release/croissant.py).
 ACCEPTED_WARNING = "datePublished"
-# NaN, as compared: equal to NaN and to nothing else. mlcroissant gives None for a NaN of
-# a Parquet file, so a release that wrote NaN would read back otherwise than its rows (a
-# release writes a missing float as null: transforms/io/release.py).
+# NaN, as compared: equal to NaN and to nothing else. mlcroissant gives None for a float
+# column's NaN and NaN for a float list's null item, so a release that wrote either would
+# read back otherwise than its rows (transforms/io/release.py writes each as it reads back).
 NAN = "NaN"
 
 

@@ -35,12 +35,15 @@ class WriteTable(beam.PTransform):
     (`tfrecord/<table>/<split>-00000-of-00001.tfrecord`). `schema`'s field metadata (descriptions, path and image
     columns: schemas/columns.py) travels with the files.
 
-    A float a record does not have (NaN: a score a search did not give, a frame no
-    filter scored, a reference frame the public file leaves out) is written as null, in a
-    list too: a missing value as every reader of a Parquet file takes it (pandas,
-    Hugging Face, mlcroissant give None), so the rows a Croissant reader gives equal the
-    Parquet rows (tests/release/croissant_records.py). A TFRecord float list has no null:
-    there it is NaN again, in its place (schemas/tfexample.py).
+    A float a record does not have is written as its readers give it back, so that the
+    records a Croissant reader (mlcroissant) gives equal the Parquet rows, NaN included
+    (tests/release/croissant_records.py): a float column's missing value (a reference
+    frame the public file leaves out) is null, which mlcroissant, pandas' `to_dict` and
+    Hugging Face give as None (a NaN there comes back None: not the row); a missing item
+    of a float list (a score a search did not give, a frame no filter scored) is NaN,
+    which is what every reader gives for one (mlcroissant and pandas read a float list
+    as numbers: a null item comes back NaN). A TFRecord float holds no null: a missing
+    one is NaN there (schemas/tfexample.py).
     """
 
     def __init__(self, staging_dir: str, table: str, schema, to_row, num_shards: int = 0):
@@ -55,14 +58,15 @@ class WriteTable(beam.PTransform):
         floats = self._floats
         rows = records | "ToRow" >> beam.Map(self.to_row)
         if floats[0] or floats[1]:
-            rows = rows | "Missing floats as null" >> beam.Map(nan_as_null, *floats)
+            rows = rows | "Missing floats" >> beam.Map(missing_floats, *floats)
         return rows | "Parquet" >> beam.io.WriteToParquet(
             FileSystems.join(self.staging_dir, PARQUET_DIR, self.table, self.table),
             self.schema, file_name_suffix=".parquet", num_shards=self.num_shards)
 
 
 def missing_floats_as_null(schema: pa.Schema) -> Tuple[pa.Schema, Tuple[Tuple[str, ...], Tuple[str, ...]]]:
-    """(`schema` with its float columns nullable, (the float columns, the float list columns))."""
+    """(`schema` with its float columns nullable, (the float columns, the float list
+    columns)): a float column's missing value is null (WriteTable)."""
     scalars, lists = [], []
     for i, field in enumerate(schema):
         kind = field.type.value_type if pa.types.is_list(field.type) or pa.types.is_large_list(field.type) else None
@@ -74,17 +78,17 @@ def missing_floats_as_null(schema: pa.Schema) -> Tuple[pa.Schema, Tuple[Tuple[st
     return schema, (tuple(scalars), tuple(lists))
 
 
-def nan_as_null(row: dict, scalars: Tuple[str, ...], lists: Tuple[str, ...]) -> dict:
-    """The row with each NaN of its float columns (and float list items) as None."""
-    def value(v):
-        return None if isinstance(v, float) and math.isnan(v) else v
+def missing_floats(row: dict, scalars: Tuple[str, ...], lists: Tuple[str, ...]) -> dict:
+    """The row with a NaN of its float columns as None, and a None item of its float
+    lists as NaN (WriteTable: as each is read back)."""
     out = dict(row)
     for name in scalars:
-        out[name] = value(out.get(name))
+        value = out.get(name)
+        out[name] = None if isinstance(value, float) and math.isnan(value) else value
     for name in lists:
         items = out.get(name)
         if items is not None:
-            out[name] = [value(v) for v in items]
+            out[name] = [math.nan if v is None else v for v in items]
     return out
 
 
