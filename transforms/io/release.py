@@ -37,20 +37,21 @@ class WriteTable(beam.PTransform):
 
     A float a record does not have is written as its readers give it back, so that the
     records a Croissant reader (mlcroissant) gives equal the Parquet rows, NaN included
-    (tests/release/croissant_records.py): a float column's missing value (a reference
-    frame the public file leaves out) is null, which mlcroissant, pandas' `to_dict` and
-    Hugging Face give as None (a NaN there comes back None: not the row); a missing item
-    of a float list (a score a search did not give, a frame no filter scored) is NaN,
-    which is what every reader gives for one (mlcroissant and pandas read a float list
-    as numbers: a null item comes back NaN). A TFRecord float holds no null: a missing
-    one is NaN there (schemas/tfexample.py).
+    (tests/release/croissant_records.py): in a float column the schema declares nullable
+    (a reference frame the public file leaves out) it is null, which mlcroissant, pandas'
+    `to_dict` and Hugging Face give as None (a NaN there comes back None: not the row); a
+    missing item of a float list (a score a search did not give, a frame no filter
+    scored) is NaN, which is what every reader gives for one (mlcroissant and pandas read
+    a float list as numbers: a null item comes back NaN). A column declared not nullable
+    is written as given. A TFRecord float holds no null: a missing one is NaN there
+    (schemas/tfexample.py).
     """
 
     def __init__(self, staging_dir: str, table: str, schema, to_row, num_shards: int = 0):
         super().__init__()
         self.staging_dir = staging_dir
         self.table = table
-        self.schema, self._floats = missing_floats_as_null(schema)
+        self.schema, self._floats = schema, float_columns(schema)
         self.to_row = to_row
         self.num_shards = num_shards
 
@@ -64,18 +65,16 @@ class WriteTable(beam.PTransform):
             self.schema, file_name_suffix=".parquet", num_shards=self.num_shards)
 
 
-def missing_floats_as_null(schema: pa.Schema) -> Tuple[pa.Schema, Tuple[Tuple[str, ...], Tuple[str, ...]]]:
-    """(`schema` with its float columns nullable, (the float columns, the float list
-    columns)): a float column's missing value is null (WriteTable)."""
+def float_columns(schema: pa.Schema) -> Tuple[Tuple[str, ...], Tuple[str, ...]]:
+    """(the nullable float columns, the float list columns) of a schema (WriteTable)."""
     scalars, lists = [], []
-    for i, field in enumerate(schema):
+    for field in schema:
         kind = field.type.value_type if pa.types.is_list(field.type) or pa.types.is_large_list(field.type) else None
-        if pa.types.is_floating(field.type):
+        if pa.types.is_floating(field.type) and field.nullable:
             scalars.append(field.name)
-            schema = schema.set(i, field.with_nullable(True))
         elif kind is not None and pa.types.is_floating(kind):
             lists.append(field.name)
-    return schema, (tuple(scalars), tuple(lists))
+    return tuple(scalars), tuple(lists)
 
 
 def missing_floats(row: dict, scalars: Tuple[str, ...], lists: Tuple[str, ...]) -> dict:
