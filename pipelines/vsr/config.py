@@ -90,9 +90,10 @@ class VsrConfig:
         return frozenset(RELATIONS) | frozenset(self.captions.extra_relations)
 
     def reads_sample(self) -> bool:
-        """Whether this config reads the embedded sample (SAMPLE_DIR, generated on first use)."""
-        return any(inside(path, SAMPLE_DIR)
-                   for f in dataclasses.fields(self.inputs) for path in listed(getattr(self.inputs, f.name)))
+        """Whether this config reads the embedded sample (SAMPLE_DIR, generated on first use):
+        its data, not the previews' pictures alone (inputs.coco_images)."""
+        return any(inside(path, SAMPLE_DIR) for f in dataclasses.fields(self.inputs) if f.name != "coco_images"
+                   for path in listed(getattr(self.inputs, f.name)))
 
     def validate(self) -> None:
         if self.benchmark != "vsr":
