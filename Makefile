@@ -13,8 +13,11 @@ setup:
 
 # `make build-<benchmark>`: one rule for every benchmark (python -m pipelines <benchmark> build).
 # Without the benchmark's main input it builds the embedded sample (generated on first use)
-# with the `sample` config; with it, the `paper` config on your data. CONFIG=<name or path>
-# picks another config, ARGS adds options (--set KEY=VALUE, Beam options).
+# with the `sample` config; with it, the `paper` config on your data. Every other variable
+# below reaches the build either way (an answer file given to a sample build replaces the
+# sample's for that round), and one of another benchmark stops it with one line naming it:
+# no variable is dropped without a word. CONFIG=<name or path> picks another config, ARGS
+# adds options (--set KEY=VALUE, Beam options).
 #   imagecode  VIDEOS=<manifest.jsonl> [IMAGES=<folder or images.jsonl>]
 #              [DESCRIPTIONS=<describer output>] [RETRIEVALS=<retriever output>]
 #   vsr        COCO=<instances_train2017.json,...> and/or ANNOTATIONS=<raw.jsonl>
@@ -51,6 +54,19 @@ INPUTS_fg = $(if $(CAPTIONS),--set inputs.captions=$(CAPTIONS)) \
             $(if $(CORRECTIONS),--set inputs.corrections=$(CORRECTIONS))
 MAIN_INPUT_nlvr2 = $(PUBLIC)
 INPUTS_nlvr2 = $(if $(PUBLIC),--set 'inputs.public=[$(PUBLIC)]')
+# Each benchmark's variables (those of the comment above); a variable given on the command
+# line or in the environment that the goal's benchmark does not take is a mistake to name.
+VARIABLES_imagecode = VIDEOS IMAGES DESCRIPTIONS RETRIEVALS
+VARIABLES_vsr = COCO ANNOTATIONS CAPTIONS VOTES EXTRA_LABELS
+VARIABLES_bd2bb = TUPLES CAPTIONS PARSES
+VARIABLES_fg = FG CAPTIONS IMAGES POOL CHECKPOINT DETAILS MERGED CORRECTIONS
+VARIABLES_nlvr2 = PUBLIC
+given_variables = $(foreach v,$(sort $(foreach b,$(BENCHMARKS),$(VARIABLES_$(b)))),\
+                    $(if $(filter command environment,$(firstword $(origin $(v)))),$(v)))
+foreign_variables = $(filter-out $(VARIABLES_$(1)),$(given_variables))
+$(foreach b,$(patsubst build-%,%,$(filter $(addprefix build-,$(BENCHMARKS)),$(MAKECMDGOALS))),\
+  $(if $(call foreign_variables,$(b)),$(error $(foreach v,$(call foreign_variables,$(b)),$(v)=$($(v))) \
+    is not a variable of build-$(b), which takes $(VARIABLES_$(b)); nothing would read it)))
 # A benchmark with several configurations names its paper and sample configs here.
 PAPER_CONFIG_fg = $(if $(filter flickr30k,$(FG)),flickr30k,paper)
 SAMPLE_CONFIG_fg = $(if $(filter flickr30k,$(FG)),flickr30k-sample,sample)
@@ -59,7 +75,7 @@ PAPER_CONFIG_nlvr2 = public
 $(addprefix build-,$(BENCHMARKS)): build-%: setup
 	$(PY) -m pipelines $* build \
 	  --config $(or $(CONFIG),$(if $(strip $(MAIN_INPUT_$*)),$(or $(PAPER_CONFIG_$*),paper),$(or $(SAMPLE_CONFIG_$*),sample))) \
-	  $(if $(strip $(MAIN_INPUT_$*)),$(INPUTS_$*)) --output $(OUT) --version $(VERSION) $(ARGS)
+	  $(INPUTS_$*) --output $(OUT) --version $(VERSION) $(ARGS)
 
 # The tests, and the import rules of the house (.importlinter: benchmarks independent,
 # library below benchmarks below the runner).
@@ -105,8 +121,9 @@ check-explorer:
 	EXPLORER_BROWSER=1 $(PY) -m pytest -q tests/release/test_explorer_browser.py
 	@echo "explorer times (logged, not asserted; screenshots in build/explorer/):"; cat build/explorer/timings.json
 
-# Every crowd round's worker page filled and submitted in headless Chromium, its results
-# in MTurk's CSV format ingested by a rebuild (docs/crowd.md); screenshots in build/crowd-pages/.
+# Every crowd round's worker page filled and submitted in headless Chromium (an untouched
+# submit refused first), its results in MTurk's CSV format ingested by a rebuild, every
+# preview's pictures counted loaded from disk (docs/crowd.md); screenshots in build/crowd-pages/.
 check-crowd-pages:
 	@WITH_CHROMIUM=1 bash scripts/setup.sh
 	CROWD_BROWSER=1 $(PY) -m pytest -q tests/crowd/test_crowd_pages_browser.py

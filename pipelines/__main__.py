@@ -7,6 +7,7 @@
     python -m pipelines verify releases/imagecode/1.0.0  a release against its MANIFEST.json
     python -m pipelines cache prune --cache C --releases R
     python -m pipelines approvals RELEASE RESULTS_CSV  MTurk's approve/reject file (docs/crowd.md)
+    python -m pipelines htmlquestions RELEASE PAGE --output DIR   each HIT's HTMLQuestion (MTurk's API)
     python -m pipelines check dataflow|portable|flink [benchmark ...]   scale-out checks
     python -m pipelines cluster start|stop|status      a local Flink cluster (docs/scale-out.md)
 
@@ -40,6 +41,7 @@ def usage() -> str:
              "       python -m pipelines verify RELEASE_DIR   (a release against its MANIFEST.json)",
              "       python -m pipelines cache prune --cache DIR --releases DIR",
              "       python -m pipelines approvals RELEASE RESULTS_CSV [--output FILE]   (MTurk's approve/reject file)",
+             "       python -m pipelines htmlquestions RELEASE PAGE --output DIR   (each HIT's HTMLQuestion, MTurk's API)",
              "       python -m pipelines check dataflow|portable|flink [benchmark ...]",
              "       python -m pipelines cluster start|stop|status [--taskmanagers N]", "",
              "benchmarks:"]
@@ -70,6 +72,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     if name == "approvals":
         from pipelines.release import approvals
         return approvals.main(rest)
+    if name == "htmlquestions":
+        from pipelines.release import htmlquestions
+        return htmlquestions.main(rest)
     if name == "cache":
         from pipelines.release import cache
         return cache.main(rest)

@@ -218,6 +218,16 @@ def _type_name(hint) -> str:
     return getattr(hint, "__name__", None) or str(hint).replace("typing.", "")
 
 
+# An answer key of a crowd round: one file (or glob), or a list of them, when a round's
+# answers come from several exports (two MTurk batches, two Label Studio projects).
+AnswerFiles = typing.Union[InputFile, List[InputFile]]
+
+
+def listed(value) -> List[str]:
+    """The paths of a key that takes one path or a list of them ("" and None: none)."""
+    return [v for v in (value if isinstance(value, list) else [value]) if v]
+
+
 def inside(path: str, folder: str) -> bool:
     """Whether a config's path (absolute once loaded: InputPath) lies in `folder`
     (relative to the working directory, as the sample configs are)."""

@@ -52,6 +52,12 @@ DUPLICATE_COCO_IMAGE = "duplicate_coco_image"  # an image id listed twice (in on
 UNKNOWN_IMAGE = "unknown_image"              # an annotation / caption line naming an image id the COCO input lacks
 UNKNOWN_CATEGORY = "unknown_category"        # an annotation whose category id is not one of the 80
 
+# What a row of a crowd answer file (any benchmark's) can be rejected for by the library's
+# readers (transforms/crowd/): each has a sentence for the worker who gave it
+# (pipelines/release/worker_reasons.py), since a requester's approvals pass it on.
+ANSWER_ROW = (BAD_JSON, BAD_ENCODING, MISSING_FIELD, BAD_FIELD, MALFORMED_ROW, RUNAWAY_QUOTE,
+              CONTROL_CHARACTER, STALE_ANSWER, REJECTED_ASSIGNMENT)
+
 VOCABULARY = (BAD_JSON, BAD_ENCODING, NOT_A_FILE, MISSING_FIELD, BAD_FIELD, PATH_NOT_FOUND,
               DUPLICATE_VIDEO, DUPLICATE_VIDEO_CONTENT, SAME_CONTENT_OTHER_SPLIT,
               UNREADABLE_VIDEO, NO_FRAMES, TRUNCATED_VIDEO, SHOT_TOO_SHORT, DUPLICATE_IMAGE_ID,

@@ -8,7 +8,8 @@ They live in a private descriptor pool, so importing TensorFlow in the same proc
 
 Mapping from an Arrow schema (flat: scalars and lists of scalars):
   string -> bytes_list (UTF-8), integer -> int64_list, floating -> float_list (float32).
-A scalar is a list of one value. For TensorFlow users, `tf_feature_spec(tf, schema)` gives the
+A scalar is a list of one value. A float the row does not have (null in the Parquet file:
+transforms/io/release.py) is NaN here, in its place: a float_list holds no null. For TensorFlow users, `tf_feature_spec(tf, schema)` gives the
 spec for `tf.io.parse_single_example`: scalars as FixedLenFeature([]), lists as
 VarLenFeature (lists can have any length, e.g. another set size). A release writes the
 same spec as JSON beside its records (`feature_spec_json`, tfrecord/<table>/features.json),
@@ -16,6 +17,7 @@ so that tf.data reads them with no code of this project.
 """
 from __future__ import annotations
 
+import math
 import struct
 from typing import Dict, Iterator, Tuple
 
@@ -137,7 +139,7 @@ def to_example_bytes(row: dict, schema: pa.Schema) -> bytes:
         elif kind == INT64:
             feature.int64_list.value.extend(int(v) for v in values)
         else:
-            feature.float_list.value.extend(float(v) for v in values)
+            feature.float_list.value.extend(math.nan if v is None else float(v) for v in values)
     return example.SerializeToString(deterministic=True)
 
 

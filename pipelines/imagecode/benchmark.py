@@ -9,7 +9,7 @@ from pipelines.imagecode.config import SAMPLE_DIR, ImageCodeConfig
 from pipelines.imagecode.explorer_frames import rejected_frames
 from pipelines.imagecode.params import build_rules
 from pipelines.progress import Progress
-from pipelines.release.explorer_views import Compat, Explorer, ExplorerView
+from pipelines.release.explorer_views import Compat, Explorer, ExplorerView, RejectsOfRows
 from transforms.image.embed_cache import CACHE_STAGE as IMAGE_EMBEDDING_CACHE
 
 
@@ -48,7 +48,10 @@ class ImageCoDe(Benchmark):
     def explorer(self, plan: Plan):
         # a description with its set of 10, the target and the retrievers' votes; the sets
         # with each frame's number and BRISQUE score (static sets: distance to the query);
-        # a rejected frame (blurry, text, too_similar, ...) decoded from its video
+        # a rejected frame (blurry, text, too_similar, ...) decoded from its video; a
+        # rejected description or retrieval (<set>#<target>#<worker>[@<retriever>]) with
+        # its set, the target and the retrievers' guesses marked (rounds.keep_rule_detail)
+        answers = RejectsOfRows(r"([^#]+)#\d+#", (("target", r"target (\d+)"), ("guessed", r"guesses ([\d, ]+)")))
         views = (
             ExplorerView(pipeline.DESCRIPTIONS, "Descriptions", images=("image_paths",),
                          target="target_index", text=("description",),
@@ -57,10 +60,10 @@ class ImageCoDe(Benchmark):
             ExplorerView(pipeline.VIDEO_SETS, "Video sets", images=("image_paths",),
                          image_notes=(("frame", "frame_indices"), ("brisque", "brisque_scores")),
                          figures=("video_id", "shot_index", "distance_min", "distance_mean",
-                                  "distance_max", "text_chars")),
+                                  "distance_max", "text_chars"), rejects_of_rows=answers),
             ExplorerView(pipeline.STATIC_SETS, "Static sets", images=("image_paths",),
                          image_notes=(("distance", "distances"),),
-                         figures=("query_id", "distance_mean")))
+                         figures=("query_id", "distance_mean"), rejects_of_rows=answers))
         return Explorer(views, reject_images=rejected_frames(plan.config.inputs.videos))
 
     def links(self, plan: Plan):

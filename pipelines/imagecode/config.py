@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, Literal, Optional
 
-from pipelines.config import Device, ImageSource, InputFile, InputPath, KnnConfig, inside
+from pipelines.config import AnswerFiles, Device, ImageSource, InputFile, InputPath, KnnConfig, inside
 from transforms.core.errors import ConfigError
 from transforms.image.formats import DEFAULT_MAX_PIXELS, pillow_pixel_ceiling
 
@@ -110,8 +110,10 @@ class TasksReleaseConfig:
 @dataclass
 class CrowdConfig:
     targets_per_set: int = 3
-    descriptions: Optional[InputFile] = None    # describer output (CSV or JSON Lines)
-    retrievals: Optional[InputFile] = None      # retriever output (CSV or JSON Lines)
+    # describer and retriever output (CSV, JSON Lines, MTurk's results, Label Studio's
+    # export): a file or glob, or a list of them (several batches or exports)
+    descriptions: Optional[AnswerFiles] = None
+    retrievals: Optional[AnswerFiles] = None
     tasks_release: TasksReleaseConfig = field(default_factory=TasksReleaseConfig)
     # where the worker pages (crowd/pages/) load the images from: this URL + the image's
     # path in the release (e.g. https://cdn.example.org/imagecode/1.0.0/); null = the path
@@ -164,6 +166,13 @@ class ImageCodeConfig:
         """Whether this config reads the embedded sample (SAMPLE_DIR, generated on first use)."""
         return inside(self.inputs.videos, SAMPLE_DIR)
 
+    def unjudged_answers(self) -> Dict[str, str]:
+        """{answer key: reason}: the rounds whose answers a build of this config has not
+        judged yet (pipelines/release/approvals.py holds their approval back): a
+        description is judged by its retrievers (§3.3), so without crowd.retrievals every
+        description the build read awaits them (no_retrieval)."""
+        return {"crowd.descriptions": "no_retrieval"} if self.crowd.descriptions and not self.crowd.retrievals else {}
+
     def validate(self) -> None:
         """Range checks that types alone cannot express."""
         checks = [
@@ -197,7 +206,7 @@ class ImageCodeConfig:
              "static.split_ratios: train/valid/test shares summing to 1"),
             (1 <= self.crowd.targets_per_set <= self.mining.set_size,
              "crowd.targets_per_set must be in 1..mining.set_size"),
-            (self.crowd.retrievals is None or self.crowd.descriptions is not None,
+            (not self.crowd.retrievals or bool(self.crowd.descriptions),
              "crowd.retrievals needs crowd.descriptions (the round they validate)"),
         ]
         for ok, message in checks:

@@ -8,7 +8,8 @@ import os
 
 from pipelines.imagecode.config import ImageCodeConfig
 from pipelines.imagecode.rounds_schema import (DESCRIBE_TASKS, DESCRIPTION_COLUMNS,
-                                               RETRIEVAL_COLUMNS, RETRIEVE_TASKS)
+                                               RETRIEVAL_COLUMNS, RETRIEVE_TASKS, WORKER)
+from pipelines.config import listed
 from pipelines.preflight import check_image_folder, check_not_empty, require_program
 from transforms.core.errors import InputError, PreflightError
 from transforms.crowd.answer_files import check_answer_file
@@ -40,10 +41,11 @@ def check_imagecode(cfg: ImageCodeConfig) -> None:
             check_not_empty(images, "static.images")
     for round_, columns, tasks in (("descriptions", DESCRIPTION_COLUMNS, DESCRIBE_TASKS),
                                    ("retrievals", RETRIEVAL_COLUMNS, RETRIEVE_TASKS)):
-        key, path = f"crowd.{round_}", getattr(cfg.crowd, round_)
-        if path:  # paid answers: a file that cannot be read whole stops the build here
+        key = f"crowd.{round_}"
+        # paid answers: a file that cannot be read whole stops the build here (each of a list)
+        for path in listed(getattr(cfg.crowd, round_)):
             try:
-                check_answer_file(path, columns)
+                check_answer_file(path, columns, worker=WORKER)
             except InputError as e:
                 raise PreflightError(f"{key}: {e}") from None
             # and one that cannot show what its workers saw (rounds.py, stale_answer)

@@ -23,6 +23,11 @@ NO_RETRIEVAL = "no_retrieval"                # a description nobody retrieved
 RETRIEVER_WRONG = "retriever_wrong"          # train: the retriever did not find the target
 TOO_FEW_CORRECT = "too_few_correct"          # valid/test: fewer than 2 retrievers found the target
 
+# What a describer's or retriever's row can be rejected for beyond the library's readers
+# (schemas.reasons.ANSWER_ROW): each has a sentence for the worker (pipelines/release/worker_reasons.py)
+CROWD_ANSWERS = (UNKNOWN_SET, INDEX_OUT_OF_RANGE, UNKNOWN_DESCRIPTION, DUPLICATE_DESCRIPTION,
+                 DUPLICATE_RETRIEVAL, SELF_RETRIEVAL, SET_MISMATCH, NO_RETRIEVAL, RETRIEVER_WRONG,
+                 TOO_FEW_CORRECT)
 VOCABULARY = LIBRARY_VOCABULARY + (TOO_SIMILAR, BLURRY, TEXT, UNFINISHED_SET,
                                    TOO_FEW_NEIGHBOURS, WRONG_SET_SIZE, UNKNOWN_SET,
                                    INDEX_OUT_OF_RANGE, UNKNOWN_DESCRIPTION,

@@ -19,7 +19,9 @@ description, retrieval); each level reconciles: in = out + rejected.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
+import json
 from typing import Dict, List, Tuple
 
 import apache_beam as beam
@@ -29,15 +31,15 @@ from pipelines.imagecode import reasons
 from pipelines.imagecode.rounds_schema import (DESCRIBE_TASK_COLUMNS, DESCRIPTION_COLUMNS, IMAGE_COLUMNS,
                                                MIN_CORRECT, RETRIEVAL_COLUMNS,
                                                RETRIEVE_TASK_COLUMNS, RETRIEVERS, SET_SIZE,
-                                               TARGETS_PER_SET, AnnotationSet, DescribeTask,
+                                               TARGETS_PER_SET, WORKER, AnnotationSet, DescribeTask,
                                                Description, JudgedDescription, KeptDescription,
                                                Retrieval, RetrieveTask, describe_row_labels,
                                                description_id, in_canonical_order,
                                                retrieve_row_labels)
 from transforms.core.sampling import priority
 from transforms.core.stage import MAIN, REJECTS, StageFn, stage_pardo
-from transforms.crowd.answer_files import file_format
-from transforms.crowd.answer_rows import ReadAnswerRows, RowProblem, Shown, cell_text, whole_number
+from transforms.crowd.answer_rows import (ReadAnswerRows, RowProblem, Shown, answer_patterns, cell_text,
+                                          whole_number)
 from transforms.crowd.labelstudio import Ask, Items, RoundLayout
 from transforms.crowd.task_files import WriteTaskFiles
 
@@ -130,13 +132,12 @@ def task_row(task) -> dict:
 # The rounds as Label Studio projects (transforms/crowd/labelstudio.py). Describe: the
 # target, then the set in the order shown; the description typed in a TextArea.
 DESCRIBE_LABELSTUDIO = RoundLayout(images=("target_image",) + IMAGE_COLUMNS, texts=(), asks=(Ask("text"),),
-                                   worker="worker",
                                    instructions="Describe the first image so that it can be told from the others.")
 # Retrieve: the description and the set in the order shown; the worker picks an image by
 # its place on the page, which the export maps through shown_order to the canonical
 # index the round reads, as the worker page does.
 RETRIEVE_LABELSTUDIO = RoundLayout(
-    images=(), texts=("text",), worker="worker",
+    images=(), texts=("text",),
     items=Items(len(IMAGE_COLUMNS), images=("image_{k}",), title="Image {n}"),
     asks=(Ask("guessed_index", tuple((f"Image {k + 1}", str(k)) for k in range(len(IMAGE_COLUMNS))),
               place_in="shown_order", title="Which image does the description describe?"),),
@@ -190,6 +191,11 @@ def _set_fields(row, sets: Dict[str, tuple]) -> dict:
     return {"split": known[0], "source": known[2]} if known else {}
 
 
+def _placed(record, path: str, line: int):
+    """A Description or Retrieval with the row it was read from (its keep-rule rejects name it)."""
+    return dataclasses.replace(record, file=path, line=line)
+
+
 def _split_of(record) -> dict:
     """A duplicate row's Reject names its record's split."""
     return {"split": record.split}
@@ -240,18 +246,17 @@ def task_views(tasks):
 
 
 class _ReadCrowdRows(beam.PTransform):
-    """An answer file of one round, read against the sets in the rounds and the tasks
-    this build shows (`tasks`); `then`: (task id, TaskView) of the release the tasks were
-    exported in (route 2), or None."""
+    """The answer files of one round (a file or glob, or a list of them), read against the
+    sets in the rounds and the tasks this build shows (`tasks`); `then`: (task id,
+    TaskView) of the release the tasks were exported in (route 2), or None."""
 
-    def __init__(self, path, known_sets, tasks, then, stage, columns, build, duplicate_reason,
+    def __init__(self, paths, known_sets, tasks, then, stage, columns, build, duplicate_reason,
                  task_of, labels_of, missing_reason, route):
         super().__init__()
-        file_format(path)  # an unknown extension fails now, not on a worker
-        self._rows = dict(path=path, stage=stage, columns=columns,
+        self._rows = dict(paths=answer_patterns(paths), stage=stage, columns=columns,
                           check=functools.partial(_in_known_set, build),
                           duplicate_reason=duplicate_reason, problem_fields=_set_fields,
-                          duplicate_fields=_split_of)
+                          duplicate_fields=_split_of, worker=WORKER, placed=_placed)
         self._sets, self._tasks, self._then = known_sets, tasks, then
         self._shown = dict(task_of=task_of, labels_of=labels_of, missing_reason=missing_reason,
                            route=route)
@@ -432,10 +437,9 @@ class _DecideFn(StageFn):
             yield beam.pvalue.TaggedOutput(JUDGED, JudgedDescription(
                 desc_id, s.split, s.is_video, d.target_index,
                 tuple((r.worker, r.guessed_index) for r in used), kept=reason is None))
-        if reason is not None:
-            yield self.reject(
-                reason, desc_id, source=s.source, split=s.split,
-                detail=f"{correct} of {len(used)} retrievers found target {d.target_index}")
+        if reason is not None:   # at the describer's row: the judgement of their answer
+            yield self.reject(reason, desc_id, source=s.source, split=s.split, file=d.file, line=d.line,
+                              detail=keep_rule_detail(d, [r.guessed_index for r in used], correct))
             return
         yield KeptDescription(
             desc_id, d.set_name, d.target_index, d.text, s.split, s.source, s.is_video,
@@ -443,4 +447,18 @@ class _DecideFn(StageFn):
 
     def _reject_retrieval(self, r: Retrieval, reason: str, detail: str):
         return self.reject(reason, f"{r.description_id}@{r.worker}", level="retrieval",
-                           split=r.split, detail=detail)
+                           split=r.split, detail=detail, file=r.file, line=r.line)
+
+
+SHOWN_TEXT = 1000   # characters of a description a reject's detail quotes (the longest public one has 710)
+
+
+def keep_rule_detail(d: Description, guesses: List[int], correct: int) -> str:
+    """What a keep-rule reject says: how many retrievers found the target, each one's
+    guess (canonical indices, in retriever order), and the description itself, quoted
+    (a person judging the reject reads what was written)."""
+    text = d.text if len(d.text) <= SHOWN_TEXT else d.text[:SHOWN_TEXT] + "…"
+    said = f"{correct} of {len(guesses)} retrievers found target {d.target_index}"
+    if guesses:
+        said += f"; guesses {', '.join(map(str, guesses))}"
+    return f"{said}; description {json.dumps(text, ensure_ascii=False)}"

@@ -81,8 +81,9 @@ DESCRIBE_TASK_COLUMNS = ("task_id", "set_name", "split", "is_video", "target_ind
 RETRIEVE_TASK_COLUMNS = ("task_id", "description_id", "set_name", "split", "is_video",
                          "assignments", "text", "shown_order") + IMAGE_COLUMNS + (FINGERPRINT,)
 DESCRIBE_TASKS, RETRIEVE_TASKS = "describe_tasks", "retrieve_tasks"   # crowd/<name>.{csv,jsonl}
-DESCRIPTION_COLUMNS = ("set_name", "target_index", "text", "worker")
-RETRIEVAL_COLUMNS = ("set_name", "description_id", "worker", "guessed_index")
+WORKER = "worker"   # the worker column of both rounds: MTurk's WorkerId, Label Studio's annotator
+DESCRIPTION_COLUMNS = ("set_name", "target_index", "text", WORKER)
+RETRIEVAL_COLUMNS = ("set_name", "description_id", WORKER, "guessed_index")
 
 _IMG_NUMBER = re.compile(r"img(\d+)\.[A-Za-z]+$")
 
@@ -170,13 +171,16 @@ class DescribeTask:
 
 @dataclass(frozen=True)
 class Description:
-    """One describer answer. `split` is filled from the set at ingestion."""
+    """One describer answer. `split` is filled from the set at ingestion; `file` and
+    `line` say where it was read (what the keep rule's reject names, for approvals)."""
     description_id: str
     set_name: str
     target_index: int
     text: str
     worker: str
     split: str = ""
+    file: str = ""
+    line: int = 0
 
 
 @dataclass(frozen=True)
@@ -212,12 +216,15 @@ def retrieve_row_labels(row: dict) -> dict:
 
 @dataclass(frozen=True)
 class Retrieval:
-    """One retriever answer. `split` is filled from the set at ingestion."""
+    """One retriever answer. `split` is filled from the set at ingestion; `file` and
+    `line` say where it was read."""
     set_name: str
     description_id: str
     worker: str
     guessed_index: int
     split: str = ""
+    file: str = ""
+    line: int = 0
 
 
 @dataclass(frozen=True)

@@ -3,10 +3,12 @@ filled by the platform from one row of crowd/describe_tasks.csv or crowd/retriev
 (those files are the batch input CSVs: their columns are the pages' placeholders).
 
     describe  the ten images in shown order, the target framed in green; the worker types
-              a description. Submits set_name, target_index, text, worker, task_fingerprint.
+              a description. Submits set_name, target_index, text, task_fingerprint.
     retrieve  the description and the ten images; the worker clicks one. Submits set_name,
               description_id, guessed_index (the clicked position mapped through shown_order
-              to the canonical index, rounds_schema.py), worker, task_fingerprint.
+              to the canonical index, rounds_schema.py), task_fingerprint.
+
+The round's `worker` is MTurk's WorkerId (transforms/crowd/mturk.py), never a field of the page.
 
 Images are addressed as `crowd.image_base_url` + the row's release-relative image_k path
 (transforms/crowd/pages.py); the preview pages load them from the release itself.
@@ -33,8 +35,8 @@ def _body(name: str) -> str:
 
 def pages() -> List[Page]:
     """The two rounds' pages: the task CSVs of crowd/ are their batch input."""
-    return [Page(DESCRIBE, "ImageCoDe: describe the target image", _body(DESCRIBE), "worker"),
-            Page(RETRIEVE, "ImageCoDe: find the described image", _body(RETRIEVE), "worker")]
+    return [Page(DESCRIBE, "ImageCoDe: describe the target image", _body(DESCRIBE)),
+            Page(RETRIEVE, "ImageCoDe: find the described image", _body(RETRIEVE))]
 
 
 def write_worker_pages(folder: str, image_base_url, describe_tasks, retrieve_tasks=None):

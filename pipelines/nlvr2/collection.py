@@ -26,11 +26,12 @@ import apache_beam as beam
 import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 
+from pipelines.config import listed
 from pipelines.nlvr2.collection_config import CollectionConfig
 from pipelines.nlvr2.queries import synset_queries
 from pipelines.nlvr2.rounds import (EXTRA_VALIDATION_LABELSTUDIO, INTEREST_COLUMNS, PRUNING_COLUMNS,
-                                    SENTENCE_COLUMNS, VALIDATION_COLUMNS, VALIDATION_LABELSTUDIO, ImageRound,
-                                    ValidationRound, WritingRound, candidates, image_round_labelstudio,
+                                    SENTENCE_COLUMNS, VALIDATION_COLUMNS, VALIDATION_LABELSTUDIO, VALIDATOR, WRITER,
+                                    ImageRound, ValidationRound, WritingRound, candidates, image_round_labelstudio,
                                     image_task, image_task_labels, pair_sets, validation_task,
                                     validation_task_labels, writing_labelstudio, writing_task_labels,
                                     writing_tasks)
@@ -85,6 +86,7 @@ TASK_FILES = ("search_queries.jsonl", "pruning.jsonl", "interest.jsonl", "writin
 TASKS_DIR = "tasks"
 # each crowd round's answers: the task file its workers did (tasks/<file>), the task id
 # column there, and how its rows name what they show (for a stale answer's detail)
+ROUND_WORKERS = {"sentences": WRITER, "validations": VALIDATOR, "extra_validations": VALIDATOR}
 ROUND_TASKS = {"pruning_answers": ("pruning.jsonl", "set", image_task_labels),
                "interest_answers": ("interest.jsonl", "set", image_task_labels),
                "sentences": ("writing.jsonl", "task", writing_task_labels),
@@ -156,12 +158,13 @@ def preflight(config: CollectionConfig) -> None:
         columns = ROUND_COLUMNS[key]
         if key == "search_results" and config.search.local_similar.collection:
             columns = columns[:-1]
-        check_answer_file(getattr(config.inputs, key), columns)
-        if key in ROUND_TASKS:   # and one that cannot show what its workers saw
-            file, id_column, _ = ROUND_TASKS[key]
-            check_evidence(getattr(config.inputs, key), f"collection.inputs.{key}",
-                           getattr(config.tasks_release, key), f"collection.tasks_release.{key}",
-                           "nlvr2", [f"{TASKS_DIR}/{file}"], id_column)
+        for path in listed(getattr(config.inputs, key)):   # one file, or a list of them (several exports)
+            check_answer_file(path, columns, worker=ROUND_WORKERS.get(key, ""))
+            if key in ROUND_TASKS:   # and one that cannot show what its workers saw
+                file, id_column, _ = ROUND_TASKS[key]
+                check_evidence(path, f"collection.inputs.{key}",
+                               getattr(config.tasks_release, key), f"collection.tasks_release.{key}",
+                               "nlvr2", [f"{TASKS_DIR}/{file}"], id_column)
 
 
 def stand_ins(config: CollectionConfig) -> dict:
@@ -273,7 +276,7 @@ class CollectExamples(beam.PTransform):
         self._label_studio(every_task)
         _ = every_task | "Worker pages" >> WriteWorkerPages(
             FileSystems.join(self.staging_dir, "crowd", PAGES_DIR), cfg.search.set_size,
-            cfg.pruning.set_images // 2)
+            cfg.pruning.set_images // 2, os.path.dirname(cfg.inputs.search_results))
         if examples is None:
             examples = p | "No examples yet" >> beam.Create([])
         if not rejects:
@@ -284,17 +287,17 @@ class CollectExamples(beam.PTransform):
 
     def _label_studio(self, every_task):
         """crowd/labelstudio/<round>.{xml,json} for each crowd round (S4, S5, S7, S8, S9):
-        the image rounds and writing from their page's flat rows (a Label Studio task's
-        data is flat), the validations from their task rows."""
+        writing from its page's flat rows (its pairs shown as fixed places), the others
+        from their task rows (the image rounds' images a list: a place each)."""
         cfg = self.config
         places, pairs = cfg.search.set_size, cfg.pruning.set_images // 2
-        layouts = {"pruning": image_round_labelstudio("pruning", places),
-                   "interest": image_round_labelstudio("interest", places),
+        layouts = {"pruning": image_round_labelstudio("pruning"),
+                   "interest": image_round_labelstudio("interest"),
                    "writing": writing_labelstudio(pairs),
                    "validation": VALIDATION_LABELSTUDIO, "extra_validation": EXTRA_VALIDATION_LABELSTUDIO}
         folder = FileSystems.join(self.staging_dir, "crowd", LABELSTUDIO_DIR)
         for file, name in PAGE_OF.items():
-            flat = name in ("pruning", "interest", "writing")
+            flat = name == "writing"
             _ = (every_task | f"Label Studio {name} tasks" >> beam.Filter(lambda t, f=file: t[0] == f)
                  | f"Label Studio {name} rows" >> beam.MapTuple(
                      lambda _, keyed, n=name, flat=flat: (keyed[0], flat_row(n, keyed[1], places, pairs)

@@ -6,21 +6,22 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, List, Literal, Optional
 
-from pipelines.config import Device, ImageSource, InputFile, InputPath, KnnConfig
+from pipelines.config import AnswerFiles, Device, ImageSource, InputFile, InputPath, KnnConfig
 from transforms.core.errors import ConfigError
 
 
 @dataclass
 class CollectionInputs:
-    """What people and the search engine return, one file (or glob) per round. A round
-    left "" ends the collection there: the build exports that round's tasks (tasks/) and
-    hands on no examples yet."""
-    search_results: InputFile = ""      # S2: {query, rank, seed, similar: [15]} JSON Lines
-    pruning_answers: InputFile = ""     # S4: crowd pruning round 1 (CSV or JSON Lines)
-    interest_answers: InputFile = ""    # S5: crowd pruning round 2
-    sentences: InputFile = ""           # S7: writing round
-    validations: InputFile = ""         # S8: validation round
-    extra_validations: InputFile = ""   # S9: the 4 extra judgements of dev and test
+    """What people and the search engine return, one file (or glob) per round, or for a
+    crowd round a list of them (its answers from several batches or exports). A round left
+    "" ends the collection there: the build exports that round's tasks (tasks/) and hands
+    on no examples yet."""
+    search_results: InputFile = ""        # S2: {query, rank, seed, similar: [15]} JSON Lines
+    pruning_answers: AnswerFiles = ""     # S4: crowd pruning round 1 (CSV, JSON Lines, an export)
+    interest_answers: AnswerFiles = ""    # S5: crowd pruning round 2
+    sentences: AnswerFiles = ""           # S7: writing round
+    validations: AnswerFiles = ""         # S8: validation round
+    extra_validations: AnswerFiles = ""   # S9: the 4 extra judgements of dev and test
 
 
 @dataclass

@@ -34,6 +34,9 @@ VALIDATION_DISAGREES = "validation_disagrees"  # the judgement differs from the 
 # (reasons.EXTRA_VALIDATION_DISAGREES), for collected and released examples alike
 SURPLUS_JUDGEMENT = "surplus_judgement"        # an extra judgement beyond the 4 of an example
 
+# What a crowd round's answer row can be rejected for beyond the library's readers
+# (schemas.reasons.ANSWER_ROW): each has a sentence for the worker (pipelines/release/worker_reasons.py)
+CROWD_ANSWERS = (UNKNOWN_ITEM, BAD_ANSWER, DUPLICATE_ANSWER, BAD_SELECTION)
 COLLECTION_REASONS = (UNKNOWN_QUERY, DUPLICATE_RESULT, NO_SIMILAR_IMAGES, BEYOND_SEARCH_CAP,
                       SEEN_IN_EARLIER_SET, TOO_SMALL, DUPLICATE_IN_SET, TOO_FEW_IMAGES,
                       UNKNOWN_ITEM, BAD_ANSWER, DUPLICATE_ANSWER, UNANSWERED, UNLOADABLE,

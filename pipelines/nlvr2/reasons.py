@@ -3,7 +3,7 @@ stage of this benchmark names every code as `reasons.X`)."""
 from schemas.reasons import *  # noqa: F401,F403 - the library's codes are part of this vocabulary
 from schemas.reasons import VOCABULARY as LIBRARY_VOCABULARY
 
-from pipelines.nlvr2.collection_reasons import COLLECTION_REASONS
+from pipelines.nlvr2.collection_reasons import COLLECTION_REASONS, CROWD_ANSWERS  # noqa: F401 - the rounds' answer-row codes
 
 # --- reading released files (PUBLIC=; stage `public`, level line) ----------------------
 # The library's bad_json / bad_encoding / missing_field / bad_field cover lines that are not

@@ -24,6 +24,7 @@ is a stale_answer reject naming what changed.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 from typing import Dict, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
 
@@ -48,6 +49,9 @@ PRUNING_COLUMNS = ("set", "image", "verdict")
 INTEREST_COLUMNS = ("set", "image", "duplicate", "interesting")
 SENTENCE_COLUMNS = ("task", "writer", "sentence", "selected")
 VALIDATION_COLUMNS = ("example", "worker", "judgement")
+# The worker column of each round that names one (pruning and interest name none): MTurk's
+# WorkerId, Label Studio's annotator, never a field a page or an annotation fills.
+WRITER, VALIDATOR = "writer", "worker"
 
 
 class PairedSet(NamedTuple):
@@ -283,7 +287,7 @@ def validation_task(candidate: Candidate) -> dict:
 
 # The validation round as a Label Studio project (transforms/crowd/labelstudio.py): the
 # pair and the sentence, one of JUDGEMENTS recorded as the validation answer files hold it.
-VALIDATION_LABELSTUDIO = RoundLayout(images=("left_url", "right_url"), texts=("sentence",), worker="worker",
+VALIDATION_LABELSTUDIO = RoundLayout(images=("left_url", "right_url"), texts=("sentence",),
                                      asks=(Ask("judgement", tuple((j, j) for j in JUDGEMENTS)),),
                                      instructions="Is the sentence true of the pair of images?")
 # S9's extra judgements (splits.py) are True or False only: nothing to report any more.
@@ -294,10 +298,11 @@ _VERDICT_LABELS = {"keep": "keep", "unloadable": "does not load", "inappropriate
 _YES_NO = (("yes", "yes"), ("no", "no"))
 
 
-def image_round_labelstudio(stage: str, places: int) -> RoundLayout:
-    """The pruning (S4) or interest (S5) round as a Label Studio project, from its page's
-    batch input rows (worker_pages.flat_row): the synset, then per image place its
-    questions, each answer row carrying the place's `image` (its position in the set)."""
+def image_round_labelstudio(stage: str) -> RoundLayout:
+    """The pruning (S4) or interest (S5) round as a Label Studio project, from its task
+    rows (image_task): the synset, then each image of the set (as many as the set holds)
+    with its questions, every one required, each answer row carrying its image's
+    position in the set (`image`)."""
     if stage == "pruning":
         asks = (Ask("verdict", tuple((_VERDICT_LABELS[v], v) for v in VERDICTS)),)
         instructions = "For each image: keep it, or say why it goes."
@@ -305,18 +310,20 @@ def image_round_labelstudio(stage: str, places: int) -> RoundLayout:
         asks = (Ask("duplicate", _YES_NO, title="A duplicate of another image?"),
                 Ask("interesting", _YES_NO, title="Interesting?"))
         instructions = "For each image: is it a duplicate of another, is it interesting?"
-    return RoundLayout(images=(), texts=("synset",), asks=(), worker="", instructions=instructions,
-                       items=Items(places, images=("image_{k}_url",), columns=(("image", "image_{k}"),),
-                                   asks=asks, title="Image {n}"))
+    return RoundLayout(images=(), texts=("synset",), asks=(), instructions=instructions,
+                       items=Items(on="images", images=("url",), columns=(("image", "image"),), asks=asks,
+                                   title="An image of the set"))
 
 
 def writing_labelstudio(pairs: int) -> RoundLayout:
     """The writing round (S7) as a Label Studio project, from its page's batch input rows:
-    the pairs; the writer selects two ("0,2", as `selected` is read) and writes one sentence."""
+    the pairs; the writer picks the two the sentence is true for, one choice of every two
+    pairs ("0,2", as `selected` is read: never one pair or three) and writes one sentence."""
+    two = itertools.combinations(range(pairs), 2)
     return RoundLayout(
-        images=(), texts=("synset",), worker="writer",
-        asks=(Ask("selected", tuple((f"Pair {n + 1}", str(n)) for n in range(pairs)), several=True,
-                  title="Select the two pairs the sentence is true for"),
+        images=(), texts=("synset",),
+        asks=(Ask("selected", tuple((f"Pairs {a + 1} and {b + 1}", f"{a},{b}") for a, b in two),
+                  title="The two pairs the sentence is true for"),
               Ask("sentence", title="One sentence, true for the two pairs selected and false for the others")),
         instructions="Select two pairs and write one sentence true for them and false for the others.",
         items=Items(pairs, images=("pair_{k}_left", "pair_{k}_right"), title="Pair {n}"))
@@ -434,7 +441,7 @@ class WritingRound(beam.PTransform):
                       route=self._route)
         rows = paired.pipeline | "Read sentences" >> ReadAnswerRows(
             self._answers, "writing_answers", SENTENCE_COLUMNS, sentence_check(self._n_pairs),
-            why.DUPLICATE_ANSWER, context=known, shown=shown)
+            why.DUPLICATE_ANSWER, context=known, shown=shown, worker=WRITER)
         written = ({"task": tasks, "answers": rows[MAIN] | "By task" >> beam.Map(lambda a: (a[0], a))}
                    | "Join" >> beam.CoGroupByKey() | "Written" >> stage_pardo(_Write()))
         return {MAIN: written[MAIN],
@@ -476,7 +483,7 @@ class ValidationRound(beam.PTransform):
                       route=self._route)
         rows = sentences.pipeline | "Read validations" >> ReadAnswerRows(
             self._answers, "validation_answers", VALIDATION_COLUMNS, judgement_check(JUDGEMENTS, False),
-            why.DUPLICATE_ANSWER, context=known, shown=shown)
+            why.DUPLICATE_ANSWER, context=known, shown=shown, worker=VALIDATOR)
         checked = ({"candidate": cands, "answers": rows[MAIN] | "By example" >> beam.Map(lambda a: (a[0], a))}
                    | "Join" >> beam.CoGroupByKey() | "Validated" >> stage_pardo(_Validate()))
         return {MAIN: checked[MAIN], "candidates": cands | "Candidate" >> beam.Values(),

@@ -19,7 +19,7 @@ import apache_beam as beam
 
 from pipelines.nlvr2 import collection_reasons as why
 from pipelines.nlvr2.collection_config import SplitsConfig
-from pipelines.nlvr2.rounds import VALIDATION_COLUMNS, Validated, judgement_check, validation_view
+from pipelines.nlvr2.rounds import VALIDATION_COLUMNS, VALIDATOR, Validated, judgement_check, validation_view
 from pipelines.nlvr2.schema import Example
 from transforms.core.sampling import priority
 from transforms.core.splits import split_ranked
@@ -124,7 +124,7 @@ class SplitAndValidate(beam.PTransform):
         rows = validated.pipeline | "Read extra validations" >> ReadAnswerRows(
             self._answers, "extra_validation_answers", VALIDATION_COLUMNS,
             judgement_check(("True", "False"), per_worker=True), why.DUPLICATE_ANSWER, context=known,
-            shown=shown)
+            shown=shown, worker=VALIDATOR)
         checked = ({"example": split[MAIN] | "By example" >> beam.Map(lambda s: (s[1].candidate.example_id, s)),
                     "answers": rows[MAIN] | "Answer by example" >> beam.Map(lambda a: (a[0], a))}
                    | "Join" >> beam.CoGroupByKey()

@@ -107,7 +107,8 @@ def write_explorer(release_dir: str, *, benchmark: str, version: str,
     all_views = views_for(tables, views)
     index = {"benchmark": benchmark, "version": version, "page_size": PAGE_SIZE, "views": []}
     with RowStore() as store:
-        images = _ImageLookup(store, release_dir, all_views, "now", input_root)
+        images = _ImageLookup(store, release_dir, all_views, "now", input_root,
+                              keys={v.table: tables[v.table] for v in all_views})
         for n, view in enumerate(all_views):
             render = _Renderer(view, release_dir, thumbs, store, images, "now",
                                key=tables[view.table])
@@ -444,9 +445,18 @@ class _ImageLookup:
     the store: the id -> path columns only, never the table in memory."""
 
     def __init__(self, store: RowStore, release_dir: str, views: Sequence[ExplorerView], tag: str,
-                 input_root: Optional[str] = None):
+                 input_root: Optional[str] = None, keys: Optional[Dict[str, Sequence[str]]] = None):
         self.store, self.names, self.input_root = store, {}, input_root
+        self.answered: List[Tuple[ExplorerView, str, str]] = []   # (view, store name, images column)
         for view in views:
+            rows_of = view.rejects_of_rows
+            if rows_of is not None and view.images and (keys or {}).get(view.table):
+                key_columns, column = tuple(keys[view.table]), view.images[0]
+                name = f"{tag}:answered:{view.table}"
+                store.load(name, read_rows(os.path.join(release_dir, PARQUET_DIR, view.table),
+                                           list(dict.fromkeys(key_columns + (column,)))),
+                           key=lambda row, k=key_columns: table_key(k)[1](row))
+                self.answered.append((view, name, column))
             index = view.image_index
             if index is None:
                 continue
@@ -464,6 +474,25 @@ class _ImageLookup:
             return None
         row = self.store.get(found[0], value)
         return row[found[1]] if row else None
+
+    def answered_row(self, reject: dict) -> Tuple[List[str], Dict[int, List[str]], Optional[int]]:
+        """The images of the row a reject judged an answer about (RejectsOfRows), the
+        labels of each marked place, and the target's place: ([], {}, None) for none."""
+        for view, name, column in self.answered:
+            found = re.match(view.rejects_of_rows.item, _text(reject.get("item_id")))
+            row = self.store.get(name, found.group(1)) if found else None
+            if not row:
+                continue
+            detail, labels, target = _text(reject.get("detail")), {}, None
+            for n, (label, pattern) in enumerate(view.rejects_of_rows.marks):
+                marked = re.search(pattern, detail)
+                for place in (int(x) for x in re.findall(r"\d+", marked.group(1))) if marked else ():
+                    if n == 0:   # the target: framed as a view's target is
+                        target = place
+                    else:
+                        labels.setdefault(place, []).append(label)
+            return _as_list(row.get(column)), labels, target
+        return [], {}, None
 
     def any_path(self, value: str) -> Optional[str]:
         """The file of an image id of any view (a reject names a pool id)."""
@@ -513,7 +542,8 @@ class _RejectRenderer(_Renderer):
                 and self.local_path(w)]
 
     def local_paths(self, row: dict) -> Iterable[str]:
-        return [self.local_path(w) for w in self.named_images(row)]
+        named = [self.local_path(w) for w in self.named_images(row)]
+        return named + [p for p in map(self.local_path, self.images.answered_row(row)[0]) if p]
 
     def card(self, row: dict) -> dict:
         detail = _text(row.get("detail"))
@@ -527,6 +557,8 @@ class _RejectRenderer(_Renderer):
         if figures:
             card["m"] = [[name, value] for name, value in figures]
         images = [self.image(w) for w in self.named_images(row)]
+        answered, labels, target = self.images.answered_row(row)   # the set a rejected answer was about
+        images += [self.image(p, labels.get(n, ()), target=n == target) for n, p in enumerate(answered)]
         picture = self.pictured.get(row["item_id"])
         if picture is not None:   # one picture, or named ones (a frame beside its nearest)
             shown = picture if isinstance(picture, list) else [(os.path.basename(row["item_id"]), picture)]
@@ -819,8 +851,8 @@ def _as_list(value) -> list:
 def _fmt(value) -> str:
     if isinstance(value, float):
         return "n/a" if math.isnan(value) else f"{value:.4g}"
-    if isinstance(value, (list, tuple)):
-        return ", ".join(_fmt(v) for v in value)
+    if isinstance(value, (list, tuple)):   # a missing item (null: a score not given) as n/a too
+        return ", ".join("n/a" if v is None else _fmt(v) for v in value)
     if isinstance(value, bool):
         return "yes" if value else "no"
     return "" if value is None else str(value)

@@ -63,6 +63,18 @@ class Compat:
 
 
 @dataclass(frozen=True)
+class RejectsOfRows:
+    """Rejects that judged an answer about one row of the view's table show that row's
+    images: a reject whose item id matches `item` (its first group the row's key, e.g. a
+    rejected description `<set name>#<target>#<worker>` names its set) gets the row's
+    images (the view's first images column), marked by `marks`, (label, pattern) pairs:
+    the places in the list that a pattern's numbers in the reject's detail name ("target
+    3", "guesses 5, 7"), the first pattern's framed as the target, the others' labelled."""
+    item: str
+    marks: Tuple[Tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
 class ExplorerView:
     """One table as cards. Every column field is optional; a view with none of them shows
     the row's key and its scalar columns as figures (the default for undeclared tables)."""
@@ -80,6 +92,7 @@ class ExplorerView:
     join: Tuple[Join, ...] = ()
     image_index: Optional[ImageIndex] = None
     compat: Optional[Compat] = None
+    rejects_of_rows: Optional[RejectsOfRows] = None
 
     def __post_init__(self):
         if self.image_links and len(self.image_links) != len(self.images):

@@ -44,13 +44,21 @@ from pipelines.vsr.schema import PUBLIC_FIELDS, Example, ImagePair, coco_source,
 from pipelines.vsr.release import caption_view, validation_view
 from schemas.coco import is_file_name, is_link, link_file_name
 from transforms.core.stage import MAIN, REJECTS, KeepFirst, StageFn, stage_pardo
-from transforms.crowd.answer_files import parse_file
+from transforms.core.errors import InputError
+from transforms.crowd.answer_files import check_answer_file, parse_file
 from transforms.crowd.labelstudio import is_export as is_labelstudio_export
 from transforms.crowd.shown import Answer, CheckShown, carried
 from transforms.io.files import open_regular_file
 from transforms.io.lines import ReadNumberedLines, SourceLine, parse_json_object, required_strings_problem
 
 ANNOTATIONS, CAPTIONS = "annotations", "captions"   # the stages of the two example sources
+# The worker columns of the answer files: a platform's file (MTurk's results, Label
+# Studio's export) fills them from its own record of who did the work (answer_files.py).
+WRITER, VALIDATOR, LABELLER = "annotator_id", "validator_id", "annotator_id"
+# each answer input: (the fields its rows need, its worker column)
+ANSWER_FILES = {"captions": (("pair_id", "relation", "true_image", WRITER), WRITER),
+                "votes": (("example_id", VALIDATOR, "label"), VALIDATOR),
+                "extra_labels": (("example_id", LABELLER, "label"), LABELLER)}
 
 
 @dataclass(frozen=True)
@@ -85,11 +93,12 @@ def _csv_fields(fields: dict) -> dict:
 class ReadAnswerLines(beam.PTransform):
     """Answer files -> a SourceLine per JSON Lines line (ReadNumberedLines), a
     CsvAnswerLine per row of a `.csv` file (e.g. Mechanical Turk's batch results); each
-    knows its pattern's place in the list, so "the first line" is the same either way."""
+    knows its pattern's place in the list, so "the first line" is the same either way.
+    `worker`: the file's worker column, a platform's own record of who did the work."""
 
-    def __init__(self, patterns):
+    def __init__(self, patterns, worker: str):
         super().__init__()
-        self._patterns = list(patterns)
+        self._patterns, self._worker = list(patterns), worker
 
     def expand(self, pbegin):
         ranked = list(enumerate(self._patterns))
@@ -97,11 +106,13 @@ class ReadAnswerLines(beam.PTransform):
         if not tables:   # JSON Lines only: as every VSR input has always been read
             return pbegin | "Lines" >> ReadNumberedLines(self._patterns)
 
+        worker = self._worker
+
         def rows(ranked_pattern):
             rank, pattern = ranked_pattern
             for path in sorted(m.path for m in FileSystems.match([pattern])[0].metadata_list):
                 with open_regular_file(path) as raw:
-                    for row in parse_file(path, raw, "csv" if _is_csv(path) else "jsonl"):
+                    for row in parse_file(path, raw, "csv" if _is_csv(path) else "jsonl", worker=worker):
                         fields = _csv_fields(row.fields) if row.error is None else None
                         text = json.dumps(fields, ensure_ascii=False) if fields is not None else ""
                         yield CsvAnswerLine(path, row.line, text, None, rank,
@@ -113,6 +124,19 @@ class ReadAnswerLines(beam.PTransform):
         parts.append(pbegin | "CSV files" >> beam.Create(tables) | "CSV rows" >> beam.FlatMap(rows)
                      | "Spread rows" >> beam.Reshuffle())
         return parts | "Answer lines" >> beam.Flatten()
+
+
+def check_answer_tables(files: Mapping[str, list]) -> None:
+    """Before any work: each answer file read as a platform's table (a CSV, Label Studio's
+    export) has the fields its rows need and says who did the work (answer_files.py);
+    raises InputError naming the input key and the file."""
+    for key, (columns, worker) in ANSWER_FILES.items():
+        for path in files.get(key, ()):
+            if _is_table(path):
+                try:
+                    check_answer_file(path, columns, worker)
+                except InputError as e:
+                    raise InputError(f"inputs.{key}: {e}") from None
 
 
 def _is_csv(pattern: str) -> bool:
@@ -301,7 +325,7 @@ class ReadCaptions(beam.PTransform):
         self._pairs = pairs
 
     def expand(self, pbegin):
-        lines = pbegin | "Read lines" >> ReadAnswerLines(self._patterns)
+        lines = pbegin | "Read lines" >> ReadAnswerLines(self._patterns, WRITER)
         parsed = lines | "Parse" >> stage_pardo(_ParseCaptionLine())
         # what each writer saw: a pair id is a digest of the pair's images and concepts
         seen = parsed[MAIN] | "What the writer saw" >> CheckShown(
@@ -459,8 +483,8 @@ class JoinVotes(beam.PTransform):
         self._patterns = list(patterns)
 
     def expand(self, examples):
-        lines = examples.pipeline | "Read votes" >> ReadAnswerLines(self._patterns)
-        parsed = lines | "Parse votes" >> stage_pardo(_ParseLabelLine("votes", "validator_id", answers=True))
+        lines = examples.pipeline | "Read votes" >> ReadAnswerLines(self._patterns, VALIDATOR)
+        parsed = lines | "Parse votes" >> stage_pardo(_ParseLabelLine("votes", VALIDATOR, answers=True))
         # what each validator saw: an example id is a digest of its image and caption
         seen = parsed[MAIN] | "What the validator saw" >> CheckShown(
             "votes", "line", examples | "Example views" >> beam.Map(
@@ -530,9 +554,9 @@ class JoinExtraLabels(beam.PTransform):
         self._patterns = list(patterns)
 
     def expand(self, gold):
-        lines = gold.pipeline | "Read extra labels" >> ReadAnswerLines(self._patterns)
+        lines = gold.pipeline | "Read extra labels" >> ReadAnswerLines(self._patterns, LABELLER)
         parsed = lines | "Parse extra labels" >> stage_pardo(
-            _ParseLabelLine("extra_labels", "annotator_id"))
+            _ParseLabelLine("extra_labels", LABELLER))
         joined = ({"gold": gold, "extra": parsed[MAIN]} | "Join extra labels" >> beam.CoGroupByKey()
                   | "Gold and extra" >> stage_pardo(_GoldAndExtra()))
         return {MAIN: joined[MAIN],

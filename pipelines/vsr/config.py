@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Dict, List, Literal
 
-from pipelines.config import InputFile, inside
+from pipelines.config import InputFile, InputPath, inside, listed
 from pipelines.vsr.relations import RELATIONS
 from schemas.coco import ID_BY_NAME
 from transforms.core.errors import ConfigError
@@ -24,6 +24,9 @@ class InputsConfig:
     captions: List[InputFile] = field(default_factory=list)      # writer output for this build's pairs
     votes: List[InputFile] = field(default_factory=list)         # validator votes
     extra_labels: List[InputFile] = field(default_factory=list)  # §3.5 extra labels (Fleiss' kappa)
+    # ours: a folder of COCO's images (train2017/, val2017/ in it), read by nothing but the
+    # worker pages' previews, which then show the pictures from disk ("": COCO's links)
+    coco_images: InputPath = ""
 
 
 @dataclass
@@ -87,9 +90,10 @@ class VsrConfig:
         return frozenset(RELATIONS) | frozenset(self.captions.extra_relations)
 
     def reads_sample(self) -> bool:
-        """Whether this config reads the embedded sample (SAMPLE_DIR, generated on first use)."""
-        return any(inside(path, SAMPLE_DIR)
-                   for f in dataclasses.fields(self.inputs) for path in getattr(self.inputs, f.name))
+        """Whether this config reads the embedded sample (SAMPLE_DIR, generated on first use):
+        its data, not the previews' pictures alone (inputs.coco_images)."""
+        return any(inside(path, SAMPLE_DIR) for f in dataclasses.fields(self.inputs) if f.name != "coco_images"
+                   for path in listed(getattr(self.inputs, f.name)))
 
     def validate(self) -> None:
         if self.benchmark != "vsr":

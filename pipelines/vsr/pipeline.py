@@ -23,7 +23,7 @@ from apache_beam.io.filesystems import FileSystems
 from pipelines.preflight import input_files
 from pipelines.release.tables import Table
 from pipelines.vsr.annotations import (JoinExtraLabels, JoinVotes, MergeExamples, ReadCaptions,
-                                       ReadPublicAnnotations)
+                                       ReadPublicAnnotations, check_answer_tables)
 from pipelines.vsr.config import VsrConfig
 from pipelines.vsr.pairs import FIGURES, EligibleConcepts, SamplePairs
 from pipelines.vsr.release import (CAPTION_RELATIONS, CAPTION_TASKS, VALIDATION_LABELSTUDIO, CheckVsrLeakage,
@@ -36,6 +36,7 @@ from pipelines.vsr.validation import (AgreementFn, AgreementRule, ApplyVoteRules
 from pipelines.vsr.worker_pages import (CAPTION, VALIDATION, WriteWorkerPages, caption_row,
                                         validation_row)
 from transforms.coco.instances import ReadCoco
+from transforms.core.errors import InputError, PreflightError
 from transforms.core.stage import MAIN, REJECTS
 from transforms.crowd.labelstudio import LABELSTUDIO_DIR, WriteLabelStudioRound
 from transforms.crowd.pages import PAGES_DIR
@@ -81,7 +82,8 @@ def _image_pairs(p, cfg: VsrConfig, staging_dir: str):
          | "Write caption tasks" >> WriteJsonLines(FileSystems.join(staging_dir, "tasks"),
                                                    [CAPTION_TASKS, CAPTION_RELATIONS]))
     _ = (pairs | "Caption page rows" >> beam.Map(lambda pair: (CAPTION, (pair.pair_id, caption_row(caption_task(pair)))))
-         | "Caption page" >> WriteWorkerPages(_pages_dir(staging_dir), cfg.relations(), [CAPTION]))
+         | "Caption page" >> WriteWorkerPages(_pages_dir(staging_dir), cfg.relations(), [CAPTION],
+                                             cfg.inputs.coco_images))
     _ = (pairs | "Label Studio caption rows" >> beam.Map(lambda pair: (pair.pair_id, caption_row(caption_task(pair))))
          | "Label Studio caption" >> WriteLabelStudioRound(
              FileSystems.join(staging_dir, "crowd", LABELSTUDIO_DIR), "caption", caption_labelstudio(cfg.relations())))
@@ -112,7 +114,8 @@ def _examples(p, cfg: VsrConfig, staging_dir: str, pairs, coco_images):
                                                           ["validation_tasks.jsonl"]))
         _ = (captions[MAIN] | "Validation page rows" >> beam.Map(
                 lambda t: (VALIDATION, (t[0].example_id, validation_row(validation_task(t[0])))))
-             | "Validation page" >> WriteWorkerPages(_pages_dir(staging_dir), cfg.relations(), [VALIDATION]))
+             | "Validation page" >> WriteWorkerPages(_pages_dir(staging_dir), cfg.relations(), [VALIDATION],
+                                                     cfg.inputs.coco_images))
         _ = (captions[MAIN] | "Label Studio validation rows" >> beam.Map(
                 lambda t: (t[0].example_id, validation_task(t[0])))
              | "Label Studio validation" >> WriteLabelStudioRound(
@@ -224,6 +227,11 @@ def expand_inputs(cfg: VsrConfig) -> dict:
 
 def preflight(cfg: VsrConfig) -> VsrConfig:
     """Every input exists (a file, or a glob that matches) before any work starts; returns
-    the config with each input list replaced by the concrete files."""
+    the config with each input list replaced by the concrete files; a platform's answer
+    file (MTurk's results, Label Studio's export) is checked whole (check_answer_tables)."""
     files = expand_inputs(cfg)
+    try:
+        check_answer_tables(files)
+    except InputError as e:
+        raise PreflightError(str(e)) from None
     return dataclasses.replace(cfg, inputs=dataclasses.replace(cfg.inputs, **files))

@@ -25,6 +25,10 @@ NO_VOTES = "no_votes"                        # an example without any counted vo
 LOW_AGREEMENT = "low_agreement"              # fewer than 2, or under 2/3, of the validators agree (§3.2, §4.1)
 CONCEPTS_ACROSS_SPLITS = "concepts_across_splits"  # zero-shot: subject and object fell into different parts
 
+# What a writer's, validator's or extra label's row can be rejected for beyond the
+# library's readers (schemas.reasons.ANSWER_ROW): each has a sentence for the worker
+# (pipelines/release/worker_reasons.py)
+CROWD_ANSWERS = (UNKNOWN_PAIR, UNKNOWN_EXAMPLE, RELATION_NOT_IN_LIST, DUPLICATE_CAPTION)
 VOCABULARY = LIBRARY_VOCABULARY + (MULTIPLE_INSTANCES, SMALL_INSTANCE, FEW_CONCEPTS,
                                    POOL_EXHAUSTED, UNCAPTIONED_PAIR, UNKNOWN_PAIR,
                                    UNKNOWN_EXAMPLE, RELATION_NOT_IN_LIST, CAPTION_UNPARSED,

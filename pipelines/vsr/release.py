@@ -103,22 +103,37 @@ def validation_task(example) -> dict:
 
 # The validation round as a Label Studio project (transforms/crowd/labelstudio.py): the
 # image and the caption; True/False recorded as the vote files hold the label, 1/0.
-VALIDATION_LABELSTUDIO = RoundLayout(images=("image_link",), texts=("caption",), worker="validator_id",
+VALIDATION_LABELSTUDIO = RoundLayout(images=("image_link",), texts=("caption",),
                                      asks=(Ask("label", (("True", "1"), ("False", "0"))),),
                                      instructions="Is the caption true of the image?")
+
+
+def relation_groups(relations):
+    """((category, relations), ...): the build's relations under Table 1's categories in
+    the paper's order, each relation once (under its first category), then the build's
+    others as "Other". The caption page and project offer them so."""
+    allowed, seen, groups = set(relations), set(), []
+    for category, names in TABLE_1:
+        offered = tuple(r for r in names if r in allowed and r not in seen)
+        seen.update(offered)
+        if offered:
+            groups.append((category, offered))
+    extra = tuple(sorted(allowed - seen))
+    return tuple(groups) + ((("Other", extra),) if extra else ())
 
 
 def caption_labelstudio(relations) -> RoundLayout:
     """The caption round (§3.1) as a Label Studio project, from its page's batch input
     rows (worker_pages.caption_row): both images and the two concepts; a relation of the
-    build's list (Table 1's order, then the others), then the image the caption is true
-    for, recorded as that image's file name (the task's image_0 or image_1)."""
-    allowed = set(relations)
-    ordered = list(dict.fromkeys(r for _, names in TABLE_1 for r in names if r in allowed))
-    ordered += sorted(allowed - set(ordered))
+    build's list, grouped by Table 1's categories as the worker page groups them
+    (relation_groups), then the image the caption is true for, recorded as that image's
+    file name (the task's image_0 or image_1)."""
+    groups = relation_groups(relations)
+    ordered = [r for _, names in groups for r in names]
     return RoundLayout(
-        images=("image_0_link", "image_1_link"), texts=("subj", "obj"), worker="annotator_id",
-        asks=(Ask("relation", tuple((r, r) for r in ordered), title="The relation: subject <relation> object"),
+        images=("image_0_link", "image_1_link"), texts=("subj", "obj"),
+        asks=(Ask("relation", tuple((r, r) for r in ordered), title="The relation: subject <relation> object",
+                  groups=groups),
               Ask("true_image", (("The first image", "image_0"), ("The second image", "image_1")),
                   names_column=True, to="image_0_link", title="The image the caption is true for")),
         instructions="Write the caption: pick the relation of the subject to the object, then the image it is true for.")

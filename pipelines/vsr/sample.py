@@ -17,6 +17,9 @@ writes
                           unknown example
   extra_labels.jsonl      two extra annotators on some examples (§3.5)
   public_layout.jsonl     lines in the public raw layout, good and bad
+  images/<source>/<file>  a small picture for each COCO image of the instances files, what
+                          the worker pages' previews show from disk (inputs.coco_images;
+                          the build reads no pixel)
 The answers are computed with the pipeline's own pure sampling functions for the sample
 config, so they name the pairs the build samples; like a platform export, each carries
 its task's task_fingerprint (what the worker saw). A second call does nothing.
@@ -43,7 +46,7 @@ from transforms.crowd.shown import FINGERPRINT
 SAMPLE_CONFIG = str(Path(__file__).with_name("configs") / "sample.yaml")
 CONCEPTS = ("cat", "laptop", "dog", "bench", "person", "umbrella", "pizza", "dining table",
             "couch", "bed")
-DONE_MARKER = ".complete-v5"   # v5: a zero-shot dev example; the unknown-image line links its image
+DONE_MARKER = ".complete-v6"   # v6: images/ for the worker pages' previews
 WRITERS = ("w1", "w2", "w3")
 VALIDATORS = tuple(f"v{i}" for i in range(1, 10))
 
@@ -200,6 +203,23 @@ def _public_layout(out: Path, files) -> None:
     (out / "public_layout.jsonl").write_text("\n".join(lines) + "\n")
 
 
+def _pictures(out: Path, files) -> None:
+    """A small JPEG for each image the instances files list, at COCO's layout
+    (images/train2017/000000000001.jpg): a colour of its id and its name, so a preview
+    shows which image it is. Drawn after the answers: no random draw of theirs moves."""
+    from PIL import Image, ImageDraw
+    for source, (images, _) in files.items():
+        folder = out / "images" / source
+        folder.mkdir(parents=True, exist_ok=True)
+        for entry in images:
+            shade = (entry["id"] * 53) % 200 + 40
+            picture = Image.new("RGB", (160, 120), (shade, 255 - shade, (shade * 3) % 256))
+            draw = ImageDraw.Draw(picture)
+            draw.rectangle((40, 30, 120, 90), outline=(255, 255, 255), width=3)
+            draw.text((8, 100), entry["file_name"], fill=(0, 0, 0))
+            picture.save(folder / entry["file_name"], quality=85)
+
+
 def make_vsr_sample(out_dir: str, config: str = SAMPLE_CONFIG) -> Path:
     """Write the sample into `out_dir` (once); returns the folder."""
     out = Path(out_dir)
@@ -211,6 +231,7 @@ def make_vsr_sample(out_dir: str, config: str = SAMPLE_CONFIG) -> Path:
     files = _coco_files(out, rng)
     _answers(out, _sampled_pairs(files, cfg), rng)
     _public_layout(out, files)
+    _pictures(out, files)
     (out / DONE_MARKER).write_text("")
     return out
 

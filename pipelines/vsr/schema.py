@@ -124,7 +124,7 @@ EXAMPLE_SCHEMA = described(pa.schema([
     pa.field("vote_false_validator_id", pa.list_(pa.string()), nullable=False),
     pa.field("validators", pa.int64(), nullable=False),
     pa.field("agreeing", pa.int64(), nullable=False),
-    pa.field("reference_frame", pa.float64(), nullable=False),   # NaN when unknown
+    pa.field("reference_frame", pa.float64()),   # null when unknown
     pa.field("split", pa.string(), nullable=False),              # random split
     pa.field("zeroshot_split", pa.string(), nullable=False),     # "" = not in the zero-shot split
     pa.field("source", pa.string(), nullable=False),             # train2017 / val2017
@@ -147,7 +147,7 @@ EXAMPLE_SCHEMA = described(pa.schema([
     "validators": "the validators counted",
     "agreeing": "the validators whose judgement equals the label (the keep rule: at least 2 "
                 "and at least 2/3, §4.1)",
-    "reference_frame": "the reference frame the public file gives, NaN when it gives none",
+    "reference_frame": "the reference frame the public file gives, null when it gives none",
     "split": "the random split (§3.4): train, dev or test",
     "zeroshot_split": "the concept zero-shot split (§3.4): train, dev or test; empty when the "
                       "example's two concepts fell into different parts (it is in the random "
@@ -200,7 +200,7 @@ def example_to_row(item: SplitExample, extra_relations: Optional[Dict[str, str]]
         "vote_true_validator_id": [str(x) for x in v.vote_true],
         "vote_false_validator_id": [str(x) for x in v.vote_false],
         "validators": v.validators, "agreeing": v.agreeing,
-        "reference_frame": float("nan") if e.reference_frame is None else float(e.reference_frame),
+        "reference_frame": None if e.reference_frame is None else float(e.reference_frame),
         "split": item.split, "zeroshot_split": item.zeroshot_split,
         "source": e.source, "pair_id": e.pair_id,
     }

@@ -17,7 +17,10 @@ submitted form becomes an assignment of a batch results CSV in MTurk's own forma
 - VSR: the validation page's results, then the caption page's, each read before the
   sample's own answers in a rebuild: each row read, none rejected.
 
-A page first refuses a submit with nothing filled in (where it asks for something).
+Every page first refuses a submit with nothing filled in (nothing is answered in advance:
+NLVR2's "keep all" is a click), and NLVR2's image pages one with an image left
+unanswered. Every page's preview, opened from disk with no network, shows every picture
+it has (each <img> shown loaded: its bytes decoded).
 Screenshots go to build/crowd-pages/. Slow (samples built and rebuilt) and needs Debian's
 `chromium`: `make check-crowd-pages` runs it, as .ci/run does; plain `pytest` skips it.
 """
@@ -26,6 +29,7 @@ import json
 import os
 import shutil
 import urllib.parse
+from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
@@ -69,23 +73,57 @@ def browser():
         yield b
 
 
+# what a preview shows: every <img> not in a hidden place, and how many of them the browser
+# decoded (loaded from disk: this browser reaches no network)
+_PICTURES = """(() => {
+  const shown = Array.from(document.images).filter(i => !i.closest('.hidden'));
+  return [shown.length, shown.filter(i => i.complete && i.naturalWidth > 0).length];
+})()"""
+PREVIEWS = {"imagecode": ("describe", "retrieve"),
+            "nlvr2": ("pruning", "interest", "writing", "validation", "extra_validation"),
+            "vsr": ("caption", "validation")}
+
+
+@pytest.fixture(scope="module")
+def samples(tmp_path_factory):
+    """Each crowd benchmark's sample release, 1.0.0: every round's page and preview."""
+    out = tmp_path_factory.mktemp("samples")
+    return {name: build(name, out / name, "1.0.0") for name in PREVIEWS}
+
+
+@pytest.mark.parametrize("benchmark", sorted(PREVIEWS))
+def test_every_preview_shows_its_pictures_from_disk(browser, samples, benchmark):
+    release = samples[benchmark]
+    for page in PREVIEWS[benchmark]:
+        browser.open(f"file://{release}/crowd/pages/{page}.preview.html")
+        browser.wait("document.body && document.body.dataset.ready === '1'")
+        browser.wait("Array.from(document.images).every(i => i.complete)")
+        shown, loaded = browser.evaluate(_PICTURES)
+        assert shown > 0 and loaded == shown, f"{benchmark} {page}: {loaded} of {shown} pictures shown"
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        browser.screenshot(SCREENSHOTS / f"{benchmark}-{page}-preview.png", full_height=1400)
+
+
 def first_row(path):
     with open(path, newline="", encoding="utf-8") as f:
         return next(csv.DictReader(f))
 
 
-def work(browser, release, page, worker, fill, n=1, asks=True):
-    """Open `page` of `release` as worker `worker` on an accepted HIT, check that an empty
-    submit is refused (when the page asks for something), run `fill` (JavaScript), submit;
-    returns the posted fields (assignmentId left out)."""
+def work(browser, release, page, worker, fill, n=1, partly=None):
+    """Open `page` of `release` as worker `worker` on an accepted HIT, check that an
+    untouched submit is refused (and one after `partly`, JavaScript that leaves a question
+    unanswered, when given), run `fill` (JavaScript), submit; returns the posted fields
+    (assignmentId left out)."""
     query = urllib.parse.urlencode({"assignmentId": f"3ASSIGN{n:05d}TEST", "hitId": f"3HIT{n:05d}TEST",
                                     "workerId": worker, "turkSubmitTo": SANDBOX})
     browser.open(f"file://{release}/crowd/pages/{page}.preview.html?{query}")
     browser.wait("document.body && document.body.dataset.ready === '1'")
     browser.evaluate(_CATCH_SUBMIT)
-    if asks:
+    for refused, step in enumerate(["", partly] if partly else [""], start=1):
+        browser.evaluate(step)
         browser.evaluate(_SUBMIT)
-        assert browser.evaluate("window.__refused") == 1 and browser.evaluate("window.__posted") is None
+        assert browser.evaluate("window.__refused") == refused and browser.evaluate("window.__posted") is None, \
+            f"{page}: a submit with a question unanswered was not refused"
         assert browser.evaluate("document.getElementById('problem').textContent")
     browser.evaluate(fill)
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
@@ -117,15 +155,15 @@ def file_rejects(release, name):
 
 # --- ImageCoDe: describe, rebuild, retrieve, rebuild --------------------------------------
 
-def test_imagecode_describe_and_retrieve_pages_feed_a_rebuild(browser, tmp_path_factory):
-    out = tmp_path_factory.mktemp("imagecode")
-    first = build("imagecode", out, "1.0.0")
+def test_imagecode_describe_and_retrieve_pages_feed_a_rebuild(browser, samples, tmp_path_factory):
+    out = Path(os.path.dirname(os.path.dirname(samples["imagecode"])))
+    first = samples["imagecode"]
     task = first_row(os.path.join(first, "crowd", "describe_tasks.csv"))
     text = "The frame where the hand has just left the cup."
     answers = work(browser, first, "describe", "A1DESCRIBER",
                    f"document.getElementById('text').value = {json.dumps(text)};" + _TYPED % "text")
-    assert answers == {FINGERPRINT: task[FINGERPRINT], "worker_column": "worker", "worker": "A1DESCRIBER",
-                       "set_name": task["set_name"], "target_index": task["target_index"], "text": text}
+    assert answers == {FINGERPRINT: task[FINGERPRINT], "set_name": task["set_name"],
+                       "target_index": task["target_index"], "text": text}   # who: MTurk's WorkerId
     described = out / "describe_results.csv"
     write_results(described, [assignment(1, "A1DESCRIBER", task, answers)], list(task))
 
@@ -140,9 +178,9 @@ def test_imagecode_describe_and_retrieve_pages_feed_a_rebuild(browser, tmp_path_
                  "var at = JSON.parse(grid.dataset.shownOrder).indexOf(%d);"
                  "grid.children[at].querySelector('img').click()" % int(task["target_index"]))
         answers = work(browser, second, "retrieve", worker, click, n)
-        assert answers["guessed_index"] == task["target_index"] and answers["worker"] == worker
+        assert answers["guessed_index"] == task["target_index"] and "worker" not in answers
         assignments.append(assignment(n, worker, retrieve, answers))
-    wrong = dict(answers, guessed_index=str((int(task["target_index"]) + 1) % 10), worker="A9RETRIEVER")
+    wrong = dict(answers, guessed_index=str((int(task["target_index"]) + 1) % 10))
     assignments.append(assignment(9, "A9RETRIEVER", retrieve, wrong, status="Rejected"))  # rejected on MTurk
     retrieved = out / "retrieve_results.csv"
     write_results(retrieved, assignments, list(retrieve))
@@ -165,11 +203,15 @@ def test_imagecode_describe_and_retrieve_pages_feed_a_rebuild(browser, tmp_path_
 
 # --- NLVR2: each round's results in a rebuild ------------------------------------------------
 
+_REST = "document.querySelector('button[data-rest=\"%s\"]').click();"   # "keep all" and the like: a click
+# what a worker of an image page does first (the page refuses it alone: the other images
+# are unanswered), then the click that answers the rest
+_PARTLY = {"pruning": "document.querySelector('input[name=\"verdict@1\"][value=\"inappropriate\"]').click()",
+           "interest": "document.querySelector('input[name=\"duplicate@2\"][value=\"yes\"]').click();"
+                       "document.querySelector('input[name=\"interesting@2\"][value=\"no\"]').click()"}
 NLVR2_ROUNDS = [  # page, the round's input, its stage, what the worker does
-    ("pruning", "pruning_answers", "crowd_pruning_answers",
-     "document.querySelector('input[name=\"verdict@1\"][value=\"inappropriate\"]').click()"),
-    ("interest", "interest_answers", "set_construction_answers",
-     "document.querySelector('input[name=\"duplicate@2\"][value=\"yes\"]').click()"),
+    ("pruning", "pruning_answers", "crowd_pruning_answers", _REST % "verdict"),
+    ("interest", "interest_answers", "set_construction_answers", _REST % "duplicate" + _REST % "interesting"),
     ("writing", "sentences", "writing_answers",
      "document.querySelector('.pair[data-pair=\"0\"] img').click();"
      "document.querySelector('.pair[data-pair=\"2\"] img').click();"
@@ -185,9 +227,9 @@ WORKER = {"writing": "writer", "validation": "worker", "extra_validation": "work
 
 
 @pytest.fixture(scope="module")
-def nlvr2(tmp_path_factory):
-    out = tmp_path_factory.mktemp("nlvr2")
-    return out, build("nlvr2", out, "1.0.0")
+def nlvr2(samples):
+    release = samples["nlvr2"]
+    return Path(os.path.dirname(os.path.dirname(release))), release
 
 
 def the_rest_of_the_round(page, sample_file, tasks, answered):
@@ -213,9 +255,7 @@ def the_rest_of_the_round(page, sample_file, tasks, answered):
                         continue
                     value = ",".join(map(str, value)) if isinstance(value, list) else value
                     fields[f"{column}@{k}" if page in ("pruning", "interest") else column] = value
-            worker = fields.get(WORKER.get(page), f"S{len(out)}")
-            if page in WORKER:
-                fields["worker_column"] = WORKER[page]
+            worker = fields.pop(WORKER[page]) if page in WORKER else f"S{len(out)}"   # MTurk's WorkerId
             out.append(assignment(len(out) + 2, str(worker), tasks[key], fields))
     return out
 
@@ -226,7 +266,7 @@ def test_an_nlvr2_page_feeds_its_round_in_a_rebuild(browser, nlvr2, page, round_
     with open(os.path.join(first, "crowd", "pages", f"{page}.csv"), newline="", encoding="utf-8") as f:
         tasks = {row[TASK_ID[page]]: row for row in csv.DictReader(f)}
     task = first_row(os.path.join(first, "crowd", "pages", f"{page}.csv"))
-    answers = work(browser, first, page, "A1WORKER", fill, asks=page not in ("pruning", "interest"))
+    answers = work(browser, first, page, "A1WORKER", fill, partly=_PARTLY.get(page))
     assert answers[FINGERPRINT] == task[FINGERPRINT]
     mine = 1
     if page in ("pruning", "interest"):   # a row per image the set shows
@@ -251,27 +291,26 @@ def test_an_nlvr2_page_feeds_its_round_in_a_rebuild(browser, nlvr2, page, round_
 
 # --- VSR: the caption and validation pages' results rows --------------------------------------
 
-def test_vsr_pages_submit_the_rows_its_rounds_read(browser, tmp_path_factory):
-    out = tmp_path_factory.mktemp("vsr")
-    release = build("vsr", out, "1.0.0")
+def test_vsr_pages_submit_the_rows_its_rounds_read(browser, samples):
+    release = samples["vsr"]
+    out = Path(os.path.dirname(os.path.dirname(release)))
     caption_task = first_row(os.path.join(release, "crowd", "pages", "caption.csv"))
     caption = work(browser, release, "caption", "A1WRITER",
                    "document.getElementById('relation').value = 'near';"
                    "document.getElementById('relation').dispatchEvent(new Event('input', {bubbles: true}));"
                    "document.querySelector('#images figure img').click()")
-    assert caption == {FINGERPRINT: caption_task[FINGERPRINT], "worker_column": "annotator_id",
-                       "annotator_id": "A1WRITER", "pair_id": caption_task["pair_id"],
+    assert caption == {FINGERPRINT: caption_task[FINGERPRINT], "pair_id": caption_task["pair_id"],
                        "true_image": caption_task["image_0"], "relation": "near"}
     validation_task = first_row(os.path.join(release, "crowd", "pages", "validation.csv"))
     vote = work(browser, release, "validation", "A2VALIDATOR",
                 "document.querySelector('input[name=\"label\"][value=\"0\"]').click()")
-    assert vote == {FINGERPRINT: validation_task[FINGERPRINT], "worker_column": "validator_id",
-                    "validator_id": "A2VALIDATOR", "example_id": validation_task["example_id"], "label": "0"}
+    assert vote == {FINGERPRINT: validation_task[FINGERPRINT], "example_id": validation_task["example_id"],
+                    "label": "0"}
     results = {}
-    for name, task, answers in [("caption_results.csv", caption_task, caption),
-                                ("validation_results.csv", validation_task, vote)]:
+    for name, worker, task, answers in [("caption_results.csv", "A1WRITER", caption_task, caption),
+                                        ("validation_results.csv", "A2VALIDATOR", validation_task, vote)]:
         results[name] = out / name
-        write_results(results[name], [assignment(1, answers[answers["worker_column"]], task, answers)], list(task))
+        write_results(results[name], [assignment(1, worker, task, answers)], list(task))
     # each read first, then the sample's own answers; one rebuild each: a caption of a pair
     # supersedes the sample's (the sample's is then the duplicate), so the examples of the
     # sample's caption, and every vote on them, are gone from that build (stale_answer)

@@ -130,10 +130,10 @@ def _nlvr2_exports(folder, staging, out):
             elif name == "writing":
                 selected = row.get("selected")
                 selected = selected if isinstance(selected, list) else str(selected).split(",")
-                selected = [str(s).strip() for s in selected]
-                if not isinstance(row.get("sentence"), str) or len(set(selected)) != len(selected):
-                    continue   # a pair can be selected once only
-                export.annotate(task, [_choice("selected", *selected),
+                selected = sorted({str(s).strip() for s in selected})
+                if not isinstance(row.get("sentence"), str) or len(selected) != 2 or not all(s.isdigit() for s in selected):
+                    continue   # the project offers two distinct pairs, and nothing else
+                export.annotate(task, [_choice("selected", ",".join(selected)),
                                        _text("sentence", row["sentence"])], worker=str(row.get("writer", "")))
                 count += 1
             else:
@@ -166,7 +166,7 @@ def test_every_nlvr2_round_reads_its_label_studio_export(tmp_path_factory):
     cfg, from_files, _ = _build(folder, staging)
     for name in ("pruning", "interest", "writing"):   # what each project shows and asks
         config = ElementTree.fromstring(open(os.path.join(staging, "crowd", "labelstudio", f"{name}.xml")).read())
-        assert config.findall("Image")
+        assert config.findall(".//Image")
     exports, used = _nlvr2_exports(folder, staging, tmp_path_factory.mktemp("exports"))
     assert all(count > 5 for count in used.values()), used
 
@@ -273,8 +273,8 @@ def test_vsr_caption_round_reads_relation_and_true_image(tmp_path):
 ])
 def test_a_result_the_round_does_not_ask_is_bad_field(results, problem):
     from pipelines.nlvr2.rounds import image_round_labelstudio
-    row = {"set": "cups#0", "synset": "cup", "image_0": 0, "image_0_url": "images/0.jpg", FINGERPRINT: "f" * 32}
-    export = Export(json.loads(labelstudio.tasks_json(image_round_labelstudio("pruning", 1), [row])))
+    row = {"set": "cups#0", "synset": "cup", "images": [{"image": 0, "url": "images/0.jpg"}], FINGERPRINT: "f" * 32}
+    export = Export(json.loads(labelstudio.tasks_json(image_round_labelstudio("pruning"), [row])))
     export.annotate(export.tasks[0], results, "w")
     [answer] = labelstudio.answer_rows("p.json", export.tasks, lambda *a: a)
     assert answer[3][0] == "bad_field" and problem in answer[3][1] and "annotation 1 of user w on task 1" in answer[3][1]
@@ -283,8 +283,8 @@ def test_a_result_the_round_does_not_ask_is_bad_field(results, problem):
 def test_an_item_round_gives_a_row_per_answered_place():
     from pipelines.nlvr2.rounds import image_round_labelstudio
     row = {"set": "cups#0", "synset": "cup", FINGERPRINT: "f" * 32,
-           **{c: v for k in range(3) for c, v in ((f"image_{k}", k + 5), (f"image_{k}_url", f"images/{k}.jpg"))}}
-    export = Export(json.loads(labelstudio.tasks_json(image_round_labelstudio("interest", 3), [row])))
+           "images": [{"image": k + 5, "url": f"images/{k}.jpg"} for k in range(3)]}
+    export = Export(json.loads(labelstudio.tasks_json(image_round_labelstudio("interest"), [row])))
     export.annotate(export.tasks[0], [_choice("duplicate@2", "yes"), _choice("interesting@2", "no"),
                                       _choice("duplicate@0", "no")], "w")
     export.annotate(export.tasks[0], [], "v")   # nothing answered: one row, the round's missing_field

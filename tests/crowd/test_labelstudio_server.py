@@ -1,5 +1,5 @@
 """Crowd rounds through a real Label Studio server (issue 38, item 3), one round per
-benchmark: VSR's validation (a choice), NLVR2's writing (two choices of several and a
+benchmark: VSR's validation (a choice), NLVR2's writing (a choice of two pairs and a
 text) and ImageCoDe's retrieve (a place on the page, mapped through shown_order).
 
 One server for them all (its start is the cost), started from `.venv-labelstudio/`
@@ -14,8 +14,9 @@ the project is exported as JSON and a rebuild reads that export, as downloaded.
 Annotations are posted by the admin with `completed_by` naming the worker's user.
 
 Asserted: the rebuild's tables are those of a build from the same answers as JSON Lines
-(each worker named by the Label Studio user id the export names them by), so every
-answer landed on the task its worker saw; the export's rejects are those of the JSON
+(each worker named by the email the export snapshot names its annotator by: the same
+person's id on any server, where a user number is not), so every answer landed on the
+task its worker saw; the export's rejects are those of the JSON
 Lines file plus the annotation on the changed task (stale_answer) and the cancelled one
 (rejected_assignment), and neither of their workers is in any table.
 
@@ -60,10 +61,10 @@ def _vsr_validation(vote, data):
 
 def _nlvr2_writing(row, data):
     selected = row.get("selected")
-    selected = [str(s).strip() for s in (selected if isinstance(selected, list) else str(selected).split(","))]
-    if not isinstance(row.get("sentence"), str) or len(set(selected)) != len(selected):
-        return None   # Label Studio selects a pair once
-    return [_choice("selected", *selected), _text("sentence", row["sentence"])]
+    selected = sorted({str(s).strip() for s in (selected if isinstance(selected, list) else str(selected).split(","))})
+    if not isinstance(row.get("sentence"), str) or len(selected) != 2 or not all(s.isdigit() for s in selected):
+        return None   # the project offers two distinct pairs, and nothing else
+    return [_choice("selected", ",".join(selected)), _text("sentence", row["sentence"])]
 
 
 def _imagecode_retrieve(row, data):
@@ -170,12 +171,13 @@ def test_a_round_trips_through_label_studio(round_, server, tmp_path_factory):
     assert ls.post(f"/api/projects/{project}/import", tasks + [{"data": earlier}])["task_count"] == len(tasks) + 1
     listed = ls.get(f"/api/tasks?project={project}&page_size=10000&fields=all")["tasks"]
     task_id = {(t["data"][round_.key], t["data"][FINGERPRINT]): t["id"] for t in listed}
-    users = {}
+    users, emails = {}, {}
 
     def user(worker):
         if worker not in users:   # one server for every round: a user per benchmark and worker
             name = f"{round_.benchmark}-{worker}"
-            users[worker] = ls.post("/api/users/", {"email": f"{name}@workers.example", "username": name})["id"]
+            emails[worker] = f"{name}@workers.example"
+            users[worker] = ls.post("/api/users/", {"email": emails[worker], "username": name})["id"]
         return users[worker]
 
     def annotate(data, worker, results, cancelled=False):
@@ -187,7 +189,7 @@ def test_a_round_trips_through_label_studio(round_, server, tmp_path_factory):
     first_results = next(results for data, _, results in answers)
     annotate(earlier, STALE_WORKER, first_results)
     annotate(first, CANCELLING_WORKER, first_results, cancelled=True)
-    export = ls.get(f"/api/projects/{project}/export?exportType=JSON", raw=True)
+    export = ls.export(project)
 
     downloaded = out / f"project-{project}-export.json"
     downloaded.write_bytes(export)
@@ -196,7 +198,7 @@ def test_a_round_trips_through_label_studio(round_, server, tmp_path_factory):
     # each worker named as the export names them
     as_lines = out / f"{round_.name}.jsonl"
     as_lines.write_text("".join(json.dumps(dict(row, **{c: data[c] for c in row if c in data},
-                                                **{round_.worker: str(users[row[round_.worker]])})) + "\n"
+                                                **{round_.worker: emails[row[round_.worker]]})) + "\n"
                                 for data, row, _ in answers))
 
     def given(path):
@@ -208,7 +210,7 @@ def test_a_round_trips_through_label_studio(round_, server, tmp_path_factory):
     assert tables(from_export) == tables(from_lines)
     # (ImageCoDe publishes its workers hashed: there the rejects below say it)
     named = set(strings([json.loads(row) for rows in tables(from_export).values() for row in rows]))
-    assert str(users[STALE_WORKER]) not in named and str(users[CANCELLING_WORKER]) not in named
+    assert emails[STALE_WORKER] not in named and emails[CANCELLING_WORKER] not in named
     assert rejects_of(from_export, downloaded.name) == sorted(
         ["stale_answer", "rejected_assignment"] + rejects_of(from_lines, as_lines.name))
     every_other_project_is_accepted(ls, folder, round_.name)
@@ -217,8 +219,8 @@ def test_a_round_trips_through_label_studio(round_, server, tmp_path_factory):
 def every_other_project_is_accepted(ls, folder, done):
     """The release's other Label Studio projects, on the same server: each config is
     accepted and its tasks imported; a task answered with one value of each question (the
-    first choice, a text; per item, the first place's) comes back in the export as the
-    answer rows the round reads, one per answered item."""
+    first choice, a text; every question of every place of a Repeater, each required)
+    comes back in the export as the answer rows the round reads, one per item."""
     for name in sorted(f[:-len(".xml")] for f in os.listdir(folder) if f.endswith(".xml")):
         with open(os.path.join(folder, f"{name}.xml"), encoding="utf-8") as f:
             config = f.read()
@@ -229,15 +231,19 @@ def every_other_project_is_accepted(ls, folder, done):
         project = ls.post("/api/projects", {"title": f"{name} (accepted?)", "label_config": config})["id"]
         assert ls.post(f"/api/projects/{project}/import", tasks[:3])["task_count"] == len(tasks[:3])
         task = ls.get(f"/api/tasks?project={project}&page_size=1&fields=all")["tasks"][0]
-        forms = task["data"][labelstudio.ANSWERS]
-        asked = [n for n in forms if "@" not in n or n.endswith("@0")]
-        by_name = {c.get("name"): c for c in ElementTree.fromstring(config) if c.get("name") in asked}
+        asked = list(task["data"][labelstudio.ANSWERS])
+        by_name = {}   # a Repeater's controls once per place, as Label Studio shows them
+        for c in ElementTree.fromstring(config).iter():
+            for n in asked:
+                if c.get("name") in (n, n.partition("@")[0] + "@" + labelstudio.REPEATED):
+                    by_name[n] = c
         results = [_text(n, "A typed answer.") if by_name[n].tag == "TextArea"
-                   else _choice(n, by_name[n].find("Choice").get("alias")) for n in asked]   # as recorded
+                   else _choice(n, by_name[n].find(".//Choice").get("alias")) for n in asked]   # as recorded
         ls.post(f"/api/tasks/{task['id']}/annotations/", {"result": results})
-        export = json.loads(ls.get(f"/api/projects/{project}/export?exportType=JSON", raw=True))
-        rows = list(labelstudio.answer_rows(f"{name}.json", export, lambda *row: row))
-        assert [error for _, _, _, error in rows] == [None], (name, rows)
+        export = json.loads(ls.export(project))
+        rows = list(labelstudio.answer_rows(f"{name}.json", export, lambda *row: row, worker="worker"))
+        assert rows and [error for _, _, _, error in rows] == [None] * len(rows), (name, rows)
         fields = rows[0][2]
+        assert fields["worker"] == labelstudio_server.ADMIN   # the annotator, as the snapshot names them
         for n in asked:   # each answer under its column (an item's without its @0)
             assert fields[n.partition("@")[0]] not in (None, ""), (name, n, fields)

@@ -1,9 +1,9 @@
 """Mechanical Turk's files (issue 38, item 2): the batch results CSV as MTurk's "Download
 CSV" writes it is read as the round's answer rows; a rejected assignment and a stale one
-never reach the release; the approve/reject file MTurk takes back is written from the
-rejects. Hand-built sets (tests/imagecode/test_crowd.py), no video, one small pipeline."""
+never reach the release (the approve/reject file MTurk takes back: tests/crowd/
+test_approvals.py). Hand-built sets (tests/imagecode/test_crowd.py), no video, one small
+pipeline."""
 import csv
-import io
 
 import apache_beam as beam
 import pytest
@@ -28,7 +28,7 @@ def _describe_rows():
 def _answers(row, text, target=None):
     """What the describe page submits (pipelines/imagecode/pages/describe.html)."""
     return {"set_name": row["set_name"], "target_index": row["target_index"] if target is None else target,
-            "text": text, "worker_column": "worker", "worker": "", FINGERPRINT: row[FINGERPRINT]}
+            "text": text, FINGERPRINT: row[FINGERPRINT]}
 
 
 @pytest.fixture(scope="module")
@@ -57,17 +57,20 @@ def describe_results(tmp_path_factory):
 
 
 def test_the_header_offers_the_rounds_columns(describe_results):
-    assert check_answer_file(describe_results, DESCRIPTION_COLUMNS) == [describe_results]
+    assert check_answer_file(describe_results, DESCRIPTION_COLUMNS, worker="worker") == [describe_results]
+    with pytest.raises(InputError, match="lacks the column"):   # the worker is MTurk's to name
+        check_answer_file(describe_results, DESCRIPTION_COLUMNS)
     assert files_without_column(describe_results, FINGERPRINT) == []
     with open(describe_results, newline="") as f:
         header = next(csv.reader(f))
     assert mturk.is_results_header(header)
-    assert {"set_name", "target_index", "text", "worker", FINGERPRINT, "WorkerId"} <= set(mturk.answer_columns(header))
+    assert {"set_name", "target_index", "text", "worker", FINGERPRINT, "WorkerId"} <= set(
+        mturk.answer_columns(header, "worker"))
 
 
 def test_rows_of_a_results_file_become_answer_rows(describe_results):
     with open(describe_results, "rb") as f:
-        rows = list(parse_file(describe_results, f, "csv", DESCRIPTION_COLUMNS))
+        rows = list(parse_file(describe_results, f, "csv", DESCRIPTION_COLUMNS, worker="worker"))
     good = [r for r in rows if r.error is None]
     assert [r.fields["worker"] for r in good] == ["A1WORKER", "A2WORKER", "A4WORKER", "A6WORKER"]
     assert good[0].fields["text"] == 'The dog, "left", jumps,\nthen lands.' and good[0].line == 2
@@ -112,45 +115,20 @@ def test_a_page_answering_several_items_gives_a_row_per_item(tmp_path):
         (2, "cup#0", "0", "keep"), (2, "cup#0", "1", "inappropriate")]
 
 
-def test_the_approve_reject_file_follows_the_rules_that_judged_the_answers(describe_results):
-    rejects = [{"file": describe_results, "line": 6, "reason": reasons.STALE_ANSWER, "detail": "changed"},
-               {"file": describe_results, "line": 7, "reason": reasons.BAD_FIELD, "detail": "echo differs"},
-               {"file": describe_results, "line": 8, "reason": reasons.MISSING_FIELD, "detail": "text"},
-               {"file": "/elsewhere/other.csv", "line": 2, "reason": reasons.BAD_FIELD, "detail": "x"}]
-    rows = list(csv.DictReader(io.StringIO(mturk.approvals(describe_results, rejects))))
-    decided = [(r["WorkerId"], r["AssignmentStatus"], r["Approve"], r["Reject"]) for r in rows]
-    assert decided == [
-        ("A1WORKER", "Submitted", "x", ""),
-        ("A2WORKER", "Approved", "", ""),        # MTurk has decided: left as it is
-        ("A3WORKER", "Rejected", "", ""),
-        ("A4WORKER", "Submitted", "x", ""),      # stale: the build changed, not the work
-        ("A5WORKER", "Submitted", "", "bad_field: echo differs"),
-        ("A6WORKER", "Submitted", "", "missing_field: text"),
-        ("A7WORKER", "Pending", "", "")]
-    assert rows[0]["Answer.text"] == 'The dog, "left", jumps,\nthen lands.'
-
-
-def test_a_file_that_is_not_a_results_file_has_no_approvals(tmp_path):
-    path = tmp_path / "answers.csv"
-    path.write_text("set_name,target_index,text,worker\nopen-images-1,4,A dog.,w1\n")
-    with pytest.raises(InputError, match="not a Mechanical Turk batch results file"):
-        mturk.approvals(str(path), [])
-
-
 def test_vsr_reads_a_results_file_where_it_reads_json_lines(tmp_path):
     """VSR's vote file may be MTurk's results: a row a line, the label a number, a
     rejected assignment that row's reject (pipelines/vsr/annotations.py)."""
     from pipelines.vsr.annotations import ReadAnswerLines, parse_record
     task = {"example_id": "ex1", "image": "1.jpg", "image_link": "http://x/1.jpg", "caption": "The cat is on the mat.",
             FINGERPRINT: "e" * 32}
-    vote = {"example_id": "ex1", "label": "1", "worker_column": "validator_id", "validator_id": "", FINGERPRINT: "e" * 32}
+    vote = {"example_id": "ex1", "label": "1", FINGERPRINT: "e" * 32}
     path = tmp_path / "votes_results.csv"
     write_results(path, [assignment(1, "V1", task, vote), assignment(2, "V2", task, dict(vote, label="0"), "Rejected")],
                   list(task))
     jsonl = tmp_path / "votes.jsonl"
     jsonl.write_text('{"example_id": "ex2", "validator_id": "V3", "label": 0}\n')
     p = local_test_pipeline()
-    lines = p | ReadAnswerLines([str(path), str(jsonl)])
+    lines = p | ReadAnswerLines([str(path), str(jsonl)], "validator_id")
     collect(lines | beam.Map(lambda line: (type(line).__name__, line.rank, line.number,
                                            parse_record(line, ("example_id",)))), tmp_path, "lines")
     run(p)

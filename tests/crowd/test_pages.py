@@ -21,14 +21,16 @@ from transforms.crowd.shown import FINGERPRINT
 
 VSR_CAPTION = ("pair_id", "relation", "true_image", "annotator_id")
 VSR_VOTE = ("example_id", "validator_id", "label")
-# page -> (its batch input's columns, the columns its round's ingest reads)
+# page -> (its batch input's columns, the columns its round's ingest reads, the round's
+# worker column: MTurk's WorkerId, which the page never submits)
 PAGES = {
-    **{p.name: (p, c, r) for p, c, r in zip(imagecode_pages.pages(), (DESCRIBE_TASK_COLUMNS, RETRIEVE_TASK_COLUMNS),
-                                             (DESCRIPTION_COLUMNS, RETRIEVAL_COLUMNS))},
-    **{"nlvr2 " + p.name: (p, p.columns, r) for p, r in zip(
+    **{p.name: (p, c, r, "worker") for p, c, r in zip(
+        imagecode_pages.pages(), (DESCRIBE_TASK_COLUMNS, RETRIEVE_TASK_COLUMNS), (DESCRIPTION_COLUMNS, RETRIEVAL_COLUMNS))},
+    **{"nlvr2 " + p.name: (p, p.columns, r, w) for p, r, w in zip(
         nlvr2_pages.pages(16, 4), (PRUNING_COLUMNS, INTEREST_COLUMNS, SENTENCE_COLUMNS,
-                                   VALIDATION_COLUMNS, VALIDATION_COLUMNS))},
-    **{"vsr " + p.name: (p, p.columns, r) for p, r in zip(vsr_pages.pages(RELATIONS), (VSR_CAPTION, VSR_VOTE))},
+                                   VALIDATION_COLUMNS, VALIDATION_COLUMNS), ("", "", "writer", "worker", "worker"))},
+    **{"vsr " + p.name: (p, p.columns, r, w) for p, r, w in zip(
+        vsr_pages.pages(RELATIONS), (VSR_CAPTION, VSR_VOTE), ("annotator_id", "validator_id"))},
 }
 
 
@@ -39,12 +41,13 @@ def submitted_names(page_html: str) -> set:
 
 @pytest.mark.parametrize("name", sorted(PAGES))
 def test_a_page_asks_for_its_inputs_and_submits_what_its_round_reads(name):
-    page, input_columns, read = PAGES[name]
+    page, input_columns, read, worker = PAGES[name]
     text = page_template(page, "https://cdn.example.org/release/")
     assert set(placeholders(text)) <= set(input_columns), set(placeholders(text)) - set(input_columns)
     assert FINGERPRINT in placeholders(text)
     names = submitted_names(text)
-    assert set(read) <= names | {"WorkerId"}, set(read) - names
+    assert set(read) - {worker} <= names, set(read) - names
+    assert worker not in names and "worker_column" not in names, "who did the work is MTurk's to say"
     assert {"assignmentId", FINGERPRINT} <= names
     assert f'action="{SUBMIT_URL}"' in text
     assert not re.search(r"""(src|href)=["']?(https?:)?//(?!cdn\.example\.org)""", text.replace("${", "")), \
@@ -87,3 +90,32 @@ def test_write_pages_writes_each_page_its_preview_and_its_input(tmp_path):
     assert [r["example_id"] for r in written] == ["e1", "e2"]
     assert written[0]["caption"] == "'=The cat 1."                  # safe in a spreadsheet
     assert (tmp_path / "caption.csv").read_text().splitlines() == [",".join(vsr_pages.CAPTION_COLUMNS)]
+
+
+def test_a_preview_shows_its_pictures_from_disk(tmp_path):
+    """A task image that is no path in the release (NLVR2's collected images, paths beside
+    the search results; VSR's COCO links) is copied beside the preview, which shows the
+    copy: it opens from disk anywhere, with its pictures. A value with no local file stays
+    as it is. (Every round's preview counted in Chromium: test_crowd_pages_browser.py.)"""
+    from pipelines.vsr.worker_pages import CocoImageFolder
+    from transforms.crowd.pages import FilesUnder
+    (tmp_path / "inputs" / "images").mkdir(parents=True)
+    (tmp_path / "inputs" / "images" / "a.jpg").write_bytes(b"\xff\xd8left")
+    page = [p for p in nlvr2_pages.pages(16, 4) if p.name == "validation"][0]
+    row = {"example": "e1", "sentence": "Two cups.", "left_url": "images/a.jpg", "right_url": "https://x.org/b.jpg",
+           FINGERPRINT: "f" * 32}
+    p = local_test_pipeline()
+    _ = (p | beam.Create([("validation", ("e1", row))])
+         | WritePages(str(tmp_path / "pages"), [page], local_image=FilesUnder(str(tmp_path / "inputs"))))
+    p.run().wait_until_finish()
+    preview = (tmp_path / "pages" / "validation.preview.html").read_text()
+    assert re.findall(r'<img src="([^"]+)"', preview) == ["validation.preview/left_url.jpg", "https://x.org/b.jpg"]
+    assert (tmp_path / "pages" / "validation.preview" / "left_url.jpg").read_bytes() == b"\xff\xd8left"
+    assert 'src="${left_url}"' in (tmp_path / "pages" / "validation.html").read_text()   # MTurk's template: as it was
+    coco = tmp_path / "coco" / "train2017"
+    coco.mkdir(parents=True)
+    (coco / "000000000001.jpg").write_bytes(b"\xff\xd8")
+    find = CocoImageFolder(str(tmp_path / "coco"))
+    assert find("http://images.cocodataset.org/train2017/000000000001.jpg") == str(coco / "000000000001.jpg")
+    assert find("http://images.cocodataset.org/train2017/000000000002.jpg") is None
+    assert find("http://images.cocodataset.org/..%2F..%2Fetc/passwd") is None

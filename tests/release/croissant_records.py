@@ -12,6 +12,10 @@ from PIL import Image
 # The one recommendation a release leaves out on purpose: a date would make two builds of
 # the same config differ (pipelines/release/croissant.py).
 ACCEPTED_WARNING = "datePublished"
+# NaN, as compared: equal to NaN and to nothing else. mlcroissant gives None for a float
+# column's NaN and NaN for a float list's null item, so a release that wrote either would
+# read back otherwise than its rows (transforms/io/release.py writes each as it reads back).
+NAN = "NaN"
 
 
 def load(release: str):
@@ -23,9 +27,9 @@ def load(release: str):
 
 def plain(value):
     """A value as mlcroissant yields it, as pyarrow would: text decoded, an image as its
-    pixels, a list or sub-fields likewise; NaN as None (as from_parquet writes it)."""
+    pixels, a list or sub-fields likewise; NaN as NAN."""
     if isinstance(value, float) and math.isnan(value):
-        return None
+        return NAN
     if isinstance(value, bytes):
         return value.decode("utf-8")
     if isinstance(value, Image.Image):
@@ -40,10 +44,10 @@ def plain(value):
 
 
 def from_parquet(value, image_members=False):
-    """A Parquet value as mlcroissant gives it: NaN as None (pandas' missing value), an
-    embedded image's bytes as its decoded pixels."""
+    """A Parquet value as compared: NaN as NAN (never as None: a reader that turns it into
+    None does not give the rows back), an embedded image's bytes as its decoded pixels."""
     if isinstance(value, float) and math.isnan(value):
-        return None
+        return NAN
     if isinstance(value, list):
         return [from_parquet(v) for v in value]
     if isinstance(value, dict):

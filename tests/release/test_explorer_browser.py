@@ -189,6 +189,22 @@ def test_first_page_paging_and_rejects_render(releases, name, tmp_path):
         page.no_foreign_images()
 
 
+def test_a_rejected_answer_is_found_by_its_text_and_by_a_pasted_id_or_hash(tmp_path):
+    """A description the retrieval round rejected (tests/release/test_explorer_answers.py):
+    its card shows the set's ten pictures; a word of its text finds it (a whole word: a
+    part of one does not), and so do its id and a hash pasted in (the set name's)."""
+    from tests.release.test_explorer_answers import DESCRIPTION_ID, answered_release
+    folder = answered_release(tmp_path / "release")
+    with Explorer(folder, tmp_path) as page:
+        for q in ("umbrella", "93d332dd", DESCRIPTION_ID, "A1DESCRIBER hidden"):
+            page.show(route(view="rejects", q=q))
+            assert page.keys() == [DESCRIPTION_ID], q
+        page.screenshot("imagecode-rejected-description.png")
+        assert page.run("[...document.querySelectorAll('article.card img')].filter(i => i.naturalWidth > 0).length") == 10
+        page.show(route(view="rejects", q="umbrell"))
+        assert page.keys() == []
+
+
 def test_the_public_nlvr2_release_is_searched_filtered_sorted_and_linked(releases, tmp_path):
     folder = releases["nlvr2 public"]
     examples = pq.read_table(os.path.join(folder, "parquet", "examples"))
@@ -309,12 +325,14 @@ def _row_is_whole(page, folder, examples, row) -> None:
 def _searched(explorer, view, words, inside=False) -> list:
     """The keys of the rows whose searched texts (the index's text columns) hold every
     word or "quoted phrase", as the page searches: case folded, whole words (not inside a
-    longer word), or anywhere in the text when `inside`."""
+    longer word), or anywhere in the text when `inside` or for a pasted id or hash (a
+    word of six characters or more holding a digit)."""
     texts = [index_column(explorer, view, c["name"]) for c in view["index"]["columns"] if c["kind"] == "text"]
     keys = index_column(explorer, view, view["key"])
-    phrases = [r"\s+".join(map(re.escape, (quoted or word).split()))   # "a phrase", or a word
+    phrases = [(r"\s+".join(map(re.escape, (quoted or word).split())),   # "a phrase", or a word
+                bool(word) and len(word) >= 6 and any(ch.isdigit() for ch in word))
                for quoted, word in re.findall(r'"([^"]+)"|(\S+)', words)]
-    terms = [re.compile(p if inside else rf"(?<!\w){p}(?!\w)", re.IGNORECASE) for p in phrases]
+    terms = [re.compile(p if inside or pasted else rf"(?<!\w){p}(?!\w)", re.IGNORECASE) for p, pasted in phrases]
     return [keys[i] for i in range(view["rows"])
             if all(t.search("\n".join(str(c[i]) for c in texts if c[i] is not None)) for t in terms)]
 

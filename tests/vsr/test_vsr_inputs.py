@@ -55,7 +55,7 @@ def test_a_build_from_globs_reads_and_lists_every_matched_file(sample, tmp_path)
                        "--set", f"inputs.coco=[{sample}/instances_*.json]",
                        "--set", f"inputs.annotations=[{sample}/public_*.jsonl]",
                        "--set", "inputs.captions=[]", "--set", "inputs.votes=[]",
-                       "--set", "inputs.extra_labels=[]",
+                       "--set", "inputs.extra_labels=[]", "--set", f"inputs.coco_images={sample}/images",
                        "--output", str(tmp_path), "--version", "1.0.0"])
     manifest = json.load(open(os.path.join(release, "MANIFEST.json")))
     listed = {name: entry["path"] for name, entry in manifest["inputs"].items()}

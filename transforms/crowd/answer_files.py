@@ -17,13 +17,14 @@ A Mechanical Turk batch results CSV, as downloaded, is read as the round's rows
 (`Input.*` and `Answer.*` columns, rejected assignments rejected: transforms/crowd/mturk.py);
 the header checks and the rows see the columns it offers. Label Studio's JSON export, as
 downloaded (a `.json` file holding a JSON array), is read the same way: one answer row per
-annotation, cancelled ones rejected (transforms/crowd/labelstudio.py).
+annotation, cancelled ones rejected (transforms/crowd/labelstudio.py). Both platforms say
+who did the work: the round's worker column (`worker`) is theirs to fill, never the file's.
 
 Both functions stream: they hold one row (at most MAX_QUOTED_LINES physical lines) at a
 time, however large the file.
 
-    check_answer_file("answers/*.csv", DESCRIPTION_COLUMNS)        # preflight, on the driver
-    for row in parse_file(path, binary_stream, "csv", DESCRIPTION_COLUMNS): ...
+    check_answer_file("answers/*.csv", DESCRIPTION_COLUMNS, worker="worker")   # preflight, on the driver
+    for row in parse_file(path, binary_stream, "csv", DESCRIPTION_COLUMNS, worker="worker"): ...
 """
 from __future__ import annotations
 
@@ -68,11 +69,18 @@ class AnswerRow:
     line: int                                # where the row starts, 1-based
     fields: Optional[dict] = None
     error: Optional[Tuple[str, str]] = None
+    rank: int = 0                            # its pattern's place in the answer key's list
 
     @property
     def row_id(self) -> Tuple[str, int]:
-        """(file name, line): what rejects call the row, and the order duplicates keep."""
+        """(file name, line): what rejects call the row."""
         return os.path.basename(self.path), self.line
+
+    @property
+    def order(self) -> Tuple[int, str, int, str]:
+        """Which of two rows comes first (the one a duplicate gives way to): the file as the
+        answer key lists it, then its name and the line; never arrival order."""
+        return self.rank, os.path.basename(self.path), self.line, self.path
 
 
 def file_format(path: str) -> str:
@@ -88,9 +96,11 @@ def file_format(path: str) -> str:
 
 # --- before any work: the whole file -------------------------------------------------
 
-def check_answer_file(pattern: str, required_columns: Sequence[str]) -> List[str]:
+def check_answer_file(pattern: str, required_columns: Sequence[str], worker: str = "") -> List[str]:
     """The files that `pattern` (a path or a glob) names, once each is known to be usable;
-    raises InputError naming the file otherwise.
+    raises InputError naming the file otherwise. `worker`: the round's worker column, which
+    a platform's file offers from its own record (MTurk's WorkerId, Label Studio's
+    annotator: an export naming annotators by number only is refused).
 
     Usable means: UTF-8 throughout (a BOM is fine at the start, not on a later line, as
     in files joined with `cat`); a CSV's header row names every required column, once; a
@@ -100,7 +110,7 @@ def check_answer_file(pattern: str, required_columns: Sequence[str]) -> List[str
     """
     fmt = file_format(pattern)
     paths = _matching_files(pattern)
-    rows = sum(_check_one_file(path, fmt, tuple(required_columns)) for path in paths)
+    rows = sum(_check_one_file(path, fmt, tuple(required_columns), worker) for path in paths)
     if rows == 0:
         what = paths[0] if len(paths) == 1 else f"{pattern} ({len(paths)} files)"
         raise InputError(f"{what}: no answer rows" + (" below the header" if fmt == "csv" else ""))
@@ -158,14 +168,17 @@ def _matching_files(pattern: str) -> List[str]:
     return paths
 
 
-def _check_one_file(path: str, fmt: str, required: Tuple[str, ...]) -> int:
+def _check_one_file(path: str, fmt: str, required: Tuple[str, ...], worker: str = "") -> int:
     """The number of non-blank lines holding rows (0 for a header-only CSV)."""
     export = _labelstudio_export(path) if fmt == "jsonl" else None
     if export is not None:
-        missing = [c for c in required if c not in labelstudio.answer_columns(export)]
+        missing = [c for c in required if c not in labelstudio.answer_columns(export, worker)]
         if export and missing:
             raise InputError(f"{path}: no task or result of this Label Studio export has the field(s) "
                              f"{', '.join(missing)} (required: {', '.join(required)})")
+        unknown = labelstudio.annotator_problem(path, export) if worker else ""
+        if unknown:
+            raise InputError(unknown)
         return sum(len(labelstudio.annotations_of(t)) for t in export)
     header, rows, missing = None, 0, set(required)
     for line in read_numbered_lines(path):
@@ -174,7 +187,7 @@ def _check_one_file(path: str, fmt: str, required: Tuple[str, ...]) -> int:
                              "; answer files must be UTF-8 (re-export the file as UTF-8, e.g. "
                              "iconv -f <encoding> -t utf-8)"))
         if fmt == "csv" and header is None:
-            header = _header(line.where, line.text, required)
+            header = _header(line.where, line.text, required, worker)
             continue
         rows += 1
         if fmt == "jsonl" and missing:   # stop parsing once every field has been seen
@@ -189,12 +202,12 @@ def _check_one_file(path: str, fmt: str, required: Tuple[str, ...]) -> int:
     return rows
 
 
-def _header(where: str, text: str, required: Tuple[str, ...]) -> List[str]:
+def _header(where: str, text: str, required: Tuple[str, ...], worker: str = "") -> List[str]:
     try:
         columns = [c.strip() for c in next(csv.reader([text], strict=True))]
     except csv.Error as e:
         raise InputError(f"{where}: the header row cannot be read as CSV ({e})") from None
-    columns = _columns_offered(columns)
+    columns = _columns_offered(columns, worker)
     missing = [c for c in required if c not in columns]
     if missing:
         raise InputError(f"{where}: the header lacks the column(s) {', '.join(missing)} "
@@ -205,22 +218,25 @@ def _header(where: str, text: str, required: Tuple[str, ...]) -> List[str]:
     return columns
 
 
-def _columns_offered(header: List[str]) -> List[str]:
+def _columns_offered(header: List[str], worker: str = "") -> List[str]:
     """The columns the rows of a CSV with this header offer: a platform's export names
-    them its own way (Mechanical Turk: Input.<col>, Answer.<field>)."""
-    return mturk.answer_columns(header) if mturk.is_results_header(header) else header
+    them its own way (Mechanical Turk: Input.<col>, Answer.<field>, the worker WorkerId)."""
+    return mturk.answer_columns(header, worker) if mturk.is_results_header(header) else header
 
 
 # --- row by row ------------------------------------------------------------------------
 
-def parse_file(path: str, stream, fmt: str, required_columns: Sequence[str] = ()) -> Iterator[AnswerRow]:
+def parse_file(path: str, stream, fmt: str, required_columns: Sequence[str] = (),
+               worker: str = "") -> Iterator[AnswerRow]:
     """An AnswerRow per row of one file read from a binary `stream`.
 
     `required_columns` help tell a row from prose in a runaway CSV quote (see
     `_is_whole_row`); which rows lack them is decided later, with the sets at hand.
+    `worker`: the round's worker column, filled by a platform's reader from its own record
+    of who did the work ("" for a round that names no worker).
     """
     if fmt == "csv":   # a platform's export becomes rows of the round's own columns
-        yield from mturk.answer_rows(_CsvRows(path, stream, tuple(required_columns)).rows())
+        yield from mturk.answer_rows(_CsvRows(path, stream, tuple(required_columns)).rows(), worker)
         return
     head = stream.read(4096)
     if labelstudio.is_export(head):   # one JSON document: read whole (checked by preflight)
@@ -229,7 +245,7 @@ def parse_file(path: str, stream, fmt: str, required_columns: Sequence[str] = ()
         except InputError as e:
             yield AnswerRow(path, 1, None, (reasons.MALFORMED_ROW, str(e)))
             return
-        yield from labelstudio.answer_rows(path, tasks, AnswerRow)
+        yield from labelstudio.answer_rows(path, tasks, AnswerRow, worker)
         return
     stream = itertools.chain(io.BytesIO(head + stream.readline()), stream)
     for line in iter_numbered_lines(path, stream):

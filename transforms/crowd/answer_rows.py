@@ -1,7 +1,7 @@
 """Crowd answer files as a Beam stage: every row becomes a record or a line-level Reject
 that names its file and line, and of the rows that share a key only the earliest stays.
 
-    rows = p | ReadAnswerRows(path, stage, columns, check, duplicate_reason, context=...)
+    rows = p | ReadAnswerRows(paths, stage, columns, check, duplicate_reason, worker="worker", context=...)
     rows[MAIN]      # the records `check` built
     rows[REJECTS]   # bad rows (reason from parse_file, missing_field, or `check`'s),
                     # and duplicates (`duplicate_reason`)
@@ -11,10 +11,20 @@ is what every crowd round does with the rows: counts each in (stage `stage`, lev
 "line"), rejects a row with an empty required column (missing_field) or a cell holding a
 control character (control_character: transforms/io/free_text.py), hands the others to
 the benchmark's `check`, and keeps the earliest row (file, line: never arrival order) of
-each key. What a row means is the benchmark's: `check(row, context)` returns
+each key (its pattern's place in `paths`, a file or glob or a list of them, then file
+name and line: never arrival order). What a row means is the benchmark's: `check(row, context)` returns
 (key, record) or a RowProblem. `context` is an optional side input (e.g. the sets in the
 round, AsDict), `problem_fields(row, context)` the extra fields of a bad row's Reject
 (split, source, ...), `duplicate_fields(record)` those of a duplicate's.
+
+`placed(record, path, line)`, when given, puts where a record was read into it (a later
+stage that judges it names that row in its rejects, so a requester's approvals can
+find the assignment).
+
+`worker` names the round's worker column: a platform's file (MTurk's results, Label
+Studio's export) fills it from the platform's own record of who did the work, and a row
+whose posted fields say otherwise is rejected (answer_files.py); a file of the project's
+own columns gives it as written.
 
 With `shown` (a Shown), a row is used only where its worker saw what this build shows
 for its task (transforms/crowd/shown.py): the others are stale_answer rejects, checked
@@ -22,12 +32,13 @@ before duplicates are dropped (so a fresh second row stands in for a stale first
 """
 from __future__ import annotations
 
+import dataclasses
 import re
-from typing import Any, Callable, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Callable, NamedTuple, Optional, Sequence, Tuple, Union
 
 import apache_beam as beam
-from apache_beam.io import fileio
 from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
 
 from schemas import reasons
 from schemas.tfexample import INT64_MAX, INT64_MIN
@@ -118,25 +129,26 @@ class ReadAnswerRows(beam.PTransform):
     """Answer file (CSV or JSON Lines by extension; a glob is fine) -> {MAIN: records,
     REJECTS: line-level Rejects}. Counters: stage `stage`, level "line"."""
 
-    def __init__(self, path: str, stage: str, columns: Sequence[str],
+    def __init__(self, paths: Union[str, Sequence[str]], stage: str, columns: Sequence[str],
                  check: Callable[[dict, Any], Any], duplicate_reason: str, context=None,
                  problem_fields: Callable[[Optional[dict], Any], dict] = _no_fields,
                  duplicate_fields: Callable[[Any], dict] = _no_fields,
-                 shown: Optional[Shown] = None):
+                 shown: Optional[Shown] = None, worker: str = "",
+                 placed: Optional[Callable[[Any, str, int], Any]] = None):
         super().__init__()
-        file_format(path)  # an unknown extension fails now, not on a worker
-        self._path, self._stage, self._columns = path, stage, tuple(columns)
+        self._paths = answer_patterns(paths)
+        self._stage, self._columns, self._worker = stage, tuple(columns), worker
         self._check, self._dup, self._context = check, duplicate_reason, context
         self._problem_fields, self._duplicate_fields = problem_fields, duplicate_fields
-        self._shown = shown
+        self._shown, self._placed = shown, placed
 
     def expand(self, p):
         side = () if self._context is None else (self._context,)
         evidence = (None if self._shown is None
                     else _EvidenceOf(self._shown.evidence_of, self._shown.labels_of))
-        checked = (p | "Read" >> _ReadRows(self._path, self._columns)
+        checked = (p | "Read" >> _ReadRows(self._paths, self._columns, self._worker)
                    | "Validate" >> stage_pardo(_CheckRowFn(self._stage, self._columns, self._check,
-                                                           self._problem_fields, evidence), *side))
+                                                           self._problem_fields, evidence, self._placed), *side))
         rows, rejects = checked[MAIN], [checked[REJECTS]]
         if self._shown is not None:
             shown, fields = self._shown, _RowFields(self._duplicate_fields)
@@ -155,25 +167,41 @@ class ReadAnswerRows(beam.PTransform):
         return {MAIN: records, REJECTS: rejects}
 
 
-class _ReadRows(beam.PTransform):
-    """A file pattern -> AnswerRow per row (answer_files.parse_file), one file per worker."""
+def answer_patterns(paths: Union[str, Sequence[str]]) -> list:
+    """An answer key's files as a list (a file or glob, or a list of them), each of a
+    format the readers know: an unknown extension fails now, not on a worker."""
+    patterns = [paths] if isinstance(paths, str) else list(paths)
+    for pattern in patterns:
+        file_format(pattern)
+    return patterns
 
-    def __init__(self, path: str, required_columns):
+
+class _ReadRows(beam.PTransform):
+    """File patterns -> AnswerRow per row (answer_files.parse_file), each knowing its
+    pattern's place in the list (`rank`); one file per worker."""
+
+    def __init__(self, paths: Sequence[str], required_columns, worker: str = ""):
         super().__init__()
-        self._path, self._fmt = path, file_format(path)
-        self._required = tuple(required_columns)
+        self._paths = list(paths)
+        self._required, self._worker = tuple(required_columns), worker
 
     def expand(self, p):
-        fmt, required = self._fmt, self._required
+        required, worker = self._required, self._worker
 
-        def rows(readable):
+        def files(ranked):
+            rank, pattern = ranked
+            return [(rank, pattern, m.path) for m in FileSystems.match([pattern])[0].metadata_list]
+
+        def rows(ranked_file):
+            rank, pattern, path = ranked_file
             # bytes as stored (a compressed file is refused in preflight, not read here):
             # parse_file decodes each line strictly
-            with readable.open(compression_type=CompressionTypes.UNCOMPRESSED) as raw:
-                yield from parse_file(readable.metadata.path, raw, fmt, required)
+            with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as raw:
+                for row in parse_file(path, raw, file_format(pattern), required, worker):
+                    yield dataclasses.replace(row, rank=rank)
 
-        return (p | fileio.MatchFiles(self._path) | fileio.ReadMatches()
-                | "Parse" >> beam.FlatMap(rows))
+        return (p | "Patterns" >> beam.Create(list(enumerate(self._paths))) | "Match" >> beam.FlatMap(files)
+                | "One file a worker" >> beam.Reshuffle() | "Parse" >> beam.FlatMap(rows))
 
 
 class _CheckedRow(NamedTuple):
@@ -184,11 +212,12 @@ class _CheckedRow(NamedTuple):
     path: str
     record: Any
     evidence: Evidence = Evidence()
+    rank: int = 0             # its pattern's place in the answer key's list
 
     @property
     def order(self):
-        """Of duplicate rows, the earliest (file, line) is kept."""
-        return self.row_id, self.path
+        """Of duplicate rows, the earliest (AnswerRow.order) is kept."""
+        return self.rank, self.row_id, self.path
 
 
 class _CheckRowFn(StageFn):
@@ -197,10 +226,10 @@ class _CheckRowFn(StageFn):
     level = "line"
     counts_out = False  # out once it is no duplicate (the KeepFirst after it)
 
-    def __init__(self, stage: str, columns, check, problem_fields, evidence=None):
+    def __init__(self, stage: str, columns, check, problem_fields, evidence=None, placed=None):
         self.stage, self._columns = stage, columns
         self._check, self._problem_fields = check, problem_fields
-        self._evidence = evidence
+        self._evidence, self._placed = evidence, placed
 
     def judge(self, parsed: AnswerRow, context=None):
         row, problem = parsed.fields, parsed.error
@@ -220,8 +249,10 @@ class _CheckRowFn(StageFn):
                               line=parsed.line, **self._problem_fields(row, context))
             return
         key, record = checked
+        if self._placed is not None:
+            record = self._placed(record, parsed.path, parsed.line)
         evidence = self._evidence(row) if self._evidence is not None else Evidence()
-        yield _CheckedRow(key, parsed.row_id, parsed.path, record, evidence)
+        yield _CheckedRow(key, parsed.row_id, parsed.path, record, evidence, parsed.rank)
 
 
 class _EvidenceOf:

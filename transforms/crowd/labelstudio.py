@@ -13,13 +13,13 @@ the worker column) and gets
 * `tasks_json(layout, rows, image_base)`: the tasks to import, `[{"data": {...}}, ...]`,
   each `data` the task row as the round's task file (or its page's batch input) holds it,
   `task_fingerprint` included, with its image columns prefixed by `image_base` (a
-  release-relative path becomes a URL Label Studio can load), plus `worker_column` (the
-  answer column that names the worker), `labelstudio_answers` (how each control's result
-  becomes its answer column's value) and, per item k, the item's task columns as
-  `<column>@<k>`.
+  release-relative path becomes a URL Label Studio can load), plus `labelstudio_answers`
+  (how each control's result becomes its answer column's value) and, per item k, the
+  item's task columns as `<column>@<k>`.
 
-Label Studio's JSON export ("Export" -> JSON, or GET /api/projects/<id>/export) is a list
-of those tasks, each with `annotations`: `[{"id", "completed_by", "result": [{"from_name",
+Label Studio's JSON export with its annotators (an export snapshot: POST
+/api/projects/<id>/exports, docs/crowd.md) is a list of those tasks, each with
+`annotations`: `[{"id", "completed_by": {"id", "email", ...}, "result": [{"from_name",
 "type", "value": {"choices": [...]} | {"text": [...]}}], "was_cancelled", ...}]`.
 `answer_rows` makes one answer row per annotation (per answered item, for a round with
 items), of the round's own columns:
@@ -34,8 +34,12 @@ items), of the round's own columns:
   control of the round, or not of its control's form, is bad_field naming the annotation;
 * `<field>@<k>` results and data are item k's: one row per item with an answer, each with
   the annotation's other columns (as a Mechanical Turk results row, transforms/crowd/mturk.py);
-* `worker_column`'s column <- `completed_by`, Label Studio's own record of who did the
-  work (the user's email when the export expands it, else the user's id);
+* the round's worker column (`worker`, as the round names it) <- the email of
+  `completed_by`, Label Studio's own record of who did the work. A user's number names
+  another person on another server (every server's first user is 1), so an export that
+  names annotators by number only is refused (`annotator_problem`); a result or task
+  column that would name the worker is bad_field: the annotation cannot choose whose
+  answer it is;
 * a cancelled (skipped) annotation is a `rejected_assignment` reject: nothing of it
   reaches a release. Predictions are a model's, not a worker's: never read.
 
@@ -60,8 +64,10 @@ from transforms.crowd.items import item_field, split_items
 from transforms.crowd.task_files import WriteTaskFiles, image_base, task_lines
 
 LABELSTUDIO_DIR = "labelstudio"   # crowd/labelstudio/ in a release: <round>.json, <round>.xml
-WORKER_COLUMN = "worker_column"   # in each task's data: which answer column is the worker
 ANSWERS = "labelstudio_answers"   # in each task's data: {control name: its form (below)}
+REPEATED = "{{idx}}"              # Label Studio's Repeater: an entry's index in names and values
+# Task data of an earlier release named the worker column: never read (the round names it).
+TASK_WORKER_COLUMN = "worker_column"
 
 # The forms of an answer (ANSWERS' values): what a control's result becomes.
 CHOICE, CHOICES, TEXT = "choice", "choices", "text"
@@ -77,8 +83,9 @@ class Ask:
     ...) in that task list column, the answer that list's item; `names_column`: the
     chosen value names a task column, the answer that column's value; `to`: the shown
     column it belongs to (default: the round's first text, else image); `title`: a line
-    above it. An item's question (Items.asks) is named `<column>@<k>` and belongs to the
-    item's first image."""
+    above it; `groups`: (header, values) that show a long list of choices under headers,
+    every value once (VSR's relations by Table 1's categories). An item's question
+    (Items.asks) is named `<column>@<k>` and belongs to the item's first image."""
     column: str
     choices: Tuple[Tuple[str, str], ...] = ()
     several: bool = False
@@ -86,6 +93,7 @@ class Ask:
     names_column: bool = False
     to: str = ""
     title: str = ""
+    groups: Tuple[Tuple[str, Tuple[str, ...]], ...] = ()
 
     def form(self) -> str:
         if not self.choices:
@@ -99,18 +107,29 @@ class Ask:
 
 @dataclasses.dataclass(frozen=True)
 class Items:
-    """A round that answers per item (an image of a set, a pair): `count` places k = 0,
-    1, ...; `images` and `texts`: the task columns shown per place, `{k}` in their names;
-    `columns`: (answer column, task column with `{k}`) each item's row takes from the task
-    (NLVR2's pruning: the image's position); `asks`: the item's questions, optional (a
-    place of a smaller set is empty and left unanswered); `title`: the header of a
-    place, `{n}` its number from 1."""
-    count: int
+    """The places of a round that shows (and maybe asks) per item, one of two kinds:
+
+    * `count` fixed places k = 0, 1, ... (ImageCoDe's ten images, NLVR2's four pairs),
+      shown only: `images` and `texts` are task columns with `{k}` in their names, `title`
+      the header of a place (`{n}` its number from 1);
+    * one place per entry of the task's list column `on` (NLVR2's images of a set, as many
+      as the set holds: Label Studio's Repeater), each asking `asks`, every question
+      required, so a worker answers every place the task has and no other: `images` and
+      `texts` name the entry's fields shown, `columns` (answer column, entry field) what
+      each item's answer row takes from its entry (NLVR2's pruning: the image's position).
+    """
+    count: int = 0
     images: Tuple[str, ...] = ()
     texts: Tuple[str, ...] = ()
     columns: Tuple[Tuple[str, str], ...] = ()
     asks: Tuple[Ask, ...] = ()
     title: str = "Item {n}"
+    on: str = ""
+
+    def places(self, row: Mapping) -> range:
+        """The places of a task row."""
+        listed = row.get(self.on) if self.on else None
+        return range(len(listed) if isinstance(listed, list) else 0) if self.on else range(self.count)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -118,42 +137,62 @@ class RoundLayout:
     """What a round's page shows and asks, by the round's task and answer columns.
 
     images: task columns holding an image URL (or a path under `image_base`); texts: task
-    columns shown as text; asks: the round's questions; worker: the answer column that
-    names the worker; items: the places of a round that shows (and maybe asks) per item."""
+    columns shown as text; asks: the round's questions; items: the places of a round that
+    shows (and maybe asks) per item. Who answered is Label Studio's to say, not the
+    project's: the round's reader names its worker column (answer_rows)."""
     images: Tuple[str, ...]
     texts: Tuple[str, ...]
     asks: Tuple[Ask, ...]
-    worker: str
     instructions: str = ""
     items: Optional[Items] = None
 
-    def answers(self) -> Dict[str, str]:
-        """Each control's name -> its form (ANSWERS)."""
+    def answers(self, row: Mapping) -> Dict[str, str]:
+        """Each control's name -> its form (ANSWERS), for the places of a task row."""
         forms = {ask.column: ask.form() for ask in self.asks}
         if self.items:
             forms.update((f"{ask.column}@{k}", ask.form())
-                         for k in range(self.items.count) for ask in self.items.asks)
+                         for k in self.items.places(row) for ask in self.items.asks)
         return forms
 
     def shown_images(self) -> List[str]:
-        per_item = [c.format(k=k) for k in range(self.items.count) for c in self.items.images] if self.items else []
+        """The task columns holding an image (a fixed place's included)."""
+        items = self.items
+        per_item = [c.format(k=k) for k in range(items.count) for c in items.images] if items and not items.on else []
         return list(self.images) + per_item
 
 
-def _control(ask: Ask, name: str, to: str, required: bool) -> List[str]:
-    need = ' required="true"' if required else ""
-    head = [f"  <Header value={quoteattr(ask.title)}/>"] if ask.title else []
+def _control(ask: Ask, name: str, to: str, indent: str = "  ") -> List[str]:
+    """A question, every one required (a Choices, or a TextArea for a free text); a long
+    list of choices grouped under its groups' headers, as the worker page groups it."""
+    head = [f"{indent}<Header value={quoteattr(ask.title)}/>"] if ask.title else []
     if not ask.choices:
-        return head + [f"  <TextArea name={quoteattr(name)} toName={quoteattr(to)} maxSubmissions=\"1\"{need}/>"]
+        return head + [f"{indent}<TextArea name={quoteattr(name)} toName={quoteattr(to)} maxSubmissions=\"1\" "
+                       f"required=\"true\"/>"]
     kind = "multiple" if ask.several else "single"
-    return (head + [f"  <Choices name={quoteattr(name)} toName={quoteattr(to)} choice=\"{kind}\"{need}>"]
-            + [f"    <Choice value={quoteattr(label)} alias={quoteattr(value)}/>" for label, value in ask.choices]
-            + ["  </Choices>"])
+    label = dict((value, label) for label, value in ask.choices)
+
+    def choices(values, inner):
+        return [f"{inner}<Choice value={quoteattr(label[v])} alias={quoteattr(v)}/>" for v in values]
+
+    if ask.groups:
+        body = [line for group, values in ask.groups for line in (
+            [f"{indent}  <Header value={quoteattr(group)} size=\"6\"/>",
+             f"{indent}  <View style=\"display: flex; flex-wrap: wrap; column-gap: 1.5em\">"]
+            + choices(values, indent + "    ") + [f"{indent}  </View>"])]
+    else:
+        body = choices([value for _, value in ask.choices], indent + "  ")
+    return (head + [f"{indent}<Choices name={quoteattr(name)} toName={quoteattr(to)} choice=\"{kind}\" "
+                    f"required=\"true\">"] + body + [f"{indent}</Choices>"])
 
 
-def _shown(images: Iterable[str], texts: Iterable[str]) -> List[str]:
-    return ([f"  <Image name={quoteattr(c)} value={quoteattr('$' + c)}/>" for c in images]
-            + [f"  <Text name={quoteattr(c)} value={quoteattr('$' + c)}/>" for c in texts])
+def _shown(images: Iterable[str], texts: Iterable[str], entry: str = "") -> List[str]:
+    """The Image and Text tags of task columns; with `entry` (a Repeater's `$list[{{idx}}]`),
+    of that entry's fields, each named `<field>_{{idx}}`."""
+    indent = "    " if entry else "  "
+    name = (lambda c: f"{c}_{REPEATED}") if entry else (lambda c: c)
+    value = (lambda c: f"{entry}.{c}") if entry else (lambda c: "$" + c)
+    return ([f"{indent}<Image name={quoteattr(name(c))} value={quoteattr(value(c))}/>" for c in images]
+            + [f"{indent}<Text name={quoteattr(name(c))} value={quoteattr(value(c))}/>" for c in texts])
 
 
 def labeling_config(layout: RoundLayout) -> str:
@@ -161,28 +200,41 @@ def labeling_config(layout: RoundLayout) -> str:
     lines = [f"  <Header value={quoteattr(layout.instructions)}/>"] if layout.instructions else []
     lines += _shown(layout.images, layout.texts)
     items = layout.items
-    for k in range(items.count if items else 0):
+    if items and items.on:   # a place per entry of the task's list: as many as the task has
+        lines += [f"  <Repeater on={quoteattr('$' + items.on)} indexFlag={quoteattr(REPEATED)}>",
+                  f"    <Header value={quoteattr(items.title.format(n=''))}/>"]
+        lines += _shown(items.images, items.texts, entry=f"${items.on}[{REPEATED}]")
+        shown = f"{(items.images + items.texts)[0]}_{REPEATED}"
+        for ask in items.asks:
+            lines += _control(ask, f"{ask.column}@{REPEATED}", shown, indent="    ")
+        lines += ["  </Repeater>"]
+    for k in range(items.count if items and not items.on else 0):
         images, texts = [c.format(k=k) for c in items.images], [c.format(k=k) for c in items.texts]
         lines += [f"  <Header value={quoteattr(items.title.format(n=k + 1))}/>"] + _shown(images, texts)
-        for ask in items.asks:   # optional: a smaller set leaves places empty
-            lines += _control(ask, f"{ask.column}@{k}", (images + texts)[0], required=False)
     first = (list(layout.texts) + list(layout.images) + layout.shown_images())[0]
     for ask in layout.asks:
-        lines += _control(ask, ask.column, ask.to or first, required=True)
+        lines += _control(ask, ask.column, ask.to or first)
     return "\n".join(["<View>"] + lines + ["</View>"]) + "\n"
+
+
+def _served(value, base: str):
+    """A release-relative image path under the image base (a URL as it is)."""
+    return base + value if base and isinstance(value, str) and value and "://" not in value else value
 
 
 def _task(layout: RoundLayout, row: Mapping, base: str = "") -> dict:
     data = dict(row)
-    for column in layout.shown_images():   # a release-relative path, served under base
-        value = data.get(column)
-        if base and isinstance(value, str) and value and "://" not in value:
-            data[column] = base + value
-    if layout.items:
-        for k in range(layout.items.count):
-            data.update((f"{answer}@{k}", row.get(column.format(k=k), ""))
-                        for answer, column in layout.items.columns)
-    return {"data": {**data, WORKER_COLUMN: layout.worker, ANSWERS: layout.answers()}}
+    for column in layout.shown_images():
+        if column in data:
+            data[column] = _served(data[column], base)
+    items = layout.items
+    if items and items.on:   # each entry's images served too; item k's answer columns beside
+        entries = [dict(entry, **{c: _served(entry.get(c), base) for c in items.images if c in entry})
+                   for entry in row.get(items.on) or ()]
+        data[items.on] = entries
+        for k, entry in enumerate(entries):
+            data.update((f"{answer}@{k}", entry.get(field, "")) for answer, field in items.columns)
+    return {"data": {**data, ANSWERS: layout.answers(row)}}
 
 
 def tasks_json(layout: RoundLayout, rows: Iterable[Mapping], image_base_url: str = "") -> str:
@@ -215,15 +267,14 @@ def load_export(path: str, data: bytes) -> list:
     return tasks
 
 
-def answer_columns(tasks: Sequence[dict]) -> List[str]:
-    """The columns the export's answer rows offer: the tasks' data columns, the worker
-    column they name, and every result's from_name (an item's `<field>@<k>` as <field>)."""
-    columns = {}
+def answer_columns(tasks: Sequence[dict], worker: str = "") -> List[str]:
+    """The columns the export's answer rows offer: the tasks' data columns, the round's
+    worker column `worker` (from completed_by), and every result's from_name (an item's
+    `<field>@<k>` as <field>)."""
+    columns = dict.fromkeys([worker] if worker else [])
     for task in tasks:
         data = task["data"]
-        columns.update(dict.fromkeys(item_field(c) for c in data if c not in (WORKER_COLUMN, ANSWERS)))
-        if isinstance(data.get(WORKER_COLUMN), str):
-            columns[data[WORKER_COLUMN]] = None
+        columns.update(dict.fromkeys(item_field(c) for c in data if c not in (TASK_WORKER_COLUMN, ANSWERS)))
         for annotation in annotations_of(task):
             for result in annotation.get("result") or ():
                 if isinstance(result, dict) and isinstance(result.get("from_name"), str):
@@ -231,14 +282,15 @@ def answer_columns(tasks: Sequence[dict]) -> List[str]:
     return list(columns)
 
 
-def answer_rows(path: str, tasks: Sequence[dict], row_type) -> Iterator:
+def answer_rows(path: str, tasks: Sequence[dict], row_type, worker: str = "") -> Iterator:
     """`row_type(path, line, fields, error)`s of the export's annotations, as the module
-    docstring says; `line` is the annotation's place in the file."""
+    docstring says; `line` is the annotation's place in the file, `worker` the round's
+    worker column ("" for a round that names none)."""
     place = 0
     for task in tasks:
         for annotation in annotations_of(task):
             place += 1
-            rows, error = _answer(task, annotation)
+            rows, error = _answer(task, annotation, worker)
             if error is not None:
                 yield row_type(path, place, None, error)
             for fields in rows or ():
@@ -251,19 +303,41 @@ def annotations_of(task: dict) -> list:
     return [a for a in annotations if isinstance(a, dict)] if isinstance(annotations, list) else []
 
 
-def _worker(completed_by) -> str:
-    if isinstance(completed_by, dict):
-        completed_by = completed_by.get("email") or completed_by.get("id")
-    return "" if completed_by is None or isinstance(completed_by, bool) else str(completed_by)
+def annotator(completed_by) -> str:
+    """The worker id of an annotation: the email of its annotator as the export names them
+    ("" when it names them by number only, or not at all)."""
+    email = completed_by.get("email") if isinstance(completed_by, dict) else None
+    return email.strip() if isinstance(email, str) else ""
 
 
-def _answer(task: dict, annotation: dict) -> Tuple[Optional[List[dict]], Optional[Tuple[str, str]]]:
-    worker = _worker(annotation.get("completed_by"))
-    who = f"annotation {annotation.get('id', '?')} of user {worker or '?'} on task {task.get('id', '?')}"
+def annotator_problem(path: str, tasks: Sequence[dict]) -> str:
+    """Why the export at `path` cannot say who did its work ("" when it can): the first
+    annotation whose annotator has no email (a bare user number, as Label Studio's plain
+    export gives it, is the first user of every server)."""
+    for task in tasks:
+        for annotation in annotations_of(task):
+            if not annotator(annotation.get("completed_by")):
+                return (f"{path}: annotation {annotation.get('id', '?')} names its annotator as "
+                        f"{json.dumps(annotation.get('completed_by'))[:60]}, a number another server gives "
+                        "to someone else: export the project with its annotators' emails (an export "
+                        "snapshot with annotations__completed_by, docs/crowd.md)")
+    return ""
+
+
+def _answer(task: dict, annotation: dict, worker_column: str) -> Tuple[Optional[List[dict]], Optional[Tuple[str, str]]]:
+    completed_by = annotation.get("completed_by")
+    worker = annotator(completed_by)
+    user = worker or (completed_by.get("id") if isinstance(completed_by, dict) else completed_by)
+    who = f"annotation {annotation.get('id', '?')} of user {user if user not in (None, '') else '?'} on task {task.get('id', '?')}"
     if annotation.get("was_cancelled") is True:
         return None, (reasons.REJECTED_ASSIGNMENT, f"{who} was cancelled (skipped) in Label Studio")
+    if worker_column and not worker:
+        return None, (reasons.BAD_FIELD, f"{who}: no email names the annotator, so nothing says who did the work")
     data = dict(task["data"])
-    worker_column = data.pop(WORKER_COLUMN, "")
+    data.pop(TASK_WORKER_COLUMN, None)
+    if worker_column and str(data.get(worker_column, "")).strip() not in ("", worker):
+        return None, (reasons.BAD_FIELD, f"{who}: the task names the worker {str(data[worker_column])[:60]!r}, "
+                                         f"but Label Studio says {worker!r}")
     forms = data.pop(ANSWERS, None)
     if forms is not None and not (isinstance(forms, dict) and all(isinstance(f, str) for f in forms.values())):
         return None, (reasons.BAD_FIELD, f"{who}: the task's {ANSWERS} is not a map of controls to forms")
@@ -274,6 +348,9 @@ def _answer(task: dict, annotation: dict) -> Tuple[Optional[List[dict]], Optiona
             return None, (reasons.BAD_FIELD, f"{who}: a result without from_name and value")
         if name in data:   # an answer never overwrites what the task showed
             return None, (reasons.BAD_FIELD, f"{who}: the result {name} is a column of the task")
+        if worker_column and item_field(name) == worker_column:
+            return None, (reasons.BAD_FIELD, f"{who}: the result {name} would name the worker, "
+                                             f"whom Label Studio names ({worker!r})")
         if forms is not None and name not in forms:
             return None, (reasons.BAD_FIELD, f"{who}: the result {name} answers no question of this round "
                                              f"({', '.join(sorted(forms))})")
@@ -282,7 +359,7 @@ def _answer(task: dict, annotation: dict) -> Tuple[Optional[List[dict]], Optiona
             return None, (reasons.BAD_FIELD, f"{who}: {name} {problem}")
         answers[name] = answer
     common = {**data, "labelstudio_annotation": annotation.get("id"), "labelstudio_task": task.get("id")}
-    if isinstance(worker_column, str) and worker_column:
+    if worker_column:
         common[worker_column] = worker
     return _items(common, answers), None
 

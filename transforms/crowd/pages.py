@@ -9,22 +9,29 @@ Its `${column}` placeholders are the columns of the round's task row, which Mech
 Turk substitutes when it makes a HIT of each row of the batch input CSV. The form posts
 to MTurk's externalSubmit (or the `turkSubmitTo` MTurk gives the page, e.g. the sandbox)
 with the `assignmentId` of the page's address, and submits exactly the fields the round's
-ingest reads: the task's `task_fingerprint` echoed, the round's answer fields, and the
-worker column (`worker_column` names it; transforms/crowd/mturk.py fills it from MTurk's
-WorkerId). Until a worker accepts the HIT (MTurk's preview) the submit button is off.
+ingest reads: the task's `task_fingerprint` echoed and the round's answer fields. It
+never submits who the worker is: MTurk's results name the worker (`WorkerId`), and the
+reader fills the round's worker column from that alone (transforms/crowd/mturk.py). Until
+a worker accepts the HIT (MTurk's preview) the submit button is off.
 
 Per page the folder gets:
 
     <round>.html          the page to paste into MTurk (placeholders left for MTurk)
     <round>.preview.html  the page filled with the round's first task row (task id order),
-                          its images addressed relative to the release: open it from disk
+                          every picture shown from disk (below): open it from disk
+    <round>.preview/      the preview's pictures that are not in the release, copied
     <round>.csv           the batch input, when the round's task files are not flat CSV
                           (`Page.columns`: the flat row's columns, in that order)
 
 Images: a column that holds a path relative to the release root (ImageCoDe's image_k)
-stands after ${image_base} in the template: the page addresses it as `image_base_url` + path, so the images
-can be hosted anywhere (`crowd.image_base_url`); the preview as ../../<path>. Other
-benchmarks' tasks carry full URLs and need no base.
+stands after ${image_base} in the template: the page addresses it as `image_base_url` +
+path, so the images can be hosted anywhere (`crowd.image_base_url`); the preview as
+../../<path>, inside the release. Other benchmarks' tasks carry their images' URLs (NLVR2's
+search results, VSR's COCO links): for the preview, `local_image(value)` names the file on
+this machine that an image value shows (NLVR2's collected image, VSR's COCO image in
+`inputs.coco_images`), and the preview shows a copy of it in `<round>.preview/`, so that
+it opens from disk wherever the release is, with every picture (a value with no local
+file stays the URL it is).
 
 The preview substitutes values HTML-escaped; Mechanical Turk substitutes them as the
 input CSV has them, so a template puts placeholders only in text and in quoted
@@ -34,11 +41,13 @@ from __future__ import annotations
 
 import html
 import json
+import os
 import re
 import string
-from typing import Mapping, NamedTuple, Sequence, Tuple
+from typing import Callable, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 import apache_beam as beam
+from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from transforms.crowd.shown import FINGERPRINT
@@ -46,21 +55,21 @@ from transforms.crowd.task_files import csv_cell, task_lines
 
 PAGES_DIR = "pages"             # under the release's crowd/
 PREVIEW_BASE = "../../"         # from crowd/pages/ to the release root
+PREVIEW_FOLDER = ".preview"     # <page>.preview/: the preview's pictures from outside the release
 SUBMIT_URL = "https://www.mturk.com/mturk/externalSubmit"
 _PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_IMAGE_SRC = re.compile(r"<img\b[^>]*\bsrc=\"(?:\$\{image_base\})?\$\{([A-Za-z_][A-Za-z0-9_]*)\}\"")
 
 
 class Page(NamedTuple):
     """One round's page: `name` (crowd/pages/<name>.html), `title`, `body` (the template:
     task HTML with ${column} placeholders, ${image_base} before an image path, and an
     optional <script> defining `checkTask(form)`, which returns "" or what is missing),
-    `worker_column` (the answer column of the worker, "" if the round has none),
     `columns` (the flat batch input's columns when the page writes its own CSV, else
     empty: the round's task CSV is the batch input)."""
     name: str
     title: str
     body: str
-    worker_column: str = ""
     columns: Tuple[str, ...] = ()
 
 
@@ -96,7 +105,6 @@ button {{ font-size: 1.1em; padding: .4em 1.4em; }}
 <form id="task" method="post" action="{submit_url}">
 <input type="hidden" name="assignmentId" value="">
 <input type="hidden" name="{fingerprint}" value="${{{fingerprint}}}">
-{worker_fields}
 {body}
 <p class="error" id="problem"></p>
 <p><button type="submit" id="submit-button">Submit</button> <span id="accept-first"></span></p>
@@ -109,8 +117,6 @@ button {{ font-size: 1.1em; padding: .4em 1.4em; }}
   form.elements.assignmentId.value = assignment;
   var submitTo = query.get("turkSubmitTo");
   if (submitTo) {{ form.action = submitTo.replace(/\\/$/, "") + "/mturk/externalSubmit"; }}
-  var worker = form.dataset.workerColumn;
-  if (worker) {{ form.elements[worker].value = query.get("workerId") || ""; }}
   if (!assignment || assignment === "ASSIGNMENT_ID_NOT_AVAILABLE") {{
     document.getElementById("submit-button").disabled = true;
     document.getElementById("accept-first").textContent = "Accept the HIT to submit.";
@@ -123,7 +129,8 @@ button {{ font-size: 1.1em; padding: .4em 1.4em; }}
     document.getElementById("problem").textContent = problem;
     if (problem) {{ event.preventDefault(); }}
   }});
-  document.body.dataset.ready = "1";
+  // ready once every script of the page has set itself up (a template's own run at DOMContentLoaded)
+  document.addEventListener("DOMContentLoaded", function () {{ document.body.dataset.ready = "1"; }});
 }})();
 </script>
 </body>
@@ -133,15 +140,9 @@ button {{ font-size: 1.1em; padding: .4em 1.4em; }}
 
 def page_template(page: Page, image_base_url: str = "") -> str:
     """The page with MTurk's ${column} placeholders left in, images at `image_base_url`."""
-    worker = page.worker_column
-    fields = (f'<input type="hidden" name="worker_column" value="{worker}">\n'
-              f'<input type="hidden" name="{worker}" value="">') if worker else ""
     body = string.Template(page.body).safe_substitute(image_base=image_base_url)
-    text = _SHELL.format(title=html.escape(page.title), submit_url=SUBMIT_URL, fingerprint=FINGERPRINT,
-                         worker_fields=fields, body=body)
-    if worker:
-        text = text.replace('<form id="task"', f'<form id="task" data-worker-column="{worker}"', 1)
-    return text
+    return _SHELL.format(title=html.escape(page.title), submit_url=SUBMIT_URL, fingerprint=FINGERPRINT,
+                         body=body)
 
 
 def placeholders(template: str) -> Tuple[str, ...]:
@@ -165,21 +166,57 @@ def _cell(value) -> str:
 
 
 def preview(page: Page, row: Mapping[str, object]) -> str:
-    """The page filled with one task row, its images relative to the release root."""
+    """The page filled with one task row, its release paths relative to the release root."""
     return fill(page_template(page, PREVIEW_BASE), row)
+
+
+def image_columns(page: Page) -> Tuple[str, ...]:
+    """The columns a page shows as pictures (an <img>'s src), in order of first use."""
+    return tuple(dict.fromkeys(_IMAGE_SRC.findall(page.body)))
+
+
+def with_local_images(page: Page, row: Mapping[str, object], local_image) -> Tuple[dict, dict]:
+    """(the row with each image value that has a file on this machine replaced by the
+    preview's copy of it, {copy's name in <page>.preview/: the file})."""
+    shown, copies = dict(row), {}
+    for column in image_columns(page):
+        value = row.get(column)
+        found = local_image(value) if isinstance(value, str) and value else None
+        if found:
+            name = column + (os.path.splitext(found)[1] or ".jpg")
+            copies[name] = found
+            shown[column] = f"{page.name}{PREVIEW_FOLDER}/{name}"
+    return shown, copies
+
+
+class FilesUnder:
+    """`local_image` for tasks whose images are paths relative to an input folder (a local
+    collection, as NLVR2's sample): the file under `root` a value names, if there is one."""
+
+    def __init__(self, root: str):
+        self._root = root
+
+    def __call__(self, value: str) -> Optional[str]:
+        if "://" in value or os.path.isabs(value) or not self._root:
+            return None
+        path = os.path.normpath(os.path.join(self._root, value))
+        return path if os.path.isfile(path) else None
 
 
 class WritePages(beam.PTransform):
     """(page name, (sort key, flat task row)) -> each page's files in `folder` (the
-    module docstring); a page with no task still gets its template, and no preview."""
+    module docstring); a page with no task still gets its template, and no preview.
+    `local_image(value)`: the local file an image value shows, or None (the preview then
+    shows the value as it is)."""
 
-    def __init__(self, folder: str, pages: Sequence[Page], image_base_url: str = ""):
+    def __init__(self, folder: str, pages: Sequence[Page], image_base_url: str = "",
+                 local_image: Optional[Callable[[str], Optional[str]]] = None):
         super().__init__()
         self._folder, self._pages = folder, {page.name: page for page in pages}
-        self._base = image_base_url
+        self._base, self._local = image_base_url, local_image
 
     def expand(self, keyed):
-        folder, pages, base = self._folder, self._pages, self._base
+        folder, pages, base, local = self._folder, self._pages, self._base, self._local
         every = keyed.pipeline | "Every page" >> beam.Create([(name, None) for name in pages])
 
         def write(name, items):
@@ -187,7 +224,10 @@ class WritePages(beam.PTransform):
             rows = [row for _, row in sorted((i for i in items if i is not None), key=_by_key)]
             _write(folder, f"{name}.html", page_template(page, base))
             if rows:
-                _write(folder, f"{name}.preview.html", preview(page, rows[0]))
+                shown, copies = with_local_images(page, rows[0], local) if local else (rows[0], {})
+                for copy, source in sorted(copies.items()):
+                    _copy(source, FileSystems.join(folder, f"{name}{PREVIEW_FOLDER}", copy))
+                _write(folder, f"{name}.preview.html", preview(page, shown))
             if page.columns:
                 lines = task_lines(f"{name}.csv", rows, page.columns)
                 _write(folder, f"{name}.csv", "\n".join(lines) + "\n")
@@ -201,6 +241,13 @@ def _by_key(item):
     """By sort key; two rows under one key by their content (never arrival order)."""
     key, row = item
     return key, json.dumps(row, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def _copy(source: str, target: str) -> None:
+    with FileSystems.open(source, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+        data = f.read()
+    with FileSystems.create(target, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+        f.write(data)
 
 
 def _write(folder: str, name: str, text: str) -> None:

@@ -10,8 +10,11 @@ manifest and renames the folder into place (pipelines/release/):
 from __future__ import annotations
 
 import json
+import math
+from typing import Tuple
 
 import apache_beam as beam
+import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 
 from schemas.layout import PARQUET_DIR, REJECTS_DIR
@@ -31,21 +34,61 @@ class WriteTable(beam.PTransform):
     writes the same rows as tf.train.Examples beside them
     (`tfrecord/<table>/<split>-00000-of-00001.tfrecord`). `schema`'s field metadata (descriptions, path and image
     columns: schemas/columns.py) travels with the files.
+
+    A float a record does not have is written as its readers give it back, so that the
+    records a Croissant reader (mlcroissant) gives equal the Parquet rows, NaN included
+    (tests/release/croissant_records.py): in a float column the schema declares nullable
+    (a reference frame the public file leaves out) it is null, which mlcroissant, pandas'
+    `to_dict` and Hugging Face give as None (a NaN there comes back None: not the row); a
+    missing item of a float list (a score a search did not give, a frame no filter
+    scored) is NaN, which is what every reader gives for one (mlcroissant and pandas read
+    a float list as numbers: a null item comes back NaN). A column declared not nullable
+    is written as given. A TFRecord float holds no null: a missing one is NaN there
+    (schemas/tfexample.py).
     """
 
     def __init__(self, staging_dir: str, table: str, schema, to_row, num_shards: int = 0):
         super().__init__()
         self.staging_dir = staging_dir
         self.table = table
-        self.schema = schema
+        self.schema, self._floats = schema, float_columns(schema)
         self.to_row = to_row
         self.num_shards = num_shards
 
     def expand(self, records):
+        floats = self._floats
         rows = records | "ToRow" >> beam.Map(self.to_row)
+        if floats[0] or floats[1]:
+            rows = rows | "Missing floats" >> beam.Map(missing_floats, *floats)
         return rows | "Parquet" >> beam.io.WriteToParquet(
             FileSystems.join(self.staging_dir, PARQUET_DIR, self.table, self.table),
             self.schema, file_name_suffix=".parquet", num_shards=self.num_shards)
+
+
+def float_columns(schema: pa.Schema) -> Tuple[Tuple[str, ...], Tuple[str, ...]]:
+    """(the nullable float columns, the float list columns) of a schema (WriteTable)."""
+    scalars, lists = [], []
+    for field in schema:
+        kind = field.type.value_type if pa.types.is_list(field.type) or pa.types.is_large_list(field.type) else None
+        if pa.types.is_floating(field.type) and field.nullable:
+            scalars.append(field.name)
+        elif kind is not None and pa.types.is_floating(kind):
+            lists.append(field.name)
+    return tuple(scalars), tuple(lists)
+
+
+def missing_floats(row: dict, scalars: Tuple[str, ...], lists: Tuple[str, ...]) -> dict:
+    """The row with a NaN of its float columns as None, and a None item of its float
+    lists as NaN (WriteTable: as each is read back)."""
+    out = dict(row)
+    for name in scalars:
+        value = out.get(name)
+        out[name] = None if isinstance(value, float) and math.isnan(value) else value
+    for name in lists:
+        items = out.get(name)
+        if items is not None:
+            out[name] = [math.nan if v is None else v for v in items]
+    return out
 
 
 class WriteRejects(beam.PTransform):

@@ -250,14 +250,18 @@ var EXPLORER = (function () {
   }
 
   // What a search asks for: each word, or each "quoted phrase", as a regular expression
-  // (case folded); a whole word unless s.sub ("dogs" finds "two dogs", not "dogsled").
+  // (case folded); a whole word unless s.sub ("dogs" finds "two dogs", not "dogsled"), or
+  // unless it looks like an id or a hash (six characters or more, a digit among them:
+  // "93d332dd", "shot4_0#3"), which a person pastes from somewhere: found inside longer
+  // ids too, so a pasted id or hash finds its row.
   function searchTerms(s) {
     var found = [], re = /"([^"]+)"|(\S+)/g, m;
     while ((m = re.exec(s.q.toLowerCase())) !== null) {
       var text = (m[1] || m[2]).trim();
       if (!text) continue;
+      var pasted = !m[1] && text.length >= 6 && /\d/.test(text);
       var body = text.split(/\s+/).map(function (w) { return w.replace(/[.*+?^${}()|[\]\\\/]/g, "\\$&"); }).join("\\s+");
-      found.push(new RegExp(s.sub ? body : "(?<![\\p{L}\\p{N}_])" + body + "(?![\\p{L}\\p{N}_])", "iu"));
+      found.push(new RegExp(s.sub || pasted ? body : "(?<![\\p{L}\\p{N}_])" + body + "(?![\\p{L}\\p{N}_])", "iu"));
     }
     return found;
   }
