@@ -17,7 +17,7 @@ import argparse
 import contextlib
 from typing import TYPE_CHECKING, List, Optional, Tuple, Union
 
-from pipelines import cli, preflight, registry
+from pipelines import cli, preflight, registry, stops
 from pipelines.config import load_config, reads_sample
 
 if TYPE_CHECKING:
@@ -74,6 +74,16 @@ def build(benchmark: Union[str, Benchmark], argv: Optional[List[str]] = None) ->
     entry = _entry(benchmark)
     args, beam_args = parse_build_args(entry, argv)
     cli.check_version(args.version)
+    try:
+        return _build(benchmark, entry, args, beam_args)
+    except stops.Stopped as stop:   # before the release was begun (loading, the sample ...)
+        stop.outcome = stop.outcome or f"nothing was published; version {args.version} is still unused"
+        raise
+
+
+def _build(benchmark: Union[str, Benchmark], entry: registry.Registered, args: argparse.Namespace,
+           beam_args: List[str]) -> str:
+    """build() once its arguments are parsed: the config, its inputs, the benchmark."""
     if args.verbose:
         cli.configure_logging(verbose=True)
     config = load_config(entry.config_path(args.config), args.set, entry.config_type)

@@ -1,12 +1,13 @@
 """Cache housekeeping: `python -m pipelines cache prune --cache ROOT --releases OUT [--dry-run]`.
 
-The manifest contract: a release that used cache entries lists the shards it read or
-wrote under a top-level key of its MANIFEST.json,
+The build record's contract: a release whose build used cache entries lists the shards
+it read or wrote under a top-level key of its BUILD.json (of its MANIFEST.json, for a
+release built before builds kept a record apart),
 
     "cache_files": ["embed/run-20240101-00000-of-00004.parquet", ...]
 
 paths relative to the cache root (transforms.cache.store.relative_cache_path). Prune keeps
-every shard named by any MANIFEST.json below OUT and deletes every other shard
+every shard named by any such record below OUT and deletes every other shard
 (`<ROOT>/<stage>/*.parquet`), printing each removal and the bytes freed. What builds
 that are gone (killed with -9, a lost machine) left is removed too: Beam's `beam-temp-*`
 folders under the cache, and their hidden staging folders and locks under
@@ -27,43 +28,38 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from pipelines.release import runs
-from pipelines.release.datacard import markdown_table
 from pipelines.release.manifest import read_stats
-from schemas.layout import MANIFEST
+from schemas.layout import BUILD_RECORD, MANIFEST
 from transforms.cache.store import SUFFIX, relative_cache_path, shard_pattern
 
 CACHE_FILES_KEY = "cache_files"
 
 
 def referenced_files(releases: str) -> Set[str]:
-    """Cache paths (relative to the root) named by any MANIFEST.json under `releases`."""
+    """Cache paths (relative to the root) named by any BUILD.json (or, for older
+    releases, MANIFEST.json) under `releases`."""
     keep: Set[str] = set()
     for meta in FileSystems.match([FileSystems.join(releases, "**")])[0].metadata_list:
-        if not meta.path.endswith("/" + MANIFEST):
+        if not meta.path.endswith(("/" + BUILD_RECORD, "/" + MANIFEST)):
             continue
         with FileSystems.open(meta.path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
-            manifest = json.loads(f.read().decode("utf-8"))
-        keep.update(manifest.get(CACHE_FILES_KEY, []) if isinstance(manifest, dict) else [])
+            record = json.loads(f.read().decode("utf-8"))
+        keep.update(record.get(CACHE_FILES_KEY, []) if isinstance(record, dict) else [])
     return keep
 
 
-def cache_report(cache_root: str, staging: str, use: dict, what: str,
-                 also_read: Sequence[str] = ()):
-    """A data card's Cache section and the shards the manifest names ("cache_files"):
-    every shard of the stages in `use` and `also_read` (a lookup reads them all) and those
-    written. `use`: {stage: {"items", "cached", "computed"}} (the manifest's "cache"
-    record); `also_read`: stages looked up without counters of their own."""
+def cache_record(cache_root: str, staging: str, use: dict, also_read: Sequence[str] = ()) -> dict:
+    """What a build's record (BUILD.json) says of its cache: where it is (`cache_root`),
+    per stage the items cached and computed (`cache`: `use`, {stage: {"items", "cached",
+    "computed"}}), and the shards it read or wrote (`cache_files`: every shard of the
+    stages in `use` and `also_read`, stages looked up without counters of their own, as a
+    lookup reads them all; and those written)."""
     read = []
     for stage in (*use, *also_read):
         matches = FileSystems.match([shard_pattern(cache_root, stage)])[0].metadata_list
         read += [relative_cache_path(cache_root, m.path) for m in matches]
     written = read_stats(staging, "cache_files") or []
-    rows = [[stage, u["items"], u["cached"], u["computed"]] for stage, u in use.items()]
-    section = {"title": "Cache", "text": (
-        f"{what} reused from the build's cache (cached; MANIFEST.json `cache_root`, relative "
-        "to this folder) or computed in this build and written back (MANIFEST.json `cache`)."
-        "\n\n" + markdown_table(["stage", "items", "cached", "computed"], rows))}
-    return section, sorted(set(read) | set(written))
+    return {"cache_root": cache_root, "cache": use, CACHE_FILES_KEY: sorted(set(read) | set(written))}
 
 
 def prune(cache: str, releases: str, dry_run: bool = False) -> Tuple[List[str], int]:

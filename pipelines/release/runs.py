@@ -100,7 +100,7 @@ def _gone(lock_path: str) -> bool:
     return holder is None or is_alive(holder) is False
 
 
-def _children(folder: str) -> List[str]:
+def children(folder: str) -> List[str]:
     """Names directly inside a local or remote folder."""
     if FileSystems.get_scheme(folder) in (None, "file"):
         try:
@@ -126,7 +126,7 @@ def stale_staging(benchmark_dir: str) -> List[str]:
     """Staging folders of builds that are gone, and their locks (a lock whose staging
     folder is already gone too)."""
     stale = []
-    names = _children(benchmark_dir)
+    names = children(benchmark_dir)
     for name in names:
         if not (name.startswith(".") and STAGING_MARK in name):
             continue
@@ -144,7 +144,7 @@ def stale_staging(benchmark_dir: str) -> List[str]:
 
 def stale_staging_under(release_root: str) -> List[str]:
     """stale_staging of every benchmark folder of a release root (`make cache-prune`)."""
-    return [path for name in _children(release_root) if not name.startswith(".")
+    return [path for name in children(release_root) if not name.startswith(".")
             for path in stale_staging(FileSystems.join(release_root, name))]
 
 
@@ -169,11 +169,11 @@ def run_id_of_temp(name: str) -> Optional[str]:
 def stale_cache_temps(cache_root: str) -> List[str]:
     """Beam temp folders under the cache whose build is gone."""
     stale = []
-    for stage in _children(cache_root):
+    for stage in children(cache_root):
         if stage == CACHE_RUNS_DIR:
             continue
         stage_dir = FileSystems.join(cache_root, stage)
-        for name in _children(stage_dir):
+        for name in children(stage_dir):
             run_id = run_id_of_temp(name)
             if run_id is not None and _gone(cache_lock_path(cache_root, run_id)):
                 stale.append(FileSystems.join(stage_dir, name))
@@ -184,7 +184,7 @@ def sweep_cache(cache_root: str) -> List[str]:
     """Remove Beam temp folders under the cache whose build is gone, and dead run locks."""
     removed = stale_cache_temps(cache_root)
     runs = FileSystems.join(cache_root, CACHE_RUNS_DIR)
-    for name in _children(runs):
+    for name in children(runs):
         if name.endswith(LOCK_SUFFIX) and _gone(FileSystems.join(runs, name)):
             removed.append(FileSystems.join(runs, name))
     remove_quietly(removed)
@@ -196,8 +196,8 @@ def sweep_cache(cache_root: str) -> List[str]:
 def temp_dirs_of_run(cache_root: str, run_id: str) -> List[str]:
     """This run's Beam temp folders under the cache (removed when the build fails)."""
     found = []
-    for stage in _children(cache_root):
+    for stage in children(cache_root):
         stage_dir = FileSystems.join(cache_root, stage)
-        found += [FileSystems.join(stage_dir, n) for n in _children(stage_dir)
+        found += [FileSystems.join(stage_dir, n) for n in children(stage_dir)
                   if run_id_of_temp(n) == run_id]
     return found

@@ -16,6 +16,7 @@ import pytest
 
 from pipelines import runner
 from pipelines.release.cache import prune
+from tests.release.release_files import run_record
 from transforms.cache.store import checksum
 from transforms.video import synthetic
 from transforms.video.frame_images import decode_bundle
@@ -49,8 +50,8 @@ def build(inputs, out, version, *overrides, cache=None):
 
 
 def manifest(release):
-    with open(os.path.join(release, "MANIFEST.json")) as f:
-        return json.load(f)
+    """The release's manifest with its build's record: the run's counters, its cache files."""
+    return run_record(release)
 
 
 def published(release) -> dict:
