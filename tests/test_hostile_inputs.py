@@ -21,10 +21,12 @@ tests/test_hostile_builds.py. The classes and where each is fixed: docs/reliabil
 from __future__ import annotations
 
 import bz2
+import contextlib
 import gzip
 import json
 import os
 import re
+import subprocess
 from dataclasses import dataclass
 from typing import Callable, List, Optional
 
@@ -709,14 +711,30 @@ def _folder_inputs():
                 yield benchmark, key, is_list
 
 
-@pytest.mark.parametrize("written", ["--output", "cache.dir", "--output-through-a-symlink"])
+@contextlib.contextmanager
+def _bind_mount(source, target):
+    """`source` mounted again at `target` (a second name of the folder that no path
+    resolution reveals); skips where this machine does not allow mounting."""
+    os.makedirs(target)
+    if subprocess.run(["mount", "--bind", str(source), str(target)], capture_output=True).returncode != 0:
+        pytest.skip("this machine does not allow a bind mount")
+    try:
+        yield str(target)
+    finally:
+        subprocess.run(["umount", str(target)], check=True)
+
+
+@pytest.mark.parametrize("written", ["--output", "cache.dir", "--output-through-a-symlink",
+                                     "--output-through-a-bind-mount", "cache.dir-through-a-bind-mount"])
 @pytest.mark.parametrize("benchmark, key, is_list", [pytest.param(*f, id=f"{f[0]}-{f[1]}")
                                                       for f in _folder_inputs()])
 def test_an_output_or_cache_inside_an_input_folder_is_refused_before_any_work(benchmark, key, is_list,
                                                                                written, tmp_path):
     """Issue 35: an output folder inside FG's pool folder put the previous release's
-    explorer thumbnails into the rebuild's pool (48 -> 57 images). One check for every
-    benchmark (pipelines/preflight.py check_outputs_outside_inputs), paths resolved."""
+    explorer thumbnails into the rebuild's pool (48 -> 57 images). Issue 45: the same
+    folder reached through a bind mount was not caught (symlinks were): folders are now
+    compared by (st_dev, st_ino). One check for every benchmark
+    (pipelines/preflight.py check_outputs_outside_inputs)."""
     from pipelines import preflight
     from pipelines.config import load_config
     from transforms.core.errors import PreflightError
@@ -728,14 +746,40 @@ def test_an_output_or_cache_inside_an_input_folder_is_refused_before_any_work(be
     sets += [s for s in _companions(benchmark, key, str(tmp_path)) if s != "--set"]
     config = load_config(entry.config_path("paper"), sets, entry.config_type)
     beside, inside = str(tmp_path / "releases"), str(folder / "releases")
-    if written == "--output-through-a-symlink":
-        os.symlink(folder, tmp_path / "link")
-        inside = str(tmp_path / "link" / "releases")
-    output, cache = (beside, inside) if written == "cache.dir" else (inside, None)
-    with pytest.raises(PreflightError) as error:
-        preflight.check_outputs_outside_inputs(config, output, cache)
-    assert str(error.value).startswith(f"{written.split('-through')[0]}: {inside} is inside {key} ({folder})")
-    preflight.check_outputs_outside_inputs(config, beside, str(tmp_path / "cache"))   # beside: fine
+    with contextlib.ExitStack() as stack:
+        if written.endswith("-through-a-symlink"):
+            os.symlink(folder, tmp_path / "link")
+            inside = str(tmp_path / "link" / "releases")
+        elif written.endswith("-through-a-bind-mount"):
+            inside = os.path.join(stack.enter_context(_bind_mount(folder, tmp_path / "mnt")), "releases")
+        output, cache = (beside, inside) if written.startswith("cache.dir") else (inside, None)
+        with pytest.raises(PreflightError) as error:
+            preflight.check_outputs_outside_inputs(config, output, cache)
+        assert str(error.value).startswith(f"{written.split('-through')[0]}: {inside} is inside {key} ({folder})")
+        preflight.check_outputs_outside_inputs(config, beside, str(tmp_path / "cache"))   # beside: fine
+
+
+def test_an_output_through_a_bind_mount_of_the_pool_is_refused_before_any_heavy_import(tmp_path):
+    """Issue 45: an FG release written through a bind mount of the pool folder put its 49
+    thumbnails into the pool (the next build kept 57 members instead of 48). The command
+    a user runs stops in one line (exit 2) before Beam, torch or any model library is
+    imported: the check is a few stat calls, made with the other preflight checks."""
+    from tests.test_cli_imports import HEAVY, one_line, run
+    (tmp_path / "in").mkdir()
+    pool = tmp_path / "pool"
+    pool.mkdir()
+    _touch(str(pool), "p.png")
+    with _bind_mount(pool, tmp_path / "mounted") as mounted:
+        out = os.path.join(mounted, "releases")
+        code, lines, imported, _ = run("fg", "build", "--config", "paper", "--set", f"inputs.pool={pool}",
+                                       *_companions("fg", "inputs.pool", str(tmp_path / "in")),
+                                       "--output", out, "--version", "1.0.0")
+        assert one_line(code, lines) == (
+            f"error: --output: {out} is inside inputs.pool ({pool}), which the build reads as a whole: "
+            "a release or cache written there would be read back as input by the next build; write it "
+            "outside every input folder")
+        assert not imported & set(HEAVY), sorted(imported & set(HEAVY))
+        assert os.listdir(pool) == ["p.png"]
 
 
 @pytest.mark.parametrize("pattern, refused", [("**/*.jsonl", True), ("*/lines.jsonl", True),
