@@ -79,11 +79,8 @@ def build(benchmark: Union[str, Benchmark], argv: Optional[List[str]] = None) ->
     entry = _entry(benchmark)
     args, beam_args = parse_build_args(entry, argv)
     cli.check_version(args.version)
-    try:
-        return _build(benchmark, entry, args, beam_args)
-    except stops.Stopped as stop:   # before the release was begun (loading, the sample ...)
-        stop.outcome = stop.outcome or f"nothing was published; version {args.version} is still unused"
-        raise
+    stops.leaves(f"nothing was published; version {args.version} is still unused")
+    return _build(benchmark, entry, args, beam_args)
 
 
 def _build(benchmark: Union[str, Benchmark], entry: registry.Registered, args: argparse.Namespace,

@@ -27,7 +27,12 @@ How:
   flush by then: stdout and stderr are flushed first, and the build's log is closed.
 - Publishing a version is one rename of a folder already read-only
   (pipelines/release/manifest.py finalise): a stop falls before it (nothing published)
-  or after it (the version is there, complete and read-only), and the line says which.
+  or after it (the version is there, complete and read-only), and the line says which
+  (the build looks on disk; before it has, the line is what the command last said a
+  stop would leave: `leaves`).
+- Once the command has returned, stops are ignored: its work is done, and during the
+  interpreter's exit Python puts the default handlers back, so a stop there would kill
+  the process by the signal, with no line.
 
 Standard library only: this is imported before anything else.
 """
@@ -47,11 +52,19 @@ NAMES = {signal.SIGINT: "Ctrl-C (SIGINT)", signal.SIGTERM: "SIGTERM"}
 _received: List[int] = []   # the stop signals this process got, in order
 _stopping = False           # a Stopped was raised and its cleanup runs
 _said = False               # its line was printed
+_leaves = ""                # what a stop would leave now, as the command last said
+
+
+def leaves(outcome: str) -> None:
+    """Say what a stop from now on would leave ("nothing was published; ...", "after
+    publishing: ..."), for the line of a stop that falls before anyone looks."""
+    global _leaves
+    _leaves = outcome
 
 
 class Stopped(SystemExit):
-    """The command was stopped by `signum`; `outcome` says what it left (set by whoever
-    knows: the build, the runner)."""
+    """The command was stopped by `signum`; `outcome` says what it left (set by the build
+    once it has looked; else what the command last said it would leave: `leaves`)."""
 
     def __init__(self, signum: int, outcome: str = ""):
         super().__init__(128 + signum)
@@ -59,7 +72,7 @@ class Stopped(SystemExit):
 
     def line(self) -> str:
         """The one line the command ends with."""
-        outcome = self.outcome or "nothing was written"
+        outcome = self.outcome or _leaves or "nothing was written"
         joiner = " " if outcome.startswith("after ") else ": "
         return f"stopped by {NAMES.get(self.signum, f'signal {self.signum}')}{joiner}{outcome}"
 
@@ -134,6 +147,10 @@ def run_process(main: Callable[[], int]) -> int:
     global _said
     try:
         code = main()
+        # done: a stop now changes nothing, and during the interpreter's exit (Python puts
+        # the default handlers back) it would kill the process with no line
+        for signum in STOP_SIGNALS:
+            signal.signal(signum, signal.SIG_IGN)
     except Stopped as stop:
         print(stop.line(), file=sys.stderr)
         code = stop.code

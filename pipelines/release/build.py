@@ -125,6 +125,7 @@ def build_release(*, benchmark: str, out: str, version: str, config,
                            splits={t: (splits or {}).get(t, MAIN) for t in tables},
                            main_tables=list(tables) if main_tables is None else list(main_tables))
             final = release_manifest.final_dir_of(staging)
+        stops.leaves(_stopped_outcome(out, benchmark, version))   # published: said so from now on
     except FileExistsError as e:  # the version exists, or appeared while we wrote
         raise ReleaseError(str(e)) from None
     except BaseException as error:
