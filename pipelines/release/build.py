@@ -115,6 +115,8 @@ def build_release(*, benchmark: str, out: str, version: str, config,
         for lock in locks:
             release_manifest.make_dirs(FileSystems.split(lock)[0])
             runs.write_lock(lock)
+        if cache_root:
+            _refuse_while_pruning(cache_root)
         with stops.stop_signals_as_exit(), release_manifest.staged_release(
                 out, benchmark, version, run_uuid=run_uuid) as staging:
             log.info("building %s %s in %s", benchmark, version, staging)
@@ -138,6 +140,16 @@ def build_release(*, benchmark: str, out: str, version: str, config,
         runs.remove_quietly(locks)
     print_summary(final, counts)
     return final
+
+
+def _refuse_while_pruning(cache_root: str) -> None:
+    """A `cache prune` running on this cache would delete the shards this build is about
+    to read: one line (exit 2) before any work (its lock is taken already: runs.py)."""
+    prunes = runs.live_cache_locks(cache_root, prunes=True)
+    if prunes:
+        raise ReleaseError(f"cache prune is running on {cache_root} ({runs.holder_words(prunes[0])}): "
+                           "it would delete shards this build reads; build when it is done; "
+                           "nothing was built")
 
 
 def _stopped_outcome(out: str, benchmark: str, version: str) -> str:

@@ -14,6 +14,12 @@ that started later); on another host we cannot tell, so its files are left alone
 next build, and `make cache-prune`, remove the staging folders and temp folders whose
 lock is dead or missing (a folder without a lock was left by a build that predates
 locks or crashed before writing one).
+
+`cache prune` holds a lock of its own there too (`<cache>/.runs/prune-<uuid>.lock`), and
+the two never run at once on one cache: prune refuses to start while a build's lock is
+alive (or taken on another host), since a running build reads shards that no manifest
+names yet; a build refuses to start while a prune's is. Each takes its lock first and
+looks for the other's second, so two that start together cannot both go on.
 """
 from __future__ import annotations
 
@@ -32,6 +38,7 @@ LOCK_SUFFIX = ".lock"
 STAGING_MARK = ".staging-"
 CACHE_RUNS_DIR = ".runs"
 BEAM_TEMP_PREFIX = "beam-temp-"
+PRUNE_PREFIX = "prune-"   # a `cache prune`'s run id in <cache>/.runs/
 
 
 def _start_time(pid: int) -> Optional[str]:
@@ -191,6 +198,21 @@ def sweep_cache(cache_root: str) -> List[str]:
     for path in removed:
         log.info("removed what a stopped build left: %s", path)
     return [p for p in removed if not p.endswith(LOCK_SUFFIX)]
+
+
+def live_cache_locks(cache_root: str, prunes: bool) -> List[str]:
+    """The locks in `<cache>/.runs/` of builds (`prunes` False) or of `cache prune`s (True)
+    that may still run: alive on this host, or taken on another."""
+    folder = FileSystems.join(cache_root, CACHE_RUNS_DIR)
+    return [FileSystems.join(folder, name) for name in children(folder)
+            if name.endswith(LOCK_SUFFIX) and name.startswith(PRUNE_PREFIX) == prunes
+            and not _gone(FileSystems.join(folder, name))]
+
+
+def holder_words(lock_path: str) -> str:
+    """Who holds a lock, as a line says it: "pid 123 on host-a"."""
+    holder = read_lock(lock_path) or {}
+    return f"pid {holder.get('pid', '?')} on {holder.get('host', '?')}"
 
 
 def temp_dirs_of_run(cache_root: str, run_id: str) -> List[str]:
