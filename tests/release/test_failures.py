@@ -526,7 +526,8 @@ def test_ctrl_c_at_20_random_instants_never_hangs_nor_leaves_a_writable_or_half_
     assert proc.returncode == 0, err[-2000:]
     duration = time.monotonic() - started
     seed = random.randrange(1 << 30)
-    instants = sorted(random.Random(seed).uniform(0.1, duration) for _ in range(20))
+    draw = random.Random(seed)
+    instants = sorted(draw.uniform(0.1, duration) for _ in range(20))
     for i, instant in enumerate(instants):
         out = tmp_path / f"run{i}"
         proc = _build_process(vsr_args(vsr_sample, out) + ["--quiet"])
