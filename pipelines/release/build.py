@@ -14,7 +14,7 @@ whichever runner ran it: everything that follows the build rather than the data 
 BUILD.json, never into a card, a table or MANIFEST.json.
 
 No absolute path of the building machine is written (pipelines/release/locations.py):
-paths are relative to the release folder, or to the input root MANIFEST.json records once.
+paths are relative to the release folder, or to the input root BUILD.json records once.
 
 A run that fails anywhere leaves no version folder behind (pipelines.release.manifest).
 """
