@@ -28,9 +28,11 @@ from __future__ import annotations
 
 # First of all, before any import that can take seconds: a stop (Ctrl-C, SIGTERM) from
 # the first instant on ends the command with one line and exit 128 + signal, never a
-# traceback from inside an import (pipelines/stops.py).
+# traceback from inside an import (pipelines/stops.py). Only when run as the command: a
+# test that imports main() keeps its own handlers.
 from pipelines import stops
-stops.install()
+if __name__ == "__main__":
+    stops.install()
 
 import sys  # noqa: E402
 from typing import List, Optional  # noqa: E402

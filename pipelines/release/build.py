@@ -100,6 +100,7 @@ def build_release(*, benchmark: str, out: str, version: str, config,
     says whether the version was published whole or not at all (pipelines/stops.py).
     """
     started = time.monotonic()
+    stops.leaves(f"nothing was published; version {version} of {benchmark} is still unused")
     tables = declared(tables)
     runs.sweep_release_dir(FileSystems.join(out, benchmark))
     _check_previous_version(out, benchmark, version)
