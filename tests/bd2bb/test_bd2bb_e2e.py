@@ -62,7 +62,7 @@ def manifest_of(release_dir):
 
 
 def test_layout_manifest_and_counts(release):
-    assert sorted(os.listdir(release)) == ["DATACARD.md", "MANIFEST.json", "README.md", "RELEASE_NOTES.md", "compat",
+    assert sorted(os.listdir(release)) == ["BUILD.json", "DATACARD.md", "MANIFEST.json", "README.md", "RELEASE_NOTES.md", "compat",
                                            "croissant.json", "explorer", "parquet", "plots", "rejects", "review", "stats",
                                            "tfrecord"]
     manifest = manifest_of(release)

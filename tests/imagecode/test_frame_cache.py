@@ -175,7 +175,8 @@ def test_prune_keeps_the_frame_images_a_release_names_and_removes_the_others(inp
     removed, _ = prune(cache_root, str(out))
     assert removed == [orphan]
     assert sorted(glob.glob(os.path.join(cache_root, FRAME_IMAGE, "*.parquet"))) == shards
-    # once no release names them, they go too
-    os.rename(os.path.join(release, "MANIFEST.json"), os.path.join(tmp_path, "MANIFEST.json"))
+    # once no release names them, they go too (its build record names them: BUILD.json)
+    for record in ("MANIFEST.json", "BUILD.json"):
+        os.rename(os.path.join(release, record), os.path.join(tmp_path, record))
     removed, _ = prune(cache_root, str(out))
     assert set(shards) <= set(removed)

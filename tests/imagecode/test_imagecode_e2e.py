@@ -115,7 +115,7 @@ def test_the_sample_answers_the_very_tasks_its_build_exports(sample, release):
 
 
 def test_release_layout_and_counts(release):
-    assert sorted(os.listdir(release)) == ["DATACARD.md", "MANIFEST.json", "README.md", "RELEASE_NOTES.md",
+    assert sorted(os.listdir(release)) == ["BUILD.json", "DATACARD.md", "MANIFEST.json", "README.md", "RELEASE_NOTES.md",
                                            "compat", "croissant.json", "crowd", "explorer", "parquet", "plots",
                                            "rejects", "stats", "tfrecord"]
     assert "The first version of imagecode" in open(os.path.join(release, "RELEASE_NOTES.md")).read()

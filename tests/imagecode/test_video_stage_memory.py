@@ -174,6 +174,9 @@ def test_no_video_payload_crosses_between_stages(weighed, cache):
 # cache keeps the frames' JPEGs, so the warm build publishes without a decode): its
 # counters mining/frame.decoded 432 -> 0 and mining/frame.served_from_cache 60 (new)
 # are the only change; with those two set back, the earlier digest is found again.
+# Issue 45: the counters are read as the run's (MANIFEST.json `stages` with BUILD.json
+# `work`), and the warm build's embed/shot.in and shot.out now count the replayed videos'
+# shots, 12 as in the cold build (they were absent): the only change to the warm doc.
 DECISIONS_BEFORE_STREAMING = {
     "cold": "f582b78c13515f68e67201432fdc6889776b234943033c4c45f23aa767fed273",
     "warm": "d9aca625154acb752ddacd2293e99db47ada509abf8a261049abcfa11b5df003",
