@@ -77,11 +77,6 @@ class Stopped(SystemExit):
         return f"stopped by {NAMES.get(self.signum, f'signal {self.signum}')}{joiner}{outcome}"
 
 
-def received() -> List[int]:
-    """The stop signals received so far, in order."""
-    return list(_received)
-
-
 def _on_stop(signum, frame):
     global _stopping
     _received.append(signum)
@@ -89,10 +84,6 @@ def _on_stop(signum, frame):
         _stopping = True
         raise Stopped(signum)
     # a later stop: the first one's cleanup is running; it is not cut short
-
-
-def _ours(signum: int) -> bool:
-    return signal.getsignal(signum) is _on_stop
 
 
 def install() -> None:
@@ -118,6 +109,7 @@ def stop_signals_as_exit() -> Iterator[None]:
     """Within: stop signals raise Stopped (installed here unless `install()` did it for
     the whole process; an ignored signal stays ignored), and whatever comes out of a
     stopped block (Beam wraps what its stages raised) leaves as that Stopped."""
+    global _stopping
     installed = {}
     if threading.current_thread() is threading.main_thread():
         for signum in STOP_SIGNALS:
@@ -135,7 +127,6 @@ def stop_signals_as_exit() -> Iterator[None]:
         raise
     finally:
         if installed:   # a build run in process: the next one may be stopped again
-            global _stopping
             _stopping = False
             for signum, handler in installed.items():
                 signal.signal(signum, handler)

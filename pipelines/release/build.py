@@ -20,7 +20,6 @@ A run that fails anywhere leaves no version folder behind (pipelines.release.man
 """
 from __future__ import annotations
 
-import contextlib
 import datetime
 import logging
 import os

@@ -121,15 +121,6 @@ def staged_release(out: str, benchmark: str, version: str, keep_failed: bool = F
         raise
 
 
-def published_by(staging: str) -> Optional[str]:
-    """The version folder `staging` became, once renamed into place; None while it has
-    not (a stop at any instant of `finalise` is one or the other: one rename)."""
-    final = final_dir_of(staging)
-    if FileSystems.exists(staging) or not FileSystems.exists(FileSystems.join(final, MANIFEST)):
-        return None
-    return final
-
-
 def finalise(staging: str, final: str, rename: Optional[bool] = None) -> str:
     """Rename staging to the version folder; error if it appeared meanwhile.
 

@@ -3,7 +3,6 @@ recorded relative to the input root, never as the building machine's path; NLVR2
 BD2BB's models and language resources are named and pinned. The samples' manifests are
 checked in tests/test_conformance.py."""
 import dataclasses
-import json
 import os
 
 import pytest
