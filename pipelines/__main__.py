@@ -15,9 +15,9 @@ can fix (a wrong argument, an unknown benchmark or option, a bad config or input
 before any work where it can be), and 1 for a failure of ours (with its traceback) or a
 run the engine failed (one line: nothing was published), and 128 + signal with one line
 when stopped (130 for Ctrl-C, 143 for SIGTERM; pipelines/stops.py). `verify` exits 1 with a line
-per file of the release that differs from its manifest; `diff`, and a build that compares
-itself with a previous version, exit 2 with one line when a release they read differs
-(pipelines/release/verify.py).
+per problem of the release against its manifest (a file, a value, a count); `diff`, and a
+build that compares itself with a previous version, exit 2 with one line when a release
+they read differs or has no manifest (pipelines/release/verify.py).
 `--help`, `verify` and `diff` read pipelines/registry.py and the releases only: they import
 no benchmark and no model library. Every command parses its arguments first, and `build`
 also loads and checks its config and the inputs it names, before Beam, torch or a
