@@ -70,7 +70,8 @@ def child(manifest: str, out: str, version: str, *overrides: str) -> None:
     seconds = time.perf_counter() - start
     manifest_json = json.load(open(os.path.join(release, "MANIFEST.json")))
     own, waited = (resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
-    print(json.dumps({"seconds": seconds, "stages": manifest_json["stages"],
+    from pipelines.release.manifest import run_counters   # the work counters are BUILD.json's
+    print(json.dumps({"seconds": seconds, "stages": run_counters(release),
                       "process_cpu_seconds": sum((own.ru_utime, own.ru_stime,
                                                   waited.ru_utime, waited.ru_stime)),
                       "sets": manifest_json["counts"]["tables"]["video_sets"]["total"]}))

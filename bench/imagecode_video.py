@@ -238,6 +238,7 @@ def goals(results: dict, start: dict, two_workers: dict) -> list:
 
 def child(manifest: str, out: str, *overrides: str) -> None:
     from pipelines import registry, runner  # imported here so import time is not measured
+    from pipelines.release.manifest import run_counters
     benchmark = registry.load("imagecode")
     sets = [arg for o in overrides if not o.startswith("beam:") for arg in ("--set", o)]
     beam_options = [o[len("beam:"):] for o in overrides if o.startswith("beam:")]
@@ -258,7 +259,7 @@ def child(manifest: str, out: str, *overrides: str) -> None:
                              "--output", out, "--version", "1.0.0", *sets, *beam_options])
     seconds = time.perf_counter() - start - graph["counting"][0]
     cpu_seconds = time.process_time() - cpu_start - graph.pop("counting")[1]
-    stages = json.load(open(os.path.join(release, "MANIFEST.json")))["stages"]
+    stages = run_counters(release)   # the release's counters and the run's work (BUILD.json)
     peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     # the multi-process runner's workers (and ffprobe) once they have ended: their CPU time
     children = resource.getrusage(resource.RUSAGE_CHILDREN)

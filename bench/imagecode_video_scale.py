@@ -161,7 +161,8 @@ def child(manifest: str, out: str, version: str) -> None:
     cpu = time.process_time()
     release = runner.build("imagecode", ["--config", CONFIG, "--set", f"inputs.videos={manifest}",
                                          "--output", out, "--version", version, *sets])
-    stages = json.load(open(os.path.join(release, "MANIFEST.json")))["stages"]
+    from pipelines.release.manifest import run_counters
+    stages = run_counters(release)   # the release's counters and the run's work (BUILD.json)
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     print(json.dumps({"cpu_seconds": time.process_time() - cpu
                       + children.ru_utime + children.ru_stime,

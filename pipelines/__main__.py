@@ -14,10 +14,11 @@
 Every command exits 0 when it did its job, 2 with one line on stderr for what the user
 can fix (a wrong argument, an unknown benchmark or option, a bad config or input: found
 before any work where it can be), and 1 for a failure of ours (with its traceback) or a
-run the engine failed (one line: nothing was published). `verify` exits 1 with a line
-per file of the release that differs from its manifest; `diff`, and a build that compares
-itself with a previous version, exit 2 with one line when a release they read differs
-(pipelines/release/verify.py).
+run the engine failed (one line: nothing was published), and 128 + signal with one line
+when stopped (130 for Ctrl-C, 143 for SIGTERM; pipelines/stops.py). `verify` exits 1 with a line
+per problem of the release against its manifest (a file, a value, a count); `diff`, and a
+build that compares itself with a previous version, exit 2 with one line when a release
+they read differs or has no manifest (pipelines/release/verify.py).
 `--help`, `verify` and `diff` read pipelines/registry.py and the releases only: they import
 no benchmark and no model library. Every command parses its arguments first, and `build`
 also loads and checks its config and the inputs it names, before Beam, torch or a
@@ -26,10 +27,18 @@ well under a second (tests/test_cli_imports.py; bench/cli_latency.py measures it
 """
 from __future__ import annotations
 
-import sys
-from typing import List, Optional
+# First of all, before any import that can take seconds: a stop (Ctrl-C, SIGTERM) from
+# the first instant on ends the command with one line and exit 128 + signal, never a
+# traceback from inside an import (pipelines/stops.py). Only when run as the command: a
+# test that imports main() keeps its own handlers.
+from pipelines import stops
+if __name__ == "__main__":
+    stops.install()
 
-from pipelines import registry
+import sys  # noqa: E402
+from typing import List, Optional  # noqa: E402
+
+from pipelines import registry  # noqa: E402
 
 COMMON = {"build": "build a release (--config NAME|PATH --output DIR --version X.Y.Z [--set K=V] [Beam options])",
           "diff": "what changed between two releases (config; per table the rows unchanged, "
@@ -108,4 +117,4 @@ def main(argv: Optional[List[str]] = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(stops.run_process(main))

@@ -20,6 +20,7 @@ import re
 import sys
 from typing import Callable, Iterable, List, Optional
 
+from pipelines.stops import Stopped
 from transforms.core.errors import RunFailed, UserError
 from transforms.io.paths import absolute_path
 
@@ -156,11 +157,15 @@ def configure_logging(verbose: bool = False) -> None:
 def run_main(run: Callable[[Optional[List[str]]], object], argv: Optional[List[str]] = None) -> int:
     """A command's `main`: run, and turn the errors a user can fix (bad config, missing
     input, a release that cannot be written) into one line and exit 2, a run the engine
-    failed (RunFailed: a lost cluster, nothing published) into one line and exit 1.
+    failed (RunFailed: a lost cluster, nothing published) into one line and exit 1, a
+    stop (Ctrl-C, SIGTERM: pipelines/stops.py) into its line and exit 128 + signal.
     Logging shows warnings and errors until the command asks for more (configure_logging)."""
     configure_logging(verbose=False)
     try:
         run(argv)
+    except Stopped as stop:
+        print(stop.line(), file=sys.stderr)
+        return stop.code
     except UserError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

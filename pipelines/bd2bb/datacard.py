@@ -11,7 +11,7 @@ from apache_beam.io.filesystems import FileSystems
 from pipelines.bd2bb.config import BD2BBConfig
 from pipelines.bd2bb.stats import COLUMNS, table1
 from pipelines.release import plots
-from pipelines.release.cache import cache_report
+from pipelines.release.cache import cache_record
 from pipelines.release.datacard import markdown_table
 from pipelines.release.hf_card import CardFacts
 from pipelines.release.manifest import read_parquet_columns, read_stats
@@ -70,26 +70,19 @@ def describe(cfg: BD2BBConfig, facts: dict, cache_root=None) -> dict:
         "`--set clusters.review=decisions.csv`. "
         + (f"This build applied `{cfg.clusters.review}`." if cfg.clusters.review
            else "This build had no review decisions: every cluster was kept unlabelled."))})
-    cache_section, cache_files, use = _cache(facts["stages"], staging, cache_root)
-    if cache_section:
-        sections.append(cache_section)
     return {"summary": _summary(cfg, facts), "thresholds": _thresholds(cfg), "sections": sections,
             "manifest": {"table1": stats, "clusters": clusters, "target_positions": positions,
                          "no_main_verb": _no_main_verb(facts["stages"])},
-            "manifest_top": {"cache_root": cache_root, "cache_files": cache_files, "cache": use}
+            "build": cache_record(cache_root, staging, _cache_use(facts["stages"], facts["work"]))
             if cache_root else {}, "dataset_card": CARD}
 
 
-def _cache(stages: dict, staging: str, cache_root):
-    """The Cache section (per cache stage: actions cached vs computed), the shards to
-    name in the manifest, and the manifest's per-stage record."""
-    if not cache_root:
-        return None, [], {}
-    use = {name[len("cache."):]: {"items": c.get("item.in", 0), "cached": c.get("hit", 0),
-                                  "computed": c.get("miss", 0)}
-           for name, c in sorted(stages.items()) if name.startswith("cache.")}
-    section, files = cache_report(cache_root, staging, use, "Action embeddings (and model parses)")
-    return section, files, use
+def _cache_use(stages: dict, work: dict) -> dict:
+    """Per cache stage (action embeddings, model parses): the actions looked up, cached
+    and computed (the build record's `cache`)."""
+    return {name[len("cache."):]: {"items": stages.get(name, {}).get("item.in", 0),
+                                   "cached": c.get("hit", 0), "computed": c.get("miss", 0)}
+            for name, c in sorted(work.items()) if name.startswith("cache.")}
 
 
 def _table1(staging: str) -> list:

@@ -7,7 +7,7 @@ from schemas.reasons import VOCABULARY as LIBRARY_VOCABULARY
 DUPLICATE_TUPLE = "duplicate_tuple"          # §4.1: same COCO image, intention, action (normalised), or same id, as another line
 NONSENSE = "nonsense"                        # §3.1: random character sequences
 NOT_ENGLISH = "not_english"                  # §3.1: too few English words, or identified as another language
-TOO_LONG = "too_long"                        # an intention or action longer than filters.max_*_chars (ours)
+# TOO_LONG (the library's): also an intention or action longer than filters.max_*_chars (ours)
 SHORT_INTENTION = "short_intention"          # A.1: intention of fewer than 5 tokens
 NO_PARSE = "no_parse"                        # the CoNLL-U file holds no parse of the action
 BAD_PARSE = "bad_parse"                      # a malformed CoNLL-U sentence (file:line), and the tuples of its action
@@ -19,7 +19,7 @@ CLUSTER_DROPPED = "cluster_dropped"          # §3.2 / A.3: reviewers dropped th
 ACTION_DROPPED = "action_dropped"            # §3.2: reviewers removed the action from its cluster
 NO_DECOYS = "no_decoys"                      # §4 fn. 7: not all four decoys could be found
 
-VOCABULARY = LIBRARY_VOCABULARY + (DUPLICATE_TUPLE, NONSENSE, NOT_ENGLISH, TOO_LONG,
+VOCABULARY = LIBRARY_VOCABULARY + (DUPLICATE_TUPLE, NONSENSE, NOT_ENGLISH,
                                    SHORT_INTENTION, NO_PARSE, BAD_PARSE, NO_MAIN_VERB,
                                    NO_NOUN_OR_PRONOUN, NO_CAPTIONS, MENTIONS_IMAGE_ENTITY,
                                    CLUSTER_DROPPED, ACTION_DROPPED, NO_DECOYS)

@@ -5,13 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, List, Literal, Optional
 
-from pipelines.config import Device, ImageSource, InputFile, InputPath, KnnConfig, inside
+from pipelines.config import Device, ImageSource, InputFile, InputPath, KnnConfig, inside, sample_dir
 from transforms.core.errors import ConfigError
 
 if TYPE_CHECKING:
     from transforms.image.encoders import EncoderSpec
 
-SAMPLE_DIR = "samples/fg"   # where the sample configs read, generated on first use
+SAMPLE_DIR = sample_dir("fg")   # where the sample configs read, generated on first use
 
 CONFIGURATIONS = ("mscoco", "flickr30k")
 TEMPLATES = (1, 2, 3, 4, 5)   # Table 1

@@ -85,7 +85,7 @@ POOL_SCHEMA = described(pa.schema([
     "image_id": "the image's id",
     "position": "the image's place in the new pool (compat/Images/*_FG_img_filenames.npy), 0 first",
     "file_name": "the image's file name, as the public file names list holds it",
-    "path": "the image file the build read, relative to the input root (MANIFEST.json "
+    "path": "the image file the build read, relative to the input root (BUILD.json "
             "input_root)",
     "original": "1 for an image of the old test set, 0 for one added from the pool (§3.1.3)",
     "split": "test: FG is a test benchmark",

@@ -41,16 +41,19 @@ def load_release_config(release: str, overrides: List[str]) -> tuple:
     """(config, cache root) of a release, with `overrides` applied."""
     from pipelines.release.diff import load_manifest
     from pipelines.release.locations import resolved_config
+    from pipelines.release.verify import load_build_record
     manifest = load_manifest(release)
     if manifest.get("benchmark") != BENCHMARK:
         raise UserError(f"calibrate knows ImageCoDe releases only, not {manifest.get('benchmark')!r}")
-    if not manifest.get("cache_root"):
+    # where the cache and the inputs were is the build's record (MANIFEST.json's before format 3)
+    build = {**manifest, **load_build_record(release)}
+    if not build.get("cache_root"):
         raise UserError(f"{release} was built without a cache: nothing to calibrate from")
     # a release holds its paths relative (pipelines/release/locations.py): back to this machine's
-    raw = resolved_config(manifest["config"], ImageCodeConfig, manifest.get("input_root"), release)
+    raw = resolved_config(manifest["config"], ImageCodeConfig, build.get("input_root"), release)
     for override in overrides:
         apply_override(raw, override)
-    cache_root = manifest["cache_root"]
+    cache_root = build["cache_root"]
     if not url_scheme(cache_root) and not os.path.isabs(cache_root):
         cache_root = os.path.normpath(os.path.join(release, cache_root))
     return from_dict(ImageCodeConfig, raw), cache_root

@@ -4,11 +4,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, Literal, Optional
 
-from pipelines.config import AnswerFiles, Device, ImageSource, InputFile, InputPath, KnnConfig, inside
+from pipelines.config import AnswerFiles, Device, ImageSource, InputFile, InputPath, KnnConfig, inside, sample_dir
 from transforms.core.errors import ConfigError
 from transforms.image.formats import DEFAULT_MAX_PIXELS, pillow_pixel_ceiling
 
-SAMPLE_DIR = "samples/imagecode"   # where the sample configs read, generated on first use
+SAMPLE_DIR = sample_dir("imagecode")   # where the sample configs read, generated on first use
 
 
 @dataclass

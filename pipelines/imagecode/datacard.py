@@ -17,7 +17,7 @@ from pipelines.imagecode.params import ImageCodeRules
 from pipelines.imagecode.quality_gate import QualityRule
 from pipelines.imagecode.video_plans import FRAME_IMAGE
 from pipelines.release import plots
-from pipelines.release.cache import cache_report
+from pipelines.release.cache import cache_record
 from pipelines.release.datacard import markdown_table
 from pipelines.release.hf_card import CardFacts
 from pipelines.release.manifest import read_parquet_columns, read_stats
@@ -78,17 +78,15 @@ def describe(cfg: ImageCodeConfig, rules: ImageCodeRules, facts: dict, cache_roo
             f"\n\nStatic sets: {leak['static_images_in_several_splits']} of "
             f"{leak['static_images']} images are members of sets in more than one split "
             "(kNN sets of one collection overlap; the paper does not separate them).")})
-    cache_section, cache_files, use = _cache(facts["stages"], staging, cache_root)
-    if cache_section:
-        sections.append(cache_section)
     return {"summary": _summary(cfg, rules), "thresholds": _thresholds(cfg, rules.quality),
             "sections": sections, "manifest": {name: value for name, value in stats.items()
                                                if value is not None},
-            "manifest_top": {"cache_root": cache_root, "cache_files": cache_files, "cache": use}
-            if cache_root else {}, "dataset_card": CARD}
+            "build": cache_record(cache_root, staging, cache_use(facts["work"]),
+                                  also_read=(FRAME_IMAGE,)) if cache_root else {},
+            "dataset_card": CARD}
 
 
-# What each cache stage stores, and the counters that say how many came from it.
+# What each cache stage stores, and the work counters that say how many came from it.
 # (stage, items, cached counter, computed counter), counters as "<stage>/<name>".
 CACHE_ITEMS = (
     ("shot_list", "videos", "cache.shot_list/hit", "cache.shot_list/miss"),
@@ -99,26 +97,16 @@ CACHE_ITEMS = (
 )
 
 
-def cache_use(stages: dict) -> dict:
-    """{cache stage: {"items", "cached", "computed"}}: the manifest's per-stage record."""
+def cache_use(work: dict) -> dict:
+    """{cache stage: {"items", "cached", "computed"}}: the build record's per-stage
+    record of shot lists and frame embeddings (per video), BRISQUE and OCR scores (per
+    frame) and image embeddings, from the run's work counters."""
     def counter(path):
         stage, name = path.split("/")
-        return stages.get(stage, {}).get(name, 0)
+        return work.get(stage, {}).get(name, 0)
     return {stage: {"items": items, "cached": counter(cached), "computed": counter(computed)}
             for stage, items, cached, computed in CACHE_ITEMS
-            if f"cache.{stage}" in stages}
-
-
-def _cache(stages: dict, staging: str, cache_root):
-    """The data card's Cache section, the shards to name in the manifest, and the
-    manifest's per-stage cached/computed record."""
-    if not cache_root:
-        return None, [], {}
-    use = cache_use(stages)
-    section, files = cache_report(cache_root, staging, use, "Shot lists and frame embeddings "
-                                  "(per video), BRISQUE and OCR scores (per frame) and image "
-                                  "embeddings", also_read=(FRAME_IMAGE,))
-    return section, files, use
+            if f"cache.{stage}" in work}
 
 
 def _summary(cfg: ImageCodeConfig, rules: ImageCodeRules) -> str:

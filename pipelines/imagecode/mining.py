@@ -159,8 +159,9 @@ class MineFrameSets(beam.PTransform):
     Only values the gate then asks for are used; the sets, rejects and scores are those
     of scoring one frame at a time.
 
-    Counters (stage "mining"): shot/frame/set in, out, rejected; frame.brisque_evaluations
-    and frame.ocr_evaluations (values the gate asked for that were computed, here or
+    Counters (stage "mining"): shot/frame/set in, out, rejected; and, as the run's work
+    (StageCounts.work: they follow the cache), frame.brisque_evaluations and
+    frame.ocr_evaluations (values the gate asked for that were computed, here or
     ahead), frame.brisque_cached and frame.ocr_cached (taken from the plan),
     frame.brisque_unused and frame.ocr_unused (scored ahead, never asked for: work a
     one-frame-at-a-time run would not have done; not cached), frame.decoded (frames
@@ -230,9 +231,9 @@ class _MineVideo(StageFn):
                         images.keep(shot.frame_indices[position], lambda p=position: pixels[p])
         finally:
             reader.close()
-            self.counts.note("frame.decoded", reader.frames_decoded)
+            self.counts.work("frame.decoded", reader.frames_decoded)
             if images.served:
-                self.counts.note("frame.served_from_cache", images.served)
+                self.counts.work("frame.served_from_cache", images.served)
         for name in SCORE_FILTERS:
             if new[name] and plan.score_keys.get(name):
                 yield beam.pvalue.TaggedOutput(NEW_SCORES, (name, plan.score_keys[name], new[name]))
@@ -252,10 +253,10 @@ class _MineVideo(StageFn):
             if number in resolved[name]:
                 return resolved[name][number]
             if number in known[name]:
-                self.counts.note(f"frame.{name}_cached")
+                self.counts.work(f"frame.{name}_cached")
                 value = known[name][number]
             else:
-                self.counts.note(f"frame.{name}_evaluations")
+                self.counts.work(f"frame.{name}_evaluations")
                 ahead = lookahead.take(name, number) if lookahead is not None else None
                 value = ahead if ahead is not None else compute(pixels[position])
                 new[name][number] = value
@@ -317,7 +318,7 @@ class _MineVideo(StageFn):
         finally:
             if lookahead is not None:
                 for name, unused in lookahead.settle().items():
-                    self.counts.note(f"frame.{name}_unused", unused)
+                    self.counts.work(f"frame.{name}_unused", unused)
         for position in sorted(verdicts):
             if verdicts[position].brisque is not None:
                 yield beam.pvalue.TaggedOutput(BRISQUE_SCORES, verdicts[position].brisque)

@@ -4,7 +4,7 @@ One row per FrameSet in `parquet/video_sets/` (and one tf.train.Example with the
 fields in `tfrecord/`), per static set and per kept description. `staged_images` is a
 working path and never reaches the release; `image_paths` are relative to the version
 folder, and the release embeds those images beside them (`images`, schemas/columns.py);
-a static set's `source_paths` are relative to the input root MANIFEST.json records.
+a static set's `source_paths` are relative to the input root BUILD.json records.
 Every column is described where it is declared (the dataset card and the TFRecord
 feature spec show these descriptions).
 """

@@ -105,8 +105,9 @@ class PlanVideos(beam.PTransform):
     `spill_dir`: where the embeddings of the videos embedded now wait for the miner (a
     folder of the build's work space, one file per video).
     Counters: stage "shots" as SplitIntoShots (replayed for cached videos); stage
-    "embed" as EmbedShots (shot.in/out, frame.embedded, model.loaded), frame.in/out
-    (every frame of a planned video given an embedding) and frame.cached. Only a video
+    "embed" as EmbedShots (shot.in/out, the replayed videos' shots too; the work
+    frame.embedded, model.loaded), frame.in/out (every frame of a planned video given an
+    embedding) and the work frame.cached. Only a video
     decoded whole gets a plan or a cache entry."""
 
     def __init__(self, shot_params: dict, min_frames: int, encoder_spec, spill_dir: str,
@@ -316,8 +317,8 @@ def _plan(looked: _Looked, shots: List[ShotFrames], listing: dict,
 
 class _ReplayPlan(StageFn):
     """A video whose shot list and embeddings are cached: no decode, no model. Counts as
-    the shots stage would have (replay_shots counts its videos and shots, already tagged
-    rejects included) and notes the embed stage's frames. The plan points at the cached
+    the shots and embed stages would have (replay_shots counts its videos and shots,
+    already tagged rejects included), and the embed stage's cached frames as work. The plan points at the cached
     embeddings; the miner reads them (and checks they are the shot list's frames)."""
     stage, level = SHOTS_STAGE, "video"
     counts_in = counts_out = False  # replay_shots counts; a plan is no shots-stage item
@@ -329,6 +330,12 @@ class _ReplayPlan(StageFn):
         self._embed = StageCounts(EMBED_STAGE)
 
     def judge(self, looked: _Looked):
+        # the shots a cold build would have embedded (every one long enough, also of a
+        # video then found truncated): counted in and out of the embed stage as it would,
+        # so its counts follow the data, not the cache
+        embedded = sum(len(s["frames"]) >= self._min_frames for s in looked.shot_list["shots"])
+        self._embed.seen(embedded, level="shot")
+        self._embed.count_out(embedded, level="shot")
         shots, video_rejected = [], False
         for out in replay_shots(self.counts, looked.video, looked.shot_list, self._min_frames,
                                 self._tolerance):
@@ -340,8 +347,9 @@ class _ReplayPlan(StageFn):
         if video_rejected:  # truncated under this run's tolerance: no plan
             return
         frames = sum(len(s.frame_indices) for s in shots)
-        for name in ("frame.in", "frame.out", "frame.cached"):
-            self._embed.note(name, frames)
+        self._embed.seen(frames, level="frame")
+        self._embed.count_out(frames, level="frame")
+        self._embed.work("frame.cached", frames)
         yield _plan(looked, shots, looked.shot_list, EmbeddingsAt(entry=looked.embeddings))
 
 

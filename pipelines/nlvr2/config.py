@@ -11,12 +11,12 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import List
 
-from pipelines.config import InputFile, inside
+from pipelines.config import InputFile, inside, sample_dir
 from pipelines.nlvr2.collection_config import CollectionConfig
 from transforms.core.errors import ConfigError
 from transforms.crowd.aggregation_config import CrowdConfig
 
-SAMPLE_DIR = "samples/nlvr2"   # where the sample configs read, generated on first use
+SAMPLE_DIR = sample_dir("nlvr2")   # where the sample configs read, generated on first use
 
 
 @dataclass

@@ -1,31 +1,36 @@
 """Building one immutable release version around a pipeline run (every benchmark).
 
     the previous version verified -> staging folder -> run the pipeline into it -> read
-    counters back -> the input root -> one set of Parquet and TFRecord files per split
-    (paths relative, images embedded) and rejects with relative paths -> check that the
-    counters reconcile and match the rows written, and that every main table holds a row
-    -> DATACARD.md -> README.md (the dataset card) -> croissant.json -> RELEASE_NOTES.md -> explorer/
-    (pipelines/release/explorer.py) -> MANIFEST.json -> rename -> read-only
+    counters back (the data's, and the run's work apart) -> the input root -> one set of
+    Parquet and TFRecord files per split (paths relative, images embedded) and rejects
+    with relative paths -> check that the counters reconcile and match the rows written,
+    and that every main table holds a row -> DATACARD.md -> README.md (the dataset card)
+    -> croissant.json -> RELEASE_NOTES.md -> explorer/ (pipelines/release/explorer.py)
+    -> MANIFEST.json (the release: in its digest) -> BUILD.json (the build's record: when,
+    from which code, what the cache held; outside the digest) -> read-only -> rename
+
+One config and inputs give one release and one digest whatever the cache held and
+whichever runner ran it: everything that follows the build rather than the data goes to
+BUILD.json, never into a card, a table or MANIFEST.json.
 
 No absolute path of the building machine is written (pipelines/release/locations.py):
-paths are relative to the release folder, or to the input root MANIFEST.json records once.
+paths are relative to the release folder, or to the input root BUILD.json records once.
 
 A run that fails anywhere leaves no version folder behind (pipelines.release.manifest).
 """
 from __future__ import annotations
 
-import contextlib
 import datetime
 import logging
 import os
-import signal
 import subprocess
-import threading
+import time
 import uuid
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from apache_beam.io.filesystems import FileSystems
 
+from pipelines import stops
 from pipelines.config import dict_hash, to_dict
 from pipelines.release import croissant
 from pipelines.release import diff as release_diff
@@ -43,13 +48,15 @@ from pipelines.release.row_paths import (RowPaths, input_path_values, reject_pat
 from pipelines.release.splits import MAIN, SplitScheme, partition_table
 from pipelines.release.tables import MANIFEST_KEYS, Table, declared, key_problems
 from pipelines.release.verify import ReleaseDiffers, require_as_published
+from schemas.layout import MANIFEST
 from transforms.core.errors import UserError
 from transforms.core.hashing import content_sha256_and_size
-from transforms.core.stage import check_links, read_stage_counts, reconcile
+from transforms.core.stage import check_links, data_counts, read_stage_counts, read_work_counts, reconcile
 
 log = logging.getLogger("pipelines.release.build")
 
-MANIFEST_FORMAT = 2   # 2: `build` (created_at, code_revision) and `release_sha256`
+MANIFEST_FORMAT = 3   # 2: `build` (created_at, code_revision) and `release_sha256`;
+                      # 3: `values_sha256` (the values in the digest), the build's record in BUILD.json
 
 
 class ReleaseError(UserError, RuntimeError):
@@ -87,9 +94,12 @@ def build_release(*, benchmark: str, out: str, version: str, config,
     sample build). While it runs the build holds a lock beside its staging folder (and in
     the cache), so that the next build can tell garbage from work in progress
     (pipelines/release/runs.py); before it starts it removes what builds that died left
-    behind. On any failure, SIGTERM included, its own staging folder and its temp files
-    in the cache are removed.
+    behind. On any failure, its own staging folder and its temp files in the cache are
+    removed; a stop (Ctrl-C, SIGTERM) at any instant ends it as a Stopped whose line
+    says whether the version was published whole or not at all (pipelines/stops.py).
     """
+    started = time.monotonic()
+    stops.leaves(f"nothing was published; version {version} of {benchmark} is still unused")
     tables = declared(tables)
     runs.sweep_release_dir(FileSystems.join(out, benchmark))
     _check_previous_version(out, benchmark, version)
@@ -105,26 +115,50 @@ def build_release(*, benchmark: str, out: str, version: str, config,
         for lock in locks:
             release_manifest.make_dirs(FileSystems.split(lock)[0])
             runs.write_lock(lock)
-        with _stop_signals_as_exit(), release_manifest.staged_release(
+        if cache_root:
+            _refuse_while_pruning(cache_root)
+        with stops.stop_signals_as_exit(), release_manifest.staged_release(
                 out, benchmark, version, run_uuid=run_uuid) as staging:
             log.info("building %s %s in %s", benchmark, version, staging)
             counts = _fill(staging, benchmark=benchmark, version=version, config=config,
-                           result=execute(staging), models=models, inputs=inputs,
+                           result=execute(staging), started=started, models=models, inputs=inputs,
                            links=links, tables=tables, describe=describe,
                            check_counts=check_counts, explorer=explorer, generated=generated,
                            splits={t: (splits or {}).get(t, MAIN) for t in tables},
                            main_tables=list(tables) if main_tables is None else list(main_tables))
             final = release_manifest.final_dir_of(staging)
+        stops.leaves(_stopped_outcome(out, benchmark, version))   # published: said so from now on
     except FileExistsError as e:  # the version exists, or appeared while we wrote
         raise ReleaseError(str(e)) from None
-    except BaseException:
+    except BaseException as error:
         if cache_root:  # finished shards stay (valid entries); half-written ones go
             runs.remove_quietly(runs.temp_dirs_of_run(cache_root, run_id))
+        if isinstance(error, stops.Stopped):
+            error.outcome = _stopped_outcome(out, benchmark, version)
         raise
     finally:
         runs.remove_quietly(locks)
     print_summary(final, counts)
     return final
+
+
+def _refuse_while_pruning(cache_root: str) -> None:
+    """A `cache prune` running on this cache would delete the shards this build is about
+    to read: one line (exit 2) before any work (its lock is taken already: runs.py)."""
+    prunes = runs.live_cache_locks(cache_root, prunes=True)
+    if prunes:
+        raise ReleaseError(f"cache prune is running on {cache_root} ({runs.holder_words(prunes[0])}): "
+                           "it would delete shards this build reads; build when it is done; "
+                           "nothing was built")
+
+
+def _stopped_outcome(out: str, benchmark: str, version: str) -> str:
+    """What a build stopped at any instant left, once its cleanup is done: the version
+    was published (renamed into place, read-only already: it is whole) or it is unused."""
+    final = release_manifest.version_dir(out, benchmark, version)
+    if FileSystems.exists(FileSystems.join(final, MANIFEST)):
+        return f"after publishing: {final} is there, complete and read-only"
+    return f"nothing was published; version {version} of {benchmark} is still unused"
 
 
 def _check_previous_version(out: str, benchmark: str, version: str) -> None:
@@ -139,41 +173,12 @@ def _check_previous_version(out: str, benchmark: str, version: str) -> None:
             raise ReleaseError(f"{e}; nothing was built") from None
 
 
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
-
-
-@contextlib.contextmanager
-def _stop_signals_as_exit():
-    """`kill` (SIGTERM) and Ctrl-C (SIGINT) end the build through Python's exit path, so
-    the staging folder is removed as on any other failure, whatever phase it is in. Both
-    raise SystemExit(128 + signal): a plain KeyboardInterrupt can be caught on the way
-    (Ctrl-C while Beam renamed the written shards let the build publish, exit 0). Beam
-    re-raises what its stage code raised as a RuntimeError, so whatever comes out of a
-    stopped build leaves as the stop's own exit status. Only the main thread can set
-    handlers."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    received = []
-    def on_stop(signum, frame):
-        received.append(signum)
-        raise SystemExit(128 + signum)
-    previous = {signum: signal.signal(signum, on_stop) for signum in STOP_SIGNALS}
-    try:
-        yield
-    except BaseException:
-        if received:
-            raise SystemExit(128 + received[0]) from None
-        raise
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
-
-
-def _fill(staging: str, *, benchmark, version, config, result, models, inputs, links,
+def _fill(staging: str, *, benchmark, version, config, result, started, models, inputs, links,
           tables, describe, check_counts, splits, explorer, main_tables, generated) -> dict:
-    """Everything after the pipeline run: checks, data card, manifest. Returns counts."""
-    stages = read_stage_counts(result)
+    """Everything after the pipeline run: checks, data card, manifest, build record.
+    Returns counts."""
+    work = read_work_counts(result)   # what the run did: the build record's, not the release's
+    stages = data_counts(read_stage_counts(result), work)
     final = release_manifest.final_dir_of(staging)
     root = input_root(config_paths(config) + local_paths_in(models) + [p for p in inputs.values() if p]
                       + [p for t in tables for p in input_path_values(staging, t)]
@@ -200,14 +205,15 @@ def _fill(staging: str, *, benchmark, version, config, result, models, inputs, l
     if empty:
         raise ReleaseError(f"{empty}; nothing was published and version {version} is still unused")
     models = relocate.paths_in(models)   # a model's folder or checkpoint: relative to the input root
-    card = describe({"version": version, "counts": counts, "stages": stages,
+    card = describe({"version": version, "counts": counts, "stages": stages, "work": work,
                      "models": models, "config": to_dict(config), "staging": staging})
-    release_manifest.remove_build_reports(staging)   # read by describe; MANIFEST.json has it
+    release_manifest.remove_build_reports(staging)   # read by describe; BUILD.json has it
     figures = relocate.texts(card.pop("manifest", {}))
     top_level = card.pop("manifest_top", {})
     facts: Optional[CardFacts] = card.pop("dataset_card", None)
-    if top_level.get("cache_root"):   # an output of builds: relative to this release
-        top_level["cache_root"] = relocate.from_release(top_level["cache_root"], final)
+    record = card.pop("build", {})   # what the benchmark says of this build (its cache)
+    if record.get("cache_root"):   # an output of builds: relative to this release
+        record["cache_root"] = relocate.from_release(record["cache_root"], final)
     context = {"benchmark": benchmark, "version": version, "counts": counts,
                "stages": stages, "models": models, "generated": generated, **card}
     datacard = relocate.text(render_datacard(context))
@@ -221,11 +227,6 @@ def _fill(staging: str, *, benchmark, version, config, result, models, inputs, l
         "format": MANIFEST_FORMAT,
         "benchmark": benchmark,
         "version": version,
-        # release_manifest.BUILD_KEYS: the only part of a release that differs by build
-        "build": {"created_at": datetime.datetime.now(datetime.timezone.utc).isoformat(
-                      timespec="seconds"),
-                  "code_revision": code_revision()},
-        "input_root": root,
         "config": released_config,
         "config_sha256": dict_hash(released_config),
         "models": models,
@@ -252,7 +253,13 @@ def _fill(staging: str, *, benchmark, version, config, result, models, inputs, l
             manifest["explorer"] = {"files": written["files"], "bytes": written["bytes"]}
         else:  # its thumbnails and pages are written with local file calls
             log.warning("no explorer/: %s is not on a local disk", staging)
-    release_manifest.write_manifest(staging, manifest)
+    manifest = release_manifest.write_manifest(staging, manifest)
+    release_manifest.write_build_record(staging, {
+        "build": {"created_at": datetime.datetime.now(datetime.timezone.utc).isoformat(
+                      timespec="seconds"),
+                  "code_revision": code_revision(),
+                  "seconds": round(time.monotonic() - started, 1)},
+        "input_root": root, **record, "work": work}, manifest)
     return counts
 
 

@@ -15,9 +15,12 @@ Generic over benchmarks; every key but `benchmark` and `version` is optional:
 
 `stages` holds the Beam counters of transforms.core.stage.StageCounts (per stage:
 `<level>.in`, `<level>.out`, `<level>.rejected.<reason>`); the card shows whether each
-level reconciles (in == out + rejected), and a stage's other counters (a cache's `miss`
-and `written`, a level's `cached`) as they are, beside them. Every figure of the card
-is read from `counts` and `stages`, the manifest's own records, never counted again.
+level reconciles (in == out + rejected), and a stage's other counters (NLVR2's
+`line.respelled`) as they are, beside them. Every figure of the card is read from
+`counts` and `stages`, the manifest's own records, never counted again. The card
+describes the release, not the build: what a build did (cache hits and misses, models
+loaded, its time) follows the cache and the runner, so it is in BUILD.json and never
+here (pipelines/release/build.py).
 
 Optional too: `generated` (the sentence a build from generated inputs opens with, right
 under the title: `generated_note`), `kept_rejects` ({reason: what stays in the release},
@@ -29,8 +32,6 @@ from __future__ import annotations
 from typing import Dict, Iterable, List, Sequence, Union
 
 from apache_beam.io.filesystems import FileSystems
-
-from pipelines.release.digest import SKIPPED_COUNTERS
 
 DATACARD = "DATACARD.md"
 
@@ -134,11 +135,6 @@ def _value_table(title: str, mapping: dict) -> str:
 
 def _stages_section(stages: dict, counts: dict) -> str:
     by_stage = counts.get("rejects", {}).get("by_stage", {})
-    # Counters of the run's workers (how many loaded a model) follow the runner, not the
-    # data: MANIFEST.json keeps them, the card does not (same card on any runner).
-    stages = {stage: {name: n for name, n in counters.items()
-                      if f"{stage}/{name}" not in SKIPPED_COUNTERS}
-              for stage, counters in stages.items()}
     rows = []
     for r in stage_levels(stages):
         records = sum(by_stage.get(r["stage"], {}).get(r["level"], {}).values())
@@ -152,8 +148,9 @@ def _stages_section(stages: dict, counts: dict) -> str:
                else "Counters that do NOT reconcile: " + "; ".join(problems) + ".")
     return ("## Stages\n\nBeam counters per stage and level (MANIFEST.json `stages`); "
             "`records` counts the rows of `rejects/` for that stage and level; `other "
-            "counters` are the stage's counters that are no in/out/rejected count (a cache's "
-            "`miss` and `written`).\n\n"
+            "counters` are the stage's counters that are no in/out/rejected count. What the "
+            "build did (cache hits and misses, models run) is in BUILD.json, not here: it "
+            "follows the cache, not the data.\n\n"
             + markdown_table(["stage", "level", "in", "out", "rejected", "by reason",
                               "records", "reconciles", "other counters"], rows)
             + "\n\n" + verdict)

@@ -35,6 +35,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from apache_beam.io.filesystems import FileSystems
 
+from pipelines.release import runs
 from pipelines.release.manifest import (built_from_of, iter_parquet_rows, parquet_column_names,
                                        read_parquet_columns)
 from pipelines.release.tables import MANIFEST_KEYS, key_text, sort_key
@@ -311,17 +312,16 @@ def version_order(name: str) -> Optional[tuple]:
 
 
 def previous_version(benchmark_dir: str, version: str) -> Optional[str]:
-    """The highest complete version below `version` in `benchmark_dir` (semver's order:
-    version_order), if any."""
-    parsed = version_order
-    this = parsed(version)
+    """The highest version below `version` in `benchmark_dir` (semver's order:
+    version_order), if any: any folder named as a version, with or without MANIFEST.json
+    (a version is published whole, so one without its manifest is damaged, and the
+    caller's check of it says so rather than compare with an older one)."""
+    this = version_order(version)
     candidates = []
-    if FileSystems.exists(benchmark_dir):
-        for match in FileSystems.match([FileSystems.join(benchmark_dir, "*", MANIFEST)])[0].metadata_list:
-            name = FileSystems.split(FileSystems.split(match.path)[0])[1]
-            key = parsed(name)
-            if key is not None and this is not None and key < this:
-                candidates.append((key, FileSystems.split(match.path)[0]))
+    for name in runs.children(benchmark_dir):
+        key = version_order(name)
+        if key is not None and this is not None and key < this:
+            candidates.append((key, FileSystems.join(benchmark_dir, name)))
     return max(candidates)[1] if candidates else None
 
 

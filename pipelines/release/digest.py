@@ -17,6 +17,9 @@ import os
 
 import pyarrow.parquet as pq
 
+from pipelines.release.verify import load_build_record
+from transforms.core.counts import merged
+
 FILE_FOLDERS = ("compat", "crowd", "tasks", "review", "stats")
 # Text files whose line order carries no meaning (the crowd task exports are Beam text
 # sinks: their lines come in the order the runner ran the bundles): digested as their
@@ -61,11 +64,13 @@ def table_digest(folder: str, root: str = "") -> dict:
 
 
 def release_digest(release: str, root: str = "") -> dict:
-    """{"tables": {table: digest}, "files": {path: sha256}, "counters": {stage/name: n}}."""
+    """{"tables": {table: digest}, "files": {path: sha256}, "counters": {stage/name: n}}.
+    The counters are every counter of the run: the release's (MANIFEST.json `stages`)
+    and its work's (BUILD.json `work`: what a cold cache computed is pinned too)."""
     out = {"tables": {}, "files": {}, "counters": {}}
     with open(os.path.join(release, "MANIFEST.json")) as f:
-        manifest = json.load(f)
-    for stage, counters in manifest["stages"].items():
+        stages = json.load(f)["stages"]
+    for stage, counters in merged(stages, load_build_record(release).get("work", {})).items():
         for name, value in counters.items():
             if f"{stage}/{name}" not in SKIPPED_COUNTERS:
                 out["counters"][f"{stage}/{name}"] = value

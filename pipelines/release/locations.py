@@ -7,9 +7,9 @@ it. A path the build used is written
   wrote into, e.g. `compat/image-sets/<set>/img3.jpg`);
 - relative to the build's input root, when it names an input (a reject's file, FG's pool
   image, NLVR2's image file, the config's input paths). The input root is the deepest
-  folder holding every input the build read and is recorded once, in MANIFEST.json
-  (`input_root`): `os.path.join(manifest["input_root"], path)` finds the file again on
-  the building machine;
+  folder holding every input the build read and is recorded once, in the build's record
+  BUILD.json (`input_root`; where the inputs were is the build's, not the release's):
+  `os.path.join(record["input_root"], path)` finds the file again on the building machine;
 - the cache (an output of builds, `cache.dir`, `<output>/.cache` by default) relative to
   the release folder (`../../.cache`).
 

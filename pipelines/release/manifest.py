@@ -1,19 +1,22 @@
 """Driver-side release handling: staging folder, checksums, manifest, counts, rename.
 
 A version is immutable. It is written into a hidden staging folder beside its final
-place (`<out>/<benchmark>/.<version>.staging-<uuid>`) and renamed once complete, so a
-failed run never leaves a half-written `<out>/<benchmark>/<version>/`:
+place (`<out>/<benchmark>/.<version>.staging-<uuid>`), made read-only, and renamed once
+complete, so a failed or stopped run never leaves a half-written or writable
+`<out>/<benchmark>/<version>/`:
 
     with staged_release(out, "imagecode", version) as staging:
         run the pipeline (writers from transforms.io.release) into `staging`
         counts = release_counts(staging); write_reject_counts(staging, counts)
         remove_work_dir(staging); write_datacard(...); write_manifest(staging, {...})
+        write_build_record(staging, {...})
     # here the version exists; on an exception the staging folder is removed instead
 
-Paths go through Beam's FileSystems, so gs:// works. The rename is atomic on a local
-disk, and the published version is then read-only there (its files and folders lose their
-write bits: make_read_only); object stores have no folder rename, so there the files are copied with
-MANIFEST.json last (a version without MANIFEST.json is incomplete) and staging deleted.
+Paths go through Beam's FileSystems, so gs:// works. On a local disk the staging folder
+loses its write bits (make_read_only) and is then renamed in one atomic step: a version
+is either absent or there whole and read-only, whatever instant a build is stopped at.
+Object stores have no folder rename, so there the files are copied with MANIFEST.json
+last (a version without MANIFEST.json is incomplete) and staging deleted.
 """
 from __future__ import annotations
 
@@ -28,8 +31,12 @@ from typing import Dict, Iterator, List, Optional
 
 from apache_beam.io.filesystems import FileSystems
 
-from schemas.layout import MANIFEST, PARQUET_DIR, REJECT_COUNTS, REJECTS_DIR, WORK_DIR, work_dir
-from pipelines.release.verify import RELEASE_SHA256, release_sha256
+from schemas.layout import (BUILD_RECORD, MANIFEST, PARQUET_DIR, REJECT_COUNTS, REJECTS_DIR,
+                            WORK_DIR, work_dir)
+from pipelines.release.verify import (REJECT_COLUMNS, RELEASE_SHA256, TABLE_COLUMNS, VALUES_SHA256,
+                                      load_build_record, rejects_record, release_sha256,
+                                      table_record, values_sha256)
+from transforms.core.counts import merged
 from schemas.names import safe_name
 from transforms.core.hashing import content_sha256
 from transforms.io.files import make_dirs, open_parquet
@@ -127,11 +134,13 @@ def finalise(staging: str, final: str, rename: Optional[bool] = None) -> str:
     if rename is None:
         rename = _is_local(staging)
     if rename:
+        # read-only first, then one atomic rename: a version is never there writable,
+        # wherever a stop falls (the rename fails on a non-empty final folder)
+        make_read_only(staging)
         try:
-            os.rename(staging, final)  # atomic; fails on a non-empty final folder
+            os.rename(staging, final)
         except OSError as err:
             raise FileExistsError(f"cannot rename {staging} to {final}: {err}") from err
-        make_read_only(final)
         return final
     # Object stores: copy, manifest last, then drop staging.
     rest = sorted(rel for rel in _list_files(staging) if rel != MANIFEST)
@@ -178,10 +187,12 @@ def remove_tree(path: str, ignore_errors: bool = False) -> None:
 # --- checksums and manifest ----------------------------------------------------------
 
 def file_checksums(directory: str) -> Dict[str, str]:
-    """{path relative to `directory` (with '/'): sha256 hex} for every file below it."""
+    """{path relative to `directory` (with '/'): sha256 hex} for every file below it but
+    MANIFEST.json and BUILD.json, which are not files of the release's data."""
     sums = {}
     for rel in sorted(_list_files(directory)):
-        sums[rel] = content_sha256(FileSystems.join(directory, rel))
+        if rel not in (MANIFEST, BUILD_RECORD):
+            sums[rel] = content_sha256(FileSystems.join(directory, rel))
     return sums
 
 
@@ -193,17 +204,22 @@ def write_json(path: str, obj) -> None:
         f.write(text.encode("utf-8"))
 
 
-# What MANIFEST.json says of the build rather than of the release: when and from which
-# code it ran, where its inputs were on the building machine, which cache shards (named
-# by run id) it read and wrote. Two builds of one config, inputs and seed differ here and
-# nowhere else; none of it is in another file of the release, and MANIFEST.json is the
-# one file outside the release digest.
-BUILD_KEYS = ("build", "input_root", "cache_files")
-# Files a run writes about itself for its card and manifest, not published: the cache
-# shards it wrote, by run id (MANIFEST.json `cache_files` lists them).
+# What a build records of itself rather than of the release, in BUILD.json beside the
+# release and outside its digest: when and from which code it ran (`build`), where its
+# inputs were on the building machine (`input_root`), what its cache held (`cache_root`,
+# `cache_files`: the shards it read or wrote, named by run id; `cache`: per stage, items
+# cached and computed) and its work counters (`work`: cache hits and misses, models
+# loaded, frames decoded again; transforms/core/stage.py StageCounts.work). Two builds
+# of one config, inputs and seed differ here and nowhere else. (Releases of format 2
+# kept these keys in MANIFEST.json.)
+BUILD_KEYS = ("build", "input_root", "cache_root", "cache_files", "cache", "work")
+# Files a run writes about itself for its card and records, not published: the cache
+# shards it wrote, by run id (BUILD.json `cache_files` lists them).
 BUILD_REPORTS = ("stats/cache_files.json",)
+
+
 def remove_build_reports(staging: str) -> None:
-    """Drop the files of BUILD_REPORTS once the card and the manifest have read them."""
+    """Drop the files of BUILD_REPORTS once the build record has read them."""
     present = [path for path in (FileSystems.join(staging, rel) for rel in BUILD_REPORTS)
                if FileSystems.exists(path)]
     if present:
@@ -211,18 +227,44 @@ def remove_build_reports(staging: str) -> None:
 
 
 def write_manifest(staging: str, manifest: dict) -> dict:
-    """Write MANIFEST.json: `manifest` plus `files` (checksums of everything else) and
-    `release_sha256` (the digest of them all)."""
-    if "files" in manifest or RELEASE_SHA256 in manifest:
-        raise ValueError(f"manifest keys 'files' and {RELEASE_SHA256!r} are filled in by "
-                         "write_manifest")
+    """Write MANIFEST.json: `manifest` plus `values_sha256` (the sha256 of each of its
+    values), `files` (checksums of everything else but BUILD.json) and `release_sha256`
+    (the digest of them all, pipelines/release/verify.py)."""
+    if set(manifest) & {"files", RELEASE_SHA256, VALUES_SHA256}:
+        raise ValueError(f"manifest keys 'files', {RELEASE_SHA256!r} and {VALUES_SHA256!r} are "
+                         "filled in by write_manifest")
+    if set(manifest) & set(BUILD_KEYS):
+        raise ValueError(f"{sorted(set(manifest) & set(BUILD_KEYS))} belong to the build record "
+                         f"({BUILD_RECORD}), not the release's manifest")
     if FileSystems.exists(work_dir(staging)):
         raise ValueError(f"{WORK_DIR}/ is still in staging: call remove_work_dir first")
     full = dict(manifest)
-    full["files"] = {rel: sha for rel, sha in file_checksums(staging).items() if rel != MANIFEST}
-    full[RELEASE_SHA256] = release_sha256(full["files"])
+    full[VALUES_SHA256] = values_sha256(manifest)
+    full["files"] = file_checksums(staging)
+    full[RELEASE_SHA256] = release_sha256(full["files"], full[VALUES_SHA256])
     write_json(FileSystems.join(staging, MANIFEST), full)
     return full
+
+
+def write_build_record(staging: str, record: dict, manifest: dict) -> dict:
+    """Write BUILD.json: the build's `record` (BUILD_KEYS) and the digest of the release
+    it built, written after MANIFEST.json (`manifest`, as write_manifest returned it)."""
+    unknown = set(record) - set(BUILD_KEYS)
+    if unknown:
+        raise ValueError(f"not part of a build record: {sorted(unknown)}")
+    full = {"benchmark": manifest["benchmark"], "version": manifest["version"],
+            RELEASE_SHA256: manifest[RELEASE_SHA256], **record}
+    write_json(FileSystems.join(staging, BUILD_RECORD), full)
+    return full
+
+
+def run_counters(version_dir: str) -> dict:
+    """Every counter a release's build read back, its work's included: MANIFEST.json
+    `stages` with BUILD.json `work` (older releases: MANIFEST.json `stages` held both)."""
+    with FileSystems.open(FileSystems.join(version_dir, MANIFEST),
+                          compression_type="uncompressed") as f:
+        stages = json.loads(f.read().decode("utf-8")).get("stages", {})
+    return merged(stages, load_build_record(version_dir).get("work", {}))
 
 
 def verify_manifest(version: str) -> List[str]:
@@ -291,39 +333,14 @@ def count_rows_by(folder: str, columns: List[str]) -> collections.Counter:
 
 
 def release_counts(staging: str, tables=("video_sets",)) -> dict:
-    """Rows actually written: per table by split/source, Rejects per reason and stage."""
-    rejects = count_rows_by(FileSystems.join(staging, REJECTS_DIR), ["stage", "level", "reason"])
-    by_stage = collections.defaultdict(lambda: collections.defaultdict(collections.Counter))
-    by_reason: collections.Counter = collections.Counter()
-    for (stage, level, reason), n in rejects.items():
-        by_stage[stage][level][reason] += n
-        by_reason[reason] += n
+    """Rows actually written: per table by split/source, Rejects per reason and stage
+    (the records `verify` counts again: pipelines/release/verify.py)."""
     return {
-        "tables": {table: _table_counts(FileSystems.join(staging, PARQUET_DIR, table))
+        "tables": {table: table_record(count_rows_by(FileSystems.join(staging, PARQUET_DIR, table),
+                                                     list(TABLE_COLUMNS)))
                    for table in tables},
-        "rejects": {
-            "total": sum(rejects.values()),
-            "by_reason": dict(sorted(by_reason.items())),
-            "by_stage": {st: {lv: dict(sorted(c.items())) for lv, c in sorted(levels.items())}
-                         for st, levels in sorted(by_stage.items())},
-        },
-    }
-
-
-def _table_counts(folder: str) -> dict:
-    rows = count_rows_by(folder, ["split", "source"])
-    by_split: collections.Counter = collections.Counter()
-    by_source: collections.Counter = collections.Counter()
-    by_split_source = collections.defaultdict(collections.Counter)
-    for (split, source), n in rows.items():
-        by_split[split] += n
-        by_source[source] += n
-        by_split_source[split][source] += n
-    return {
-        "total": sum(rows.values()),
-        "by_split": dict(sorted(by_split.items())),
-        "by_source": dict(sorted(by_source.items())),
-        "by_split_source": {s: dict(sorted(c.items())) for s, c in sorted(by_split_source.items())},
+        "rejects": rejects_record(count_rows_by(FileSystems.join(staging, REJECTS_DIR),
+                                                list(REJECT_COLUMNS))),
     }
 
 
@@ -356,6 +373,6 @@ def _list_files(directory: str) -> List[str]:
 
 def _delete_tree(path: str) -> None:
     if _is_local(path):
-        shutil.rmtree(path)
+        remove_tree(path)   # a staging folder may be read-only already (finalise)
     else:  # a trailing "/" deletes every object under the prefix
         FileSystems.delete([path.rstrip("/") + "/"])

@@ -14,6 +14,12 @@ that started later); on another host we cannot tell, so its files are left alone
 next build, and `make cache-prune`, remove the staging folders and temp folders whose
 lock is dead or missing (a folder without a lock was left by a build that predates
 locks or crashed before writing one).
+
+`cache prune` holds a lock of its own there too (`<cache>/.runs/prune-<uuid>.lock`), and
+the two never run at once on one cache: prune refuses to start while a build's lock is
+alive (or taken on another host), since a running build reads shards that no manifest
+names yet; a build refuses to start while a prune's is. Each takes its lock first and
+looks for the other's second, so two that start together cannot both go on.
 """
 from __future__ import annotations
 
@@ -32,6 +38,7 @@ LOCK_SUFFIX = ".lock"
 STAGING_MARK = ".staging-"
 CACHE_RUNS_DIR = ".runs"
 BEAM_TEMP_PREFIX = "beam-temp-"
+PRUNE_PREFIX = "prune-"   # a `cache prune`'s run id in <cache>/.runs/
 
 
 def _start_time(pid: int) -> Optional[str]:
@@ -100,7 +107,7 @@ def _gone(lock_path: str) -> bool:
     return holder is None or is_alive(holder) is False
 
 
-def _children(folder: str) -> List[str]:
+def children(folder: str) -> List[str]:
     """Names directly inside a local or remote folder."""
     if FileSystems.get_scheme(folder) in (None, "file"):
         try:
@@ -126,7 +133,7 @@ def stale_staging(benchmark_dir: str) -> List[str]:
     """Staging folders of builds that are gone, and their locks (a lock whose staging
     folder is already gone too)."""
     stale = []
-    names = _children(benchmark_dir)
+    names = children(benchmark_dir)
     for name in names:
         if not (name.startswith(".") and STAGING_MARK in name):
             continue
@@ -144,7 +151,7 @@ def stale_staging(benchmark_dir: str) -> List[str]:
 
 def stale_staging_under(release_root: str) -> List[str]:
     """stale_staging of every benchmark folder of a release root (`make cache-prune`)."""
-    return [path for name in _children(release_root) if not name.startswith(".")
+    return [path for name in children(release_root) if not name.startswith(".")
             for path in stale_staging(FileSystems.join(release_root, name))]
 
 
@@ -169,11 +176,11 @@ def run_id_of_temp(name: str) -> Optional[str]:
 def stale_cache_temps(cache_root: str) -> List[str]:
     """Beam temp folders under the cache whose build is gone."""
     stale = []
-    for stage in _children(cache_root):
+    for stage in children(cache_root):
         if stage == CACHE_RUNS_DIR:
             continue
         stage_dir = FileSystems.join(cache_root, stage)
-        for name in _children(stage_dir):
+        for name in children(stage_dir):
             run_id = run_id_of_temp(name)
             if run_id is not None and _gone(cache_lock_path(cache_root, run_id)):
                 stale.append(FileSystems.join(stage_dir, name))
@@ -184,7 +191,7 @@ def sweep_cache(cache_root: str) -> List[str]:
     """Remove Beam temp folders under the cache whose build is gone, and dead run locks."""
     removed = stale_cache_temps(cache_root)
     runs = FileSystems.join(cache_root, CACHE_RUNS_DIR)
-    for name in _children(runs):
+    for name in children(runs):
         if name.endswith(LOCK_SUFFIX) and _gone(FileSystems.join(runs, name)):
             removed.append(FileSystems.join(runs, name))
     remove_quietly(removed)
@@ -193,11 +200,26 @@ def sweep_cache(cache_root: str) -> List[str]:
     return [p for p in removed if not p.endswith(LOCK_SUFFIX)]
 
 
+def live_cache_locks(cache_root: str, prunes: bool) -> List[str]:
+    """The locks in `<cache>/.runs/` of builds (`prunes` False) or of `cache prune`s (True)
+    that may still run: alive on this host, or taken on another."""
+    folder = FileSystems.join(cache_root, CACHE_RUNS_DIR)
+    return [FileSystems.join(folder, name) for name in children(folder)
+            if name.endswith(LOCK_SUFFIX) and name.startswith(PRUNE_PREFIX) == prunes
+            and not _gone(FileSystems.join(folder, name))]
+
+
+def holder_words(lock_path: str) -> str:
+    """Who holds a lock, as a line says it: "pid 123 on host-a"."""
+    holder = read_lock(lock_path) or {}
+    return f"pid {holder.get('pid', '?')} on {holder.get('host', '?')}"
+
+
 def temp_dirs_of_run(cache_root: str, run_id: str) -> List[str]:
     """This run's Beam temp folders under the cache (removed when the build fails)."""
     found = []
-    for stage in _children(cache_root):
+    for stage in children(cache_root):
         stage_dir = FileSystems.join(cache_root, stage)
-        found += [FileSystems.join(stage_dir, n) for n in _children(stage_dir)
+        found += [FileSystems.join(stage_dir, n) for n in children(stage_dir)
                   if run_id_of_temp(n) == run_id]
     return found

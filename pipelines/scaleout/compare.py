@@ -6,10 +6,10 @@ twice over:
 
 - by content: table by table (rows sorted), file by file and counter by counter
   (pipelines/release/digest.py), which names the rows or counters that differ;
-- byte for byte: every file's checksum in MANIFEST.json and the whole-release digest
-  (`release_sha256`), and every manifest entry but those of the build itself
-  (pipelines.release.manifest.BUILD_KEYS; counters of the run's workers, SKIPPED_COUNTERS,
-  aside): a release is reproducible when a rebuild, on any runner, has the same digest.
+- byte for byte: every file's checksum in MANIFEST.json, every value of the manifest and
+  the whole-release digest (`release_sha256`, which covers both): a release is
+  reproducible when a rebuild, on any runner, has the same digest. The build's own
+  record (BUILD.json: its time, its cache, its workers' work) is not compared.
 
 Both builds leave the release explorer out: it is written by the driver after the run,
 whatever the runner.
@@ -23,9 +23,8 @@ from typing import List, Sequence
 
 from pipelines import runner
 from pipelines.benchmark import Benchmark
-from pipelines.release.digest import SKIPPED_COUNTERS, differences, release_digest
-from pipelines.release.manifest import BUILD_KEYS
-from pipelines.release.verify import RELEASE_SHA256, load_manifest
+from pipelines.release.digest import differences, release_digest
+from pipelines.release.verify import DIGEST_KEYS, RELEASE_SHA256, load_manifest
 
 VERSION = "1.0.0"
 
@@ -71,9 +70,8 @@ def compare(benchmark: Benchmark, config_name: str, work: str, runner_options: S
 
 def checksum_differences(a: str, b: str, label: str = "") -> List[str]:
     """Lines naming every file whose bytes differ between releases `a` and `b` (their
-    MANIFEST.json checksums), the whole-release digest when it differs, and every other
-    manifest entry that differs but the build's own (BUILD_KEYS) and the counters of the
-    run's workers (SKIPPED_COUNTERS). [] when `b` reproduces `a` byte for byte."""
+    MANIFEST.json checksums), every value of the manifests that differs, and the
+    whole-release digest when it differs. [] when `b` reproduces `a` byte for byte."""
     old, new = load_manifest(a), load_manifest(b)
     problems = [f"{label}file bytes {path}: {_short(old['files'].get(path))} -> "
                 f"{_short(new['files'].get(path))}"
@@ -82,21 +80,9 @@ def checksum_differences(a: str, b: str, label: str = "") -> List[str]:
     if old.get(RELEASE_SHA256) != new.get(RELEASE_SHA256):
         problems.append(f"{label}{RELEASE_SHA256}: {_short(old.get(RELEASE_SHA256))} -> "
                         f"{_short(new.get(RELEASE_SHA256))}")
-    for key in sorted(old.keys() | new.keys()):
-        if key in BUILD_KEYS or key in ("files", RELEASE_SHA256):
-            continue
-        x, y = old.get(key), new.get(key)
-        if key == "stages":
-            x, y = _without_run_counters(x or {}), _without_run_counters(y or {})
-        if x != y:
-            problems.append(f"{label}MANIFEST.json {key} differs")
+    problems += [f"{label}MANIFEST.json {key} differs" for key in sorted(old.keys() | new.keys())
+                 if key not in DIGEST_KEYS and old.get(key) != new.get(key)]
     return problems
-
-
-def _without_run_counters(stages: dict) -> dict:
-    return {stage: {name: n for name, n in counters.items()
-                    if f"{stage}/{name}" not in SKIPPED_COUNTERS}
-            for stage, counters in stages.items()}
 
 
 def _short(sha) -> str:

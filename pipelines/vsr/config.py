@@ -6,13 +6,13 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Dict, List, Literal
 
-from pipelines.config import InputFile, InputPath, inside, listed
+from pipelines.config import InputFile, InputPath, inside, listed, sample_dir
 from pipelines.vsr.relations import RELATIONS
 from schemas.coco import ID_BY_NAME
 from transforms.core.errors import ConfigError
 from transforms.crowd.aggregation_config import CrowdConfig
 
-SAMPLE_DIR = "samples/vsr"   # where the sample configs read, generated on first use
+SAMPLE_DIR = sample_dir("vsr")   # where the sample configs read, generated on first use
 
 VoteRule = Literal["count", "drop"]
 

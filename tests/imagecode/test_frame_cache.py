@@ -16,6 +16,7 @@ import pytest
 
 from pipelines import runner
 from pipelines.release.cache import prune
+from tests.release.release_files import run_record
 from transforms.cache.store import checksum
 from transforms.video import synthetic
 from transforms.video.frame_images import decode_bundle
@@ -49,8 +50,8 @@ def build(inputs, out, version, *overrides, cache=None):
 
 
 def manifest(release):
-    with open(os.path.join(release, "MANIFEST.json")) as f:
-        return json.load(f)
+    """The release's manifest with its build's record: the run's counters, its cache files."""
+    return run_record(release)
 
 
 def published(release) -> dict:
@@ -174,7 +175,8 @@ def test_prune_keeps_the_frame_images_a_release_names_and_removes_the_others(inp
     removed, _ = prune(cache_root, str(out))
     assert removed == [orphan]
     assert sorted(glob.glob(os.path.join(cache_root, FRAME_IMAGE, "*.parquet"))) == shards
-    # once no release names them, they go too
-    os.rename(os.path.join(release, "MANIFEST.json"), os.path.join(tmp_path, "MANIFEST.json"))
+    # once no release names them, they go too (its build record names them: BUILD.json)
+    for record in ("MANIFEST.json", "BUILD.json"):
+        os.rename(os.path.join(release, record), os.path.join(tmp_path, record))
     removed, _ = prune(cache_root, str(out))
     assert set(shards) <= set(removed)

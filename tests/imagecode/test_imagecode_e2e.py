@@ -21,7 +21,7 @@ from pipelines.release import build as release_build
 from pipelines.release.build import ReleaseError
 from pipelines.release.manifest import verify_manifest
 from schemas.tfexample import tf_feature_spec
-from tests.release.release_files import on_building_machine
+from tests.release.release_files import on_building_machine, run_record
 
 SAMPLE_CONFIG = "pipelines/imagecode/configs/sample.yaml"
 
@@ -115,7 +115,7 @@ def test_the_sample_answers_the_very_tasks_its_build_exports(sample, release):
 
 
 def test_release_layout_and_counts(release):
-    assert sorted(os.listdir(release)) == ["DATACARD.md", "MANIFEST.json", "README.md", "RELEASE_NOTES.md",
+    assert sorted(os.listdir(release)) == ["BUILD.json", "DATACARD.md", "MANIFEST.json", "README.md", "RELEASE_NOTES.md",
                                            "compat", "croissant.json", "crowd", "explorer", "parquet", "plots",
                                            "rejects", "stats", "tfrecord"]
     assert "The first version of imagecode" in open(os.path.join(release, "RELEASE_NOTES.md")).read()
@@ -298,7 +298,8 @@ def test_same_config_gives_the_same_sets_on_the_multi_process_runner(sample, rel
 
 
 def first_manifest(release):
-    return json.load(open(os.path.join(release, "MANIFEST.json")))
+    """The release's manifest with its build's record: the run's counters, its cache."""
+    return run_record(release)
 
 
 def cached_scores(cache_root, paths, name):
@@ -339,15 +340,17 @@ def test_a_rebuild_with_the_same_config_computes_nothing_and_changes_nothing(sam
 def test_a_threshold_override_changes_the_release(sample, release):
     out = os.path.dirname(os.path.dirname(release))
     other = build(sample, out, "1.1.0", "--set", "mining.distance_threshold=0.5")
-    manifest = json.load(open(os.path.join(other, "MANIFEST.json")))
+    manifest = first_manifest(other)
     assert manifest["config"]["mining"]["distance_threshold"] == 0.5
     assert all(r["distance_min"] > 0.5 for r in set_rows(other))
     assert len(set_rows(other)) < len(set_rows(release))
     # the same images under the same encoder: every readable one comes from the cache
     cached = manifest["stages"]["cache.image_embedding"]
-    first = json.load(open(os.path.join(release, "MANIFEST.json")))["stages"]["cache.image_embedding"]
-    assert cached.get("hit", 0) == first["written"] > 0
-    assert manifest["stages"]["embed"]["image.in"] == cached["miss"] == 1  # the broken file
+    first = first_manifest(release)["stages"]
+    assert cached.get("hit", 0) == first["cache.image_embedding"]["written"] > 0
+    assert cached["miss"] == 1   # the broken file, the one image embedded (failures are never cached)
+    # the embed stage counts the images it was given, cached or computed: as the first build
+    assert manifest["stages"]["embed"]["image.in"] == first["embed"]["image.in"] > 1
     # the video stage: shots and embeddings replayed; only scores never computed before
     # are computed now, and every one of them is new to the cache
     stages = manifest["stages"]

@@ -160,7 +160,7 @@ def mine_counted(tmp_path, the_plan, lookahead_threads):
                          staging_dir=str(tmp_path), lookahead_threads=lookahead_threads)._dofn
     dofn.setup()
     counters = collections.Counter()
-    dofn.counts._inc = lambda name, n=1: counters.update({name: n})
+    dofn.counts._inc = lambda name, n=1, **_: counters.update({name: n})   # the data's and the work's
     outputs = []
     for out in dofn.process(the_plan):
         if isinstance(out, beam.pvalue.TaggedOutput):

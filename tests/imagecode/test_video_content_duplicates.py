@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipelines.imagecode import reasons
-from tests.release.release_files import machine_paths
+from tests.release.release_files import build_record, machine_paths
 from transforms.core.hashing import content_sha256
 from tests.imagecode.video_builds import build_videos
 from transforms.video import synthetic
@@ -75,8 +75,8 @@ def test_the_inputs_are_one_video_in_other_bytes(inputs):
 
 
 def test_the_same_frames_in_other_bytes_are_rejected_naming_the_first_line(inputs, release):
-    # a reject names its input relative to the release's input root (MANIFEST.json)
-    root = json.load(open(os.path.join(release, "MANIFEST.json")))["input_root"]
+    # a reject names its input relative to the release's input root (BUILD.json)
+    root = build_record(release)["input_root"]
     manifest = os.path.relpath(str(inputs / "videos.jsonl"), root)
     found = video_rejects(release)
     assert [(reason, video_id, n) for reason, video_id, n, _ in found] == [
@@ -117,7 +117,7 @@ def test_leakage_report_counts_the_conflict_and_the_release_reconciles(inputs, r
 
 def test_a_rebuild_from_cached_shot_lists_judges_the_same(inputs, out, release):
     again = build_videos(inputs, out, "1.0.1")
-    manifest = json.load(open(os.path.join(again, "MANIFEST.json")))
+    manifest = build_record(again)
     assert manifest["cache"]["shot_list"]["cached"] == 4 and manifest["cache"]["shot_list"]["computed"] == 0
     assert video_rejects(again) == video_rejects(release)
     assert ({s["set_name"] for s in rows(again, "parquet/video_sets")}

@@ -7,7 +7,7 @@ import pyarrow.parquet as pq
 
 def machine_paths(release: str, paths) -> list:
     """(file, path) for each of `paths` that a file of the release holds: a Parquet file by
-    its values (compression hides its bytes), MANIFEST.json but for `input_root` (where the
+    its values (compression hides its bytes), BUILD.json but for `input_root` (where the
     input root is recorded, once), every other file by its bytes."""
     needles = [p.rstrip("/") for p in dict.fromkeys(paths) if p and p != "/"]
     found = []
@@ -17,10 +17,10 @@ def machine_paths(release: str, paths) -> list:
             rel = os.path.relpath(path, release)
             if name.endswith(".parquet"):
                 data = json.dumps(pq.read_table(path).to_pylist(), default=str).encode("utf-8")
-            elif rel == "MANIFEST.json":
-                manifest = json.load(open(path))
-                manifest.pop("input_root", None)
-                data = json.dumps(manifest).encode("utf-8")
+            elif rel == "BUILD.json":   # where the input root is recorded, once
+                record = json.load(open(path))
+                record.pop("input_root", None)
+                data = json.dumps(record).encode("utf-8")
             else:
                 with open(path, "rb") as f:
                     data = f.read()
@@ -30,10 +30,26 @@ def machine_paths(release: str, paths) -> list:
 
 def on_building_machine(release: str, path: str) -> str:
     """A path the release holds relative to its input root (a reject's `file`, FG's
-    `pool.path`), as the building machine named it: joined to MANIFEST.json's `input_root`."""
+    `pool.path`), as the building machine named it: joined to BUILD.json's `input_root`."""
     assert not os.path.isabs(path), f"{path} is absolute in {release}"
+    return os.path.join(build_record(release)["input_root"], path)
+
+
+def build_record(release: str) -> dict:
+    """The release's BUILD.json: its build's record, outside the release's digest."""
+    with open(os.path.join(release, "BUILD.json")) as f:
+        return json.load(f)
+
+
+def run_record(release: str) -> dict:
+    """What a release and its build say together: MANIFEST.json with BUILD.json's keys
+    (cache, cache_files, input_root, ...), and `stages` holding every counter of the run,
+    its work's (cache hits and misses, models run) included."""
+    from pipelines.release.manifest import run_counters
+
     with open(os.path.join(release, "MANIFEST.json")) as f:
-        return os.path.join(json.load(f)["input_root"], path)
+        manifest = json.load(f)
+    return {**manifest, **build_record(release), "stages": run_counters(release)}
 
 
 def seal(release: str) -> str:
@@ -42,7 +58,7 @@ def seal(release: str) -> str:
     every other file (write_manifest's `files`) and their digest, so that `verify`, and with it `diff`,
     takes it as published. Call it after the last file is written."""
     from pipelines.release.manifest import file_checksums, write_json
-    from pipelines.release.verify import RELEASE_SHA256, release_sha256
+    from pipelines.release.verify import DIGEST_KEYS, RELEASE_SHA256, VALUES_SHA256, release_sha256, values_sha256
 
     path = os.path.join(release, "MANIFEST.json")
     manifest = json.load(open(path))
@@ -57,9 +73,11 @@ def seal(release: str) -> str:
             .column("reason").to_pylist()
         manifest.setdefault("counts", {})["rejects"] = {
             "total": len(reasons), "by_reason": {r: reasons.count(r) for r in sorted(set(reasons))}}
-    manifest["files"] = {rel: sha for rel, sha in file_checksums(release).items()
-                         if rel != "MANIFEST.json"}
-    manifest[RELEASE_SHA256] = release_sha256(manifest["files"])
+    for key in DIGEST_KEYS:
+        manifest.pop(key, None)
+    manifest[VALUES_SHA256] = values_sha256(manifest)
+    manifest["files"] = file_checksums(release)
+    manifest[RELEASE_SHA256] = release_sha256(manifest["files"], manifest[VALUES_SHA256])
     write_json(path, manifest)
     return release
 

@@ -9,6 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 from apache_beam.testing.util import assert_that, equal_to
 
+from pipelines.release import build as release_build
 from pipelines.release import cache as cache_cli
 from pipelines.release import runs
 from tests.beam_testing import local_test_pipeline
@@ -190,19 +191,17 @@ def test_multi_process_runner_gives_the_same_result(tmp_path):
 
 # --- prune -----------------------------------------------------------------------------
 
-def test_prune_keeps_referenced_shards_only(tmp_path, capsys):
+@pytest.mark.parametrize("record", ["BUILD.json", "MANIFEST.json"])
+def test_prune_keeps_referenced_shards_only(tmp_path, capsys, record):
+    """A release's build record (BUILD.json; MANIFEST.json for a release built before
+    builds kept one apart) names the shards its build read or wrote."""
     root, out = str(tmp_path / "out" / ".cache"), str(tmp_path / "out")
     kept = _write(root, ["k1"], "run-a")
     dropped = _write(root, ["k2"], "run-b", num_shards=2)
     release = tmp_path / "out" / "imagecode" / "1.0.0"
     release.mkdir(parents=True)
-    (release / "MANIFEST.json").write_text(
+    (release / record).write_text(
         json.dumps({"version": "1.0.0", "cache_files": [relative_cache_path(root, kept[0])]}))
-    temp = os.path.join(root, STAGE, "beam-temp-run-c-x")  # a run still writing: its lock is alive
-    os.makedirs(temp)
-    open(os.path.join(temp, "u.run-c.parquet"), "wb").close()
-    os.makedirs(os.path.dirname(runs.cache_lock_path(root, "run-c")))
-    runs.write_lock(runs.cache_lock_path(root, "run-c"))
 
     args = ["prune", "--cache", root, "--releases", out]
     assert cache_cli.main(args + ["--dry-run"]) == 0
@@ -214,5 +213,39 @@ def test_prune_keeps_referenced_shards_only(tmp_path, capsys):
     freed = int(printed.rsplit(", ", 1)[1].split()[0])
     assert freed > 0 and all(f"removed {f}" in printed for f in dropped)
     assert os.path.exists(kept[0]) and not any(os.path.exists(f) for f in dropped)
-    assert os.path.exists(os.path.join(temp, "u.run-c.parquet"))
+    assert os.listdir(os.path.join(root, runs.CACHE_RUNS_DIR)) == []   # its own lock is gone
     _expect(root, ["k1", "k2"], hits=["k1"])
+
+
+@pytest.mark.parametrize("holder", ["this-host", "another-host"])
+def test_prune_refuses_to_run_while_a_build_uses_the_cache(tmp_path, capsys, holder):
+    """Issue 45: `cache prune` during a build removed the shards that build was reading
+    (no release names them until it publishes). A build's live lock in <cache>/.runs/ (or
+    one taken on another host, which may be alive) stops prune in one line, exit 2, with
+    nothing removed."""
+    root, out = str(tmp_path / "out" / ".cache"), str(tmp_path / "out")
+    read_by_the_build = _write(root, ["k1"], "run-a")
+    os.makedirs(out, exist_ok=True)
+    lock = runs.cache_lock_path(root, "imagecode-running")
+    os.makedirs(os.path.dirname(lock))
+    runs.write_lock(lock)
+    if holder == "another-host":
+        with open(lock, "w") as f:
+            json.dump({**runs.this_process(), "host": "another-host"}, f)
+    assert cache_cli.main(["prune", "--cache", root, "--releases", out]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: a build is using the cache {root} (pid ") and err.count("\n") == 1, err
+    assert all(os.path.exists(f) for f in read_by_the_build)
+    assert os.listdir(os.path.dirname(lock)) == [os.path.basename(lock)]   # prune's own lock gone
+
+
+def test_a_build_refuses_to_start_while_prune_runs(tmp_path):
+    from pipelines.release.build import ReleaseError
+    root = str(tmp_path / "cache")
+    with cache_cli.pruning(root):
+        with pytest.raises(ReleaseError, match="cache prune is running on"):
+            release_build.build_release(benchmark="demo", out=str(tmp_path / "out"), version="1.0.0",
+                                        config=None, execute=lambda staging: None, models={}, inputs={},
+                                        tables={}, describe=lambda facts: {}, cache_root=root)
+    assert not os.path.exists(tmp_path / "out" / "demo" / "1.0.0")
+    assert os.listdir(os.path.join(root, runs.CACHE_RUNS_DIR)) == []

@@ -2,7 +2,8 @@ import os
 
 import pytest
 
-from pipelines.config import config_hash, load_config, to_dict
+from pipelines import registry
+from pipelines.config import config_hash, input_paths, load_config, reads_sample, sample_dir, to_dict
 from pipelines.imagecode.config import ImageCodeConfig
 from tests.paths import ROOT
 from transforms.core.errors import ConfigError
@@ -63,14 +64,45 @@ def test_missing_file_is_a_config_error(tmp_path):
 
 
 def test_input_paths_are_made_absolute_for_workers_in_another_directory(tmp_path, monkeypatch):
-    # A distributed run's workers do not share the driver's working directory.
+    # A distributed run's workers do not share the driver's working directory. A shipped
+    # config's paths are the checkout's (issue 45: the sample was made again under the
+    # working folder); a --set path, as a shell's, the working folder's.
     from pipelines.vsr.config import VsrConfig
     monkeypatch.chdir(tmp_path)
     cfg = load_config(os.path.join(ROOT, "pipelines/vsr/configs/sample.yaml"),
-                      ["inputs.votes=[gs://bucket/votes.jsonl, /abs/votes.jsonl]"], VsrConfig)
-    assert cfg.inputs.coco[0] == str(tmp_path / "samples/vsr/instances_train2017.json")
-    assert cfg.inputs.votes == ["gs://bucket/votes.jsonl", "/abs/votes.jsonl"]
+                      ["inputs.votes=[gs://bucket/votes.jsonl, /abs/votes.jsonl, mine.jsonl]"], VsrConfig)
+    assert cfg.inputs.coco[0] == str(ROOT / "samples/vsr/instances_train2017.json")
+    assert cfg.inputs.votes == ["gs://bucket/votes.jsonl", "/abs/votes.jsonl", str(tmp_path / "mine.jsonl")]
     cfg = load_config(os.path.join(ROOT, SAMPLE_CONFIG), [], ImageCodeConfig)
-    assert cfg.inputs.videos == str(tmp_path / "samples/imagecode/videos.jsonl")
+    assert cfg.inputs.videos == str(ROOT / "samples/imagecode/videos.jsonl")
+    own = tmp_path / "own.yaml"   # one's own config file: relative to the working folder
+    own.write_text(open(os.path.join(ROOT, SAMPLE_CONFIG)).read())
+    assert load_config(str(own), [], ImageCodeConfig).inputs.videos == str(tmp_path / "samples/imagecode/videos.jsonl")
     assert cfg.embed.checkpoint is None     # unset stays unset
     assert cfg.stats.parser is None or not os.path.isabs(cfg.stats.parser)  # a name, not a path
+
+
+SAMPLES = [(name, config) for name in registry.names() for config in registry.load(name).sample_configs()]
+
+
+@pytest.mark.parametrize("name, config", SAMPLES, ids=[f"{n}-{c}" for n, c in SAMPLES])
+def test_every_sample_config_reads_the_checkouts_sample_from_any_working_folder(name, config, tmp_path,
+                                                                                monkeypatch):
+    """Issue 45: a sample built from another working folder was generated again under
+    <cwd>/samples/. Every path of every sample config is the checkout's sample folder."""
+    monkeypatch.chdir(tmp_path)
+    entry = registry.entry(name)
+    cfg = load_config(entry.config_path(config), [], entry.config_type)
+    paths = [path for _, _, found in input_paths(cfg) for path in found]
+    assert reads_sample(cfg) and paths
+    assert all(path.startswith(sample_dir(name) + os.sep) for path in paths), paths
+
+
+def test_a_sample_built_from_another_working_folder_is_the_checkouts(tmp_path, monkeypatch):
+    from pipelines import runner
+    from tests.release.release_files import build_record
+    monkeypatch.chdir(tmp_path)
+    final = runner.build("vsr", ["--config", "sample", "--output", "out", "--version", "1.0.0", "--quiet"])
+    assert final == str(tmp_path / "out" / "vsr" / "1.0.0")
+    assert not (tmp_path / "samples").exists() and os.listdir(tmp_path) == ["out"]
+    assert build_record(final)["input_root"] == sample_dir("vsr")

@@ -3,13 +3,13 @@ recorded relative to the input root, never as the building machine's path; NLVR2
 BD2BB's models and language resources are named and pinned. The samples' manifests are
 checked in tests/test_conformance.py."""
 import dataclasses
-import json
 import os
 
 import pytest
 
 from pipelines.release import build as release
 from tests.release.model_records import model_problems
+from tests.release.release_files import run_record
 
 
 @dataclasses.dataclass
@@ -30,8 +30,7 @@ def _publish(tmp_path, models, inputs):
         benchmark="demo", out=str(tmp_path / "out"), version="1.0.0", config=DemoConfig(),
         execute=lambda staging: _NoCounters(), models=models, inputs=inputs, tables={},
         describe=lambda facts: {}, explorer=None)
-    with open(os.path.join(final, "MANIFEST.json")) as f:
-        return json.load(f)
+    return run_record(final)   # the manifest, with the input root its build record holds
 
 
 @pytest.mark.parametrize("models_dir", ["inputs/models", "elsewhere/models"])

@@ -12,6 +12,7 @@ import json
 import os
 import platform
 import random
+import shutil
 import subprocess
 import sys
 
@@ -19,11 +20,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines import registry
-from pipelines.release.manifest import BUILD_KEYS
+from pipelines import registry, runner
 from pipelines.release.order import rewrite_rejects, shard_of
 from pipelines.release.splits import MAIN, partition_table
-from pipelines.release.verify import RELEASE_SHA256, release_problems, release_sha256
+from pipelines.release.verify import (RELEASE_SHA256, VALUES_SHA256, release_problems,
+                                      release_sha256, values_sha256)
 from pipelines.scaleout.compare import checksum_differences
 from schemas.rejects import REJECT_SCHEMA, Reject, reject_to_row
 from tests.paths import ROOT
@@ -96,36 +97,49 @@ def test_verify_checks_the_whole_release_digest(tmp_path):
     release.mkdir()
     (release / "a.txt").write_text("a\n")
     files = {"a.txt": "87428fc522803d31065e7bce3cf03fe475096631e5e07bbd7a0fde60c4cf25c7"}
-    manifest = {"format": 2, "files": files, RELEASE_SHA256: release_sha256(files)}
+    manifest = {"format": 3, "version": "1.0.0"}
+    values = values_sha256(manifest)
+    manifest.update({VALUES_SHA256: values, "files": files, RELEASE_SHA256: release_sha256(files, values)})
     (release / "MANIFEST.json").write_text(json.dumps(manifest))
     assert release_problems(str(release)) == []
     (release / "MANIFEST.json").write_text(json.dumps(dict(manifest, **{RELEASE_SHA256: "0" * 64})))
     assert release_problems(str(release)) == [
-        "digest differs: MANIFEST.json's release_sha256 is not the digest of the files it lists"]
+        "digest differs: MANIFEST.json `release_sha256` is not the digest of the files and values it lists"]
+    # a value and its digest edited alike: the release digest no longer holds
+    edited = dict(manifest, version="1.0.1", **{VALUES_SHA256: values_sha256({"format": 3, "version": "1.0.1"})})
+    (release / "MANIFEST.json").write_text(json.dumps(edited))
+    assert release_problems(str(release)) == [
+        "digest differs: MANIFEST.json `release_sha256` is not the digest of the files and values it lists"]
     del manifest[RELEASE_SHA256]
     (release / "MANIFEST.json").write_text(json.dumps(manifest))
     assert release_problems(str(release)) == [
-        "no digest: MANIFEST.json (format 2) has no release_sha256"]
+        "no digest: MANIFEST.json (format 3) has no release_sha256"]
+    # a release of format 2 (its values outside the digest) still verifies
+    old = {"format": 2, "files": files, RELEASE_SHA256: release_sha256(files)}
+    (release / "MANIFEST.json").write_text(json.dumps(old))
+    assert release_problems(str(release)) == []
 
 
-def test_the_runner_checks_compare_bytes_but_not_the_builds_own_record(tmp_path):
-    def release(name, files, **more):
+def test_the_runner_checks_compare_the_release_but_not_the_builds_record(tmp_path):
+    def release(name, files, record, **values):
         folder = tmp_path / name
         folder.mkdir()
-        manifest = {"files": files, RELEASE_SHA256: release_sha256(files), **more}
+        digests = values_sha256(values)
+        manifest = {**values, VALUES_SHA256: digests, "files": files,
+                    RELEASE_SHA256: release_sha256(files, digests)}
         (folder / "MANIFEST.json").write_text(json.dumps(manifest))
+        (folder / "BUILD.json").write_text(json.dumps(record))
         return str(folder)
-    a = release("a", {"x": "1" * 64, "y": "2" * 64}, build={"created_at": "then"},
-                stages={"embed": {"model.loaded": 2, "shot.in": 3}}, input_root="/a")
-    b = release("b", {"x": "1" * 64, "y": "3" * 64}, build={"created_at": "now"},
-                stages={"embed": {"model.loaded": 4, "shot.in": 3}}, input_root="/b")
-    assert checksum_differences(a, a) == []
-    assert checksum_differences(a, b, label="s ") == [
+    a = release("a", {"x": "1" * 64, "y": "2" * 64}, {"build": {"created_at": "then"}, "input_root": "/a",
+                "work": {"embed": {"model.loaded": 2}}}, stages={"embed": {"shot.in": 3}})
+    b = release("b", {"x": "1" * 64, "y": "2" * 64}, {"build": {"created_at": "now"}, "input_root": "/b",
+                "work": {"embed": {"model.loaded": 4}}}, stages={"embed": {"shot.in": 3}})
+    assert checksum_differences(a, b) == []   # two builds of one release: their records aside
+    c = release("c", {"x": "1" * 64, "y": "3" * 64}, {}, stages={"embed": {"shot.in": 4}})
+    digest = lambda r: json.load(open(f"{r}/MANIFEST.json"))[RELEASE_SHA256][:12]  # noqa: E731
+    assert checksum_differences(a, c, label="s ") == [
         "s file bytes y: 222222222222 -> 333333333333",
-        f"s release_sha256: {json.load(open(f'{a}/MANIFEST.json'))[RELEASE_SHA256][:12]} -> "
-        f"{json.load(open(f'{b}/MANIFEST.json'))[RELEASE_SHA256][:12]}"]
-    c = release("c", {"x": "1" * 64, "y": "2" * 64}, stages={"embed": {"shot.in": 4}})
-    assert checksum_differences(a, c) == ["MANIFEST.json stages differs"]
+        f"s release_sha256: {digest(a)} -> {digest(c)}", "s MANIFEST.json stages differs"]
 
 
 SAMPLES = [(name, config) for name in registry.names()
@@ -172,6 +186,29 @@ def test_a_sample_has_the_same_bytes_with_two_workers_and_avx2_kernels(name, con
         with open(os.path.join(release, "MANIFEST.json")) as f:
             manifests.append(json.load(f))
     assert manifests[0][RELEASE_SHA256] == manifests[1][RELEASE_SHA256]
-    assert manifests[0]["files"] == manifests[1]["files"]
-    # what may differ is the build's own record (checksum_differences compared the rest)
-    assert {k for k in manifests[0] if manifests[0][k] != manifests[1][k]} <= {*BUILD_KEYS, "stages"}
+    # every value of the manifest is the release's (the build's own record is BUILD.json)
+    assert manifests[0] == manifests[1]
+
+
+@pytest.mark.parametrize("name,config", SAMPLES, ids=[f"{n}-{c}" for n, c in SAMPLES])
+def test_a_warm_cache_gives_the_cold_builds_release(name, config, tmp_path, sample_release):
+    """One digest per config and inputs, whatever the cache held (issue 45: DATACARD.md and
+    README.md showed the cache's hits and misses, so a warm rebuild had another
+    release_sha256). The session's build (a cold cache) and a build with a copy of its
+    cache publish the same MANIFEST.json, values and digest; what the cache held is the
+    build records' (BUILD.json), which show that one computed what the other reused."""
+    cold = sample_release(name, config)
+    cache = os.path.join(os.path.dirname(os.path.dirname(cold)), ".cache")
+    if os.path.isdir(cache):
+        shutil.copytree(cache, tmp_path / ".cache")
+    warm = runner.build(registry.load(name), ["--config", config, "--output", str(tmp_path),
+                                              "--version", "1.0.0", "--quiet"])
+    assert release_problems(warm) == []
+    manifests = [json.load(open(os.path.join(r, "MANIFEST.json"))) for r in (cold, warm)]
+    assert manifests[0][RELEASE_SHA256] == manifests[1][RELEASE_SHA256]
+    assert manifests[0] == manifests[1]
+    records = [json.load(open(os.path.join(r, "BUILD.json"))) for r in (cold, warm)]
+    if records[0].get("cache"):   # a sample whose config caches: the second build was warm
+        assert sum(u["cached"] for u in records[0]["cache"].values()) == 0, records[0]["cache"]
+        assert sum(u["cached"] for u in records[1]["cache"].values()) > 0, records[1]["cache"]
+        assert records[0]["work"] != records[1]["work"]

@@ -10,13 +10,13 @@ import apache_beam as beam
 import numpy as np
 import pytest
 import torch
-from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.testing.util import assert_that
 from PIL import Image
 from skimage import data
 
 from schemas.records import ShotFrames, VideoRef
 from tests.beam_testing import local_test_pipeline
+from transforms.core.stage import read_stage_counts
 from transforms.image import embed, encoders
 from transforms.image.embed import EmbedShots
 from transforms.image.encoders import EncoderSpec, build_encoder, encoder_identity
@@ -228,9 +228,7 @@ def run_embed(spec, shots, **options):
     assert_that(out, check_embedded(encoder_identity(spec)["embedding_dim"], expected))
     result = p.run()
     result.wait_until_finish()
-    counters = {c.key.metric.name: c.committed
-                for c in result.metrics().query(MetricsFilter().with_namespace("stage.embed"))["counters"]}
-    return counters
+    return read_stage_counts(result)["embed"]   # the run's counters, its work's (model.loaded) too
 
 
 @pytest.mark.parametrize("encoder", ["thumbnail", "open_clip"])

@@ -44,7 +44,7 @@ def release(sample, tmp_path_factory):
 
 
 def test_layout_counts_and_manifest(release):
-    assert sorted(os.listdir(release)) == ["DATACARD.md", "MANIFEST.json", "README.md", "RELEASE_NOTES.md", "compat",
+    assert sorted(os.listdir(release)) == ["BUILD.json", "DATACARD.md", "MANIFEST.json", "README.md", "RELEASE_NOTES.md", "compat",
                                            "croissant.json", "crowd", "explorer", "parquet", "plots", "rejects", "stats",
                                            "tasks", "tfrecord"]
     # the rounds' worker pages and Label Studio projects (docs/crowd.md)

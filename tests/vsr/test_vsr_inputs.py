@@ -10,6 +10,7 @@ from pipelines.config import load_config
 from pipelines.vsr import pipeline as vsr
 from pipelines.vsr.config import VsrConfig
 from pipelines.vsr.sample import make_vsr_sample
+from tests.release.release_files import build_record
 from transforms.core.errors import PreflightError
 
 
@@ -59,7 +60,7 @@ def test_a_build_from_globs_reads_and_lists_every_matched_file(sample, tmp_path)
                        "--output", str(tmp_path), "--version", "1.0.0"])
     manifest = json.load(open(os.path.join(release, "MANIFEST.json")))
     listed = {name: entry["path"] for name, entry in manifest["inputs"].items()}
-    assert manifest["input_root"] == str(sample)   # paths relative to it, recorded once
+    assert build_record(release)["input_root"] == str(sample)   # paths relative to it, recorded once
     assert listed == {"coco[0]": "instances_broken.json", "coco[1]": "instances_train2017.json",
                       "coco[2]": "instances_val2017.json", "annotations[0]": "public_layout.jsonl"}
     assert manifest["config"]["inputs"]["coco"] == ["instances_*.json"]   # as given

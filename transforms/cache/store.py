@@ -27,10 +27,11 @@ and the step that needs the value reads it there (`read_entry`), so no join ever
 every cached value at once. Such a stage is written one row per row group
 (`WriteCache(rows_per_group=1)`), so reading one entry reads only its own row group.
 
-Counters (namespace `stage.cache.<stage>`): item.in = item.out = requests; notes hit,
-miss, corrupt (bad files + bad rows), written. A stage its caller counts itself (`quiet`:
-ImageCoDe's frame images, counted as frames served from the cache where they are used)
-notes only corrupt.
+Counters (stage `cache.<stage>`): item.in = item.out = requests; and, as the run's work
+(StageCounts.work: a warm cache changes them, the release not), hit, miss, corrupt (bad
+files + bad rows), written. A stage its caller counts itself (`quiet`: ImageCoDe's frame
+images, counted as frames served from the cache where they are used) counts only
+corrupt.
 
 A stage whose entries each hold a part of a big value (a video's frame images, added to
 by every build that decodes new frames) is looked up by reference with `every_entry` as
@@ -207,14 +208,14 @@ class _ReadShard(beam.DoFn):
                         if value is None or key is None or checksum(value) != sha:
                             _LOGGER.warning("cache %s: bad checksum for key %s in %s",
                                             stage, key, path)
-                            counts.note("corrupt")
+                            counts.work("corrupt")
                             continue
                         if reference:
                             value = EntryRef(sha, path, group, row)
                         yield ((stage, key) if self.by_stage else key), (sha, value)
         except Exception as err:  # any damage means "recompute", never a failed run
             _LOGGER.warning("cache %s: skipping unreadable shard %s: %s", stage, path, err)
-            counts.note("corrupt")
+            counts.work("corrupt")
 
 
 class _Join(beam.DoFn):
@@ -271,7 +272,7 @@ def _answer(counts: Optional[StageCounts], key, item, value: Optional[bytes]):
     if counts is not None:
         counts.seen()
         counts.count_out()
-        counts.note("miss" if value is None else "hit")
+        counts.work("miss" if value is None else "hit")
     if value is None:
         return beam.pvalue.TaggedOutput(MISSES, (key, item))
     return beam.pvalue.TaggedOutput(HITS, (key, item, value))
@@ -367,7 +368,7 @@ class _ToRow(beam.DoFn):
     def process(self, entry):
         key, value = entry
         if self.counts is not None:
-            self.counts.note("written")
+            self.counts.work("written")
         yield {"key": key, "value": value, "checksum": checksum(value)}
 
 

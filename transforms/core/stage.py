@@ -17,7 +17,11 @@ model)::
     parsed = lines | "Parse" >> stage_pardo(ParseLine())  # {MAIN: ..., REJECTS: ...}
 
 A stage that counts several levels (video, shot, frame) uses `self.counts` for the
-others. `KeepFirst` is the one dedupe: of the items that share a key, the first by a
+others. What a stage counts of the data (in, out, rejected, a note such as
+`line.respelled`) describes the release; what it counts of its own work (a cache hit or
+miss, an entry written, a model loaded or run, a frame decoded again) follows the cache
+and the runner, so it is counted apart (`StageCounts.work`, namespace `work.<stage>`):
+the release keeps the first, the build record (BUILD.json) the second. `KeepFirst` is the one dedupe: of the items that share a key, the first by a
 stable order passes and the others are rejects. Counters are read back into the manifest
 (`read_stage_counts`) and must reconcile per stage and level (`reconcile`) and across
 stages (`check_links`).
@@ -36,10 +40,12 @@ from apache_beam.metrics import Metrics
 
 from schemas.rejects import Reject
 from transforms.core import progress
+from transforms.core.counts import check_links, data_counts, reconcile  # noqa: F401 (the contract's checks)
 
 MAIN = "out"
 REJECTS = "rejects"
 COUNTER_NAMESPACE_PREFIX = "stage."
+WORK_NAMESPACE_PREFIX = "work."
 
 
 class StageCounts:
@@ -52,13 +58,12 @@ class StageCounts:
 
     def __init__(self, stage: str):
         self.stage = stage
-        self._namespace = COUNTER_NAMESPACE_PREFIX + stage
         self._counters = {}
 
-    def _inc(self, name: str, n: int = 1) -> None:
-        if name not in self._counters:
-            self._counters[name] = Metrics.counter(self._namespace, name)
-        self._counters[name].inc(n)
+    def _inc(self, name: str, n: int = 1, prefix: str = COUNTER_NAMESPACE_PREFIX) -> None:
+        if (prefix, name) not in self._counters:
+            self._counters[prefix, name] = Metrics.counter(prefix + self.stage, name)
+        self._counters[prefix, name].inc(n)
         progress.record(self.stage, name, n)  # local progress lines (a no-op unless asked)
 
     def seen(self, n: int = 1, level: str = "item") -> None:
@@ -78,6 +83,13 @@ class StageCounts:
     def note(self, name: str, n: int = 1) -> None:
         """A counter outside the in/out/rejected contract (e.g. "frame.quality_checks")."""
         self._inc(name, n)
+
+    def work(self, name: str, n: int = 1) -> None:
+        """A count of what this run did rather than of what the data holds: a cache hit or
+        miss, an entry written, a model loaded or run, a frame decoded again. A warm cache
+        or another runner changes it and nothing in the release, so it goes to the build
+        record, never the release's counters (read_work_counts)."""
+        self._inc(name, n, prefix=WORK_NAMESPACE_PREFIX)
 
     def count_rejected(self, level: str, reason: str, n: int = 1) -> None:
         """Count rejects that are reported in bulk rather than one element each."""
@@ -220,42 +232,25 @@ def apply_in_process(fn: beam.DoFn, elements: Iterable) -> Dict[str, list]:
 # --- reading the counters back (driver side) ------------------------------------------
 
 def read_stage_counts(pipeline_result) -> dict:
-    """{stage: {"<level>.in": n, "<level>.out": n, "<level>.rejected.<reason>": n}}."""
+    """Every counter of the run, its work's included: {stage: {"<level>.in": n,
+    "<level>.out": n, "<level>.rejected.<reason>": n, ...}}."""
+    return _read_counts(pipeline_result, (COUNTER_NAMESPACE_PREFIX, WORK_NAMESPACE_PREFIX))
+
+
+def read_work_counts(pipeline_result) -> dict:
+    """The counters of the run's work alone (StageCounts.work), as read_stage_counts."""
+    return _read_counts(pipeline_result, (WORK_NAMESPACE_PREFIX,))
+
+
+def _read_counts(pipeline_result, prefixes) -> dict:
     counts: dict = {}
     for counter in pipeline_result.metrics().query()["counters"]:
         namespace = counter.key.metric.namespace
-        if not namespace.startswith(COUNTER_NAMESPACE_PREFIX):
+        prefix = next((p for p in prefixes if namespace.startswith(p)), None)
+        if prefix is None:
             continue
-        stage = namespace[len(COUNTER_NAMESPACE_PREFIX):]
+        stage = namespace[len(prefix):]
         value = counter.committed if counter.committed is not None else counter.attempted
         by_name = counts.setdefault(stage, {})
         by_name[counter.key.metric.name] = by_name.get(counter.key.metric.name, 0) + value
     return {stage: dict(sorted(names.items())) for stage, names in sorted(counts.items())}
-
-
-def reconcile(stage_counts: dict) -> list:
-    """Problems where, for a stage and level, in != out + rejected. Empty when all agree."""
-    problems = []
-    for stage, names in stage_counts.items():
-        levels = {name.split(".", 1)[0] for name in names}
-        for level in sorted(levels):
-            n_in = names.get(f"{level}.in", 0)
-            n_out = names.get(f"{level}.out", 0)
-            n_rejected = sum(v for k, v in names.items() if k.startswith(f"{level}.rejected."))
-            if n_in != n_out + n_rejected:
-                problems.append(f"{stage}/{level}: in {n_in} != out {n_out} + rejected {n_rejected}")
-    return problems
-
-
-def check_links(stage_counts: dict, links) -> list:
-    """Problems where what one stage passed on is not what the next one took in.
-
-    `links` holds pairs like ("manifest", "line.out", "shots", "video.in").
-    """
-    problems = []
-    for stage_a, name_a, stage_b, name_b in links:
-        a = stage_counts.get(stage_a, {}).get(name_a, 0)
-        b = stage_counts.get(stage_b, {}).get(name_b, 0)
-        if a != b:
-            problems.append(f"{stage_a}.{name_a} = {a} but {stage_b}.{name_b} = {b}")
-    return problems

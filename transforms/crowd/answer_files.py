@@ -53,11 +53,11 @@ from transforms.io.lines import (MISPLACED_BOM, iter_numbered_lines, parse_json_
 # bounds what one row holds in memory).
 MAX_QUOTED_LINES = 100
 
-# The most characters one answer cell may hold, in either format: Python's csv module
-# refuses a longer field (its field_size_limit default), so a JSON Lines answer is held
-# to the same bound (answer_rows.py). A real answer is far shorter (the longest of the
-# 18,896 public ImageCoDe descriptions has 710 characters); a longer cell is that row's
-# reject, bad_field, naming its file and line (it was `malformed_row` "not CSV").
+# The most characters a CSV answer cell may hold for Python's csv module to read it (its
+# field_size_limit default): a longer cell is that row's reject, bad_field, naming its
+# file and line (it was `malformed_row` "not CSV"). A cell read is held to the bound of
+# every free text, MAX_TEXT_CHARS (16,384: too_long, answer_rows.py), in either format;
+# the longest of the 18,896 public ImageCoDe descriptions has 710 characters.
 MAX_CELL_CHARS = 131_072
 _CSV_FIELD_LIMIT = "field larger than field limit"
 

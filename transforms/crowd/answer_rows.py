@@ -43,9 +43,9 @@ from apache_beam.io.filesystems import FileSystems
 from schemas import reasons
 from schemas.tfexample import INT64_MAX, INT64_MIN
 from transforms.core.stage import MAIN, REJECTS, KeepFirst, StageFn, stage_pardo
-from transforms.crowd.answer_files import MAX_CELL_CHARS, AnswerRow, file_format, parse_file
+from transforms.crowd.answer_files import AnswerRow, file_format, parse_file
 from transforms.crowd.shown import Answer, CheckShown, Evidence, carried
-from transforms.io.free_text import control_character_problem
+from transforms.io.free_text import text_problem
 from transforms.io.strict_json import printable
 
 
@@ -79,26 +79,16 @@ def whole_number(value) -> Optional[int]:
     return value
 
 
-def control_characters(row: dict) -> Optional[RowProblem]:
-    """control_character for the first text cell holding NUL or another control character
-    (transforms/io/free_text.py): whatever a column means, the row is no one's typing.
-    A JSON Lines row was checked as it was decoded (strict_json); a CSV cell is here."""
+def not_text(row: dict) -> Optional[RowProblem]:
+    """control_character or too_long for the first text cell holding NUL or another
+    control character, or more than MAX_TEXT_CHARS characters (transforms/io/free_text.py):
+    whatever a column means, the row is no one's typing. A JSON Lines row was checked as
+    it was decoded (strict_json); a CSV cell is here."""
     for column, value in row.items():
         if isinstance(value, str):
-            problem = control_character_problem(f"column {printable(str(column), 60)!r}", value)
+            problem = text_problem(f"column {printable(str(column), 60)!r}", value)
             if problem:
                 return RowProblem(*problem)
-    return None
-
-
-def overlong_cell(row: dict) -> Optional[RowProblem]:
-    """bad_field for the first text cell longer than MAX_CELL_CHARS: the bound a CSV
-    reader holds a cell to (answer_files.py), held for JSON Lines answers too."""
-    for column, value in row.items():
-        if isinstance(value, str) and len(value) > MAX_CELL_CHARS:
-            return RowProblem(reasons.BAD_FIELD, f"column {printable(str(column), 60)!r} holds "
-                                                 f"{len(value):,} characters, more than the "
-                                                 f"{MAX_CELL_CHARS:,} an answer cell may hold")
     return None
 
 
@@ -238,7 +228,7 @@ class _CheckRowFn(StageFn):
             if missing:
                 problem = (reasons.MISSING_FIELD, ",".join(missing))
             else:
-                problem = control_characters(row) or overlong_cell(row)
+                problem = not_text(row)
             if problem is None:
                 checked = self._check(row, context)
                 if isinstance(checked, RowProblem):

@@ -61,7 +61,7 @@ class _LazyEncoder:
         if self._encoder is None:
             self._encoder = build_encoder(self._spec)
             _LOADS_IN_THIS_PROCESS += 1
-            self.counts.note("model.loaded")  # live: we are in process()
+            self.counts.work("model.loaded")  # live: we are in process()
         return self._encoder.encode(frames)
 
 
@@ -117,7 +117,8 @@ class ShotEmbedder:
         for shot in embedder.embed(shots): ... # each shot with embeddings, no pixels
 
     A batch never spans two calls of `embed`, so one video's shots never wait for the next
-    video's. Counters (stage "embed"): shot.in, shot.out, frame.embedded, model.loaded."""
+    video's. Counters (stage "embed"): shot.in, shot.out; as the run's work,
+    frame.embedded and model.loaded."""
 
     def __init__(self, spec: EncoderSpec):
         self.spec = spec
@@ -148,7 +149,7 @@ class ShotEmbedder:
         if not batch:
             return
         for shot, embeddings in _encode_shots(self._model, batch):
-            self._counts.note("frame.embedded", len(embeddings))
+            self._counts.work("frame.embedded", len(embeddings))
             self._counts.count_out(level="shot")
             yield dataclasses.replace(shot, embeddings=embeddings)
 
@@ -159,7 +160,7 @@ class _AttachEmbeddings(StageFn):
     stage, level = STAGE, "shot"
 
     def judge(self, result: PredictionResult):
-        self.counts.note("frame.embedded", len(result.inference))
+        self.counts.work("frame.embedded", len(result.inference))
         # A copy with embeddings set: Beam elements must not be mutated in place.
         yield dataclasses.replace(result.example, embeddings=result.inference)
 
@@ -168,8 +169,8 @@ class EmbedShots(beam.PTransform):
     """ShotFrames -> the same shots with `embeddings` ((n, d) float32, unit rows, one per
     frame) and without their pixels (`frames` empty; `frame_indices` says which frames).
 
-    Counters (namespace "stage.embed"): shot.in, shot.out, frame.embedded, model.loaded
-    (once per worker process that embedded anything).
+    Counters (stage "embed"): shot.in, shot.out; as the run's work (StageCounts.work),
+    frame.embedded and model.loaded (once per worker process that embedded anything).
     """
 
     def __init__(self, spec: EncoderSpec):
@@ -237,8 +238,9 @@ class EmbedImages(beam.PTransform):
     """ImageRef -> ImageEmbedding ((d,) float32, unit norm, with its pixels' digest; main)
     and Rejects (unreadable_image, too_many_pixels: width x height over `max_pixels`).
 
-    Counters (namespace "stage.embed"): image.in, image.out, image.rejected.<reason>,
-    model.loaded.
+    Counters (stage "embed"): image.in, image.out, image.rejected.<reason>; model.loaded
+    as the run's work. Behind a cache (EmbedImagesCached) the cached images are counted
+    in and out too, so the counts follow the data, not the cache.
     """
 
     def __init__(self, spec: EncoderSpec, max_pixels: int = DEFAULT_MAX_PIXELS):

@@ -17,7 +17,7 @@ import apache_beam as beam
 from schemas.records import ImageEmbedding
 from transforms.cache.read_through import ReadThrough
 from transforms.cache.store import cache_key, decode_array, encode_array
-from transforms.image.embed import EmbedImages
+from transforms.image.embed import STAGE as EMBED_STAGE, EmbedImages
 from transforms.image.formats import DEFAULT_MAX_PIXELS
 
 CACHE_STAGE = "image_embedding"
@@ -59,4 +59,4 @@ class EmbedImagesCached(beam.PTransform):
             # an ImageRef and its ImageEmbedding both carry the image's content sha256
             key=lambda image: cache_key(CACHE_STAGE, image.content_sha256, fingerprint, ENTRY_FORMAT),
             compute=EmbedImages(self._spec, self._max_pixels),
-            encode=encode_entry, decode=decode_entry)
+            encode=encode_entry, decode=decode_entry, counted_as=(EMBED_STAGE, "image"))

@@ -6,7 +6,8 @@ open in a spreadsheet.
     csv_text(header, rows)              a header and the rows, "\n" line ends
     csv_text(header, rows, verbatim=True)
 
-A text cell that begins like a formula (=, +, -, @, tab or carriage return:
+A text cell that begins like a formula (=, +, -, @, tab or carriage return, in any form
+Unicode's NFKC makes one of them and behind invisible format characters:
 transforms/io/free_text.py, OWASP's rule) gets a leading single quote, which a
 spreadsheet shows as text and runs nothing; JSON Lines and Parquet beside the CSV keep
 the text as it is. Numbers stay numbers (-3 is no formula).
@@ -21,7 +22,7 @@ import csv
 import io
 from typing import Iterable, Sequence
 
-from transforms.io.free_text import begins_like_formula
+from transforms.io.free_text import begins_like_formula, formula_start
 
 NEUTRALISER = "'"
 
@@ -36,7 +37,7 @@ def safe_cell(value):
 def verbatim_cell(value):
     """`value` as it is; ValueError for text a spreadsheet would run (see above)."""
     if isinstance(value, str) and begins_like_formula(value):
-        raise ValueError(f"a CSV written verbatim got a cell beginning with {value[:1]!r}: "
+        raise ValueError(f"a CSV written verbatim got a cell beginning with {formula_start(value)[0]!r}: "
                          "its ingest must reject such text (formula_text)")
     return value
 

@@ -11,6 +11,7 @@ problem named here, with the field it sits in:
   an object naming a key twice (json keeps the last value without a word)  bad_json
   a control character escaped in a string ("\\u0000"; a raw one is not JSON:
   bad_json), transforms/io/free_text.py                                    control_character
+  a string of more than MAX_TEXT_CHARS characters (free_text.py)           too_long
   an integer beyond the 64-bit range of an int64 column or feature           bad_field
   NaN, Infinity, -Infinity, or a number beyond float range such as 1e999
   (not JSON at all: RFC 8259 has no such numbers; Python reads them)        bad_field
@@ -36,7 +37,7 @@ from typing import Any, Iterator, List, Optional, Tuple
 from schemas import reasons
 from schemas.tfexample import INT64_MAX, INT64_MIN
 from transforms.io.files import open_regular_file
-from transforms.io.free_text import CONTROL_ESCAPE, control_character_problem
+from transforms.io.free_text import CONTROL_ESCAPE, MAX_TEXT_CHARS, text_problem
 
 Problem = Tuple[str, str]   # (reason code, detail)
 
@@ -147,17 +148,19 @@ def byte_order_mark_detail(place: str) -> str:
 def value_problem(value: Any, text: Optional[str] = None, start: int = 0,
                   end: Optional[int] = None) -> Optional[Problem]:
     """(reason, detail) for the first string holding a lone surrogate or a control
-    character (anywhere, keys too) or integer beyond int64 in `value`; None when there is none. With the `text`
-    it was decoded from (text[start:end]), a value whose text cannot hold one is not
-    walked."""
-    if text is not None and not _SUSPECT.search(text, start, len(text) if end is None else end):
-        return None
+    character or too long (anywhere, keys too) or integer beyond int64 in `value`; None
+    when there is none. With the `text` it was decoded from (text[start:end]), a value
+    whose text cannot hold one is not walked."""
+    if text is not None:
+        end = len(text) if end is None else end
+        if end - start <= MAX_TEXT_CHARS and not _SUSPECT.search(text, start, end):
+            return None
     for path, item in _walk(value):
         if isinstance(item, str) and _SURROGATE.search(item):
             return reasons.BAD_ENCODING, (f"{_where(path)} holds a lone UTF-16 surrogate "
                                           f"({printable(item, 60)}): not text")
         if isinstance(item, str):
-            problem = control_character_problem(_where(path), item)
+            problem = text_problem(_where(path), item)
             if problem:
                 return problem
         if isinstance(item, int) and not isinstance(item, bool) and not INT64_MIN <= item <= INT64_MAX:
