@@ -266,16 +266,41 @@ def test_precision_is_an_identity_of_its_own_and_fp32_keeps_the_old_one(tiny_mod
     assert "precision" not in fp32          # fp32 fingerprints (and their caches) unchanged
     bf16 = encoder_identity(tiny_spec(tiny_model, precision="bf16"))
     fp16 = encoder_identity(tiny_spec(tiny_model, precision="fp16"))
-    assert len({fp32["fingerprint"], bf16["fingerprint"], fp16["fingerprint"]}) == 3
+    int8 = encoder_identity(tiny_spec(tiny_model, precision="int8"))
+    assert len({fp32["fingerprint"], bf16["fingerprint"], fp16["fingerprint"], int8["fingerprint"]}) == 4
+    assert int8["precision"] == "int8" and int8["int8"]["runtime"].startswith("openvino ")
+    assert int8["int8"]["quantiser"].startswith("nncf ") and "scikit-image" in int8["int8"]["calibration"]
     # the device is not in the identity: fp32 on either device is one cache entry
     assert encoder_identity(tiny_spec(tiny_model, device="auto"))["fingerprint"] == fp32["fingerprint"]
+    # auto on a CPU is fp32, and so its fingerprint and cache
+    auto = encoder_identity(tiny_spec(tiny_model, precision="auto"))
+    assert "precision" not in auto and auto["fingerprint"] == fp32["fingerprint"]
 
 
 def test_bad_precision_names_the_key():
     with pytest.raises(EncoderError, match="embed.precision"):
-        EncoderSpec(kind="open_clip", precision="int8")
+        EncoderSpec(kind="open_clip", precision="int4")
     with pytest.raises(EncoderError, match="embed.precision"):
         dataclasses.replace(THUMB, precision="fp16")
+    with pytest.raises(EncoderError, match="embed.precision: int8 runs on the CPU"):
+        EncoderSpec(kind="open_clip", precision="int8", device="cuda")
+
+
+def test_int8_embeds_unit_rows_close_to_fp32_the_same_in_any_batch(tiny_model, photos, tmp_path, monkeypatch):
+    """int8 (OpenVINO, NNCF's quantisation): unit rows near fp32's but not equal (its own
+    identity), the same on a second worker (the quantisation is deterministic), the same
+    whatever the batch, and nothing written to $HOME nor any telemetry module loaded."""
+    import sys
+    monkeypatch.setenv("HOME", str(tmp_path))
+    frames = [photos[i % 3] for i in range(7)]
+    fp32 = build_encoder(tiny_spec(tiny_model)).encode(frames)
+    int8 = build_encoder(tiny_spec(tiny_model, precision="int8", batch_size=7)).encode(frames)
+    assert int8.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(int8, axis=1), 1.0, atol=1e-5)
+    assert 0 < np.abs(int8 - fp32).max() < 0.1
+    again = build_encoder(tiny_spec(tiny_model, precision="int8", batch_size=2)).encode(frames)
+    assert np.array_equal(again, int8)
+    assert list(tmp_path.iterdir()) == [] and sys.modules.get("openvino_telemetry") is None
 
 
 def test_bf16_embeds_unit_rows_close_to_fp32(tiny_model, photos):
