@@ -1,7 +1,6 @@
 """transforms/image/embed.py: the thumbnail stand-in, the real open_clip loading path (on a tiny
 model made here, so no weights are needed), the missing-checkpoint error, and EmbedShots
 under Beam."""
-import copy
 import dataclasses
 import hashlib
 import json
@@ -20,6 +19,7 @@ from tests.beam_testing import local_test_pipeline
 from transforms.image import embed, encoders
 from transforms.image.embed import EmbedShots
 from transforms.image.encoders import EncoderSpec, build_encoder, encoder_identity
+from transforms.image.random_weights import save_openai_format
 from transforms.image.weights import EncoderError
 
 TINY = "tiny-test-vit"
@@ -324,32 +324,6 @@ def test_prefetched_batches_keep_the_order_and_values(tiny_model, photos):
 
 # ---------------------------------------------------------------- OpenAI's own checkpoint format
 
-def _openai_archive(path: str):
-    """A full-size CLIP ViT-B/16 with seeded random weights, saved as OpenAI ships its
-    `ViT-B-16.pt`: a TorchScript archive of the whole model whose state dict has OpenAI's
-    names (open_clip's CLIP keeps them), its convolution, linear and attention weights and
-    both projections in fp16 (clip.model.convert_weights), the embeddings and layer norms
-    fp32. Returns the model in fp32 with the same (fp16-rounded) weights."""
-    import open_clip
-    torch.manual_seed(1)
-    model = open_clip.create_model("ViT-B-16", pretrained=None, force_quick_gelu=True).eval()
-    half = {name for name, p in model.named_parameters()
-            if p.dim() >= 2 and not name.endswith(("embedding", "embedding.weight"))}
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if name in half:
-                p.copy_(p.half().float())
-        # a copy: the traced module shares its parameters with the module it traced
-        traced = torch.jit.trace_module(copy.deepcopy(model), {"encode_image": torch.zeros(1, 3, 224, 224)},
-                                        check_trace=False)
-        for module_name, module in traced.named_modules():
-            for param_name, param in list(module.named_parameters(recurse=False)):
-                if (f"{module_name}.{param_name}" if module_name else param_name) in half:
-                    param.data = param.data.half()
-    traced.save(path)
-    return model
-
-
 def test_a_full_size_openai_format_checkpoint_loads_through_embed_checkpoint(tmp_path, photos):
     """ImageCoDe's paper model, CLIP ViT-B/16 in OpenAI's format (a TorchScript archive,
     fp16 weights), given as `embed.checkpoint`: the identity pins its weights without
@@ -359,7 +333,7 @@ def test_a_full_size_openai_format_checkpoint_loads_through_embed_checkpoint(tmp
     from pipelines.imagecode.benchmark import BENCHMARK
     from pipelines.imagecode.params import encoder_spec
     checkpoint = str(tmp_path / "ViT-B-16.pt")
-    model = _openai_archive(checkpoint)
+    model = save_openai_format(checkpoint)
     assert encoders._is_torchscript(checkpoint)
     archive = torch.jit.load(checkpoint, map_location="cpu").state_dict()
     assert archive["visual.conv1.weight"].dtype == torch.float16
