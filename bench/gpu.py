@@ -274,6 +274,8 @@ def main(argv=None) -> int:
     parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     parser.add_argument("--sections", default="knn,clip,brisque,video")
     parser.add_argument("--clip-batch", type=int, help="frames per forward pass (default: the size's)")
+    parser.add_argument("--out", help="also write the report here (bench/results/gpu-<device>.json), "
+                                      "with the commit and the date")
     args = parser.parse_args(argv)
     import torch
     size = SIZES[args.size or ("smoke" if args.cpu_smoke else "full")]
@@ -321,8 +323,33 @@ def main(argv=None) -> int:
             # each section as it ends, so a run stopped early still leaves what it measured
             print(json.dumps({name: report[name]}, sort_keys=True), file=sys.stderr, flush=True)
     report["total_s"] = round(time.perf_counter() - started, 1)
+    report["commit"], report["date"] = code_revision(), time.strftime("%Y-%m-%d", time.gmtime())
     print(json.dumps(report, sort_keys=True))
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(report, f, indent=1, sort_keys=True)
+            f.write("\n")
     return 1 if failed else 0
+
+
+def code_revision() -> str:
+    """The checkout's commit, read from .git without the git program (an air-gapped GPU
+    node may not have it); "unknown" outside a checkout."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    try:
+        git = os.path.join(root, ".git")
+        if os.path.isfile(git):   # a worktree: "gitdir: <path>"
+            git = open(git).read().split(":", 1)[1].strip()
+        head = open(os.path.join(git, "HEAD")).read().strip()
+        if not head.startswith("ref: "):
+            return head[:12]
+        ref = head[5:]
+        for folder in (git, os.path.dirname(os.path.dirname(git.rstrip("/"))) if "worktrees" in git else git):
+            if os.path.isfile(os.path.join(folder, ref)):
+                return open(os.path.join(folder, ref)).read().strip()[:12]
+        return "unknown"
+    except (OSError, IndexError):
+        return "unknown"
 
 
 if __name__ == "__main__":

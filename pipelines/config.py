@@ -38,6 +38,8 @@ ImageSource = NewType("ImageSource", str)
 PATH_TYPES = (InputPath, InputFile, ImageSource)
 
 Device = typing.Literal["auto", "cpu", "cuda"]   # a model stage's device (transforms/core/devices.py)
+# an image encoder's precision (transforms/image/encoders.py PRECISIONS)
+Precision = typing.Literal["auto", "fp32", "fp16", "bf16", "int8"]
 
 # The checkout this code runs from. The configs it ships (pipelines/<benchmark>/configs/)
 # name their paths relative to it (the embedded samples under samples/), so a build
@@ -58,7 +60,7 @@ class KnnConfig:
     """An exact kNN's candidate search (transforms/vectors/knn.py KnnSpec): FAISS or torch,
     on the CPU or a GPU. The neighbour lists are the same for every choice (the float64
     re-rank decides them), so it is not part of any identity; the manifest records it."""
-    backend: typing.Literal["faiss", "torch"] = "faiss"
+    backend: typing.Literal["auto", "faiss", "torch"] = "auto"   # auto: a GPU wherever one is usable
     device: Device = "auto"
 
     def spec(self):

@@ -5,7 +5,7 @@ total, the rate and the time left.
     progress: loading the benchmark  5s
     progress: loading models and tools  9s
     progress: running the pipeline  41s
-    progress: videos 3/5 (60%)  0.8/s  ~3s left
+    progress: videos 3/5 (60%)  1,204 frames  38 frames/s  ~3s left
     progress: images 74/74 (100%)  12.1/s  done
     progress: writing the release  1m02s
     progress: built in 1m09s (log: releases/.logs/imagecode-1.0.0.log)
@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import shutil
 import sys
@@ -81,6 +82,15 @@ class Progress:
     total_counter: Optional[Tuple[str, str]] = None
     cached: Tuple[str, ...] = ()
     rejected_in: Tuple[str, ...] = ()
+    # (stage, counter, unit): the work inside the items, whose rate the line shows instead
+    # of the items' own (a video is minutes of work: ImageCoDe's "frames" embedded)
+    work: Optional[Tuple[str, str, str]] = None
+
+    def work_done(self, stages: Stages) -> int:
+        if self.work is None:
+            return 0
+        stage, counter, _ = self.work
+        return stages.get(stage, {}).get(counter, 0)
 
     def done(self, stages: Stages) -> int:
         prefix = f"{self.level}.rejected."
@@ -125,21 +135,40 @@ class Estimate:
 
 
 def progress_line(item: Progress, done: int, total: Optional[int],
-                  estimate: Optional[Estimate] = None, final: bool = False) -> str:
-    """`progress: images 40/74 (54%)  3.1/s  ~11s left` (rate and time left once known)."""
+                  estimate: Optional[Estimate] = None, final: bool = False,
+                  work: Optional[Tuple[int, Optional[float]]] = None) -> str:
+    """`progress: images 40/74 (54%)  3.1/s  ~11s left` (rate and time left once known);
+    with `work` (count, rate) of the item's work: `videos 3/8 (37%)  1,204 frames  2.3
+    frames/s  ~6m left`, the work's rate instead of the items'."""
     if total is not None:
         done = min(done, total)
     text = f"progress: {item.label} {done}"
     if total:
         text += f"/{total} ({100 * done // total}%)"
     rate = estimate.rate if estimate is not None else None
-    if rate is not None:
-        text += f"  {rate:.1f}/s"
+    if work is not None and work[0]:
+        unit = item.work[2]
+        text += f"  {work[0]:,} {unit}"
+        if work[1] is not None:
+            text += f"  {rate_text(work[1])} {unit}/s"
+    elif rate is not None:
+        text += f"  {rate_text(rate)}/s"
     if final or (total is not None and done >= total):
         text += "  done"
     elif estimate is not None and estimate.left is not None:
         text += f"  ~{duration(estimate.left)} left"
     return text
+
+
+def rate_text(rate: float) -> str:
+    """A rate that moves at every scale: 12, 3.4, 0.21, 0.0052 (never a flat 0.0)."""
+    if rate >= 10:
+        return f"{rate:.0f}"
+    if rate >= 1:
+        return f"{rate:.1f}"
+    if rate <= 0:
+        return "0"
+    return f"{rate:.{1 - math.floor(math.log10(rate))}f}"   # two significant digits
 
 
 def duration(seconds: float) -> str:
@@ -273,15 +302,21 @@ class Reporter:
             if item.label in self._finished:
                 continue
             done, total = item.done(stages), item.total_of(stages)
-            news = (done, total) != self._shown.get(item.label)
-            if not (done or total) or not (news or repeat or final):
+            work_done = item.work_done(stages)
+            news = (done, total, work_done) != self._shown.get(item.label)
+            if not (done or total or work_done) or not (news or repeat or final):
                 continue   # not started, or nothing new to say
             estimate = self._estimates.setdefault(item.label, Estimate())
             estimate.update(done, total, now)
-            self._shown[item.label] = (done, total)
+            work = None
+            if item.work is not None:
+                work_estimate = self._estimates.setdefault(item.label + "/work", Estimate())
+                work_estimate.update(work_done, None, now)
+                work = (work_done, work_estimate.rate)
+            self._shown[item.label] = (done, total, work_done)
             if final or (total is not None and done >= total):
                 self._finished.add(item.label)
-            self._say(progress_line(item, done, total, estimate, final))
+            self._say(progress_line(item, done, total, estimate, final, work))
             said = True
         return said
 

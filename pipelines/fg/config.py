@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, List, Literal, Optional
 
-from pipelines.config import Device, ImageSource, InputFile, InputPath, KnnConfig, inside, sample_dir
+from pipelines.config import Device, ImageSource, InputFile, InputPath, KnnConfig, Precision, inside, sample_dir
 from transforms.core.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -38,7 +38,7 @@ class EmbedConfig:
     checkpoint: Optional[InputPath] = None   # local weights file (nothing is downloaded)
     batch_size: int = 64
     device: Device = "auto"
-    precision: Literal["fp32", "fp16", "bf16"] = "fp32"   # fp16/bf16: an encoder identity of their own
+    precision: Precision = "auto"   # fp16 on a GPU, fp32 on a CPU; int8 (CPU): transforms/image/encoders.py
     thumbnail_size: int = 16
     image_id_column: str = "image_path"   # inputs.image_embeddings: the metadata column naming the image
     text_column: str = "caption"          # inputs.text_embeddings: the metadata column holding the text

@@ -41,7 +41,8 @@ class ImageCoDe(Benchmark):
         # videos: listed in the manifest, done at shot detection (a cached video's shots
         # are replayed, and counted, there); static images: listed by the collection,
         # done when embedded or found in the embedding cache
-        return (Progress("videos", "video", "shots", total_counter=("manifest", "line.out")),
+        return (Progress("videos", "video", "shots", total_counter=("manifest", "line.out"),
+                         work=("embed", "frame.embedded", "frames")),
                 Progress("images", "image", "embed", total_counter=("images", "entry.out"),
                          cached=(IMAGE_EMBEDDING_CACHE,)))
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, Literal, Optional
 
-from pipelines.config import AnswerFiles, Device, ImageSource, InputFile, InputPath, KnnConfig, inside, sample_dir
+from pipelines.config import (AnswerFiles, Device, ImageSource, InputFile, InputPath, KnnConfig, Precision,
+                              inside, sample_dir)
 from transforms.core.errors import ConfigError
 from transforms.image.formats import DEFAULT_MAX_PIXELS, pillow_pixel_ceiling
 
@@ -29,7 +30,7 @@ class ShotsConfig:
     pyscenedetect_threshold: float = 27.0
     ffmpeg_threshold: float = 0.3
     transnetv2_threshold: float = 0.5     # transition probability; its authors' 0.5
-    transnetv2_device: Device = "cpu"     # not cpu: part of the shot lists' cache key
+    transnetv2_device: Device = "auto"    # resolved off the CPU: part of the shot lists' cache key
     min_scene_len: int = 15
 
 
@@ -41,7 +42,7 @@ class EmbedConfig:
     checkpoint: Optional[InputPath] = None      # local weights file; nothing is downloaded
     batch_size: int = 64
     device: Device = "auto"
-    precision: Literal["fp32", "fp16", "bf16"] = "fp32"   # fp16/bf16: an encoder identity of their own
+    precision: Precision = "auto"   # fp16 on a GPU, fp32 on a CPU; int8 (CPU): transforms/image/encoders.py
     thumbnail_size: int = 16
 
 
@@ -52,6 +53,7 @@ class BrisqueConfig:
     model_dir: Optional[InputPath] = None       # folder with svm.txt + normalize.pickle
     features: Literal["package", "piq"] = "package"   # who computes the 36 features
     device: Device = "auto"               # float64 on either: scores agree to ~1e-12 (docs/benchmarks.md)
+    frames_per_call: int = 0              # 0: 256 on a GPU, 1 on the CPU (the miner scores ahead in one call)
 
 
 @dataclass
@@ -185,6 +187,7 @@ class ImageCodeConfig:
             (self.embed.batch_size >= 1, "embed.batch_size must be >= 1"),
             (self.embed.thumbnail_size >= 2, "embed.thumbnail_size must be >= 2"),
             (0.0 <= self.quality.brisque.max_score, "quality.brisque.max_score must be >= 0"),
+            (0 <= self.quality.brisque.frames_per_call, "quality.brisque.frames_per_call must be >= 0"),
             (self.quality.ocr.max_text_chars >= 0, "quality.ocr.max_text_chars must be >= 0"),
             (0.0 <= self.mining.distance_threshold <= 2.0,
              "mining.distance_threshold must be in [0, 2] (unit vectors)"),

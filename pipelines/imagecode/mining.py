@@ -247,6 +247,27 @@ class _MineVideo(StageFn):
         rejecting = [False]          # was the gate's last verdict in this shot a rejection?
 
         resolved = {name: {} for name in SCORE_FILTERS}  # asked before in this shot: not counted again
+        gate = self._gate
+        per_call = gate.brisque_frames_per_call if gate is not None else 1
+        scored_together: Dict[int, float] = {}   # BRISQUE scored in one call ahead of the rule
+
+        def brisque_of(position: int) -> float:
+            # One frame at a time (the CPU: as the rule asks), or, where a call is cheap
+            # only when it is large (a GPU), this frame and the next ones of the shot whose
+            # scores are not known yet, `per_call` frames in one call. Scores are rounded
+            # where they are made, so a frame's score does not depend on its batch.
+            number = shot.frame_indices[position]
+            if per_call == 1:
+                return float(gate.brisque.score_normalised([pixels[position]])[0])
+            if number not in scored_together:
+                unknown = (p for p in range(position, len(shot.frame_indices))
+                           if shot.frame_indices[p] not in known["brisque"]
+                           and shot.frame_indices[p] not in resolved["brisque"])
+                together = list(itertools.islice(unknown, per_call))
+                values = gate.brisque.score_normalised([pixels[p] for p in together])
+                for p, value in zip(together, values):
+                    new["brisque"][shot.frame_indices[p]] = scored_together[shot.frame_indices[p]] = float(value)
+            return scored_together.pop(number)
 
         def score(name: str, position: int, compute):
             number = shot.frame_indices[position]
@@ -258,18 +279,17 @@ class _MineVideo(StageFn):
             else:
                 self.counts.work(f"frame.{name}_evaluations")
                 ahead = lookahead.take(name, number) if lookahead is not None else None
-                value = ahead if ahead is not None else compute(pixels[position])
+                value = ahead if ahead is not None else compute(position)
                 new[name][number] = value
             resolved[name][number] = value
             return value
 
-        gate = self._gate
         if self._score_all_frames and gate is not None:
             for position in range(len(shot.frame_indices)):
                 if gate.brisque is not None:
-                    score("brisque", position, lambda f: float(gate.brisque.score_normalised([f])[0]))
+                    score("brisque", position, brisque_of)
                 if gate.text is not None:
-                    score("ocr", position, gate.text.text_chars)
+                    score("ocr", position, lambda p: gate.text.text_chars(pixels[p]))
 
         def accept(position: int) -> Optional[str]:
             if self._gate is None:
@@ -278,9 +298,8 @@ class _MineVideo(StageFn):
             if lookahead is not None and not rejecting[0]:
                 read_alongside(position)
             verdict = verdicts[position] = gate.judge(
-                lambda: score("brisque", position,
-                              lambda f: float(gate.brisque.score_normalised([f])[0])),
-                lambda: score("ocr", position, gate.text.text_chars))
+                lambda: score("brisque", position, brisque_of),
+                lambda: score("ocr", position, lambda p: gate.text.text_chars(pixels[p])))
             rejecting[0] = not verdict.ok
             return None if verdict.ok else verdict.reason
 
@@ -307,7 +326,7 @@ class _MineVideo(StageFn):
                 number = shot.frame_indices[ahead]
                 brisque = resolved["brisque"].get(number, known["brisque"].get(number))
                 lookahead.submit(number, lambda ahead=ahead: pixels[ahead], brisque,
-                                 need_brisque=number not in known["brisque"],
+                                 need_brisque=number not in known["brisque"] and per_call == 1,
                                  need_ocr=number not in known["ocr"])
 
         self.counts.seen(len(shot.frame_indices), level="frame")
@@ -319,6 +338,8 @@ class _MineVideo(StageFn):
             if lookahead is not None:
                 for name, unused in lookahead.settle().items():
                     self.counts.work(f"frame.{name}_unused", unused)
+        if scored_together:   # scored in a call ahead of the rule, never asked for (kept in the cache)
+            self.counts.work("frame.brisque_unused", len(scored_together))
         for position in sorted(verdicts):
             if verdicts[position].brisque is not None:
                 yield beam.pvalue.TaggedOutput(BRISQUE_SCORES, verdicts[position].brisque)

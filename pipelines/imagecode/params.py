@@ -82,7 +82,11 @@ def stage_devices(cfg: ImageCodeConfig) -> Dict[str, dict]:
     from transforms.vectors.knn import knn_identity
     out = {}
     if cfg.embed.kind == "open_clip":
-        out["embed"] = torch_device_record(cfg.embed.device, "embed.device", precision=cfg.embed.precision)
+        from transforms.image.encoders import encoder_device, resolve_precision
+        spec = encoder_spec(cfg)
+        out["embed"] = torch_device_record(cfg.embed.device, "embed.device", precision_setting=cfg.embed.precision,
+                                           precision=resolve_precision(spec))
+        out["embed"]["device"] = encoder_device(spec)   # int8 runs on the CPU whatever the setting
     if cfg.quality.brisque.enabled:
         out["brisque"] = torch_device_record(cfg.quality.brisque.device, "quality.brisque.device")
     if cfg.shots.backend == "transnetv2":
@@ -104,7 +108,7 @@ def quality_rule(cfg: ImageCodeConfig) -> QualityRule:
     return QualityRule(
         brisque_enabled=q.brisque.enabled, max_brisque=q.brisque.max_score,
         brisque_model_dir=q.brisque.model_dir, brisque_features=q.brisque.features,
-        brisque_device=q.brisque.device,
+        brisque_device=q.brisque.device, brisque_frames_per_call=q.brisque.frames_per_call,
         ocr_enabled=q.ocr.enabled, max_text_chars=q.ocr.max_text_chars,
         min_confidence=q.ocr.min_confidence, lang=q.ocr.lang,
         ocr_backend=q.ocr.backend, tessdata=q.ocr.tessdata, tesseract_cmd=q.ocr.tesseract_cmd)
@@ -119,8 +123,12 @@ def shot_params(cfg: ImageCodeConfig) -> dict:
     params = dict(backend=backend, threshold=thresholds[backend],
                   min_scene_len=cfg.shots.min_scene_len, stride=cfg.decode.stride,
                   max_side=cfg.decode.max_side or None)
-    if backend == "transnetv2" and cfg.shots.transnetv2_device != "cpu":
+    if backend == "transnetv2":
         # Another device may round a probability at the threshold the other way: its shot
-        # lists are cached apart. The CPU keeps the key it always had.
-        params["device"] = cfg.shots.transnetv2_device
+        # lists are cached apart, under the device the setting means on this machine (not
+        # "auto", which means another device elsewhere). The CPU keeps the key it always had.
+        from transforms.core.devices import resolve_torch_device
+        device = resolve_torch_device(cfg.shots.transnetv2_device, "shots.transnetv2_device")
+        if device != "cpu":
+            params["device"] = device
     return params

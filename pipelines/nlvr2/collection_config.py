@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, List, Literal, Optional
 
-from pipelines.config import AnswerFiles, Device, ImageSource, InputFile, InputPath, KnnConfig
+from pipelines.config import AnswerFiles, Device, ImageSource, InputFile, InputPath, KnnConfig, Precision
 from transforms.core.errors import ConfigError
 
 
@@ -75,7 +75,7 @@ class LocalSimilarConfig:
     checkpoint: Optional[InputPath] = None
     batch_size: int = 64
     device: Device = "auto"
-    precision: Literal["fp32", "fp16", "bf16"] = "fp32"   # fp16/bf16: an encoder identity of their own
+    precision: Precision = "auto"   # fp16 on a GPU, fp32 on a CPU; int8 (CPU): transforms/image/encoders.py
     thumbnail_size: int = 16
     shards: int = 1
     knn: KnnConfig = field(default_factory=KnnConfig)

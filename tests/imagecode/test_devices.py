@@ -45,20 +45,80 @@ def test_half_precision_of_the_thumbnail_stand_in_is_an_error_naming_the_key():
         encoder_spec(config("embed.precision=fp16"))
 
 
-def test_the_shot_lists_key_names_transnetv2s_device_only_off_the_cpu():
+@pytest.fixture
+def a_gpu_is_visible(monkeypatch):
+    """torch (and so every `auto`) sees a CUDA device; FAISS's build sees none. Only
+    resolution is exercised: nothing runs on the pretended device."""
+    import torch
+    import transforms.core.devices as devices
+    import transforms.vectors.knn as knn
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(devices, "cuda_versions", lambda: {"gpu": "pretended"})
+    monkeypatch.setattr(knn, "_faiss_gpus", lambda: 0)
+
+
+def test_the_shot_lists_key_names_the_device_transnetv2_resolves_to_off_the_cpu():
     assert "device" not in shot_params(config())
-    assert "device" not in shot_params(config("shots.backend=transnetv2"))     # cpu: the old key
+    assert "device" not in shot_params(config("shots.backend=transnetv2"))     # auto, no GPU: the CPU's key
+
+
+def test_on_a_gpu_the_shot_lists_key_holds_cuda_not_auto(a_gpu_is_visible):
+    assert shot_params(config("shots.backend=transnetv2"))["device"] == "cuda"
     assert shot_params(config("shots.backend=transnetv2", "shots.transnetv2_device=cuda"))["device"] == "cuda"
+    assert "device" not in shot_params(config("shots.backend=transnetv2", "shots.transnetv2_device=cpu"))
     # the device key means nothing to the other backends
     assert "device" not in shot_params(config("shots.transnetv2_device=cuda"))
+
+
+def test_auto_puts_every_model_stage_on_a_visible_gpu(a_gpu_is_visible):
+    """The paper config's defaults on a GPU machine: CLIP in fp16 on CUDA, BRISQUE on CUDA
+    in calls of 256 frames, TransNetV2 on CUDA, the kNN's candidates from torch on CUDA
+    (this FAISS build has no GPU); the manifest records each where it runs."""
+    from pipelines.imagecode.quality_gate import GPU_FRAMES_PER_CALL
+    from transforms.image.encoders import resolve_precision
+    cfg = load_config("pipelines/imagecode/configs/paper.yaml",
+                      ["inputs.videos=pipelines/imagecode/configs/paper.yaml", "static.images=null",
+                       "shots.backend=transnetv2"], ImageCodeConfig)
+    assert resolve_precision(encoder_spec(cfg)) == "fp16"
+    devices = stage_devices(cfg)
+    assert devices["embed"]["device"] == "cuda" and devices["embed"]["precision"] == "fp16"
+    assert devices["embed"]["precision_setting"] == "auto"
+    assert devices["brisque"]["device"] == devices["shots"]["device"] == "cuda"
+    assert quality_rule(cfg)().brisque_frames_per_call == GPU_FRAMES_PER_CALL
+    knn = cfg.static.knn.spec()
+    from transforms.vectors.knn import knn_identity, resolve_knn
+    assert resolve_knn(knn).backend == "torch" and resolve_knn(knn).device == "cuda"
+    assert knn_identity(knn)["backend_setting"] == "auto"
+
+
+def test_without_a_gpu_auto_means_the_cpu_and_fp32():
+    if cuda_visible():
+        pytest.skip("a CUDA device is visible here")
+    from transforms.image.encoders import resolve_precision
+    from transforms.vectors.knn import resolve_knn
+    cfg = config("embed.kind=open_clip", "quality.brisque.device=auto")
+    assert resolve_precision(encoder_spec(cfg)) == "fp32"
+    assert quality_rule(cfg)().brisque_frames_per_call == 1
+    assert resolve_knn(cfg.static.knn.spec()) == type(cfg.static.knn.spec())("faiss", "cpu")
+
+
+def test_int8_is_an_identity_of_its_own_and_runs_on_the_cpu(a_gpu_is_visible):
+    cfg = config("embed.kind=open_clip", "embed.precision=int8")
+    devices = stage_devices(cfg)
+    assert devices["embed"]["device"] == "cpu" and devices["embed"]["precision"] == "int8"
+    with pytest.raises(EncoderError, match="embed.precision: int8 runs on the CPU"):
+        encoder_spec(config("embed.kind=open_clip", "embed.precision=int8", "embed.device=cuda"))
 
 
 def test_the_manifest_records_each_model_stage_where_it_runs():
     devices = stage_devices(config())
     assert set(devices) == {"brisque", "static_knn"}      # the sample: thumbnail encoder, pyscenedetect
-    assert devices["brisque"]["device_setting"] == "auto" and devices["brisque"]["torch_version"]
+    # the sample holds BRISQUE to the CPU (its pinned counters: configs/sample.yaml)
+    assert devices["brisque"]["device_setting"] == "cpu" and devices["brisque"]["torch_version"]
     knn = devices["static_knn"]
-    assert knn["backend"] == "faiss" and knn["faiss_version"] and knn["rerank"] == "float64"
+    assert knn["backend_setting"] == "auto" and knn["rerank"] == "float64"
+    if not cuda_visible():
+        assert knn["backend"] == "faiss" and knn["faiss_version"]
     if not cuda_visible():
         assert devices["brisque"]["device"] == knn["device"] == "cpu"
         assert "cuda_runtime" not in devices["brisque"]
@@ -73,7 +133,9 @@ def test_cuda_where_there_is_none_is_an_error_naming_the_key():
 
 
 def test_precision_changes_the_encoder_fingerprint_the_device_does_not():
+    from transforms.image.encoders import resolve_precision
     thumb = config()
-    assert encoder_spec(thumb).precision == "fp32"
+    assert encoder_spec(thumb).precision == "auto" and resolve_precision(encoder_spec(thumb)) == "fp32"
     base = encoder_identity(encoder_spec(thumb))["fingerprint"]
+    assert encoder_identity(encoder_spec(config("embed.precision=fp32")))["fingerprint"] == base
     assert encoder_identity(encoder_spec(config("embed.device=cpu")))["fingerprint"] == base

@@ -194,3 +194,61 @@ def test_scoring_ahead_decides_and_counts_as_one_frame_at_a_time(tmp_path):
     # filters), and frame 4, the first blurred one, whose text was read alongside its
     # BRISQUE while the gate was still accepting
     assert ahead_counts["frame.brisque_unused"] == 1 and ahead_counts["frame.ocr_unused"] == 2
+
+
+class CallCountingBrightness(MeanBrightness):
+    """Counts the calls and the frames of each: what a GPU pays per call."""
+    def __init__(self):
+        self.calls = []
+
+    def score_normalised(self, frames):
+        self.calls.append(len(frames))
+        return super().score_normalised(frames)
+
+
+def test_brisque_in_calls_of_many_frames_decides_as_one_frame_at_a_time(tmp_path):
+    """Issue 43: where a BRISQUE call costs its launches (a GPU), the miner scores the
+    frame the rule asks about and the next unknown frames of the shot in one call of
+    `brisque_frames_per_call`. The same sets, rejects and scores as one frame at a time;
+    the calls are counted; what was scored ahead and never asked is frame.brisque_unused,
+    and it is kept for the cache (scored is scored)."""
+    def run(folder, per_call, the_plan=None):
+        scorer = CallCountingBrightness()
+        gate = QualityGate(scorer, 0.65, MarkedText(), 10, brisque_frames_per_call=per_call)
+        dofn = MineFrameSets(threshold=1.0, set_size=3, gate_factory=lambda: gate,
+                             staging_dir=str(tmp_path / folder), lookahead_threads=2)._dofn
+        dofn.setup()
+        counters = collections.Counter()
+        dofn.counts._inc = lambda name, n=1: counters.update({name: n})
+        outputs, stored = [], {}
+        for out in dofn.process(the_plan or runs_plan()):
+            if isinstance(out, beam.pvalue.TaggedOutput):
+                if out.tag == NEW_SCORES:
+                    stored[out.value[0]] = out.value[2]
+                else:
+                    outputs.append((out.tag, repr(out.value)))
+            else:
+                outputs.append(("set", out.set_name, tuple(out.frame_indices), tuple(out.brisque_scores)))
+        dofn.teardown()
+        return outputs, counters, scorer.calls, stored
+
+    one, one_counts, one_calls, one_stored = run("one", 1)
+    many, many_counts, many_calls, many_stored = run("many", 256)
+    assert many == one
+    assert set(one_calls) == {1} and len(one_calls) == (one_counts["frame.brisque_evaluations"]
+                                                       + one_counts["frame.brisque_unused"])
+    assert many_calls == [N_FRAMES]          # the first question scores the whole shot at once
+    assert many_counts["frame.brisque_evaluations"] == one_counts["frame.brisque_evaluations"]
+    assert many_counts["frame.brisque_unused"] == N_FRAMES - one_counts["frame.brisque_evaluations"]
+    assert set(many_stored["brisque"]) == set(range(N_FRAMES))
+    assert all(many_stored["brisque"][n] == v for n, v in one_stored["brisque"].items())
+    # calls of 16: the frames the rule reaches, in calls of at most 16, none twice
+    _, _, calls16, stored16 = run("sixteen", 16)
+    assert max(calls16) <= 16 and sum(calls16) == len(stored16["brisque"]) and len(calls16) > 1
+    # frames whose scores are known are not scored again, and not counted as calls' frames
+    known = {"brisque": {n: v for n, v in one_stored["brisque"].items() if n % 2 == 0}}
+    warm = runs_plan()
+    warm = VideoPlan(warm.video, warm.shots, known, warm.score_keys)
+    again, _, calls_warm, stored_warm = run("warm", 256, warm)
+    assert again == one and not set(stored_warm["brisque"]) & set(known["brisque"])
+    assert sum(calls_warm) == N_FRAMES - len(known["brisque"])

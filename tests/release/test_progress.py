@@ -148,7 +148,7 @@ def test_the_reporter_waits_for_its_first_look_then_says_only_news_and_always_th
     lines = stream.getvalue().splitlines()
     assert lines == ["progress: loading the benchmark  5s", "progress: running the pipeline  5s",
                      "progress: images 0/4 (0%)",   # its total known: listed from the start
-                     "progress: images 1/4 (25%)", "progress: images 4/4 (100%)  0.6/s  done"]
+                     "progress: images 1/4 (25%)", "progress: images 4/4 (100%)  0.60/s  done"]
     assert "videos" not in stream.getvalue()   # a stage with nothing to do says nothing
 
 
@@ -173,3 +173,20 @@ def test_a_process_reads_the_progress_folder_once_and_the_driver_sets_its_own(tm
     quiet = Reporter(None)                               # --quiet: nothing tallied
     quiet.watch([Progress("images", "image", "coco", total=3)])
     assert quiet.folder is None and tally._current() is None
+
+
+def test_a_line_shows_the_rate_of_the_work_inside_slow_items_and_never_a_flat_zero():
+    """Issue 43: a video is minutes of the paper's CLIP on a CPU, so `videos 3/4 (75%)
+    0.0/s` said nothing for minutes; ImageCoDe's line counts the frames embedded and
+    their rate, and any rate keeps two significant digits."""
+    from pipelines.progress import rate_text
+    assert [rate_text(r) for r in (123.4, 3.44, 0.213, 0.00517, 0.0)] == ["123", "3.4", "0.21", "0.0052", "0"]
+    item = Progress("videos", "video", "shots", work=("embed", "frame.embedded", "frames"))
+    stages = {"shots": {"video.out": 3}, "embed": {"frame.embedded": 1204}}
+    assert item.work_done(stages) == 1204
+    estimate = Estimate()
+    estimate.update(1, 8, now=0.0)
+    estimate.update(3, 8, now=600.0)
+    assert progress_line(item, 3, 8, estimate, work=(1204, 1.8)) == \
+        "progress: videos 3/8 (37%)  1,204 frames  1.8 frames/s  ~25m00s left"
+    assert progress_line(item, 3, 8, estimate, work=(0, None)) == "progress: videos 3/8 (37%)  0.0033/s  ~25m00s left"

@@ -1,7 +1,6 @@
 """transforms/image/embed.py: the thumbnail stand-in, the real open_clip loading path (on a tiny
 model made here, so no weights are needed), the missing-checkpoint error, and EmbedShots
 under Beam."""
-import copy
 import dataclasses
 import hashlib
 import json
@@ -20,6 +19,7 @@ from transforms.core.stage import read_stage_counts
 from transforms.image import embed, encoders
 from transforms.image.embed import EmbedShots
 from transforms.image.encoders import EncoderSpec, build_encoder, encoder_identity
+from transforms.image.random_weights import save_openai_format
 from transforms.image.weights import EncoderError
 
 TINY = "tiny-test-vit"
@@ -264,16 +264,41 @@ def test_precision_is_an_identity_of_its_own_and_fp32_keeps_the_old_one(tiny_mod
     assert "precision" not in fp32          # fp32 fingerprints (and their caches) unchanged
     bf16 = encoder_identity(tiny_spec(tiny_model, precision="bf16"))
     fp16 = encoder_identity(tiny_spec(tiny_model, precision="fp16"))
-    assert len({fp32["fingerprint"], bf16["fingerprint"], fp16["fingerprint"]}) == 3
+    int8 = encoder_identity(tiny_spec(tiny_model, precision="int8"))
+    assert len({fp32["fingerprint"], bf16["fingerprint"], fp16["fingerprint"], int8["fingerprint"]}) == 4
+    assert int8["precision"] == "int8" and int8["int8"]["runtime"].startswith("openvino ")
+    assert int8["int8"]["quantiser"].startswith("nncf ") and "scikit-image" in int8["int8"]["calibration"]
     # the device is not in the identity: fp32 on either device is one cache entry
     assert encoder_identity(tiny_spec(tiny_model, device="auto"))["fingerprint"] == fp32["fingerprint"]
+    # auto on a CPU is fp32, and so its fingerprint and cache
+    auto = encoder_identity(tiny_spec(tiny_model, precision="auto"))
+    assert "precision" not in auto and auto["fingerprint"] == fp32["fingerprint"]
 
 
 def test_bad_precision_names_the_key():
     with pytest.raises(EncoderError, match="embed.precision"):
-        EncoderSpec(kind="open_clip", precision="int8")
+        EncoderSpec(kind="open_clip", precision="int4")
     with pytest.raises(EncoderError, match="embed.precision"):
         dataclasses.replace(THUMB, precision="fp16")
+    with pytest.raises(EncoderError, match="embed.precision: int8 runs on the CPU"):
+        EncoderSpec(kind="open_clip", precision="int8", device="cuda")
+
+
+def test_int8_embeds_unit_rows_close_to_fp32_the_same_in_any_batch(tiny_model, photos, tmp_path, monkeypatch):
+    """int8 (OpenVINO, NNCF's quantisation): unit rows near fp32's but not equal (its own
+    identity), the same on a second worker (the quantisation is deterministic), the same
+    whatever the batch, and nothing written to $HOME nor any telemetry module loaded."""
+    import sys
+    monkeypatch.setenv("HOME", str(tmp_path))
+    frames = [photos[i % 3] for i in range(7)]
+    fp32 = build_encoder(tiny_spec(tiny_model)).encode(frames)
+    int8 = build_encoder(tiny_spec(tiny_model, precision="int8", batch_size=7)).encode(frames)
+    assert int8.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(int8, axis=1), 1.0, atol=1e-5)
+    assert 0 < np.abs(int8 - fp32).max() < 0.1
+    again = build_encoder(tiny_spec(tiny_model, precision="int8", batch_size=2)).encode(frames)
+    assert np.array_equal(again, int8)
+    assert list(tmp_path.iterdir()) == [] and sys.modules.get("openvino_telemetry") is None
 
 
 def test_bf16_embeds_unit_rows_close_to_fp32(tiny_model, photos):
@@ -297,32 +322,6 @@ def test_prefetched_batches_keep_the_order_and_values(tiny_model, photos):
 
 # ---------------------------------------------------------------- OpenAI's own checkpoint format
 
-def _openai_archive(path: str):
-    """A full-size CLIP ViT-B/16 with seeded random weights, saved as OpenAI ships its
-    `ViT-B-16.pt`: a TorchScript archive of the whole model whose state dict has OpenAI's
-    names (open_clip's CLIP keeps them), its convolution, linear and attention weights and
-    both projections in fp16 (clip.model.convert_weights), the embeddings and layer norms
-    fp32. Returns the model in fp32 with the same (fp16-rounded) weights."""
-    import open_clip
-    torch.manual_seed(1)
-    model = open_clip.create_model("ViT-B-16", pretrained=None, force_quick_gelu=True).eval()
-    half = {name for name, p in model.named_parameters()
-            if p.dim() >= 2 and not name.endswith(("embedding", "embedding.weight"))}
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if name in half:
-                p.copy_(p.half().float())
-        # a copy: the traced module shares its parameters with the module it traced
-        traced = torch.jit.trace_module(copy.deepcopy(model), {"encode_image": torch.zeros(1, 3, 224, 224)},
-                                        check_trace=False)
-        for module_name, module in traced.named_modules():
-            for param_name, param in list(module.named_parameters(recurse=False)):
-                if (f"{module_name}.{param_name}" if module_name else param_name) in half:
-                    param.data = param.data.half()
-    traced.save(path)
-    return model
-
-
 def test_a_full_size_openai_format_checkpoint_loads_through_embed_checkpoint(tmp_path, photos):
     """ImageCoDe's paper model, CLIP ViT-B/16 in OpenAI's format (a TorchScript archive,
     fp16 weights), given as `embed.checkpoint`: the identity pins its weights without
@@ -332,7 +331,7 @@ def test_a_full_size_openai_format_checkpoint_loads_through_embed_checkpoint(tmp
     from pipelines.imagecode.benchmark import BENCHMARK
     from pipelines.imagecode.params import encoder_spec
     checkpoint = str(tmp_path / "ViT-B-16.pt")
-    model = _openai_archive(checkpoint)
+    model = save_openai_format(checkpoint)
     assert encoders._is_torchscript(checkpoint)
     archive = torch.jit.load(checkpoint, map_location="cpu").state_dict()
     assert archive["visual.conv1.weight"].dtype == torch.float16

@@ -402,6 +402,10 @@ class BrisqueScorer:
             self._model = load_svr_model(self.model_dir)
         return self._model
 
+    def device_type(self) -> str:
+        """"cpu" or "cuda": where this scorer runs on this machine."""
+        return self._device().type
+
     def _device(self) -> torch.device:
         if self._resolved_device is None:
             self._resolved_device = torch.device(resolve_torch_device(self.device or "auto", DEVICE_KEY))

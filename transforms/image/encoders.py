@@ -36,7 +36,8 @@ from transforms.core.hashing import file_sha256
 from transforms.image.weights import EncoderError, resolve_checkpoint
 
 KINDS = ("open_clip", "thumbnail")
-PRECISIONS = ("fp32", "fp16", "bf16")
+# auto: fp16 on a GPU, fp32 on a CPU; int8: the CPU only (OpenVINO, transforms/image/int8_clip.py)
+PRECISIONS = ("auto", "fp32", "fp16", "bf16", "int8")   # the config keys' type: pipelines/config.py
 
 
 @dataclass(frozen=True)
@@ -53,8 +54,10 @@ class EncoderSpec:
                   64 gives 90% in fp32, 94% in fp16: docs/benchmarks.md)
     device        "auto" (CUDA when present), "cpu" or "cuda"; not in the identity: fp32 on
                   a CPU and on a GPU agree to float32 rounding (docs/models.md, measured)
-    precision     the model's weights and activations: "fp32" (default), "fp16" or "bf16";
-                  the latter two are an identity (and a cache entry) of their own
+    precision     the model's weights and activations: "auto" (fp16 on a GPU, fp32 on a
+                  CPU), "fp32", "fp16", "bf16" or "int8" (the CPU only: OpenVINO, ~4.5x
+                  cheaper than fp32); all but fp32 are an identity (and a cache entry) of
+                  their own (resolve_precision)
     thumbnail_size  side of the thumbnail (kind "thumbnail")
     model_config  optional open_clip model-config JSON for an architecture open_clip does
                   not ship; registered on every worker before the model is built
@@ -71,7 +74,7 @@ class EncoderSpec:
     thumbnail_size: int = 16
     model_config: Optional[str] = None
     shots_per_batch: int = 4
-    precision: str = "fp32"
+    precision: str = "auto"
     config_prefix: str = "embed"
 
     def key(self, name: str) -> str:
@@ -84,8 +87,11 @@ class EncoderSpec:
             raise EncoderError(f"{self.key('device')}: {self.device!r} is not one of {DEVICES}")
         if self.precision not in PRECISIONS:
             raise EncoderError(f"{self.key('precision')}: {self.precision!r} is not one of {PRECISIONS}")
-        if self.kind == "thumbnail" and self.precision != "fp32":
-            raise EncoderError("embed.precision: the thumbnail stand-in has no model; only 'fp32'")
+        if self.kind == "thumbnail" and self.precision not in ("auto", "fp32"):
+            raise EncoderError(f"{self.key('precision')}: the thumbnail stand-in has no model; only 'fp32'")
+        if self.precision == "int8" and self.device == "cuda":
+            raise EncoderError(f"{self.key('precision')}: int8 runs on the CPU (OpenVINO); on a GPU "
+                               f"use fp16 or bf16, or set {self.key('device')} to cpu")
         if self.batch_size < 1 or self.shots_per_batch < 1:
             raise EncoderError("embed.batch_size and shots_per_batch must be >= 1")
         if self.kind == "thumbnail" and self.thumbnail_size < 2:
@@ -119,10 +125,15 @@ def encoder_identity(spec: EncoderSpec) -> Dict[str, Any]:
             "embedding_dim": settings["embed_dim"], "quick_gelu": settings["quick_gelu"],
             "preprocess": settings["preprocess"], "open_clip_version": open_clip.__version__,
         }
-    if spec.precision != "fp32":
-        # Half precision moves embeddings by ~1e-3: its own fingerprint, so its values never
-        # meet fp32 ones in a cache. fp32 identities stay as they were (their caches stay valid).
-        identity["precision"] = spec.precision
+    precision = resolve_precision(spec)
+    if precision != "fp32":
+        # Half precision and int8 move embeddings by ~1e-3: their own fingerprint, so their
+        # values never meet fp32 ones in a cache. fp32 identities stay as they were (their
+        # caches stay valid).
+        identity["precision"] = precision
+    if precision == "int8":
+        from transforms.image.int8_clip import int8_identity
+        identity["int8"] = int8_identity()
     identity["normalisation"] = "l2"
     identity["distance"] = "euclidean"
     stable = {k: v for k, v in identity.items() if k not in ("checkpoint", "open_clip_version")}
@@ -200,10 +211,14 @@ class OpenClipEncoder:
                 ready = staged.result()
                 if n + 1 < len(batches):
                     staged = host.submit(self._on_host, batches[n + 1])
-                features = self.model.encode_image(self._on_device(ready)).float()
+                features = self._features(self._on_device(ready))
                 # Normalise in float32 so distances do not depend on the model's precision.
                 outputs.append(torch.nn.functional.normalize(features, dim=-1))
         return torch.cat(outputs).cpu().numpy().astype(np.float32, copy=False)
+
+    def _features(self, batch):
+        """The image tower's (n, d) float32 features of a prepared batch."""
+        return self.model.encode_image(batch).float()
 
     def prepare(self, frames: Sequence[np.ndarray]):
         """uint8 RGB frames -> the model's normalised input batch (N, 3, H, W)."""
@@ -254,6 +269,21 @@ class OpenClipEncoder:
         if self._pil_transform is None:
             self._pil_transform = image_transform_v2(PreprocessCfg(**self.preprocess), is_train=False)
         return torch.stack([self._pil_transform(Image.fromarray(f)) for f in frames])
+
+
+class Int8ClipEncoder(OpenClipEncoder):
+    """The image tower quantised to int8 and run by OpenVINO on the CPU
+    (transforms/image/int8_clip.py); preprocessing and normalisation as for the others."""
+
+    def __init__(self, model, preprocess: Dict[str, Any], dim: int, batch_size: int):
+        import torch
+        from transforms.image.int8_clip import quantised_tower
+        super().__init__(model, preprocess, dim, "cpu", batch_size, "int8")
+        self._tower = quantised_tower(model.visual, self.prepare, torch.get_num_threads())
+
+    def _features(self, batch):
+        import torch
+        return torch.from_numpy(self._tower(batch.numpy())[0])
 
 
 def _cat(tensors):
@@ -337,9 +367,28 @@ def resolve_device(device: str, key: str = "embed.device") -> str:
     return resolve_torch_device(device, key)
 
 
+def resolve_precision(spec: EncoderSpec) -> str:
+    """The precision a spec runs in on this machine: `auto` is fp16 where its device is a
+    GPU, fp32 on a CPU (and for the stand-in, which has no model)."""
+    if spec.kind == "thumbnail":
+        return "fp32"
+    if spec.precision != "auto":
+        return spec.precision
+    return "fp16" if resolve_device(spec.device, spec.key("device")) == "cuda" else "fp32"
+
+
+def encoder_device(spec: EncoderSpec) -> str:
+    """Where a spec's model runs on this machine: int8 always on the CPU."""
+    if resolve_precision(spec) == "int8":
+        return "cpu"
+    return resolve_device(spec.device, spec.key("device"))
+
+
 def torch_dtype(precision: str):
+    """The torch model's dtype (int8's torch model is the fp32 one it is quantised from)."""
     import torch
-    return {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[precision]
+    return {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16,
+            "int8": torch.float32}[precision]
 
 
 def load_open_clip(spec: EncoderSpec) -> OpenClipEncoder:
@@ -364,10 +413,12 @@ def load_open_clip(spec: EncoderSpec) -> OpenClipEncoder:
     except Exception as e:  # noqa: BLE001 - shape mismatch, bad pickle, open_clip asserts ...
         raise EncoderError(f"{spec.key('checkpoint')}: {spec.checkpoint} does not hold {spec.model_name} "
                            f"weights: {str(e)[:500]}") from e
-    device = resolve_device(spec.device, spec.key("device"))
-    model = model.to(device=device, dtype=torch_dtype(spec.precision)).eval()
+    precision, device = resolve_precision(spec), encoder_device(spec)
+    model = model.to(device=device, dtype=torch_dtype(precision)).eval()
+    if precision == "int8":
+        return Int8ClipEncoder(model, settings["preprocess"], settings["embed_dim"], spec.batch_size)
     return OpenClipEncoder(model, settings["preprocess"], settings["embed_dim"], device, spec.batch_size,
-                           spec.precision)
+                           precision)
 
 
 def build_encoder(spec: EncoderSpec):

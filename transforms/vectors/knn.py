@@ -57,7 +57,7 @@ SEARCH_BYTES = 64 << 20       # database vectors searched at once (several small
 
 # ---------------------------------------------------------------------------- pure search
 
-BACKENDS = ("faiss", "torch")
+BACKENDS = ("auto", "faiss", "torch")
 DEVICES = ("auto", "cpu", "cuda")
 _TORCH_BLOCK_BYTES = {"cpu": 256 << 20, "cuda": 2 << 30}   # float32 distances computed at once
 
@@ -66,13 +66,15 @@ _TORCH_BLOCK_BYTES = {"cpu": 256 << 20, "cuda": 2 << 30}   # float32 distances c
 class KnnSpec:
     """Where the float32 candidates are proposed; mirrors a benchmark's kNN config keys.
 
-    backend  "faiss" (IndexFlatL2, GpuIndexFlatL2 on a GPU) or "torch" (a matrix product
-             and top-k on the device: for a machine with torch and no FAISS)
+    backend  "faiss" (IndexFlatL2, GpuIndexFlatL2 on a GPU), "torch" (a matrix product
+             and top-k on the device: for a machine with torch and no FAISS GPU build), or
+             "auto": FAISS where it sees a GPU, else torch where torch sees one, else FAISS
+             on the CPU (torch when FAISS is not installed); resolve_knn
     device   "auto" (the GPU when the backend sees one), "cpu" or "cuda"
     Either way the float64 re-rank below decides the lists: every backend and device
     returns the same neighbours and distances, bit for bit (tests/transforms/test_knn_backends.py).
     """
-    backend: str = "faiss"
+    backend: str = "auto"
     device: str = "auto"
 
     def __post_init__(self):
@@ -91,13 +93,40 @@ def _faiss():
     return faiss
 
 
+def _faiss_installed() -> bool:
+    import importlib.util
+    return importlib.util.find_spec("faiss") is not None
+
+
 def _faiss_gpus() -> int:
     faiss = _faiss()
     return faiss.get_num_gpus() if hasattr(faiss, "StandardGpuResources") else 0
 
 
+def _torch_sees_a_gpu() -> bool:
+    import torch
+    return torch.cuda.is_available()
+
+
+def resolve_knn(spec: KnnSpec) -> KnnSpec:
+    """The backend and device `spec` means on this machine, both concrete. `auto` puts the
+    search on a GPU wherever one is usable: FAISS's GPU build first (its flat search runs
+    near the GPU's peak), else torch on CUDA; without a GPU, FAISS on the CPU."""
+    backend = spec.backend
+    if backend == "auto":
+        if not _faiss_installed():
+            backend = "torch"
+        elif spec.device != "cpu" and _faiss_gpus() == 0 and _torch_sees_a_gpu():
+            backend = "torch"
+        else:
+            backend = "faiss"
+    concrete = KnnSpec(backend, spec.device)
+    return KnnSpec(backend, resolve_knn_device(concrete))
+
+
 def resolve_knn_device(spec: KnnSpec) -> str:
     """"cpu" or "cuda": what `spec.device` means on this machine for its backend."""
+    spec = spec if spec.backend != "auto" else resolve_knn(spec)
     if spec.backend == "faiss":
         available = _faiss_gpus() > 0
         why = "this FAISS build sees no GPU (faiss-cpu, or no CUDA device)"
@@ -116,9 +145,11 @@ def resolve_knn_device(spec: KnnSpec) -> str:
 def knn_identity(spec: KnnSpec) -> Dict[str, Any]:
     """What the manifest records about the search: backend, device and library versions,
     as this process resolves them (a worker resolves `auto` the same way on its machine)."""
-    device = resolve_knn_device(spec)
-    out: Dict[str, Any] = {"backend": spec.backend, "device_setting": spec.device, "device": device}
-    if spec.backend == "faiss":
+    resolved = resolve_knn(spec)
+    device = resolved.device
+    out: Dict[str, Any] = {"backend_setting": spec.backend, "backend": resolved.backend,
+                           "device_setting": spec.device, "device": device}
+    if resolved.backend == "faiss":
         out["faiss_version"] = _faiss().__version__
     else:
         import torch
@@ -145,8 +176,8 @@ class FlatSearch:
     and refills it per group, rather than setting up a GPU index per group."""
 
     def __init__(self, spec: KnnSpec = KnnSpec()):
-        self.spec = spec
-        self.device = resolve_knn_device(spec)
+        self.spec = resolve_knn(spec)     # concrete backend and device
+        self.device = self.spec.device
         self._database: Optional[np.ndarray] = None
         self._index = None          # FAISS: the index holding `_database` on `device`
         self._cpu_index = None      # FAISS on a GPU: a CPU index, made only for k > _GPU_MAX_K

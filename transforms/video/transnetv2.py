@@ -12,7 +12,7 @@ the ends of the video) and call a frame a transition where the probability excee
 decode pass: a frame's probability is known at most `LOOKBACK` frames after it arrived.
 The weights load once per process (and device) and nothing is downloaded. A probability
 is rounded to the published precision before it meets the threshold (DECISION). The device
-is `shots.transnetv2_device` (default "cpu"): on another device the float32
+is `shots.transnetv2_device` (default "auto": the GPU where there is one): on another device the float32
 probabilities may round differently, so a non-CPU device is part of the shot lists' cache
 key (pipelines/imagecode/params.py shot_params).
 """
