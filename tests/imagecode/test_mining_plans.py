@@ -219,7 +219,7 @@ def test_brisque_in_calls_of_many_frames_decides_as_one_frame_at_a_time(tmp_path
                              staging_dir=str(tmp_path / folder), lookahead_threads=2)._dofn
         dofn.setup()
         counters = collections.Counter()
-        dofn.counts._inc = lambda name, n=1: counters.update({name: n})
+        dofn.counts._inc = lambda name, n=1, **_: counters.update({name: n})   # the data's and the work's
         outputs, stored = [], {}
         for out in dofn.process(the_plan or runs_plan()):
             if isinstance(out, beam.pvalue.TaggedOutput):
