@@ -78,10 +78,13 @@ $(addprefix build-,$(BENCHMARKS)): build-%: setup
 	  $(INPUTS_$*) --output $(OUT) --version $(VERSION) $(ARGS)
 
 # The tests, and the import rules of the house (.importlinter: benchmarks independent,
-# library below benchmarks below the runner).
+# library below benchmarks below the runner). TEST_WORKERS test processes (pytest-xdist;
+# `auto`: one per core; 1: one process); the tests that read the session's sample releases
+# share one worker (their xdist_group), so each sample is built once.
+TEST_WORKERS ?= 2
 test: setup
 	.venv/bin/lint-imports --config .importlinter
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup tests
 
 # Scale-out checks (docs/scale-out.md), run by CI after the tests: every sample translated
 # for Dataflow Runner v2 offline, and built through Beam's portable runner with workers in

@@ -7,6 +7,7 @@ hash go into the release manifest.
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -53,6 +54,22 @@ def sample_dir(benchmark: str) -> str:
     """Where a benchmark's embedded sample is generated on first use: samples/<benchmark>
     of the checkout, wherever the command runs from."""
     return os.path.join(CHECKOUT, "samples", benchmark)
+
+
+@contextlib.contextmanager
+def generating_sample(benchmark: str):
+    """Held while a benchmark's sample is generated (or found complete): two builds started
+    together (two terminals, two test workers) would write the same files; the second
+    waits for the first, then finds the sample complete."""
+    import fcntl
+    folder = os.path.dirname(sample_dir(benchmark))
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, f".{benchmark}.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 @dataclasses.dataclass

@@ -20,7 +20,7 @@ import os
 from typing import TYPE_CHECKING, List, Optional, Tuple, Union
 
 from pipelines import cli, preflight, registry, stops
-from pipelines.config import load_config, reads_sample
+from pipelines.config import generating_sample, load_config, reads_sample
 from transforms.io.paths import url_scheme
 
 if TYPE_CHECKING:
@@ -99,7 +99,8 @@ def _build(benchmark: Union[str, Benchmark], entry: registry.Registered, args: a
             benchmark = registry.load(benchmark)
         if sample:
             reporter.phase("preparing the sample")
-            benchmark.ensure_sample(config)
+            with generating_sample(benchmark.name):
+                benchmark.ensure_sample(config)
             _check_inputs_and_outputs(config, args.output)
         return _run(benchmark, config, args, beam_args, reporter, log)
 

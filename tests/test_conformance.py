@@ -33,6 +33,10 @@ from transforms.core.errors import ConfigError
 from transforms.core.stage import check_links, reconcile
 
 
+# The tests that read the session's sample releases (tests/conftest.py) run on one test
+# worker (make test: pytest-xdist, --dist loadgroup), so each sample is built once.
+pytestmark = pytest.mark.xdist_group("sample_releases")
+
 SAMPLES = [(name, config) for name in registry.names()
            for config in registry.load(name).sample_configs()]
 

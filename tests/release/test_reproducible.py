@@ -30,6 +30,10 @@ from schemas.rejects import REJECT_SCHEMA, Reject, reject_to_row
 from tests.paths import ROOT
 from transforms.core.kernels import avx2_kernels
 
+# The tests that read the session's sample releases (tests/conftest.py) run on one test
+# worker (make test: pytest-xdist, --dist loadgroup), so each sample is built once.
+pytestmark = pytest.mark.xdist_group("sample_releases")
+
 SCHEMA = pa.schema([pa.field("id", pa.string()), pa.field("split", pa.string()),
                     pa.field("n", pa.int64())])
 ROWS = [{"id": f"row{i:03d}", "split": ("train", "dev", "test")[i % 3], "n": i}
