@@ -29,7 +29,9 @@ from tests.paths import ROOT
 SAMPLES = [(name, config) for name in registry.names()
            for config in registry.load(name).sample_configs()]
 PINNED = json.loads((ROOT / "tests" / "sample_decisions.json").read_text())
-STAGE_LINE = re.compile(r"^progress: (\w+) (\d+)(?:/(\d+) \(\d+%\))?(?:  [\d.]+/s)?"
+# `videos 3/5 (60%)  1,204 frames  38 frames/s  ~3s left`: a stage that counts its work
+# (frames) shows the work done and its rate instead of the items' rate
+STAGE_LINE = re.compile(r"^progress: (\w+) (\d+)(?:/(\d+) \(\d+%\))?(?:  [\d,]+ [a-z]+)?(?:  [\d.]+(?: [a-z]+)?/s)?"
                         r"(?:  (done|~(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)? left))?$")
 
 # the phases of a build and how long each lasts (s): the long silences of the issue
