@@ -221,23 +221,29 @@ def main(argv=None) -> int:
         save_openai_format(checkpoint)
         encoder = encoder_costs(checkpoint, precisions, video_frames(args.encoder_frames))
         report["encoder"] = encoder
+        _write(report, args.out)   # after each section: an hour's run interrupted keeps its parts
         if "video" in sections:
             manifest = bench_videos(work, args.videos, args.shots, args.frames_per_shot)
             report["video"] = dict(video_builds(work, "bench", manifest, checkpoint, precisions, encoder),
                                    videos=args.videos)
+            _write(report, args.out)
         if "sample" in sections:
             from pipelines.imagecode.sample import make_imagecode_sample
             manifest = str(make_imagecode_sample(os.path.join(work, "sample")))
             report["sample"] = video_builds(work, "sample", manifest, checkpoint, precisions, encoder)
+            _write(report, args.out)
         if "static" in sections:
             report["static"] = static_costs(work, checkpoint, precisions, args.pictures)
-    text = json.dumps(report, indent=1, sort_keys=True)
-    print(text)
-    if args.out:
-        os.makedirs(os.path.dirname(args.out), exist_ok=True)
-        with open(args.out, "w") as f:
-            f.write(text + "\n")
+            _write(report, args.out)
+    print(json.dumps(report, indent=1, sort_keys=True))
     return 0
+
+
+def _write(report: dict, path: str) -> None:
+    if path:
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        with open(path, "w") as f:
+            f.write(json.dumps(report, indent=1, sort_keys=True) + "\n")
 
 
 def _cpu_name() -> str:
