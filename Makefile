@@ -6,7 +6,7 @@ CONFIG    ?=
 ARGS      ?=
 BENCHMARKS := imagecode vsr bd2bb fg nlvr2
 
-.PHONY: setup $(addprefix build-,$(BENCHMARKS)) test check-dataflow check-portable check-flink flink-setup flink-start flink-stop check-explorer check-crowd-pages labelstudio-setup check-label-studio bench bench-scale clean-sample cache-prune
+.PHONY: setup $(addprefix build-,$(BENCHMARKS)) test test-quick check-dataflow check-portable check-flink flink-setup flink-start flink-stop check-explorer check-crowd-pages labelstudio-setup check-label-studio bench bench-scale clean-sample cache-prune
 
 setup:
 	@bash scripts/setup.sh
@@ -85,6 +85,14 @@ TEST_WORKERS ?= 2
 test: setup
 	.venv/bin/lint-imports --config .importlinter
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup tests
+
+# The inner loop (~3 min): the import rules, the library's unit tests and the command
+# line's answers, no benchmark built end to end. `make test` before a commit.
+QUICK_TESTS = tests/transforms tests/schemas tests/test_cli.py tests/test_cli_imports.py \
+              tests/test_make_variables.py tests/test_import_cycles.py tests/test_bench_paper_scale.py
+test-quick: setup
+	.venv/bin/lint-imports --config .importlinter
+	$(PY) -m pytest -q -n $(TEST_WORKERS) $(QUICK_TESTS)
 
 # Scale-out checks (docs/scale-out.md), run by CI after the tests: every sample translated
 # for Dataflow Runner v2 offline, and built through Beam's portable runner with workers in
