@@ -6,7 +6,7 @@ CONFIG    ?=
 ARGS      ?=
 BENCHMARKS := imagecode vsr bd2bb fg nlvr2
 
-.PHONY: setup $(addprefix build-,$(BENCHMARKS)) test test-quick check-dataflow check-portable check-flink flink-setup flink-start flink-stop check-explorer check-crowd-pages labelstudio-setup check-label-studio bench bench-scale clean-sample cache-prune
+.PHONY: setup $(addprefix build-,$(BENCHMARKS)) test test-quick check-dataflow check-portable check-flink flink-setup flink-start flink-stop check-explorer check-crowd-pages labelstudio-setup check-label-studio bench bench-real-model bench-scale clean-sample cache-prune
 
 setup:
 	@bash scripts/setup.sh
@@ -166,6 +166,12 @@ bench: setup
 	$(PY) -m bench.bd2bb_language
 	$(PY) -m bench.vsr_coco_stream
 	$(PY) -m bench.fg_search
+
+# The paper's model at its real cost on the CPU, per part and precision (about an hour on
+# 2 cores: bench/real_model.py), then the paper-scale table computed from it.
+bench-real-model: setup
+	$(PY) -m bench.real_model --out bench/results/real_model_cpu.json
+	$(PY) -m bench.paper_scale --cpu bench/results/real_model_cpu.json
 
 # How each build grows with its input (docs/benchmarks.md): three sizes a factor 4 apart
 # per benchmark, CPU seconds and peak memory of the process tree, growth exponents and a
