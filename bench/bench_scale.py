@@ -47,7 +47,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from typing import Callable, List, Optional, Sequence
-from pipelines.release.manifest import remove_tree   # a published release is read-only
+from pipelines.release.write.manifest import remove_tree   # a published release is read-only
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CHILD = os.path.abspath(__file__)

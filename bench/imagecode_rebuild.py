@@ -31,7 +31,7 @@ import tempfile
 import time
 
 from bench.imagecode_video import VIDEO_ONLY, make_inputs, segments
-from pipelines.release.manifest import remove_tree   # a published release is read-only
+from pipelines.release.write.manifest import remove_tree   # a published release is read-only
 
 CONFIG = "pipelines/imagecode/configs/sample.yaml"
 ALL = ("quality.score_all_frames=true",)
@@ -70,7 +70,7 @@ def child(manifest: str, out: str, version: str, *overrides: str) -> None:
     seconds = time.perf_counter() - start
     manifest_json = json.load(open(os.path.join(release, "MANIFEST.json")))
     own, waited = (resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
-    from pipelines.release.manifest import run_counters   # the work counters are BUILD.json's
+    from pipelines.release.write.manifest import run_counters   # the work counters are BUILD.json's
     print(json.dumps({"seconds": seconds, "stages": run_counters(release),
                       "process_cpu_seconds": sum((own.ru_utime, own.ru_stime,
                                                   waited.ru_utime, waited.ru_stime)),

@@ -37,7 +37,7 @@ import tempfile
 import time
 
 from transforms.video import synthetic
-from pipelines.release.manifest import remove_tree   # a published release is read-only
+from pipelines.release.write.manifest import remove_tree   # a published release is read-only
 
 PHOTOS = ["astronaut", "chelsea", "coffee", "rocket", "motorcycle_left", "motorcycle_right"]
 CONFIG = "pipelines/imagecode/configs/sample.yaml"
@@ -238,7 +238,7 @@ def goals(results: dict, start: dict, two_workers: dict) -> list:
 
 def child(manifest: str, out: str, *overrides: str) -> None:
     from pipelines import registry, runner  # imported here so import time is not measured
-    from pipelines.release.manifest import run_counters
+    from pipelines.release.write.manifest import run_counters
     benchmark = registry.load("imagecode")
     sets = [arg for o in overrides if not o.startswith("beam:") for arg in ("--set", o)]
     beam_options = [o[len("beam:"):] for o in overrides if o.startswith("beam:")]

@@ -156,8 +156,8 @@ def _run(benchmark: Benchmark, config, args: argparse.Namespace, beam_args: List
     from apache_beam.options.pipeline_options import PipelineOptions
 
     from pipelines.build_log import log_path
-    from pipelines.release import build as release
-    from pipelines.release.datacard import generated_note
+    from pipelines.release.cards.datacard import generated_note
+    from pipelines.release.write import build as release
     from pipelines.runners import counters_summed, is_local, run_failed, runner_for
     from transforms.core.stage import read_stage_counts
 

@@ -11,8 +11,8 @@ import textwrap
 
 import pytest
 
-from pipelines.runner import check_beam_args, parse_build_args
 from pipelines.registry import load
+from pipelines.runner import check_beam_args, parse_build_args
 from tests.paths import ROOT
 from tests.release.test_release_diff import make_release, sets
 
@@ -103,7 +103,7 @@ def test_a_release_that_fails_its_own_checks_exits_1(tmp_path):
     script = textwrap.dedent(f"""
         import sys
         from pipelines import runner
-        from pipelines.release.tables import Table
+        from pipelines.release.write.tables import Table
         from pipelines.vsr.benchmark import Vsr
 
         class SplitAsKey(Vsr):
@@ -198,4 +198,4 @@ def test_a_build_shows_its_progress_and_beam_info_lines_only_with_verbose(tmp_pa
     verbose = run(*base, "--version", "1.0.1", "--verbose")
     assert verbose.returncode == 0, verbose.stderr[-2000:]
     assert "INFO apache_beam" in verbose.stderr and "progress: annotations" in verbose.stderr
-    assert "INFO pipelines.release.build: building vsr 1.0.1" in verbose.stderr
+    assert "INFO pipelines.release.write.build: building vsr 1.0.1" in verbose.stderr

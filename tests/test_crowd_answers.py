@@ -41,7 +41,7 @@ def read_jsonl(path):
 class Nlvr2:
     benchmark, config = "nlvr2", "pipelines/nlvr2/configs/sample.yaml"
     # release notes need diff to key NLVR2's collection tables, whose first column is
-    # `split` (pipelines/release/diff.py row_key, being reworked elsewhere): each version
+    # `split` (pipelines/release/check/diff.py row_key, being reworked elsewhere): each version
     # in its own folder until then, so no notes compare them
     one_folder = False
 
@@ -201,7 +201,7 @@ CASES = {"nlvr2": Nlvr2, "vsr": Vsr, "fg": Fg}
 
 @pytest.mark.parametrize("benchmark", sorted(CASES))
 def test_a_rebuild_uses_no_answer_on_content_its_worker_did_not_see(benchmark, tmp_path):
-    from pipelines.release.diff import stale_answers
+    from pipelines.release.check.diff import stale_answers
     case = CASES[benchmark](tmp_path)
 
     def build(version):

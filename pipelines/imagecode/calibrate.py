@@ -39,9 +39,9 @@ PARAMS = ("mining.distance_threshold", "quality.brisque.max_score", "quality.ocr
 
 def load_release_config(release: str, overrides: List[str]) -> tuple:
     """(config, cache root) of a release, with `overrides` applied."""
-    from pipelines.release.diff import load_manifest
-    from pipelines.release.locations import resolved_config
-    from pipelines.release.verify import load_build_record
+    from pipelines.release.check.diff import load_manifest
+    from pipelines.release.check.verify import load_build_record
+    from pipelines.release.write.locations import resolved_config
     manifest = load_manifest(release)
     if manifest.get("benchmark") != BENCHMARK:
         raise UserError(f"calibrate knows ImageCoDe releases only, not {manifest.get('benchmark')!r}")
@@ -49,7 +49,7 @@ def load_release_config(release: str, overrides: List[str]) -> tuple:
     build = {**manifest, **load_build_record(release)}
     if not build.get("cache_root"):
         raise UserError(f"{release} was built without a cache: nothing to calibrate from")
-    # a release holds its paths relative (pipelines/release/locations.py): back to this machine's
+    # a release holds its paths relative (pipelines/release/write/locations.py): back to this machine's
     raw = resolved_config(manifest["config"], ImageCodeConfig, build.get("input_root"), release)
     for override in overrides:
         apply_override(raw, override)

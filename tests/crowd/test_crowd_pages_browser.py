@@ -35,7 +35,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipelines import runner
-from pipelines.release import approvals
+from pipelines.crowd import approvals
 from tests.crowd.mturk_files import assignment, write_results
 from tests.paths import ROOT
 from tests.release.chromium import Browser

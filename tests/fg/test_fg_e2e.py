@@ -11,7 +11,7 @@ import pytest
 from pipelines import runner
 from pipelines.fg import reasons
 from pipelines.fg.sample import PHOTOS, target_ids
-from pipelines.release.manifest import verify_manifest
+from pipelines.release.write.manifest import verify_manifest
 from transforms.core.stage import reconcile
 
 

@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipelines import runner
-from pipelines.release.cache import prune
+from pipelines.cache import prune
 from tests.release.release_files import run_record
 from transforms.cache.store import checksum
 from transforms.video import synthetic

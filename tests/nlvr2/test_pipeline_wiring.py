@@ -17,7 +17,7 @@ from PIL import Image
 from pipelines import runner
 from pipelines.nlvr2 import collection
 from pipelines.nlvr2.schema import Example
-from pipelines.release.tables import Table
+from pipelines.release.write.tables import Table
 from transforms.core.stage import MAIN, REJECTS, StageFn, stage_pardo
 
 QUERIES = "queries"

@@ -10,7 +10,7 @@ import pytest
 
 from pipelines import registry, runner
 from pipelines.config import load_config
-from pipelines.release.manifest import verify_manifest
+from pipelines.release.write.manifest import verify_manifest
 from transforms.core.stage import check_links, reconcile
 from tests.paths import REALDATA
 from tests.release.release_files import on_building_machine

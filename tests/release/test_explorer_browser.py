@@ -30,7 +30,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipelines import registry, runner
-from pipelines.release.explorer import PAGE_SIZE
+from pipelines.release.explorer.write import PAGE_SIZE
 from tests.paths import REALDATA, ROOT
 from tests.release.chromium import Browser
 from tests.release.explorer_pages import index_column, load_index

@@ -11,10 +11,10 @@ import time
 import pytest
 
 from pipelines import runner
+from pipelines import cache as cache_cli
 from pipelines.registry import load
-from pipelines.release import build as release
-from pipelines.release import cache as cache_cli
-from pipelines.release import runs
+from pipelines.release.write import build as release
+from pipelines.release.write import runs
 from pipelines.runner import parse_build_args
 from pipelines.vsr.sample import make_vsr_sample
 from tests.paths import ROOT as REPO_ROOT
@@ -429,7 +429,7 @@ def _what_a_stop_left(out, code, err, when):
         if not published:
             assert "nothing was published" in lines[0] or "nothing was written" in lines[0], lines
     if os.path.isdir(version):
-        from pipelines.release.verify import release_problems
+        from pipelines.release.check.verify import release_problems
         assert release_problems(version) == [], when
         assert _modes(version) == {0}, (when, "a published version is read-only whole")
 
@@ -493,7 +493,7 @@ def test_ctrl_c_at_the_publishing_instant_leaves_the_version_whole_or_absent(tmp
     if when == "after the rename":
         assert err == f"stopped by Ctrl-C (SIGINT) after publishing: {final} is there, complete and read-only\n"
         assert _modes(str(final)) == {0}
-        from pipelines.release.verify import release_problems
+        from pipelines.release.check.verify import release_problems
         assert release_problems(str(final)) == []
     else:
         assert err == ("stopped by Ctrl-C (SIGINT): nothing was published; version 1.0.0 of demo "

@@ -1,6 +1,6 @@
 """Byte-reproducible releases: the same config, inputs and seed give the same files, byte
 for byte, whatever the number of workers and whatever kernels the CPU's instructions
-select (pipelines/release/order.py, transforms/core/precision.py, docs/rebuilding.md).
+select (pipelines/release/write/order.py, transforms/core/precision.py, docs/rebuilding.md).
 
 The driver's rewrite is checked on small tables written as different runners would shard
 them; every registered sample is then built again in another process, with two workers
@@ -21,10 +21,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipelines import registry, runner
-from pipelines.release.order import rewrite_rejects, shard_of
-from pipelines.release.splits import MAIN, partition_table
-from pipelines.release.verify import (RELEASE_SHA256, VALUES_SHA256, release_problems,
-                                      release_sha256, values_sha256)
+from pipelines.release.check.verify import (RELEASE_SHA256, VALUES_SHA256, release_problems,
+                                            release_sha256, values_sha256)
+from pipelines.release.write.order import rewrite_rejects, shard_of
+from pipelines.release.write.splits import MAIN, partition_table
 from pipelines.scaleout.compare import checksum_differences
 from schemas.rejects import REJECT_SCHEMA, Reject, reject_to_row
 from tests.paths import ROOT

@@ -10,12 +10,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipelines import runner
-from pipelines.release.manifest import verify_manifest
+from pipelines.release.write.manifest import verify_manifest
 from pipelines.vsr import reasons
 from pipelines.vsr.annotations import parse_public_line
 from pipelines.vsr.captions import CaptionParser
-from pipelines.vsr.sample import make_vsr_sample
 from pipelines.vsr.relations import RELATIONS
+from pipelines.vsr.sample import make_vsr_sample
 from pipelines.vsr.schema import EXAMPLE_SCHEMA, PAIR_SCHEMA, example_id
 from schemas.tfexample import tf_feature_spec
 

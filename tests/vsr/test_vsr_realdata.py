@@ -8,7 +8,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipelines import runner
-from pipelines.release.manifest import verify_manifest
+from pipelines.release.write.manifest import verify_manifest
 from pipelines.vsr.annotations import parse_public_line
 from pipelines.vsr.captions import CaptionParser
 from pipelines.vsr.relations import RELATIONS
