@@ -61,12 +61,12 @@ def build_in_child(manifest: str, out: str, version: str, overrides) -> dict:
 
 
 def child(manifest: str, out: str, version: str, *overrides: str) -> None:
-    from pipelines import registry, runner  # imported here so import time is not measured
+    from pipelines import build, registry  # imported here so import time is not measured
     benchmark = registry.load("imagecode")
     sets = [arg for override in (*VIDEO_ONLY, *overrides) for arg in ("--set", override)]
     start = time.perf_counter()
-    release = runner.build(benchmark, ["--config", CONFIG, "--set", f"inputs.videos={manifest}",
-                             "--output", out, "--version", version, *sets])
+    release = build.build(benchmark, ["--config", CONFIG, "--set", f"inputs.videos={manifest}",
+                            "--output", out, "--version", version, *sets])
     seconds = time.perf_counter() - start
     manifest_json = json.load(open(os.path.join(release, "MANIFEST.json")))
     own, waited = (resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))

@@ -102,8 +102,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 0 if rest else 2
     verb, args = rest[0], rest[1:]
     if verb == "build":
-        from pipelines import runner
-        return runner.build_main(name, args)
+        from pipelines import build
+        return build.build_main(name, args)
     if verb == "diff":
         from pipelines.cli import parse_diff_args
         diff_args = parse_diff_args(args, prog=f"python -m pipelines {name} diff")

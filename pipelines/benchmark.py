@@ -1,4 +1,4 @@
-"""What a benchmark is, to the one runner (pipelines/runner.py) that builds them all.
+"""What a benchmark is, to the one build command (pipelines/build.py) that builds them all.
 
 A benchmark package (`pipelines/<name>/`) declares one `Benchmark` object in its
 `benchmark.py` and registers its name in pipelines/registry.py. The runner does what every

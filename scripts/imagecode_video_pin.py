@@ -99,7 +99,7 @@ def make_inputs(work: str) -> None:
 
 
 def build(work: str, snapshot: str) -> None:
-    from pipelines import runner
+    from pipelines import build as build_command
     from pipelines.imagecode import calibrate
 
     work = os.path.abspath(work)
@@ -108,9 +108,9 @@ def build(work: str, snapshot: str) -> None:
     digests = {}
     for name, inputs, folder, version, overrides in SCENARIOS:
         sets = [arg for o in (*inputs(work), *overrides) for arg in ("--set", o)]
-        release = runner.build("imagecode", ["--config", CONFIG, "--output",
-                                             os.path.join(out_root, folder), "--version", version,
-                                             *sets])
+        release = build_command.build("imagecode", ["--config", CONFIG, "--output",
+                                                    os.path.join(out_root, folder), "--version", version,
+                                                    *sets])
         digests[name] = release_digest(release, root=work + "/")
         print(f"{name}: " + ", ".join(f"{t} {d['rows']}" for t, d in digests[name]["tables"].items()),
               flush=True)

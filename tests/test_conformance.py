@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines import registry, runner
+from pipelines import build, registry
 from pipelines.config import load_config
 from pipelines.release.check.diff import diff_releases, render
 from pipelines.release.check.digest import differences, release_digest
@@ -615,8 +615,8 @@ def second(built):
         f"name the threshold {benchmark.name} ({sample}) changes in its second version"
     change = SECOND_VERSION[(benchmark.name, sample)]
     out = os.path.dirname(os.path.dirname(release))
-    new = runner.build(benchmark, ["--config", sample, "--output", out, "--version", "1.1.0",
-                                   "--set", change, "--quiet"])
+    new = build.build(benchmark, ["--config", sample, "--output", out, "--version", "1.1.0",
+                                  "--set", change, "--quiet"])
     return benchmark, release, new, change
 
 

@@ -19,7 +19,7 @@ import shutil
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines import runner
+from pipelines import build as build_command
 from schemas.reasons import STALE_ANSWER
 
 
@@ -206,9 +206,9 @@ def test_a_rebuild_uses_no_answer_on_content_its_worker_did_not_see(benchmark, t
 
     def build(version):
         out = tmp_path / ("releases" if case.one_folder else version)
-        return runner.build(case.benchmark, ["--config", case.config, "--output", str(out),
-                                             "--version", version, "--no-explorer", "--quiet",
-                                             *case.args()])
+        return build_command.build(case.benchmark, ["--config", case.config, "--output", str(out),
+                                                    "--version", version, "--no-explorer", "--quiet",
+                                                    *case.args()])
 
     before = case.first_build(build)
     assert not [r for r in rejects(before) if r["reason"] == STALE_ANSWER]

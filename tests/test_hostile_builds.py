@@ -21,7 +21,7 @@ from typing import Dict, List, Sequence, Tuple
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines import cli, registry, runner
+from pipelines import build, cli, registry
 from pipelines.config import generating_sample, load_config
 from tests.release.release_files import on_building_machine
 
@@ -34,7 +34,7 @@ def _build(benchmark: str, config: str, sets: Sequence[str], out, capsys, versio
     args = ["--config", config, "--output", str(out), "--version", version, "--quiet", "--no-explorer"]
     for item in sets:
         args += ["--set", item]
-    code = cli.run_main(lambda argv: runner.build(benchmark, argv), args)
+    code = cli.run_main(lambda argv: build.build(benchmark, argv), args)
     errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
     release = None
     for root, _, files in os.walk(out):

@@ -99,11 +99,11 @@ def calibrate(cfg: ImageCodeConfig, cache_root: str, runs: List[dict],
     import apache_beam as beam
     from apache_beam.options.pipeline_options import PipelineOptions
 
+    from pipelines.beam_runners import runner_for
     from pipelines.imagecode.mining import sets_from_known_scores
     from pipelines.imagecode.params import build_rules, shot_params
     from pipelines.imagecode.video_content import OnePlanPerContent
     from pipelines.imagecode.video_plans import UNCACHED, LookUpCachedPlans
-    from pipelines.runners import runner_for
     from transforms.core.stage import MAIN
     from transforms.video.manifest import ReadVideoManifest
 

@@ -21,7 +21,7 @@ import os
 import time
 from typing import List, Sequence
 
-from pipelines import runner
+from pipelines import build as build_command
 from pipelines.benchmark import Benchmark
 from pipelines.release.check.digest import differences, release_digest
 from pipelines.release.check.verify import DIGEST_KEYS, RELEASE_SHA256, load_manifest
@@ -49,8 +49,8 @@ class Comparison:
 def build(benchmark: Benchmark, config_name: str, output: str,
           runner_options: Sequence[str] = ()) -> str:
     """One build of `config_name` into `output`; returns the release folder."""
-    return runner.build(benchmark, ["--config", config_name, "--version", VERSION,
-                                    "--output", output, "--no-explorer", *runner_options])
+    return build_command.build(benchmark, ["--config", config_name, "--version", VERSION,
+                                           "--output", output, "--no-explorer", *runner_options])
 
 
 def compare(benchmark: Benchmark, config_name: str, work: str, runner_options: Sequence[str],

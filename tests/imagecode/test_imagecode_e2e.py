@@ -11,7 +11,7 @@ import apache_beam as beam
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines import runner
+from pipelines import build as build_command
 from pipelines.imagecode import reasons
 from pipelines.imagecode.names import parse_video_set_name
 from pipelines.imagecode.sample import make_imagecode_sample
@@ -48,12 +48,12 @@ def sample(generated):
 
 def build(sample, out, version="1.0.0", *extra):
     folder = os.path.dirname(sample)
-    return runner.build("imagecode", [
-        "--config", SAMPLE_CONFIG, "--output", str(out), "--version", version,
-        "--set", f"inputs.videos={sample}",
-        "--set", f"static.images={folder}/images.jsonl",
-        "--set", f"crowd.descriptions={folder}/crowd/descriptions.csv",
-        "--set", f"crowd.retrievals={folder}/crowd/retrievals.jsonl", *extra])
+    return build_command.build("imagecode", [
+               "--config", SAMPLE_CONFIG, "--output", str(out), "--version", version,
+               "--set", f"inputs.videos={sample}",
+               "--set", f"static.images={folder}/images.jsonl",
+               "--set", f"crowd.descriptions={folder}/crowd/descriptions.csv",
+               "--set", f"crowd.retrievals={folder}/crowd/retrievals.jsonl", *extra])
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ import shutil
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines import runner
+from pipelines import build as build_command
 from pipelines.imagecode import reasons
 from pipelines.imagecode.names import parse_video_set_name
 from pipelines.release.write.build import ReleaseError
@@ -49,11 +49,11 @@ def inputs(tmp_path_factory):
 
 
 def build(inputs, out, *extra):
-    return runner.build("imagecode", [
-        "--config", SAMPLE_CONFIG, "--output", str(out), "--version", "1.0.0",
-        "--set", f"inputs.videos={inputs / 'videos.jsonl'}", "--set", "static.images=null",
-        "--set", "crowd.descriptions=null", "--set", "crowd.retrievals=null",
-        "--set", "quality.brisque.enabled=false", "--set", "quality.ocr.enabled=false", *extra])
+    return build_command.build("imagecode", [
+               "--config", SAMPLE_CONFIG, "--output", str(out), "--version", "1.0.0",
+               "--set", f"inputs.videos={inputs / 'videos.jsonl'}", "--set", "static.images=null",
+               "--set", "crowd.descriptions=null", "--set", "crowd.retrievals=null",
+               "--set", "quality.brisque.enabled=false", "--set", "quality.ocr.enabled=false", *extra])
 
 
 @pytest.fixture(scope="module")

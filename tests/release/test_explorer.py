@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 from PIL import Image
 
-from pipelines import runner
+from pipelines import build
 from pipelines.release.cards.datacard import generated_note
 from pipelines.release.check.diff import diff_releases
 from pipelines.release.explorer import write as explorer_module
@@ -478,8 +478,8 @@ def test_a_release_without_rows_or_rejects_has_an_explorer(tmp_path):
 
 
 def test_no_explorer_builds_a_release_without_one(tmp_path):
-    release = runner.build("vsr", ["--config", "sample", "--output", str(tmp_path), "--version",
-                                   "1.0.0", "--quiet", "--no-explorer"])
+    release = build.build("vsr", ["--config", "sample", "--output", str(tmp_path), "--version",
+                                  "1.0.0", "--quiet", "--no-explorer"])
     assert not os.path.exists(os.path.join(release, "explorer"))
     manifest = json.load(open(os.path.join(release, "MANIFEST.json")))
     assert "explorer" not in manifest and verify_manifest(release) == []

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines import registry, runner
+from pipelines import build, registry
 from pipelines.release.check.verify import (RELEASE_SHA256, VALUES_SHA256, release_problems,
                                             release_sha256, values_sha256)
 from pipelines.release.write.order import rewrite_rejects, shard_of
@@ -205,8 +205,8 @@ def test_a_warm_cache_gives_the_cold_builds_release(name, config, tmp_path, samp
     cache = os.path.join(os.path.dirname(os.path.dirname(cold)), ".cache")
     if os.path.isdir(cache):
         shutil.copytree(cache, tmp_path / ".cache")
-    warm = runner.build(registry.load(name), ["--config", config, "--output", str(tmp_path),
-                                              "--version", "1.0.0", "--quiet"])
+    warm = build.build(registry.load(name), ["--config", config, "--output", str(tmp_path),
+                                             "--version", "1.0.0", "--quiet"])
     assert release_problems(warm) == []
     manifests = [json.load(open(os.path.join(r, "MANIFEST.json"))) for r in (cold, warm)]
     assert manifests[0][RELEASE_SHA256] == manifests[1][RELEASE_SHA256]
