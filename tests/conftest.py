@@ -25,6 +25,6 @@ def sample_release(tmp_path_factory):
             from pipelines import build, registry
             out = tmp_path_factory.mktemp(f"conformance-{name}-{config}")
             built[name, config] = build.build(registry.load(name), [
-               "--config", config, "--output", str(out), "--version", "1.0.0"])
+                "--config", config, "--output", str(out), "--version", "1.0.0"])
         return built[name, config]
     return release

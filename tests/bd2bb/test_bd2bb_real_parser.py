@@ -78,9 +78,9 @@ def test_table4_codes_from_the_real_parser(nlp, label, action, spec, code1, code
 def test_the_sample_builds_with_the_real_parser(tmp_path):
     sample = os.path.dirname(str(make_bd2bb_sample(str(tmp_path / "sample"))))
     release = build.build("bd2bb", [
-       "--config", "sample-spacy", "--output", str(tmp_path / "out"), "--version", "1.0.0",
-       "--set", f"inputs.tuples={sample}/tuples.jsonl",
-       "--set", f"inputs.captions={sample}/captions.json"])
+        "--config", "sample-spacy", "--output", str(tmp_path / "out"), "--version", "1.0.0",
+        "--set", f"inputs.tuples={sample}/tuples.jsonl",
+        "--set", f"inputs.captions={sample}/captions.json"])
     manifest = json.load(open(os.path.join(release, "MANIFEST.json")))
     assert manifest["reconciled"] is True
     assert manifest["models"]["parser"]["model"] == MODEL

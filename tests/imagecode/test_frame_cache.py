@@ -44,9 +44,9 @@ def build(inputs, out, version, *overrides, cache=None):
     if cache:
         sets += ["--set", f"cache.dir={cache}"]
     return build_command.build("imagecode", [
-               "--config", SAMPLE_CONFIG, "--output", str(out), "--version", version,
-               "--set", f"inputs.videos={inputs / 'videos.jsonl'}", "--set", "static.images=null",
-               "--set", "crowd.descriptions=null", "--set", "crowd.retrievals=null", *sets])
+        "--config", SAMPLE_CONFIG, "--output", str(out), "--version", version,
+        "--set", f"inputs.videos={inputs / 'videos.jsonl'}", "--set", "static.images=null",
+        "--set", "crowd.descriptions=null", "--set", "crowd.retrievals=null", *sets])
 
 
 def manifest(release):

@@ -49,11 +49,11 @@ def sample(generated):
 def build(sample, out, version="1.0.0", *extra):
     folder = os.path.dirname(sample)
     return build_command.build("imagecode", [
-               "--config", SAMPLE_CONFIG, "--output", str(out), "--version", version,
-               "--set", f"inputs.videos={sample}",
-               "--set", f"static.images={folder}/images.jsonl",
-               "--set", f"crowd.descriptions={folder}/crowd/descriptions.csv",
-               "--set", f"crowd.retrievals={folder}/crowd/retrievals.jsonl", *extra])
+        "--config", SAMPLE_CONFIG, "--output", str(out), "--version", version,
+        "--set", f"inputs.videos={sample}",
+        "--set", f"static.images={folder}/images.jsonl",
+        "--set", f"crowd.descriptions={folder}/crowd/descriptions.csv",
+        "--set", f"crowd.retrievals={folder}/crowd/retrievals.jsonl", *extra])
 
 
 @pytest.fixture(scope="module")

@@ -50,10 +50,10 @@ def inputs(tmp_path_factory):
 
 def build(inputs, out, *extra):
     return build_command.build("imagecode", [
-               "--config", SAMPLE_CONFIG, "--output", str(out), "--version", "1.0.0",
-               "--set", f"inputs.videos={inputs / 'videos.jsonl'}", "--set", "static.images=null",
-               "--set", "crowd.descriptions=null", "--set", "crowd.retrievals=null",
-               "--set", "quality.brisque.enabled=false", "--set", "quality.ocr.enabled=false", *extra])
+        "--config", SAMPLE_CONFIG, "--output", str(out), "--version", "1.0.0",
+        "--set", f"inputs.videos={inputs / 'videos.jsonl'}", "--set", "static.images=null",
+        "--set", "crowd.descriptions=null", "--set", "crowd.retrievals=null",
+        "--set", "quality.brisque.enabled=false", "--set", "quality.ocr.enabled=false", *extra])
 
 
 @pytest.fixture(scope="module")

@@ -184,8 +184,8 @@ def test_an_image_in_two_splits_is_reported_or_fails_the_build(tmp_path, capsys)
     assert url["in_several_splits"] == 1 and url["examples"] == [
         {"image": dev[1]["left_url"], "splits": ["dev", "test1"]}]
     code = build_command.build_main("nlvr2", [
-               "--config", "public", "--output", str(tmp_path / "forbid"), "--version", "1.0.0",
-               "--set", f"inputs.public=[{','.join(files)}]", "--set", "leakage.forbid_shared_images=true"])
+        "--config", "public", "--output", str(tmp_path / "forbid"), "--version", "1.0.0",
+        "--set", f"inputs.public=[{','.join(files)}]", "--set", "leakage.forbid_shared_images=true"])
     assert code == 2
     assert "leakage.forbid_shared_images" in capsys.readouterr().err
     assert not os.path.exists(tmp_path / "forbid" / "nlvr2" / "1.0.0")

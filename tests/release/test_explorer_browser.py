@@ -59,11 +59,11 @@ def releases(tmp_path_factory):
     built["vsr 1.1.0"] = build.build("vsr", ["--config", "sample", "--output", str(out),
                                              "--version", "1.1.0", "--set", "seed=1", "--quiet"])
     built["imagecode 1.1.0"] = build.build("imagecode", [
-       "--config", "sample", "--output", str(out), "--version", "1.1.0", "--quiet",
-       "--set", "mining.distance_threshold=0.30"])
+        "--config", "sample", "--output", str(out), "--version", "1.1.0", "--quiet",
+        "--set", "mining.distance_threshold=0.30"])
     built["nlvr2 public"] = build.build("nlvr2", [   # beside the sample's 1.0.0
-       "--config", "public", "--output", str(out), "--version", "2.0.0", "--quiet",
-       "--set", f"inputs.public=[{','.join(map(str, NLVR2_PUBLIC))}]"])
+        "--config", "public", "--output", str(out), "--version", "2.0.0", "--quiet",
+        "--set", f"inputs.public=[{','.join(map(str, NLVR2_PUBLIC))}]"])
     yield built
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     (SCREENSHOTS / "timings.json").write_text(json.dumps(TIMINGS, indent=1, sort_keys=True) + "\n")
