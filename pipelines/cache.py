@@ -1,4 +1,7 @@
-"""Cache housekeeping: `python -m pipelines cache prune --cache ROOT --releases OUT [--dry-run]`.
+"""The cache seen from the releases (the store itself is transforms/cache/store.py): what a
+build's record says of its cache (`cache_record`, which the benchmarks that cache put in
+BUILD.json), and housekeeping, `python -m pipelines cache prune --cache ROOT --releases OUT
+[--dry-run]`.
 
 The build record's contract: a release whose build used cache entries lists the shards
 it read or wrote under a top-level key of its BUILD.json (of its MANIFEST.json, for a
