@@ -182,7 +182,7 @@ bench-scale: setup
 clean-sample:
 	rm -rf samples/imagecode samples/vsr samples/bd2bb samples/fg
 
-# Delete cache shards that no release's MANIFEST.json names ("cache_files"; see pipelines/release/cache.py and pipelines/release/runs.py).
+# Delete cache shards that no release's MANIFEST.json names ("cache_files"; see pipelines/cache.py and pipelines/release/write/runs.py).
 CACHE ?= $(OUT)/.cache
 cache-prune: setup
 	$(PY) -m pipelines cache prune --cache $(CACHE) --releases $(OUT)

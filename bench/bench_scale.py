@@ -47,7 +47,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from typing import Callable, List, Optional, Sequence
-from pipelines.release.manifest import remove_tree   # a published release is read-only
+from pipelines.release.write.manifest import remove_tree   # a published release is read-only
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CHILD = os.path.abspath(__file__)
@@ -253,8 +253,8 @@ def knn_child(folder: str, out: str, sets: int = 4845, k: int = 9, shards: int =
     import apache_beam as beam
     from apache_beam.options.pipeline_options import PipelineOptions
 
+    from pipelines.beam_runners import runner_for
     from pipelines.imagecode.static_sets import BuildStaticSets
-    from pipelines.runners import runner_for
     from schemas.records import ImageEmbedding
     from transforms.core.stage import MAIN
     from transforms.vectors.embedding_folders import ReadEmbeddingFolder

@@ -31,7 +31,7 @@ import tempfile
 import time
 
 from bench.imagecode_video import VIDEO_ONLY, make_inputs, segments
-from pipelines.release.manifest import remove_tree   # a published release is read-only
+from pipelines.release.write.manifest import remove_tree   # a published release is read-only
 
 CONFIG = "pipelines/imagecode/configs/sample.yaml"
 ALL = ("quality.score_all_frames=true",)
@@ -61,16 +61,16 @@ def build_in_child(manifest: str, out: str, version: str, overrides) -> dict:
 
 
 def child(manifest: str, out: str, version: str, *overrides: str) -> None:
-    from pipelines import registry, runner  # imported here so import time is not measured
+    from pipelines import build, registry  # imported here so import time is not measured
     benchmark = registry.load("imagecode")
     sets = [arg for override in (*VIDEO_ONLY, *overrides) for arg in ("--set", override)]
     start = time.perf_counter()
-    release = runner.build(benchmark, ["--config", CONFIG, "--set", f"inputs.videos={manifest}",
-                             "--output", out, "--version", version, *sets])
+    release = build.build(benchmark, ["--config", CONFIG, "--set", f"inputs.videos={manifest}",
+                            "--output", out, "--version", version, *sets])
     seconds = time.perf_counter() - start
     manifest_json = json.load(open(os.path.join(release, "MANIFEST.json")))
     own, waited = (resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
-    from pipelines.release.manifest import run_counters   # the work counters are BUILD.json's
+    from pipelines.release.write.manifest import run_counters   # the work counters are BUILD.json's
     print(json.dumps({"seconds": seconds, "stages": run_counters(release),
                       "process_cpu_seconds": sum((own.ru_utime, own.ru_stime,
                                                   waited.ru_utime, waited.ru_stime)),

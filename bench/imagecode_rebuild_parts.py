@@ -50,7 +50,7 @@ PARTS = (
     ("models and identities (prepare)", ("ImageCoDe.prepare (",)),
     ("release: explorer, rejected frames decoded", ("explorer_frames.py",)),
     ("release: explorer, the rest", ("write_explorer",)),
-    ("release: notes' diff", ("pipelines/release/diff.py",)),
+    ("release: notes' diff", ("pipelines/release/check/diff.py",)),
     ("release: data card and plots", ("plots.py", "datacard.py", "describe")),
     ("release: files, manifest, checks", ("build_release (",)),
 )
@@ -74,7 +74,7 @@ IMPORTS = (("apache_beam", "import apache_beam"),
            ("matplotlib (the data card's plots)", "import matplotlib.figure, matplotlib.backends.backend_agg"),
            ("cv2", "import cv2"),
            ("the project's modules for a build", "import pipelines.imagecode.benchmark, "
-                                                 "pipelines.runner, pipelines.release.build"))
+                                                 "pipelines.build, pipelines.release.write.build"))
 IMPORT_CHILD = """
 import json, time
 out = []

@@ -37,7 +37,7 @@ import tempfile
 import time
 
 from transforms.video import synthetic
-from pipelines.release.manifest import remove_tree   # a published release is read-only
+from pipelines.release.write.manifest import remove_tree   # a published release is read-only
 
 PHOTOS = ["astronaut", "chelsea", "coffee", "rocket", "motorcycle_left", "motorcycle_right"]
 CONFIG = "pipelines/imagecode/configs/sample.yaml"
@@ -237,8 +237,8 @@ def goals(results: dict, start: dict, two_workers: dict) -> list:
 
 
 def child(manifest: str, out: str, *overrides: str) -> None:
-    from pipelines import registry, runner  # imported here so import time is not measured
-    from pipelines.release.manifest import run_counters
+    from pipelines import build, registry  # imported here so import time is not measured
+    from pipelines.release.write.manifest import run_counters
     benchmark = registry.load("imagecode")
     sets = [arg for o in overrides if not o.startswith("beam:") for arg in ("--set", o)]
     beam_options = [o[len("beam:"):] for o in overrides if o.startswith("beam:")]
@@ -255,8 +255,8 @@ def child(manifest: str, out: str, *overrides: str) -> None:
         graph["counting"] = (time.perf_counter() - counting, time.process_time() - counting_cpu)
     benchmark.build = timed_build
     start, cpu_start = time.perf_counter(), time.process_time()
-    release = runner.build(benchmark, ["--config", CONFIG, "--set", f"inputs.videos={manifest}",
-                             "--output", out, "--version", "1.0.0", *sets, *beam_options])
+    release = build.build(benchmark, ["--config", CONFIG, "--set", f"inputs.videos={manifest}",
+                            "--output", out, "--version", "1.0.0", *sets, *beam_options])
     seconds = time.perf_counter() - start - graph["counting"][0]
     cpu_seconds = time.process_time() - cpu_start - graph.pop("counting")[1]
     stages = run_counters(release)   # the release's counters and the run's work (BUILD.json)

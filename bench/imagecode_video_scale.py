@@ -40,7 +40,7 @@ import sys
 import tempfile
 import threading
 import time
-from pipelines.release.manifest import remove_tree   # a published release is read-only
+from pipelines.release.write.manifest import remove_tree   # a published release is read-only
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -156,12 +156,12 @@ def build(code: str, manifest: str, out: str, version: str = "1.0.0") -> dict:
 
 
 def child(manifest: str, out: str, version: str) -> None:
-    from pipelines import runner
+    from pipelines import build as build_command
     sets = [arg for o in VIDEO_ONLY for arg in ("--set", o)]
     cpu = time.process_time()
-    release = runner.build("imagecode", ["--config", CONFIG, "--set", f"inputs.videos={manifest}",
-                                         "--output", out, "--version", version, *sets])
-    from pipelines.release.manifest import run_counters
+    release = build_command.build("imagecode", ["--config", CONFIG, "--set", f"inputs.videos={manifest}",
+                                                "--output", out, "--version", version, *sets])
+    from pipelines.release.write.manifest import run_counters
     stages = run_counters(release)   # the release's counters and the run's work (BUILD.json)
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     print(json.dumps({"cpu_seconds": time.process_time() - cpu

@@ -18,7 +18,7 @@ run the engine failed (one line: nothing was published), and 128 + signal with o
 when stopped (130 for Ctrl-C, 143 for SIGTERM; pipelines/stops.py). `verify` exits 1 with a line
 per problem of the release against its manifest (a file, a value, a count); `diff`, and a
 build that compares itself with a previous version, exit 2 with one line when a release
-they read differs or has no manifest (pipelines/release/verify.py).
+they read differs or has no manifest (pipelines/release/check/verify.py).
 `--help`, `verify` and `diff` read pipelines/registry.py and the releases only: they import
 no benchmark and no model library. Every command parses its arguments first, and `build`
 also loads and checks its config and the inputs it names, before Beam, torch or a
@@ -76,16 +76,16 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 0 if argv else 2
     name, rest = argv[0], argv[1:]
     if name == "verify":
-        from pipelines.release import verify
+        from pipelines.release.check import verify
         return verify.main(rest)
     if name == "approvals":
-        from pipelines.release import approvals
+        from pipelines.crowd import approvals
         return approvals.main(rest)
     if name == "htmlquestions":
-        from pipelines.release import htmlquestions
+        from pipelines.crowd import htmlquestions
         return htmlquestions.main(rest)
     if name == "cache":
-        from pipelines.release import cache
+        from pipelines import cache
         return cache.main(rest)
     if name == "check":
         from pipelines import scaleout
@@ -102,12 +102,12 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 0 if rest else 2
     verb, args = rest[0], rest[1:]
     if verb == "build":
-        from pipelines import runner
-        return runner.build_main(name, args)
+        from pipelines import build
+        return build.build_main(name, args)
     if verb == "diff":
         from pipelines.cli import parse_diff_args
         diff_args = parse_diff_args(args, prog=f"python -m pipelines {name} diff")
-        from pipelines.release import diff   # Beam's FileSystems and Arrow: once it has work
+        from pipelines.release.check import diff   # Beam's FileSystems and Arrow: once it has work
         return diff.run(diff_args)
     if verb in registry.BENCHMARKS[name].commands:
         return registry.command(name, verb)(args)

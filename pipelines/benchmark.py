@@ -1,4 +1,4 @@
-"""What a benchmark is, to the one runner (pipelines/runner.py) that builds them all.
+"""What a benchmark is, to the one build command (pipelines/build.py) that builds them all.
 
 A benchmark package (`pipelines/<name>/`) declares one `Benchmark` object in its
 `benchmark.py` and registers its name in pipelines/registry.py. The runner does what every
@@ -12,9 +12,10 @@ what is its own:
     build(pipeline, plan, staging)        wire the stages (reads like the paper)
     tables(plan), links(plan)             what the release must hold: each table with the
                                           counter its rows must equal and the key columns
-                                          that identify a row (Table, pipelines/release/
-                                          tables.py), and which counters must agree (checked
-                                          before a release is written)
+                                          that identify a row (Table,
+                                          pipelines/release/write/tables.py), and which
+                                          counters must agree (checked before a release is
+                                          written)
     main_tables(plan)                     the tables that must hold a row: a build that
                                           yields nothing fails, its version unused
     progress(plan)                        its main stages, for the progress lines
@@ -22,7 +23,7 @@ what is its own:
                                           `split` column); one Hugging Face config each
     describe(plan, facts)                 the data card's summary, thresholds, sections
     explorer(plan)                        how its tables look in the release explorer
-                                          (pipelines/release/explorer_views.py)
+                                          (pipelines/release/explorer/views.py)
 
 A benchmark's own commands (ImageCoDe's `calibrate`) are registered beside its title in
 pipelines/registry.py, so that `--help` and `diff` load no benchmark and no model.
@@ -41,9 +42,9 @@ import apache_beam as beam
 
 from pipelines.config import config_names, config_path, reads_sample
 from pipelines.progress import Progress
-from pipelines.release.explorer_views import Explorer
-from pipelines.release.splits import MAIN, SplitScheme
-from pipelines.release.tables import Table
+from pipelines.release.explorer.views import Explorer
+from pipelines.release.write.splits import MAIN, SplitScheme
+from pipelines.release.write.tables import Table
 
 
 @dataclass
@@ -120,7 +121,7 @@ class Benchmark(abc.ABC):
         rows must equal and its key, the columns that identify one row (one or more, e.g.
         `key=("example_id", "scheme")`). The key is how `diff` and the release notes match
         the rows of two versions; a table without one is an error before any work, and a
-        key that two written rows share fails the build (pipelines/release/tables.py)."""
+        key that two written rows share fails the build (pipelines/release/write/tables.py)."""
 
     def main_tables(self, plan: Plan) -> Sequence[str]:
         """The tables this build is for: when any of them has no row the build fails
@@ -132,13 +133,13 @@ class Benchmark(abc.ABC):
     def splits(self, plan: Plan) -> Dict[str, Sequence[SplitScheme]]:
         """Each table's split schemes, main one first: the release writes one set of
         Parquet files per split and the dataset card one config per scheme
-        (pipelines/release/splits.py, hf_card.py). Declare a second scheme for a table
+        (pipelines/release/write/splits.py, cards/hf_card.py). Declare a second scheme for a table
         that holds one (e.g. `SplitScheme("zeroshot_split", "zeroshot")`)."""
         return {table: MAIN for table in self.tables(plan)}
 
     def explorer(self, plan: Plan) -> Explorer:
         """The release explorer's views of its tables (images, target, text, choices,
-        figures; pipelines/release/explorer_views.py). A table not named here gets a
+        figures; pipelines/release/explorer/views.py). A table not named here gets a
         plain view: its key and scalar columns."""
         return Explorer()
 
@@ -165,4 +166,4 @@ class Benchmark(abc.ABC):
 
     @abc.abstractmethod
     def describe(self, plan: Plan, facts: dict) -> dict:
-        """The data card's summary, thresholds and sections (pipelines/release/datacard.py)."""
+        """The data card's summary, thresholds and sections (pipelines/release/cards/datacard.py)."""

@@ -30,7 +30,7 @@ from transforms.io.paths import absolute_path
 # characters. No "+build" part: semver orders 1.0.0+a and 1.0.0+b equal, and the release
 # notes compare a version with the highest one below it. Checked before any work: the
 # version names a folder (and a URL) of the release, which takes safe names only
-# (pipelines/release/manifest.py version_dir); a version this rule let through and the
+# (pipelines/release/write/manifest.py version_dir); a version this rule let through and the
 # folder did not ("+build", a non-ASCII digit, 300 digits) failed there, after the
 # whole run, with a traceback and exit 1.
 MAX_VERSION_CHARS = 64
@@ -67,7 +67,7 @@ def add_build_arguments(parser: argparse.ArgumentParser, configs=(), example_set
 
 
 def parse_diff_args(argv: List[str], prog: str = "python -m pipelines BENCHMARK diff") -> argparse.Namespace:
-    """The arguments of `diff OLD NEW [--json] [--examples N]` (pipelines/release/diff.py
+    """The arguments of `diff OLD NEW [--json] [--examples N]` (pipelines/release/check/diff.py
     run), parsed before the comparison's modules (Beam's FileSystems, Arrow) are loaded."""
     parser = argparse.ArgumentParser(prog=prog, description="What changed between two releases: "
                                      "config, and per table the rows added, removed, moved "

@@ -296,7 +296,7 @@ def reads_sample(config) -> bool:
     """Whether a loaded config reads its benchmark's embedded sample (samples/<benchmark>/,
     generated on first use): its type says, with a `reads_sample()` method (a config type
     without one never does). Asked before the benchmark is loaded: the runner checks the
-    inputs of any other config before it imports Beam (pipelines/runner.py)."""
+    inputs of any other config before it imports Beam (pipelines/build.py)."""
     method = getattr(config, "reads_sample", None)
     return bool(method and method())
 

@@ -65,7 +65,7 @@ def check_outputs_outside_inputs(config, output: str, cache_root: Optional[str])
     a bind mount: Linux gives folders no hard links) is caught as the folder itself. An
     input that is the cache folder itself (`cache.dir`) is not an input folder. A few
     stat calls: the runner makes this check before Beam or a model is imported
-    (pipelines/runner.py)."""
+    (pipelines/build.py)."""
     writes = [("--output", output)] + ([("cache.dir", cache_root)] if cache_root else [])
     for key, kind, paths in input_paths(config):
         for path in paths:

@@ -37,7 +37,7 @@ the time left so computed still swings; a line's estimate is kept within a facto
 MAX_SWING of the previous line's, and the next lines close in on the rate's.
 
 While the pipeline runs, workers tally their stage counters into small files of a local
-folder (transforms/core/progress.py; worker processes of the multi-process runner
+folder (transforms/core/tallies.py; worker processes of the multi-process runner
 inherit the folder through the environment) and a driver thread sums them every
 EVERY_S. When the run ends, the last line of each stage is printed from Beam's own
 counters, the release's source of truth. On Dataflow the same counters are Beam metrics,
@@ -57,7 +57,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Dict, Iterator, Optional, Sequence, TextIO, Tuple
 
-from transforms.core.progress import PROGRESS_DIR_ENV, use_folder
+from transforms.core.tallies import PROGRESS_DIR_ENV, use_folder
 
 EVERY_S = 5.0        # how often the driver thread looks at the tallies
 HEARTBEAT_S = 20.0   # the longest silence: a line is due after it (promised: 30 s)

@@ -6,7 +6,7 @@ Adding a benchmark adds one entry here (docs/architecture.md, "Adding a benchmar
 imported only when used: `python -m pipelines --help`, `<benchmark> --help` and `diff`
 read this table and import no benchmark (and so no model library: torch, faiss, spaCy
 ...); a build reads its config type through it and checks the config and its inputs
-before the benchmark (Beam, its models) is imported (pipelines/runner.py).
+before the benchmark (Beam, its models) is imported (pipelines/build.py).
 """
 from __future__ import annotations
 

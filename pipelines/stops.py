@@ -11,7 +11,7 @@ How:
   (pipelines/__main__.py), so a stop while Beam or torch load (the first seconds) is the
   same one line, never Python's KeyboardInterrupt traceback. A build run in process
   (a test, a script) gets the same handlers for its duration from `stop_signals_as_exit`
-  (pipelines/release/build.py).
+  (pipelines/release/write/build.py).
 - The handler raises `Stopped` (a SystemExit: `except Exception` on the way does not
   swallow it, as a KeyboardInterrupt could be), so the build's cleanup runs as on any
   failure: its staging folder, locks and half-written cache files go. Beam re-raises
@@ -26,7 +26,7 @@ How:
   and the interpreter would wait for them at exit for minutes. Nothing is left to
   flush by then: stdout and stderr are flushed first, and the build's log is closed.
 - Publishing a version is one rename of a folder already read-only
-  (pipelines/release/manifest.py finalise): a stop falls before it (nothing published)
+  (pipelines/release/write/manifest.py finalise): a stop falls before it (nothing published)
   or after it (the version is there, complete and read-only), and the line says which
   (the build looks on disk; before it has, the line is what the command last said a
   stop would leave: `leaves`).

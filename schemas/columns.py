@@ -19,7 +19,7 @@ card (README.md) all say the same thing, taken from one place:
   declares it a `ClassLabel`.
 - `images`: a column of paths (or lists of paths) relative to the release folder of
   images the release holds. The release adds the named column beside it with those
-  images embedded (pipelines/release/row_paths.py), which the dataset card declares as
+  images embedded (pipelines/release/write/row_paths.py), which the dataset card declares as
   `Image`, so that `datasets` decodes them from any working directory.
 - `input_paths`: a column of paths (or lists of paths) of files the build read. The
   release writes them relative to its input root, recorded once in BUILD.json

@@ -55,7 +55,7 @@ UNKNOWN_CATEGORY = "unknown_category"        # an annotation whose category id i
 
 # What a row of a crowd answer file (any benchmark's) can be rejected for by the library's
 # readers (transforms/crowd/): each has a sentence for the worker who gave it
-# (pipelines/release/worker_reasons.py), since a requester's approvals pass it on.
+# (pipelines/crowd/worker_reasons.py), since a requester's approvals pass it on.
 ANSWER_ROW = (BAD_JSON, BAD_ENCODING, MISSING_FIELD, BAD_FIELD, MALFORMED_ROW, RUNAWAY_QUOTE,
               CONTROL_CHARACTER, STALE_ANSWER, REJECTED_ASSIGNMENT)
 

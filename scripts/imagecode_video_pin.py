@@ -14,7 +14,7 @@ output is not promised to be byte-identical across ffmpeg builds.
 `build` runs each scenario of SCENARIOS in order (cache cold, then warm, then a threshold
 change that reuses part of it; filters on and off; with and without a cache) into
 WORK/out, and records per release every table (row-sorted), reject, counter and compat
-file (pipelines/release/digest.py), plus `calibrate` answered from the sample's cache.
+file (pipelines/release/check/digest.py), plus `calibrate` answered from the sample's cache.
 Paths are digested relative to WORK, so two checkouts compare equal. `compare` prints
 every difference and exits 1 when there is one.
 """
@@ -28,8 +28,8 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)  # run as a script: the project's packages come from this checkout
 
-from pipelines.release.digest import differences, release_digest  # noqa: E402
-from pipelines.release.manifest import remove_tree  # noqa: E402  (releases are read-only)
+from pipelines.release.check.digest import differences, release_digest  # noqa: E402
+from pipelines.release.write.manifest import remove_tree  # noqa: E402  (releases are read-only)
 
 CONFIG = os.path.join(ROOT, "pipelines/imagecode/configs/sample.yaml")
 VIDEO_ONLY = ("static.images=null", "crowd.descriptions=null", "crowd.retrievals=null")
@@ -99,7 +99,7 @@ def make_inputs(work: str) -> None:
 
 
 def build(work: str, snapshot: str) -> None:
-    from pipelines import runner
+    from pipelines import build as build_command
     from pipelines.imagecode import calibrate
 
     work = os.path.abspath(work)
@@ -108,9 +108,9 @@ def build(work: str, snapshot: str) -> None:
     digests = {}
     for name, inputs, folder, version, overrides in SCENARIOS:
         sets = [arg for o in (*inputs(work), *overrides) for arg in ("--set", o)]
-        release = runner.build("imagecode", ["--config", CONFIG, "--output",
-                                             os.path.join(out_root, folder), "--version", version,
-                                             *sets])
+        release = build_command.build("imagecode", ["--config", CONFIG, "--output",
+                                                    os.path.join(out_root, folder), "--version", version,
+                                                    *sets])
         digests[name] = release_digest(release, root=work + "/")
         print(f"{name}: " + ", ".join(f"{t} {d['rows']}" for t, d in digests[name]["tables"].items()),
               flush=True)

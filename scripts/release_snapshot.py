@@ -19,7 +19,7 @@ file, into OUT_DIR, then records per release:
   - every stage counter of the manifest (what came in, went out, was rejected, by stage).
 The manifest, data card, release notes and plots hold times and paths, and
 stats/cache_files.json names cache shards by run id, so they are left out; their counts
-are inside the tables (pipelines/release/digest.py). `compare` prints every difference
+are inside the tables (pipelines/release/check/digest.py). `compare` prints every difference
 and exits 1 when there is one.
 """
 from __future__ import annotations
@@ -32,7 +32,7 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)  # run as a script: the project's packages come from this checkout
 
-from pipelines.release.digest import differences, release_digest  # noqa: E402
+from pipelines.release.check.digest import differences, release_digest  # noqa: E402
 
 BUILDS = {
     "imagecode": ["make", "build-imagecode"],

@@ -2,7 +2,7 @@
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.testing.test_pipeline import TestPipeline
 
-from pipelines.runners import runner_for
+from pipelines.beam_runners import runner_for
 
 
 def local_test_pipeline(**options) -> TestPipeline:

@@ -22,9 +22,9 @@ def sample_release(tmp_path_factory):
 
     def release(name: str, config: str) -> str:
         if (name, config) not in built:
-            from pipelines import registry, runner
+            from pipelines import build, registry
             out = tmp_path_factory.mktemp(f"conformance-{name}-{config}")
-            built[name, config] = runner.build(registry.load(name), [
+            built[name, config] = build.build(registry.load(name), [
                 "--config", config, "--output", str(out), "--version", "1.0.0"])
         return built[name, config]
     return release

@@ -11,7 +11,7 @@ import textwrap
 
 import pytest
 
-from pipelines.runner import check_beam_args, parse_build_args
+from pipelines.build import check_beam_args, parse_build_args
 from pipelines.registry import load
 from tests.paths import ROOT
 from tests.release.test_release_diff import make_release, sets
@@ -102,8 +102,8 @@ def test_a_release_that_fails_its_own_checks_exits_1(tmp_path):
     traceback and exit 1, no version published."""
     script = textwrap.dedent(f"""
         import sys
-        from pipelines import runner
-        from pipelines.release.tables import Table
+        from pipelines import build
+        from pipelines.release.write.tables import Table
         from pipelines.vsr.benchmark import Vsr
 
         class SplitAsKey(Vsr):
@@ -111,8 +111,8 @@ def test_a_release_that_fails_its_own_checks_exits_1(tmp_path):
                 return {{name: Table(t.stage, t.counter, key="split")
                         for name, t in super().tables(plan).items()}}
 
-        sys.exit(runner.build_main(SplitAsKey(), ["--config", "sample", "--output", {str(tmp_path)!r},
-                                                  "--version", "1.0.0", "--quiet", "--no-explorer"]))
+        sys.exit(build.build_main(SplitAsKey(), ["--config", "sample", "--output", {str(tmp_path)!r},
+                                                 "--version", "1.0.0", "--quiet", "--no-explorer"]))
     """)
     done = run(script=script)
     assert done.returncode == 1, done.stderr[-2000:]
@@ -198,4 +198,4 @@ def test_a_build_shows_its_progress_and_beam_info_lines_only_with_verbose(tmp_pa
     verbose = run(*base, "--version", "1.0.1", "--verbose")
     assert verbose.returncode == 0, verbose.stderr[-2000:]
     assert "INFO apache_beam" in verbose.stderr and "progress: annotations" in verbose.stderr
-    assert "INFO pipelines.release.build: building vsr 1.0.1" in verbose.stderr
+    assert "INFO pipelines.release.write.build: building vsr 1.0.1" in verbose.stderr

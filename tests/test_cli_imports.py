@@ -107,7 +107,7 @@ def test_a_bad_version_is_one_line_before_any_work(version, tmp_path):
                                      "1.0.0-" + "a" * 58])
 def test_a_good_version_passes_the_check_and_is_a_safe_folder_name(version):
     """Every version the rule takes is a folder name the release accepts as it is
-    (pipelines/release/manifest.py version_dir): a version outside it (a "+", a non-ASCII
+    (pipelines/release/write/manifest.py version_dir): a version outside it (a "+", a non-ASCII
     digit, 300 digits) used to fail there, after the whole run, with a traceback."""
     from pipelines import cli
     from schemas.names import safe_name

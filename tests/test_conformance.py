@@ -21,12 +21,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines import registry, runner
+from pipelines import build, registry
 from pipelines.config import load_config
-from pipelines.release.diff import diff_releases, render
-from pipelines.release.digest import differences, release_digest
-from pipelines.release.manifest import verify_manifest
-from pipelines.release.tables import MANIFEST_KEYS, Table, declared, key_problems, key_text
+from pipelines.release.check.diff import diff_releases, render
+from pipelines.release.check.digest import differences, release_digest
+from pipelines.release.write.manifest import verify_manifest
+from pipelines.release.write.tables import MANIFEST_KEYS, Table, declared, key_problems, key_text
 from tests.paths import ROOT
 from tests.release.release_files import build_record, machine_paths
 from transforms.core.errors import ConfigError
@@ -129,7 +129,7 @@ def test_every_table_loads_as_a_hugging_face_dataset(built, tmp_path, offline_da
     from parquet/), offline, and the other files of the folder (compat/, some of them
     empty in the sample) never get in the way."""
     datasets = offline_datasets
-    from pipelines.release.splits import config_name
+    from pipelines.release.write.splits import config_name
 
     benchmark, release, sample = built
     plan = benchmark.prepare(load_config(benchmark.config_path(sample), [], benchmark.config_type), None)
@@ -166,7 +166,7 @@ def test_load_dataset_needs_no_config_and_decodes_labels_and_images_anywhere(
     list of them) that decodes to the very file in compat/, from another working folder,
     with no code of this project."""
     datasets = offline_datasets
-    from pipelines.release.splits import config_name
+    from pipelines.release.write.splits import config_name
     from schemas.columns import class_names_of
 
     benchmark, release, sample = built
@@ -222,7 +222,7 @@ def test_the_card_holds_license_citation_and_every_column_described(built):
     the paper's BibTeX, and a description of every column of every table (the Parquet
     schema carries the same descriptions: schemas/columns.py); a sample build says in
     its first lines that its inputs were generated."""
-    from pipelines.release.datacard import generated_note
+    from pipelines.release.cards.datacard import generated_note
     from schemas.columns import undescribed
 
     benchmark, release, sample = built
@@ -250,8 +250,8 @@ def test_the_card_declares_its_hub_tags_and_the_rows_of_every_split(built):
     benchmark's CardFacts, each a category the Hub knows) and `size_categories` (the
     bucket of the main table's rows), and `dataset_info` gives every config's splits with
     the number of rows pyarrow reads for that split from parquet/ (nothing else)."""
-    from pipelines.release.hf_card import SIZE_CATEGORIES, TASK_CATEGORIES
-    from pipelines.release.splits import config_name
+    from pipelines.release.cards.hf_card import SIZE_CATEGORIES, TASK_CATEGORIES
+    from pipelines.release.write.splits import config_name
 
     benchmark, release, sample = built
     plan = benchmark.prepare(load_config(benchmark.config_path(sample), [], benchmark.config_type), None)
@@ -339,7 +339,7 @@ def test_the_data_card_shows_the_manifest_figures(built):
     their item in the release counted apart). What the build did (its work counters:
     cache hits and misses, models loaded) is BUILD.json's and not on the card, which
     describes the release: the same on any runner and whatever the cache held."""
-    from pipelines.release.datacard import stage_levels
+    from pipelines.release.cards.datacard import stage_levels
 
     benchmark, release, sample = built
     manifest = json.load(open(os.path.join(release, "MANIFEST.json")))
@@ -388,12 +388,12 @@ def test_every_table_reads_with_pandas(built):
 
 
 def test_its_explorer_shows_every_row_and_reject(built):
-    """explorer/ (pipelines/release/explorer.py): every row of every table and every
+    """explorer/ (pipelines/release/explorer/write.py): every row of every table and every
     reject is one card, in groups that add up, its key in the search index; every
     thumbnail is there, every column has its statistics, nothing refers to the network,
     and the manifest checksums it (tests/release/test_explorer_browser.py opens it in
     Chromium)."""
-    from pipelines.release.explorer import PAGE_SIZE
+    from pipelines.release.explorer.write import PAGE_SIZE
     from tests.release.explorer_pages import (index_column, load_data, load_index, network_references,
                                               view_cards, views)
 
@@ -437,7 +437,7 @@ def _rows_are_whole(release, explorer, view, cards):
     """The row view's data: each card's row with every column as its Parquet file holds it
     (read back at the file and row the explorer names), and where the benchmark declares
     its compat/ files, at least one entry there."""
-    from pipelines.release.explorer import PAGE_SIZE, _cell
+    from pipelines.release.explorer.write import PAGE_SIZE, _cell
     from tests.release.explorer_pages import load_data
     whole = [r for n in range(-(-view["rows"] // PAGE_SIZE)) for r in load_data(explorer, f"{view['path']}/rows/{n}")]
     files = [pq.read_table(os.path.join(release, f)).to_pylist() for f in view["files"]]
@@ -615,8 +615,8 @@ def second(built):
         f"name the threshold {benchmark.name} ({sample}) changes in its second version"
     change = SECOND_VERSION[(benchmark.name, sample)]
     out = os.path.dirname(os.path.dirname(release))
-    new = runner.build(benchmark, ["--config", sample, "--output", out, "--version", "1.1.0",
-                                   "--set", change, "--quiet"])
+    new = build.build(benchmark, ["--config", sample, "--output", out, "--version", "1.1.0",
+                                  "--set", change, "--quiet"])
     return benchmark, release, new, change
 
 
@@ -668,7 +668,7 @@ def test_a_second_version_publishes_beside_the_first_and_its_diff_adds_up(second
 
 # Every sample's decisions, pinned: each table row-sorted, rejects, the compat/crowd/tasks/
 # review/stats files and every stage counter, digested as scripts/release_snapshot.py does
-# (pipelines/release/digest.py). Taken before the memory and growth work of issues 27-28
+# (pipelines/release/check/digest.py). Taken before the memory and growth work of issues 27-28
 # and kept through it. A difference here is a behaviour change: explain it, then re-pin:
 #   .venv/bin/python scripts/release_snapshot.py samples build/snapshot tests/sample_decisions.json
 PINNED_DECISIONS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sample_decisions.json")

@@ -19,7 +19,7 @@ import shutil
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines import runner
+from pipelines import build as build_command
 from schemas.reasons import STALE_ANSWER
 
 
@@ -41,7 +41,7 @@ def read_jsonl(path):
 class Nlvr2:
     benchmark, config = "nlvr2", "pipelines/nlvr2/configs/sample.yaml"
     # release notes need diff to key NLVR2's collection tables, whose first column is
-    # `split` (pipelines/release/diff.py row_key, being reworked elsewhere): each version
+    # `split` (pipelines/release/check/diff.py row_key, being reworked elsewhere): each version
     # in its own folder until then, so no notes compare them
     one_folder = False
 
@@ -201,14 +201,14 @@ CASES = {"nlvr2": Nlvr2, "vsr": Vsr, "fg": Fg}
 
 @pytest.mark.parametrize("benchmark", sorted(CASES))
 def test_a_rebuild_uses_no_answer_on_content_its_worker_did_not_see(benchmark, tmp_path):
-    from pipelines.release.diff import stale_answers
+    from pipelines.release.check.diff import stale_answers
     case = CASES[benchmark](tmp_path)
 
     def build(version):
         out = tmp_path / ("releases" if case.one_folder else version)
-        return runner.build(case.benchmark, ["--config", case.config, "--output", str(out),
-                                             "--version", version, "--no-explorer", "--quiet",
-                                             *case.args()])
+        return build_command.build(case.benchmark, ["--config", case.config, "--output", str(out),
+                                                    "--version", version, "--no-explorer", "--quiet",
+                                                    *case.args()])
 
     before = case.first_build(build)
     assert not [r for r in rejects(before) if r["reason"] == STALE_ANSWER]

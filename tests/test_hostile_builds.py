@@ -10,7 +10,7 @@ case-by-case tables; this module proves the same through the runner, end to end.
 
 A build whose main tables hold no row (every line bad, captions that match no image, a
 file that is one JSON array) fails with exit 2 and one line saying what was rejected,
-and its version stays unused (pipelines/release/build.py yields_nothing).
+and its version stays unused (pipelines/release/write/build.py yields_nothing).
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from typing import Dict, List, Sequence, Tuple
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines import cli, registry, runner
+from pipelines import build, cli, registry
 from pipelines.config import generating_sample, load_config
 from tests.release.release_files import on_building_machine
 
@@ -34,7 +34,7 @@ def _build(benchmark: str, config: str, sets: Sequence[str], out, capsys, versio
     args = ["--config", config, "--output", str(out), "--version", version, "--quiet", "--no-explorer"]
     for item in sets:
         args += ["--set", item]
-    code = cli.run_main(lambda argv: runner.build(benchmark, argv), args)
+    code = cli.run_main(lambda argv: build.build(benchmark, argv), args)
     errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
     release = None
     for root, _, files in os.walk(out):

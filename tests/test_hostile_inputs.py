@@ -32,7 +32,7 @@ from typing import Callable, List, Optional
 
 import pytest
 
-from pipelines import cli, registry, runner
+from pipelines import build, cli, registry
 from pipelines.config import ImageSource, InputFile, InputPath, input_fields
 from schemas import reasons
 from schemas.rejects import Reject
@@ -196,7 +196,7 @@ def test_a_hostile_file_stops_the_build_before_any_work_in_one_line(benchmark, k
     path = case.make(str(tmp_path / "in"))
     value = (f"[{path},{case.second(path)}]" if case.second else f"[{path}]" if is_list else path)
     out = tmp_path / "out"
-    code = cli.run_main(lambda argv: runner.build(benchmark, argv),
+    code = cli.run_main(lambda argv: build.build(benchmark, argv),
                         ["--config", "paper", "--set", f"{key}={value}",
                          *_companions(benchmark, key, str(tmp_path)), "--output", str(out),
                          "--version", "1.0.0", "--quiet"])
@@ -825,7 +825,7 @@ def test_fg_a_release_inside_the_pool_folder_stops_the_build_in_one_line(tmp_pat
     pool.mkdir()
     _touch(str(pool), "p.png")
     out = pool / "releases"
-    code = cli.run_main(lambda argv: runner.build("fg", argv),
+    code = cli.run_main(lambda argv: build.build("fg", argv),
                         ["--config", "paper", "--set", f"inputs.pool={pool}",
                          *_companions("fg", "inputs.pool", str(tmp_path / "in")), "--output", str(out),
                          "--version", "1.0.0", "--quiet"])
@@ -994,7 +994,7 @@ def test_an_answer_cell_over_the_bound_is_a_reject_naming_its_line(fmt, chars, r
 def test_a_version_outside_the_rule_is_one_line_before_any_work(version, tmp_path, capsys):
     """Issue 35: `01.0.0` was a version of its own (semver: no leading zeros), a `+build`
     or a non-ASCII digit a traceback after the run (pipelines/cli.py check_version)."""
-    code = cli.run_main(lambda argv: runner.build("vsr", argv),
+    code = cli.run_main(lambda argv: build.build("vsr", argv),
                         ["--config", "paper", "--output", str(tmp_path / "out"), "--version", version])
     errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
     assert code == 2 and len(errors) == 1 and errors[0].startswith("error: --version: "), errors

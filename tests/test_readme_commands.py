@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from pipelines.release.manifest import verify_manifest
+from pipelines.release.write.manifest import verify_manifest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Variables a user's shell could carry into make; the README's commands assume none.

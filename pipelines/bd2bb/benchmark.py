@@ -7,9 +7,9 @@ from pipelines.bd2bb import datacard, pipeline, reasons
 from pipelines.bd2bb.config import SAMPLE_DIR, BD2BBConfig
 from pipelines.benchmark import Benchmark, Plan
 from pipelines.progress import Progress
-from pipelines.release.explorer_views import Explorer, ExplorerView
-from pipelines.release.splits import MAIN, SplitScheme
-from pipelines.release.tables import Table
+from pipelines.release.explorer.views import Explorer, ExplorerView
+from pipelines.release.write.splits import MAIN, SplitScheme
+from pipelines.release.write.tables import Table
 from transforms.core.errors import ConfigError
 
 

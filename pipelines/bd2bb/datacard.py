@@ -10,11 +10,11 @@ from apache_beam.io.filesystems import FileSystems
 
 from pipelines.bd2bb.config import BD2BBConfig
 from pipelines.bd2bb.stats import COLUMNS, table1
-from pipelines.release import plots
-from pipelines.release.cache import cache_record
-from pipelines.release.datacard import markdown_table
-from pipelines.release.hf_card import CardFacts
-from pipelines.release.manifest import read_parquet_columns, read_stats
+from pipelines.cache import cache_record
+from pipelines.release.cards import plots
+from pipelines.release.cards.datacard import markdown_table
+from pipelines.release.cards.hf_card import CardFacts
+from pipelines.release.write.manifest import read_parquet_columns, read_stats
 
 PAPER = "Pezzelle et al. 2020, BD2BB"
 POSITION_WARN_P = 0.01       # chi-square p-value under which the target positions are flagged

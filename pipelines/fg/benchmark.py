@@ -8,11 +8,11 @@ import os
 from pipelines.benchmark import Benchmark, Plan
 from pipelines.fg import datacard, pipeline, reasons
 from pipelines.fg.config import SAMPLE_DIR, FgConfig
-from pipelines.fg.tagger import tagger_identity
 from pipelines.fg.release import CAPTIONS, POOL, SIMILAR_SETS
+from pipelines.fg.tagger import tagger_identity
 from pipelines.preflight import check_not_empty
 from pipelines.progress import Progress
-from pipelines.release.explorer_views import Compat, Explorer, ExplorerView, ImageIndex, Join
+from pipelines.release.explorer.views import Compat, Explorer, ExplorerView, ImageIndex, Join
 from transforms.core.errors import InputError, PreflightError
 from transforms.image.encoders import encoder_identity
 from transforms.image.weights import EncoderError

@@ -9,10 +9,10 @@ from apache_beam.io.filesystems import FileSystems
 
 from pipelines.fg.config import FgConfig
 from pipelines.fg.tagger import NONE
-from pipelines.release import plots
-from pipelines.release.datacard import markdown_table
-from pipelines.release.hf_card import CardFacts
-from pipelines.release.manifest import read_parquet_columns
+from pipelines.release.cards import plots
+from pipelines.release.cards.datacard import markdown_table
+from pipelines.release.cards.hf_card import CardFacts
+from pipelines.release.write.manifest import read_parquet_columns
 
 PAPER = "Chen, Yao, Jin, Rethinking Benchmarks for Cross-modal Image-text Retrieval (SIGIR '23)"
 NAMES = {"mscoco": "MSCOCO-FG (MSCOCO-Test-5K)", "flickr30k": "Flickr30K-FG (Flickr30K-Test-1K)"}

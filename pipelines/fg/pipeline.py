@@ -42,7 +42,7 @@ from pipelines.fg.renovate import (ClipScoreFilter, EncodeCaptions, GenerateDeta
                                    MergeSentences, PickBest, SplitFineGrained)
 from pipelines.fg.similar import BuildSimilarSets, NewPool, pool_rows, targets_sharing_pixels
 from pipelines.fg.tagger import NONE
-from pipelines.release.tables import Table
+from pipelines.release.write.tables import Table
 from schemas.records import ImageEmbedding
 from transforms.core.stage import MAIN, REJECTS, stage_pardo
 from transforms.crowd.shown import FINGERPRINT

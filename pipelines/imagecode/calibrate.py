@@ -39,9 +39,9 @@ PARAMS = ("mining.distance_threshold", "quality.brisque.max_score", "quality.ocr
 
 def load_release_config(release: str, overrides: List[str]) -> tuple:
     """(config, cache root) of a release, with `overrides` applied."""
-    from pipelines.release.diff import load_manifest
-    from pipelines.release.locations import resolved_config
-    from pipelines.release.verify import load_build_record
+    from pipelines.release.check.diff import load_manifest
+    from pipelines.release.check.verify import load_build_record
+    from pipelines.release.write.locations import resolved_config
     manifest = load_manifest(release)
     if manifest.get("benchmark") != BENCHMARK:
         raise UserError(f"calibrate knows ImageCoDe releases only, not {manifest.get('benchmark')!r}")
@@ -49,7 +49,7 @@ def load_release_config(release: str, overrides: List[str]) -> tuple:
     build = {**manifest, **load_build_record(release)}
     if not build.get("cache_root"):
         raise UserError(f"{release} was built without a cache: nothing to calibrate from")
-    # a release holds its paths relative (pipelines/release/locations.py): back to this machine's
+    # a release holds its paths relative (pipelines/release/write/locations.py): back to this machine's
     raw = resolved_config(manifest["config"], ImageCodeConfig, build.get("input_root"), release)
     for override in overrides:
         apply_override(raw, override)
@@ -99,11 +99,11 @@ def calibrate(cfg: ImageCodeConfig, cache_root: str, runs: List[dict],
     import apache_beam as beam
     from apache_beam.options.pipeline_options import PipelineOptions
 
+    from pipelines.beam_runners import runner_for
     from pipelines.imagecode.mining import sets_from_known_scores
     from pipelines.imagecode.params import build_rules, shot_params
     from pipelines.imagecode.video_content import OnePlanPerContent
     from pipelines.imagecode.video_plans import UNCACHED, LookUpCachedPlans
-    from pipelines.runners import runner_for
     from transforms.core.stage import MAIN
     from transforms.video.manifest import ReadVideoManifest
 

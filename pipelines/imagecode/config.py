@@ -170,7 +170,7 @@ class ImageCodeConfig:
 
     def unjudged_answers(self) -> Dict[str, str]:
         """{answer key: reason}: the rounds whose answers a build of this config has not
-        judged yet (pipelines/release/approvals.py holds their approval back): a
+        judged yet (pipelines/crowd/approvals.py holds their approval back): a
         description is judged by its retrievers (§3.3), so without crowd.retrievals every
         description the build read awaits them (no_retrieval)."""
         return {"crowd.descriptions": "no_retrieval"} if self.crowd.descriptions and not self.crowd.retrievals else {}

@@ -12,15 +12,15 @@ from collections import defaultdict
 
 from apache_beam.io.filesystems import FileSystems
 
+from pipelines.cache import cache_record
 from pipelines.imagecode.config import ImageCodeConfig
 from pipelines.imagecode.params import ImageCodeRules
 from pipelines.imagecode.quality_gate import QualityRule
 from pipelines.imagecode.video_plans import FRAME_IMAGE
-from pipelines.release import plots
-from pipelines.release.cache import cache_record
-from pipelines.release.datacard import markdown_table
-from pipelines.release.hf_card import CardFacts
-from pipelines.release.manifest import read_parquet_columns, read_stats
+from pipelines.release.cards import plots
+from pipelines.release.cards.datacard import markdown_table
+from pipelines.release.cards.hf_card import CardFacts
+from pipelines.release.write.manifest import read_parquet_columns, read_stats
 
 PAPER = "Krojer et al. 2022, ImageCoDe"
 PAPER_RATIO = 1.13  # §4.3: video frames are more similar than static pictures by this factor

@@ -1,4 +1,4 @@
-"""Rejected frames as pictures in the release explorer (pipelines/release/explorer.py).
+"""Rejected frames as pictures in the release explorer (pipelines/release/explorer/write.py).
 
 A frame the mining filters dropped (blurry, text, too_similar, unfinished_set, ...) is
 not in the release: its reject names it as `<source>/<video_id>/shot<k>/frame<n>`, and

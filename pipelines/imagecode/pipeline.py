@@ -41,9 +41,9 @@ from pipelines.imagecode.tables import DESCRIPTION_SCHEMA, STATIC_SET_SCHEMA
 from pipelines.imagecode.video_content import OnePlanPerContent
 from pipelines.imagecode.video_plans import PlanVideos, StoreNewFrames, StoreNewScores
 from pipelines.imagecode.worker_pages import write_worker_pages
-from pipelines.release import build as release
-from pipelines.release.manifest import read_stats
-from pipelines.release.tables import Table
+from pipelines.release.write import build as release
+from pipelines.release.write.manifest import read_stats
+from pipelines.release.write.tables import Table
 from schemas.layout import work_dir
 from transforms.cache.read_through import WRITTEN
 from transforms.cache.store import relative_cache_path

@@ -24,7 +24,7 @@ RETRIEVER_WRONG = "retriever_wrong"          # train: the retriever did not find
 TOO_FEW_CORRECT = "too_few_correct"          # valid/test: fewer than 2 retrievers found the target
 
 # What a describer's or retriever's row can be rejected for beyond the library's readers
-# (schemas.reasons.ANSWER_ROW): each has a sentence for the worker (pipelines/release/worker_reasons.py)
+# (schemas.reasons.ANSWER_ROW): each has a sentence for the worker (pipelines/crowd/worker_reasons.py)
 CROWD_ANSWERS = (UNKNOWN_SET, INDEX_OUT_OF_RANGE, UNKNOWN_DESCRIPTION, DUPLICATE_DESCRIPTION,
                  DUPLICATE_RETRIEVAL, SELF_RETRIEVAL, SET_MISMATCH, NO_RETRIEVAL, RETRIEVER_WRONG,
                  TOO_FEW_CORRECT)

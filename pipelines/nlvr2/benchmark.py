@@ -7,7 +7,7 @@ from pipelines.benchmark import Benchmark, Plan
 from pipelines.nlvr2 import datacard, pipeline, reasons
 from pipelines.nlvr2.config import SAMPLE_DIR, Nlvr2Config
 from pipelines.progress import Progress
-from pipelines.release.explorer_views import Compat, Explorer, ExplorerView
+from pipelines.release.explorer.views import Compat, Explorer, ExplorerView
 
 
 class Nlvr2(Benchmark):

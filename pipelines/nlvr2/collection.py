@@ -41,7 +41,7 @@ from pipelines.nlvr2.similar_words import SimilarWords, load_encoder
 from pipelines.nlvr2.splits import HELD_OUT_ITEMS, SplitAndValidate
 from pipelines.nlvr2.synsets import hypernym_table, ilsvrc_synsets, select_synsets
 from pipelines.nlvr2.worker_pages import PAGE_OF, WriteWorkerPages, flat_row
-from pipelines.release.tables import Table
+from pipelines.release.write.tables import Table
 from schemas.columns import described
 from transforms.core.errors import ConfigError
 from transforms.core.stage import MAIN, REJECTS, StageFn, stage_pardo
@@ -57,7 +57,7 @@ ROUND_COLUMNS = {"search_results": SEARCH_COLUMNS, "pruning_answers": PRUNING_CO
                  "interest_answers": INTEREST_COLUMNS, "sentences": SENTENCE_COLUMNS,
                  "validations": VALIDATION_COLUMNS, "extra_validations": VALIDATION_COLUMNS}
 # The rows of the extra tables come before any split (S9 splits examples, later): every
-# release table has a split and a source column (pipelines/release/splits.py, manifest.py),
+# release table has a split and a source column (pipelines/release/write/splits.py, manifest.py),
 # so theirs are both "collection", one Hugging Face split holding the whole table.
 COLLECTION_SPLIT = "collection"
 _PLACE = [("split", pa.string()), ("source", pa.string())]

@@ -35,7 +35,7 @@ VALIDATION_DISAGREES = "validation_disagrees"  # the judgement differs from the 
 SURPLUS_JUDGEMENT = "surplus_judgement"        # an extra judgement beyond the 4 of an example
 
 # What a crowd round's answer row can be rejected for beyond the library's readers
-# (schemas.reasons.ANSWER_ROW): each has a sentence for the worker (pipelines/release/worker_reasons.py)
+# (schemas.reasons.ANSWER_ROW): each has a sentence for the worker (pipelines/crowd/worker_reasons.py)
 CROWD_ANSWERS = (UNKNOWN_ITEM, BAD_ANSWER, DUPLICATE_ANSWER, BAD_SELECTION)
 COLLECTION_REASONS = (UNKNOWN_QUERY, DUPLICATE_RESULT, NO_SIMILAR_IMAGES, BEYOND_SEARCH_CAP,
                       SEEN_IN_EARLIER_SET, TOO_SMALL, DUPLICATE_IN_SET, TOO_FEW_IMAGES,

@@ -11,9 +11,9 @@ import os
 
 from pipelines.nlvr2.analysis import split_order
 from pipelines.nlvr2.config import Nlvr2Config
-from pipelines.release.datacard import markdown_table
-from pipelines.release.hf_card import CardFacts
-from pipelines.release.manifest import read_stats
+from pipelines.release.cards.datacard import markdown_table
+from pipelines.release.cards.hf_card import CardFacts
+from pipelines.release.write.manifest import read_stats
 
 PAPER = "Suhr et al. 2019, A Corpus for Reasoning About Natural Language Grounded in Photographs (ACL)"
 # Table 4 (examples, unique sentences); the public files name Test-P test1 and Test-U test2 (§3.4)

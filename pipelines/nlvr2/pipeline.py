@@ -32,9 +32,9 @@ from pipelines.nlvr2.release import (EXAMPLE_SCHEMA, EXAMPLES, SENTENCE_SCHEMA, 
                                      sentence_row, set_row)
 from pipelines.nlvr2.rules import ANOMALIES, OneExamplePerIdentifier, PaperRules, SamePairUrls
 from pipelines.preflight import input_files
-from pipelines.release import build as release
-from pipelines.release.manifest import read_stats
-from pipelines.release.tables import Table
+from pipelines.release.write import build as release
+from pipelines.release.write.manifest import read_stats
+from pipelines.release.write.tables import Table
 from transforms.core.stage import MAIN, REJECTS, StageFn, stage_pardo
 from transforms.io.lines import ReadNumberedLines
 from transforms.io.release import WriteRejects, WriteReport, WriteTable

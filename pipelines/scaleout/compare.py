@@ -5,7 +5,7 @@ a check (pipelines/scaleout/portable.py, flink.py), and the two releases are com
 twice over:
 
 - by content: table by table (rows sorted), file by file and counter by counter
-  (pipelines/release/digest.py), which names the rows or counters that differ;
+  (pipelines/release/check/digest.py), which names the rows or counters that differ;
 - byte for byte: every file's checksum in MANIFEST.json, every value of the manifest and
   the whole-release digest (`release_sha256`, which covers both): a release is
   reproducible when a rebuild, on any runner, has the same digest. The build's own
@@ -21,10 +21,10 @@ import os
 import time
 from typing import List, Sequence
 
-from pipelines import runner
+from pipelines import build as build_command
 from pipelines.benchmark import Benchmark
-from pipelines.release.digest import differences, release_digest
-from pipelines.release.verify import DIGEST_KEYS, RELEASE_SHA256, load_manifest
+from pipelines.release.check.digest import differences, release_digest
+from pipelines.release.check.verify import DIGEST_KEYS, RELEASE_SHA256, load_manifest
 
 VERSION = "1.0.0"
 
@@ -49,8 +49,8 @@ class Comparison:
 def build(benchmark: Benchmark, config_name: str, output: str,
           runner_options: Sequence[str] = ()) -> str:
     """One build of `config_name` into `output`; returns the release folder."""
-    return runner.build(benchmark, ["--config", config_name, "--version", VERSION,
-                                    "--output", output, "--no-explorer", *runner_options])
+    return build_command.build(benchmark, ["--config", config_name, "--version", VERSION,
+                                           "--output", output, "--no-explorer", *runner_options])
 
 
 def compare(benchmark: Benchmark, config_name: str, work: str, runner_options: Sequence[str],

@@ -27,8 +27,8 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipelines import preflight
 from pipelines.benchmark import Benchmark
+from pipelines.build import cache_root_of
 from pipelines.config import load_config
-from pipelines.runner import cache_root_of
 from transforms.core.errors import UserError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

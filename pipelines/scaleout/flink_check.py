@@ -15,7 +15,7 @@ import uuid
 from typing import List, Sequence, Tuple
 
 from pipelines.benchmark import Benchmark
-from pipelines.release.manifest import remove_tree
+from pipelines.release.write.manifest import remove_tree
 from pipelines.scaleout import compare, flink, workers
 
 CHECK_DIR = os.path.join(flink.SETUP_DIR, "check")

@@ -5,8 +5,8 @@ import os
 
 from pipelines.benchmark import Benchmark, Plan
 from pipelines.progress import Progress
-from pipelines.release.explorer_views import Compat, Explorer, ExplorerView
-from pipelines.release.splits import MAIN, SplitScheme
+from pipelines.release.explorer.views import Compat, Explorer, ExplorerView
+from pipelines.release.write.splits import MAIN, SplitScheme
 from pipelines.vsr import datacard, pipeline, reasons
 from pipelines.vsr.config import SAMPLE_DIR, VsrConfig
 from pipelines.vsr.validation import AgreementRule

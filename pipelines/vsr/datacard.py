@@ -13,10 +13,10 @@ import math
 
 from apache_beam.io.filesystems import FileSystems
 
-from pipelines.release import plots
-from pipelines.release.datacard import markdown_table
-from pipelines.release.hf_card import CardFacts
-from pipelines.release.manifest import count_rows_by, read_stats
+from pipelines.release.cards import plots
+from pipelines.release.cards.datacard import markdown_table
+from pipelines.release.cards.hf_card import CardFacts
+from pipelines.release.write.manifest import count_rows_by, read_stats
 from pipelines.vsr.config import VsrConfig
 from pipelines.vsr.relations import CATEGORIES, RELATIONS
 from pipelines.vsr.schema import relation_category

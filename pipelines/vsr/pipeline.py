@@ -21,7 +21,7 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from pipelines.preflight import input_files
-from pipelines.release.tables import Table
+from pipelines.release.write.tables import Table
 from pipelines.vsr.annotations import (JoinExtraLabels, JoinVotes, MergeExamples, ReadCaptions,
                                        ReadPublicAnnotations, check_answer_tables)
 from pipelines.vsr.config import VsrConfig

@@ -27,7 +27,7 @@ CONCEPTS_ACROSS_SPLITS = "concepts_across_splits"  # zero-shot: subject and obje
 
 # What a writer's, validator's or extra label's row can be rejected for beyond the
 # library's readers (schemas.reasons.ANSWER_ROW): each has a sentence for the worker
-# (pipelines/release/worker_reasons.py)
+# (pipelines/crowd/worker_reasons.py)
 CROWD_ANSWERS = (UNKNOWN_PAIR, UNKNOWN_EXAMPLE, RELATION_NOT_IN_LIST, DUPLICATE_CAPTION)
 VOCABULARY = LIBRARY_VOCABULARY + (MULTIPLE_INSTANCES, SMALL_INSTANCE, FEW_CONCEPTS,
                                    POOL_EXHAUSTED, UNCAPTIONED_PAIR, UNKNOWN_PAIR,

@@ -10,7 +10,7 @@ import spacy
 from apache_beam.testing.util import assert_that, equal_to
 from spacy.language import Language
 
-from pipelines import runner
+from pipelines import build
 from pipelines.bd2bb.action_parses import ParseActions
 from pipelines.bd2bb.schema import BD2BBTuple
 from tests.beam_testing import local_test_pipeline
@@ -126,8 +126,8 @@ def test_stanza_documents_convert_to_the_same_tokens():
 def test_a_missing_model_is_one_line_naming_the_config_key(tmp_path, capsys, override, key):
     assert issubclass(ParserError, UserError) and issubclass(EmbedError, UserError)
     sets = [arg for value in override for arg in ("--set", value)]
-    code = runner.build_main("bd2bb", ["--config", "sample", "--output", str(tmp_path / "out"),
-                                       "--version", "1.0.0", *sets])
+    code = build.build_main("bd2bb", ["--config", "sample", "--output", str(tmp_path / "out"),
+                                      "--version", "1.0.0", *sets])
     err = "".join(line for line in capsys.readouterr().err.splitlines(keepends=True)
                   if not line.startswith("progress: "))   # the build's own, before preflight failed
     assert code == 2 and err.startswith(f"error: {key}") and "/nonexistent/" in err

@@ -1,7 +1,7 @@
 """BD2BB configs: the paper's values load and validate; mistakes fail before any work."""
 import pytest
 
-from pipelines import runner
+from pipelines import build
 from pipelines.bd2bb.config import BD2BBConfig
 from pipelines.config import load_config
 from transforms.core.errors import ConfigError
@@ -30,7 +30,7 @@ def test_bad_values_fail_at_load(override, message):
 
 
 def test_missing_inputs_stop_the_build_before_any_work(tmp_path, capsys):
-    code = runner.build_main("bd2bb", ["--config", "pipelines/bd2bb/configs/paper.yaml", "--output", str(tmp_path),
-                       "--version", "1.0.0"])
+    code = build.build_main("bd2bb", ["--config", "pipelines/bd2bb/configs/paper.yaml", "--output", str(tmp_path),
+                      "--version", "1.0.0"])
     assert code == 2 and "inputs.tuples is not set" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []

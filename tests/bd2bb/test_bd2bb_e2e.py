@@ -9,12 +9,12 @@ import os
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines import runner
+from pipelines import build as build_command
 from pipelines.bd2bb import compat, reasons
 from pipelines.bd2bb.argument_codes import nouns_of, verbs_of
 from pipelines.bd2bb.sample import TOPICS, make_bd2bb_sample
 from pipelines.bd2bb.schema import SAMPLE_SCHEMA, Codes, coco_image_id
-from pipelines.release.manifest import run_counters, verify_manifest
+from pipelines.release.write.manifest import run_counters, verify_manifest
 from schemas.tfexample import iter_tfrecord_file, parse_example_bytes, tf_feature_spec
 from transforms.core.errors import ConfigError
 from transforms.text.tokens import normalise_text
@@ -40,10 +40,10 @@ def out(tmp_path_factory):
 
 
 def build(sample, out, version, *extra):
-    return runner.build("bd2bb", ["--config", CONFIG, "--output", out, "--version", version,
-                      "--set", f"inputs.tuples={sample}/tuples.jsonl",
-                      "--set", f"inputs.captions={sample}/captions.json",
-                      "--set", f"inputs.parses={sample}/actions.conllu", *extra])
+    return build_command.build("bd2bb", ["--config", CONFIG, "--output", out, "--version", version,
+                             "--set", f"inputs.tuples={sample}/tuples.jsonl",
+                             "--set", f"inputs.captions={sample}/captions.json",
+                             "--set", f"inputs.parses={sample}/actions.conllu", *extra])
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ import os
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines import runner
+from pipelines import build
 from pipelines.bd2bb import reasons
 from pipelines.bd2bb.argument_codes import extract_codes
 from pipelines.bd2bb.sample import make_bd2bb_sample
@@ -77,7 +77,7 @@ def test_table4_codes_from_the_real_parser(nlp, label, action, spec, code1, code
 
 def test_the_sample_builds_with_the_real_parser(tmp_path):
     sample = os.path.dirname(str(make_bd2bb_sample(str(tmp_path / "sample"))))
-    release = runner.build("bd2bb", [
+    release = build.build("bd2bb", [
         "--config", "sample-spacy", "--output", str(tmp_path / "out"), "--version", "1.0.0",
         "--set", f"inputs.tuples={sample}/tuples.jsonl",
         "--set", f"inputs.captions={sample}/captions.json"])

@@ -34,8 +34,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines import runner
-from pipelines.release import approvals
+from pipelines import build as build_command
+from pipelines.crowd import approvals
 from tests.crowd.mturk_files import assignment, write_results
 from tests.paths import ROOT
 from tests.release.chromium import Browser
@@ -63,7 +63,7 @@ def build(name, out, version, *sets):
     args = ["--config", "sample", "--output", str(out), "--version", version, "--quiet"]
     for s in sets:
         args += ["--set", s]
-    return runner.build(name, args)
+    return build_command.build(name, args)
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ElementTree
 import pytest
 import xmlschema   # requirements-dev.txt
 
-from pipelines.release import htmlquestions
+from pipelines.crowd import htmlquestions
 from tests.crowd.rounds import ROUNDS
 from transforms.core.errors import InputError
 from transforms.crowd.html_question import MAX_QUESTION_CHARS, NAMESPACE, html_question, questions

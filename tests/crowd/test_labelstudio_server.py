@@ -32,7 +32,7 @@ from typing import Callable, Optional
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines import runner
+from pipelines import build as build_command
 from tests.crowd import labelstudio_server
 from tests.paths import ROOT
 from transforms.crowd import labelstudio
@@ -106,7 +106,7 @@ def build(benchmark, out, version, *sets):
     args = ["--config", "sample", "--output", str(out), "--version", version, "--quiet"]
     for s in sets:
         args += ["--set", s]
-    return runner.build(benchmark, args)
+    return build_command.build(benchmark, args)
 
 
 def tables(release):

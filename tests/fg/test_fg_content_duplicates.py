@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 from PIL import Image
 
-from pipelines import runner
+from pipelines import build
 from pipelines.fg import reasons
 from pipelines.fg.sample import make_fg_sample, target_ids
 from transforms.image.decode import read_image
@@ -45,10 +45,10 @@ def release(tmp_path_factory):
     with open(folder / "pool.jsonl", "a") as f:
         f.write("".join(json.dumps(line) + "\n" for line in lines))
     out = tmp_path_factory.mktemp("out")
-    return runner.build("fg", ["--config", "sample", "--output", str(out), "--version", "1.0.0",
-                               "--set", f"inputs.captions={folder / 'captions.json'}",
-                               "--set", f"inputs.images={images}",
-                               "--set", f"inputs.pool={folder / 'pool.jsonl'}"])
+    return build.build("fg", ["--config", "sample", "--output", str(out), "--version", "1.0.0",
+                              "--set", f"inputs.captions={folder / 'captions.json'}",
+                              "--set", f"inputs.images={images}",
+                              "--set", f"inputs.pool={folder / 'pool.jsonl'}"])
 
 
 def table(release, name):

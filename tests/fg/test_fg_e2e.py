@@ -8,15 +8,15 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines import runner
+from pipelines import build as build_command
 from pipelines.fg import reasons
 from pipelines.fg.sample import PHOTOS, target_ids
-from pipelines.release.manifest import verify_manifest
+from pipelines.release.write.manifest import verify_manifest
 from transforms.core.stage import reconcile
 
 
 def build(out, config, version="1.0.0", *extra):
-    return runner.build("fg", ["--config", config, "--output", str(out), "--version", version, *extra])
+    return build_command.build("fg", ["--config", config, "--output", str(out), "--version", version, *extra])
 
 
 @pytest.fixture(scope="module")

@@ -14,8 +14,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines import runner
-from pipelines.release.cache import prune
+from pipelines import build as build_command
+from pipelines.cache import prune
 from tests.release.release_files import run_record
 from transforms.cache.store import checksum
 from transforms.video import synthetic
@@ -43,7 +43,7 @@ def build(inputs, out, version, *overrides, cache=None):
     sets = [arg for o in overrides for arg in ("--set", o)]
     if cache:
         sets += ["--set", f"cache.dir={cache}"]
-    return runner.build("imagecode", [
+    return build_command.build("imagecode", [
         "--config", SAMPLE_CONFIG, "--output", str(out), "--version", version,
         "--set", f"inputs.videos={inputs / 'videos.jsonl'}", "--set", "static.images=null",
         "--set", "crowd.descriptions=null", "--set", "crowd.retrievals=null", *sets])

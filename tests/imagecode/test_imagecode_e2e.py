@@ -11,15 +11,15 @@ import apache_beam as beam
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines import runner
+from pipelines import build as build_command
 from pipelines.imagecode import reasons
 from pipelines.imagecode.names import parse_video_set_name
 from pipelines.imagecode.sample import make_imagecode_sample
 from pipelines.imagecode.static_sets import parse_static_set_name
 from pipelines.imagecode.tables import DESCRIPTION_SCHEMA, FRAMESET_SCHEMA, STATIC_SET_SCHEMA
-from pipelines.release import build as release_build
-from pipelines.release.build import ReleaseError
-from pipelines.release.manifest import verify_manifest
+from pipelines.release.write import build as release_build
+from pipelines.release.write.build import ReleaseError
+from pipelines.release.write.manifest import verify_manifest
 from schemas.tfexample import tf_feature_spec
 from tests.release.release_files import on_building_machine, run_record
 
@@ -48,7 +48,7 @@ def sample(generated):
 
 def build(sample, out, version="1.0.0", *extra):
     folder = os.path.dirname(sample)
-    return runner.build("imagecode", [
+    return build_command.build("imagecode", [
         "--config", SAMPLE_CONFIG, "--output", str(out), "--version", version,
         "--set", f"inputs.videos={sample}",
         "--set", f"static.images={folder}/images.jsonl",
@@ -542,7 +542,7 @@ def test_a_threshold_rebuild_publishes_no_description_on_frames_its_describer_di
 
 def test_release_notes_and_diff_count_stale_answers(release, rebuilt, capsys):
     from pipelines.cli import parse_diff_args
-    from pipelines.release import diff
+    from pipelines.release.check import diff
     counts = json.load(open(os.path.join(rebuilt, "rejects", "_counts.json")))["by_stage"]
     stale = {stage: sum(levels.get(level, {}).get(reasons.STALE_ANSWER, 0) for level in levels)
              for stage, levels in counts.items()}

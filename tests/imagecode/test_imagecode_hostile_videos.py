@@ -8,10 +8,10 @@ import shutil
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines import runner
+from pipelines import build as build_command
 from pipelines.imagecode import reasons
 from pipelines.imagecode.names import parse_video_set_name
-from pipelines.release.build import ReleaseError
+from pipelines.release.write.build import ReleaseError
 from schemas.names import safe_name
 from transforms.video import synthetic
 from tests.release.release_files import on_building_machine
@@ -49,7 +49,7 @@ def inputs(tmp_path_factory):
 
 
 def build(inputs, out, *extra):
-    return runner.build("imagecode", [
+    return build_command.build("imagecode", [
         "--config", SAMPLE_CONFIG, "--output", str(out), "--version", "1.0.0",
         "--set", f"inputs.videos={inputs / 'videos.jsonl'}", "--set", "static.images=null",
         "--set", "crowd.descriptions=null", "--set", "crowd.retrievals=null",

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from pipelines.release import plots
+from pipelines.release.cards import plots
 from transforms.core.histograms import HistogramFn
 
 

@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from pipelines import runner
+from pipelines import build
 from pipelines.config import load_config
 from pipelines.imagecode.config import ImageCodeConfig
 from pipelines.imagecode.preflight import check_imagecode
@@ -67,9 +67,9 @@ def test_a_describer_csv_without_the_worker_column_stops_the_build(manifest, tmp
 def test_the_command_line_says_so_in_one_line_and_exits_2_before_any_work(manifest, tmp_path, capsys):
     answers = write(tmp_path / "d.csv", b"set_name,target_index,text\nopen-images-1,2,A dog.\n")
     out = tmp_path / "out"
-    code = runner.build_main("imagecode", ["--config", SAMPLE_CONFIG, "--output", str(out), "--version", "1.0.0",
-                           "--set", f"inputs.videos={manifest}", "--set", "static.images=null",
-                           "--set", f"crowd.descriptions={answers}", "--set", "crowd.retrievals=null"])
+    code = build.build_main("imagecode", ["--config", SAMPLE_CONFIG, "--output", str(out), "--version", "1.0.0",
+                          "--set", f"inputs.videos={manifest}", "--set", "static.images=null",
+                          "--set", f"crowd.descriptions={answers}", "--set", "crowd.retrievals=null"])
     err = [line for line in capsys.readouterr().err.strip().splitlines()
            if not line.startswith("progress: ")]   # the build's own, before its preflight failed
     assert code == 2

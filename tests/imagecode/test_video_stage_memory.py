@@ -25,7 +25,7 @@ from apache_beam.coders.coder_impl import CoderImpl, create_InputStream
 import pyarrow.parquet as pq
 from apache_beam.runners.portability.fn_api_runner import execution
 
-from pipelines.release.manifest import run_counters
+from pipelines.release.write.manifest import run_counters
 from tests.beam_testing import local_test_pipeline
 from tests.imagecode.video_builds import build_videos
 from tests.release.release_files import run_record

@@ -14,10 +14,10 @@ import pyarrow.parquet as pq
 import pytest
 from PIL import Image
 
-from pipelines import runner
+from pipelines import build
 from pipelines.nlvr2 import collection
 from pipelines.nlvr2.schema import Example
-from pipelines.release.tables import Table
+from pipelines.release.write.tables import Table
 from transforms.core.stage import MAIN, REJECTS, StageFn, stage_pardo
 
 QUERIES = "queries"
@@ -98,8 +98,8 @@ def standin(monkeypatch, tmp_path):
 
 
 def test_collected_examples_get_the_same_release_plus_hashes(standin, tmp_path):
-    release = runner.build("nlvr2", ["--config", str(standin), "--output", str(tmp_path / "out"),
-                                     "--version", "1.0.0"])
+    release = build.build("nlvr2", ["--config", str(standin), "--output", str(tmp_path / "out"),
+                                    "--version", "1.0.0"])
     rejects = pq.read_table(os.path.join(release, "rejects")).to_pylist()
     # the stand-in's reject, and the group it left with 3 examples is still within the rules
     assert [(r["stage"], r["reason"]) for r in rejects] == [("standin", "not_sampled")]

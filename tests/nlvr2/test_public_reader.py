@@ -7,7 +7,7 @@ import os
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines import runner
+from pipelines import build as build_command
 from pipelines.nlvr2 import reasons
 from pipelines.nlvr2.public import parse_public_line
 from pipelines.nlvr2.schema import Example, public_line
@@ -109,9 +109,9 @@ def test_bytes_that_are_not_utf8_are_a_reject():
 # --- whole files through the runner ---------------------------------------------------------
 
 def build(tmp_path, files, *settings, name="out"):
-    return runner.build("nlvr2", ["--config", "public", "--output", str(tmp_path / name),
-                                  "--version", "1.0.0", "--set", f"inputs.public=[{','.join(files)}]",
-                                  *[a for s in settings for a in ("--set", s)]])
+    return build_command.build("nlvr2", ["--config", "public", "--output", str(tmp_path / name),
+                                         "--version", "1.0.0", "--set", f"inputs.public=[{','.join(files)}]",
+                                         *[a for s in settings for a in ("--set", s)]])
 
 
 def rejects(release):
@@ -183,7 +183,7 @@ def test_an_image_in_two_splits_is_reported_or_fails_the_build(tmp_path, capsys)
     url = {r["kind"]: r for r in json.load(open(os.path.join(release, "stats", "leakage.json")))}["url"]
     assert url["in_several_splits"] == 1 and url["examples"] == [
         {"image": dev[1]["left_url"], "splits": ["dev", "test1"]}]
-    code = runner.build_main("nlvr2", [
+    code = build_command.build_main("nlvr2", [
         "--config", "public", "--output", str(tmp_path / "forbid"), "--version", "1.0.0",
         "--set", f"inputs.public=[{','.join(files)}]", "--set", "leakage.forbid_shared_images=true"])
     assert code == 2

@@ -8,9 +8,9 @@ import os
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines import registry, runner
+from pipelines import build, registry
 from pipelines.config import load_config
-from pipelines.release.manifest import verify_manifest
+from pipelines.release.write.manifest import verify_manifest
 from transforms.core.stage import check_links, reconcile
 from tests.paths import REALDATA
 from tests.release.release_files import on_building_machine
@@ -22,9 +22,9 @@ ANOMALIES = {("dev-88-1-0", "extra_validation_disagrees"), ("dev-458-2-1", "extr
 def _build(out, *settings, files=(DEV, TEST1)):
     for path in files:
         assert path.exists(), f"public NLVR2 data not found at {path} (../shared/realdata)"
-    return runner.build("nlvr2", ["--config", "public", "--output", str(out), "--version", "1.0.0",
-                                  "--set", f"inputs.public=[{','.join(map(str, files))}]",
-                                  *[a for s in settings for a in ("--set", s)]])
+    return build.build("nlvr2", ["--config", "public", "--output", str(out), "--version", "1.0.0",
+                                 "--set", f"inputs.public=[{','.join(map(str, files))}]",
+                                 *[a for s in settings for a in ("--set", s)]])
 
 
 @pytest.fixture(scope="module")

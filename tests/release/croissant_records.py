@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 from PIL import Image
 
 # The one recommendation a release leaves out on purpose: a date would make two builds of
-# the same config differ (pipelines/release/croissant.py).
+# the same config differ (pipelines/release/cards/croissant.py).
 ACCEPTED_WARNING = "datePublished"
 # NaN, as compared: equal to NaN and to nothing else. mlcroissant gives None for a float
 # column's NaN and NaN for a float list's null item, so a release that wrote either would

@@ -1,4 +1,4 @@
-"""Reading a release explorer's data scripts back (pipelines/release/explorer.py), as the
+"""Reading a release explorer's data scripts back (pipelines/release/explorer/write.py), as the
 page's JavaScript does: data/index.js calls EXPLORER.index(...), every other data script
 EXPLORER.data(id, value)."""
 import json

@@ -45,7 +45,7 @@ def run_record(release: str) -> dict:
     """What a release and its build say together: MANIFEST.json with BUILD.json's keys
     (cache, cache_files, input_root, ...), and `stages` holding every counter of the run,
     its work's (cache hits and misses, models run) included."""
-    from pipelines.release.manifest import run_counters
+    from pipelines.release.write.manifest import run_counters
 
     with open(os.path.join(release, "MANIFEST.json")) as f:
         manifest = json.load(f)
@@ -57,8 +57,8 @@ def seal(release: str) -> str:
     rows per split of each table it counts, the rejects per reason, and the sha256 of
     every other file (write_manifest's `files`) and their digest, so that `verify`, and with it `diff`,
     takes it as published. Call it after the last file is written."""
-    from pipelines.release.manifest import file_checksums, write_json
-    from pipelines.release.verify import DIGEST_KEYS, RELEASE_SHA256, VALUES_SHA256, release_sha256, values_sha256
+    from pipelines.release.check.verify import DIGEST_KEYS, RELEASE_SHA256, VALUES_SHA256, release_sha256, values_sha256
+    from pipelines.release.write.manifest import file_checksums, write_json
 
     path = os.path.join(release, "MANIFEST.json")
     manifest = json.load(open(path))

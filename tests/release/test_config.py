@@ -99,10 +99,10 @@ def test_every_sample_config_reads_the_checkouts_sample_from_any_working_folder(
 
 
 def test_a_sample_built_from_another_working_folder_is_the_checkouts(tmp_path, monkeypatch):
-    from pipelines import runner
+    from pipelines import build
     from tests.release.release_files import build_record
     monkeypatch.chdir(tmp_path)
-    final = runner.build("vsr", ["--config", "sample", "--output", "out", "--version", "1.0.0", "--quiet"])
+    final = build.build("vsr", ["--config", "sample", "--output", "out", "--version", "1.0.0", "--quiet"])
     assert final == str(tmp_path / "out" / "vsr" / "1.0.0")
     assert not (tmp_path / "samples").exists() and os.listdir(tmp_path) == ["out"]
     assert build_record(final)["input_root"] == sample_dir("vsr")

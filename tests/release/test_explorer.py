@@ -1,4 +1,4 @@
-"""The release explorer's files (pipelines/release/explorer.py), without a browser: every
+"""The release explorer's files (pipelines/release/explorer/write.py), without a browser: every
 row and reject a card in a canonical order, groups, the search index, statistics,
 thumbnails, the diff, no network reference, determinism, reading in batches.
 tests/release/test_explorer_browser.py opens the sample releases in Chromium."""
@@ -14,16 +14,16 @@ import pyarrow.parquet as pq
 import pytest
 from PIL import Image
 
-from pipelines import runner
-from pipelines.release import explorer as explorer_module
-from pipelines.release import explorer_index, explorer_rows, explorer_stats
-from pipelines.release.diff import diff_releases
-from pipelines.release.explorer import PAGE_SIZE, views_for, write_explorer
-from pipelines.release.datacard import generated_note
-from pipelines.release.explorer_compat import CompatEntries
-from pipelines.release.explorer_views import Compat, ExplorerView, ImageIndex, Join
-from pipelines.release.manifest import GENERATED_CARD, verify_manifest
-from pipelines.release.row_paths import IMAGE_TYPE
+from pipelines import build
+from pipelines.release.cards.datacard import generated_note
+from pipelines.release.check.diff import diff_releases
+from pipelines.release.explorer import write as explorer_module
+from pipelines.release.explorer import index as explorer_index, rows as explorer_rows, stats as explorer_stats
+from pipelines.release.explorer.compat import CompatEntries
+from pipelines.release.explorer.views import Compat, ExplorerView, ImageIndex, Join
+from pipelines.release.explorer.write import PAGE_SIZE, views_for, write_explorer
+from pipelines.release.write.manifest import GENERATED_CARD, verify_manifest
+from pipelines.release.write.row_paths import IMAGE_TYPE
 from schemas.columns import described
 from tests.release.release_files import seal
 from schemas.rejects import REJECT_SCHEMA, Reject, reject_to_row
@@ -478,8 +478,8 @@ def test_a_release_without_rows_or_rejects_has_an_explorer(tmp_path):
 
 
 def test_no_explorer_builds_a_release_without_one(tmp_path):
-    release = runner.build("vsr", ["--config", "sample", "--output", str(tmp_path), "--version",
-                                   "1.0.0", "--quiet", "--no-explorer"])
+    release = build.build("vsr", ["--config", "sample", "--output", str(tmp_path), "--version",
+                                  "1.0.0", "--quiet", "--no-explorer"])
     assert not os.path.exists(os.path.join(release, "explorer"))
     manifest = json.load(open(os.path.join(release, "MANIFEST.json")))
     assert "explorer" not in manifest and verify_manifest(release) == []

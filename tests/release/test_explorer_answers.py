@@ -13,8 +13,8 @@ from PIL import Image
 
 from pipelines.imagecode.rounds import keep_rule_detail
 from pipelines.imagecode.rounds_schema import Description
-from pipelines.release.explorer import PAGE_SIZE, write_explorer
-from pipelines.release.explorer_views import ExplorerView, RejectsOfRows
+from pipelines.release.explorer.views import ExplorerView, RejectsOfRows
+from pipelines.release.explorer.write import PAGE_SIZE, write_explorer
 from schemas.rejects import REJECT_SCHEMA, Reject, reject_to_row
 from tests.release.explorer_pages import index_column, load_index, view_cards
 

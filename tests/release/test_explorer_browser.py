@@ -29,8 +29,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines import registry, runner
-from pipelines.release.explorer import PAGE_SIZE
+from pipelines import build, registry
+from pipelines.release.explorer.write import PAGE_SIZE
 from tests.paths import REALDATA, ROOT
 from tests.release.chromium import Browser
 from tests.release.explorer_pages import index_column, load_index
@@ -53,15 +53,15 @@ def releases(tmp_path_factory):
     built = {}
     for name in registry.names():
         for sample in registry.load(name).sample_configs():
-            folder = runner.build(name, ["--config", sample, "--output", str(out),
-                                         "--version", "1.0.0", "--quiet"])
+            folder = build.build(name, ["--config", sample, "--output", str(out),
+                                        "--version", "1.0.0", "--quiet"])
             built[os.path.basename(os.path.dirname(folder))] = folder
-    built["vsr 1.1.0"] = runner.build("vsr", ["--config", "sample", "--output", str(out),
-                                              "--version", "1.1.0", "--set", "seed=1", "--quiet"])
-    built["imagecode 1.1.0"] = runner.build("imagecode", [
+    built["vsr 1.1.0"] = build.build("vsr", ["--config", "sample", "--output", str(out),
+                                             "--version", "1.1.0", "--set", "seed=1", "--quiet"])
+    built["imagecode 1.1.0"] = build.build("imagecode", [
         "--config", "sample", "--output", str(out), "--version", "1.1.0", "--quiet",
         "--set", "mining.distance_threshold=0.30"])
-    built["nlvr2 public"] = runner.build("nlvr2", [   # beside the sample's 1.0.0
+    built["nlvr2 public"] = build.build("nlvr2", [   # beside the sample's 1.0.0
         "--config", "public", "--output", str(out), "--version", "2.0.0", "--quiet",
         "--set", f"inputs.public=[{','.join(map(str, NLVR2_PUBLIC))}]"])
     yield built

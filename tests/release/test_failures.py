@@ -10,12 +10,12 @@ import time
 
 import pytest
 
-from pipelines import runner
+from pipelines import build
+from pipelines import cache as cache_cli
+from pipelines.build import parse_build_args
 from pipelines.registry import load
-from pipelines.release import build as release
-from pipelines.release import cache as cache_cli
-from pipelines.release import runs
-from pipelines.runner import parse_build_args
+from pipelines.release.write import build as release
+from pipelines.release.write import runs
 from pipelines.vsr.sample import make_vsr_sample
 from tests.paths import ROOT as REPO_ROOT
 
@@ -58,7 +58,7 @@ def test_a_relative_output_becomes_absolute(tmp_path, monkeypatch):
 
 def test_a_build_into_a_relative_output_publishes(vsr_sample, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    final = runner.build("vsr", vsr_args(vsr_sample, "releases"))
+    final = build.build("vsr", vsr_args(vsr_sample, "releases"))
     assert final == os.path.join(str(tmp_path), "releases", "vsr", "1.0.0")
     assert "release: releases/vsr/1.0.0" in capsys.readouterr().out
     assert hidden(os.path.join(str(tmp_path), "releases", "vsr")) == []
@@ -69,10 +69,10 @@ def test_a_build_into_a_relative_output_publishes(vsr_sample, tmp_path, monkeypa
 def test_an_empty_video_manifest_stops_before_any_work(tmp_path, capsys):
     manifest = tmp_path / "videos.jsonl"
     manifest.write_text("\n  \n")
-    code = runner.build_main("imagecode", ["--config", "pipelines/imagecode/configs/sample.yaml",
-                           "--set", f"inputs.videos={manifest}", "--set", "static.images=null",
-                           "--set", "crowd.descriptions=null", "--set", "crowd.retrievals=null",
-                           "--output", str(tmp_path / "out"), "--version", "1.0.0"])
+    code = build.build_main("imagecode", ["--config", "pipelines/imagecode/configs/sample.yaml",
+                          "--set", f"inputs.videos={manifest}", "--set", "static.images=null",
+                          "--set", "crowd.descriptions=null", "--set", "crowd.retrievals=null",
+                          "--output", str(tmp_path / "out"), "--version", "1.0.0"])
     err = capsys.readouterr().err
     assert code == 2 and err == f"error: inputs.videos: {manifest} is empty: nothing to build\n"
     assert not os.path.exists(tmp_path / "out" / "imagecode")
@@ -83,11 +83,11 @@ def test_empty_vsr_and_bd2bb_inputs_stop_before_any_work(vsr_sample, tmp_path, c
     empty.write_text("")
     args = vsr_args(vsr_sample, tmp_path / "out")
     args[args.index(f"inputs.annotations=[{vsr_sample}/public_layout.jsonl]")] = f"inputs.annotations=[{empty}]"
-    assert runner.build_main("vsr", args) == 2
+    assert build.build_main("vsr", args) == 2
     assert capsys.readouterr().err == f"error: inputs.annotations: {empty} is empty: nothing to build\n"
 
-    code = runner.build_main("bd2bb", ["--config", "pipelines/bd2bb/configs/sample.yaml", "--set", f"inputs.tuples={empty}",
-                       "--output", str(tmp_path / "out"), "--version", "1.0.0"])
+    code = build.build_main("bd2bb", ["--config", "pipelines/bd2bb/configs/sample.yaml", "--set", f"inputs.tuples={empty}",
+                      "--output", str(tmp_path / "out"), "--version", "1.0.0"])
     assert code == 2
     assert capsys.readouterr().err == f"error: inputs.tuples: {empty} is empty: nothing to build\n"
     assert not os.path.exists(tmp_path / "out" / "vsr") and not os.path.exists(tmp_path / "out" / "bd2bb")
@@ -98,7 +98,7 @@ def test_empty_vsr_and_bd2bb_inputs_stop_before_any_work(vsr_sample, tmp_path, c
 def test_an_unwritable_output_is_one_line_before_any_work(vsr_sample, tmp_path, capsys):
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
-    assert runner.build_main("vsr", vsr_args(vsr_sample, blocker / "releases")) == 2
+    assert build.build_main("vsr", vsr_args(vsr_sample, blocker / "releases")) == 2
     err = without_progress(capsys.readouterr().err)
     assert err.startswith(f"error: --output: cannot write to {blocker / 'releases'}: ")
     assert err.count("\n") == 1
@@ -107,9 +107,9 @@ def test_an_unwritable_output_is_one_line_before_any_work(vsr_sample, tmp_path, 
 def test_an_unwritable_cache_is_one_line_before_any_work(tmp_path, capsys):
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
-    code = runner.build_main("bd2bb", ["--config", "pipelines/bd2bb/configs/sample.yaml",
-                       "--set", f"cache.dir={blocker}/cache",
-                       "--output", str(tmp_path / "out"), "--version", "1.0.0"])
+    code = build.build_main("bd2bb", ["--config", "pipelines/bd2bb/configs/sample.yaml",
+                      "--set", f"cache.dir={blocker}/cache",
+                      "--output", str(tmp_path / "out"), "--version", "1.0.0"])
     err = without_progress(capsys.readouterr().err)
     assert code == 2 and err.startswith(f"error: cache.dir: cannot write to {blocker}/cache: ")
     assert err.count("\n") == 1
@@ -122,7 +122,7 @@ def test_a_read_only_output_folder_is_one_line(vsr_sample, tmp_path, capsys):
     out.mkdir()
     out.chmod(0o500)
     try:
-        assert runner.build_main("vsr", vsr_args(vsr_sample, out)) == 2
+        assert build.build_main("vsr", vsr_args(vsr_sample, out)) == 2
         assert without_progress(capsys.readouterr().err).startswith(f"error: --output: cannot write to {out}: ")
     finally:
         out.chmod(0o700)
@@ -295,7 +295,7 @@ def test_kill_9_leaves_garbage_that_the_next_build_removes(vsr_sample, tmp_path)
     proc.wait()
     left = hidden(bench_dir)
     assert any(n.endswith(".lock") for n in left) and len(left) == 2
-    runner.build("vsr", vsr_args(vsr_sample, tmp_path / "out", version="1.0.1"))
+    build.build("vsr", vsr_args(vsr_sample, tmp_path / "out", version="1.0.1"))
     assert hidden(bench_dir) == [] and os.listdir(bench_dir) == ["1.0.1"]
 
 
@@ -429,7 +429,7 @@ def _what_a_stop_left(out, code, err, when):
         if not published:
             assert "nothing was published" in lines[0] or "nothing was written" in lines[0], lines
     if os.path.isdir(version):
-        from pipelines.release.verify import release_problems
+        from pipelines.release.check.verify import release_problems
         assert release_problems(version) == [], when
         assert _modes(version) == {0}, (when, "a published version is read-only whole")
 
@@ -493,7 +493,7 @@ def test_ctrl_c_at_the_publishing_instant_leaves_the_version_whole_or_absent(tmp
     if when == "after the rename":
         assert err == f"stopped by Ctrl-C (SIGINT) after publishing: {final} is there, complete and read-only\n"
         assert _modes(str(final)) == {0}
-        from pipelines.release.verify import release_problems
+        from pipelines.release.check.verify import release_problems
         assert release_problems(str(final)) == []
     else:
         assert err == ("stopped by Ctrl-C (SIGINT): nothing was published; version 1.0.0 of demo "

@@ -1,5 +1,5 @@
-"""A table's splits as files of their own (pipelines/release/splits.py) and the dataset
-card that lists them (pipelines/release/hf_card.py), on small hand-made tables."""
+"""A table's splits as files of their own (pipelines/release/write/splits.py) and the dataset
+card that lists them (pipelines/release/cards/hf_card.py), on small hand-made tables."""
 import json
 import os
 
@@ -8,8 +8,8 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from pipelines.release.hf_card import CardFacts, hf_configs, size_category, split_rows, write_readme
-from pipelines.release.splits import MAIN, SplitScheme, partition_table
+from pipelines.release.cards.hf_card import CardFacts, hf_configs, size_category, split_rows, write_readme
+from pipelines.release.write.splits import MAIN, SplitScheme, partition_table
 
 SCHEMA = pa.schema([pa.field("id", pa.string(), nullable=False),
                     pa.field("split", pa.string(), nullable=False),
@@ -125,9 +125,9 @@ def test_each_part_gets_a_tfrecord_file_with_the_same_rows_and_a_feature_spec(tm
 
 
 def test_the_card_declares_features_a_default_config_license_and_citation(tmp_path):
-    from pipelines.release.hf_card import CardFacts, dataset_info
-    from pipelines.release.locations import Relocate
-    from pipelines.release.row_paths import RowPaths
+    from pipelines.release.cards.hf_card import CardFacts, dataset_info
+    from pipelines.release.write.locations import Relocate
+    from pipelines.release.write.row_paths import RowPaths
     from schemas.columns import described
 
     schema = described(pa.schema([pa.field("id", pa.string()), pa.field("split", pa.string()),

@@ -1,4 +1,4 @@
-"""A release holds no path of the building machine (pipelines/release/locations.py,
+"""A release holds no path of the building machine (pipelines/release/write/locations.py,
 row_paths.py): paths relative to the release or to the input root the manifest records
 once; images the release holds embedded beside their paths; rejects' files and details
 relative; a config's paths relative and back. On small hand-made files."""
@@ -11,9 +11,9 @@ import pytest
 
 from pipelines import registry
 from pipelines.config import load_config, to_dict
-from pipelines.release.locations import (Relocate, config_paths, input_root, relocated_config,
-                                         resolved_config)
-from pipelines.release.row_paths import MissingImage, RowPaths, relocate_rejects
+from pipelines.release.write.locations import (Relocate, config_paths, input_root, relocated_config,
+                                               resolved_config)
+from pipelines.release.write.row_paths import MissingImage, RowPaths, relocate_rejects
 from schemas.columns import described
 from schemas.rejects import REJECT_SCHEMA, Reject, reject_to_row
 from tests.release.release_files import machine_paths

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from pipelines.release import build as release
+from pipelines.release.write import build as release
 from tests.release.model_records import model_problems
 from tests.release.release_files import run_record
 

@@ -17,7 +17,7 @@ COLUMNS = [f"text{i}" for i in range(9)] + ["line"]
 
 READER = """
 import sys
-from pipelines.release.manifest import count_rows_by, parquet_column_names, read_parquet_columns
+from pipelines.release.write.manifest import count_rows_by, parquet_column_names, read_parquet_columns
 folder, columns = sys.argv[1], sys.argv[2:]
 assert parquet_column_names(folder) == columns
 assert sum(count_rows_by(folder, columns[:2]).values()) == 2 * 108

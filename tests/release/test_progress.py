@@ -1,4 +1,4 @@
-"""Progress lines of a local build (pipelines/progress.py, transforms/core/progress.py):
+"""Progress lines of a local build (pipelines/progress.py, transforms/core/tallies.py):
 its phases, and per main stage items done of the total, on stderr and in its log; none
 on stderr with --quiet; the multi-process runner's workers tally into files the driver
 sums. tests/test_progress_all.py holds every benchmark's lines, on a fake clock."""
@@ -11,12 +11,12 @@ import sys
 
 import pytest
 
-from pipelines import runner
+from pipelines import build
 from pipelines.progress import Estimate, Progress, Reporter, progress_line, read_tallies
 from tests.paths import ROOT
 from pipelines.vsr.sample import make_vsr_sample
 from tests.release.test_failures import vsr_args
-from transforms.core.progress import PROGRESS_DIR_ENV
+from transforms.core.tallies import PROGRESS_DIR_ENV
 
 LINE = re.compile(r"^progress: (\w+) (\d+)/(\d+) \((\d+)%\)(?:  [\d.]+/s)?(?:  (done|~\S+ left))?$")
 PHASES = ["loading the benchmark", "preparing the sample", "loading models and tools",
@@ -31,7 +31,7 @@ def vsr_sample(tmp_path_factory):
 
 
 def test_a_multi_process_build_reports_each_main_stage_done_of_total(vsr_sample, tmp_path, capsys):
-    final = runner.build("vsr", vsr_args(vsr_sample, tmp_path / "out") + MULTI_PROCESS)
+    final = build.build("vsr", vsr_args(vsr_sample, tmp_path / "out") + MULTI_PROCESS)
     err = capsys.readouterr().err.splitlines()
     lines = [line for line in err if LINE.match(line)]
     stages = json.load(open(os.path.join(final, "MANIFEST.json")))["stages"]
@@ -86,13 +86,13 @@ def test_what_beams_code_logs_on_the_root_logger_goes_to_the_build_log(caplog):
 
 
 def test_quiet_prints_no_progress(vsr_sample, tmp_path, capsys):
-    runner.build("vsr", vsr_args(vsr_sample, tmp_path / "out") + ["--quiet"])
+    build.build("vsr", vsr_args(vsr_sample, tmp_path / "out") + ["--quiet"])
     assert "progress:" not in capsys.readouterr().err
     assert PROGRESS_DIR_ENV not in os.environ
 
 
 def test_tallies_of_several_processes_are_summed(tmp_path):
-    record = "from transforms.core import progress; progress.record('coco', 'image.in', {n})"
+    record = "from transforms.core import tallies; tallies.record('coco', 'image.in', {n})"
     for n in (3, 4):
         subprocess.run([sys.executable, "-c", record.format(n=n)], check=True, cwd=str(ROOT),
                        env={**os.environ, PROGRESS_DIR_ENV: str(tmp_path)})
@@ -156,7 +156,7 @@ def test_a_process_reads_the_progress_folder_once_and_the_driver_sets_its_own(tm
     """A counter increment does not look the variable up (it did, at 6% of a --quiet
     build's CPU): a process reads it once; the driver tells its own process where to
     tally while the pipeline runs, and to stop after."""
-    from transforms.core import progress as tally
+    from transforms.core import tallies as tally
     monkeypatch.setattr(tally, "_folder", tally._UNREAD)
     monkeypatch.delenv(PROGRESS_DIR_ENV, raising=False)
     tally.record("coco", "image.in")                     # nobody asked: read once, nothing tallied

@@ -24,13 +24,13 @@ from pipelines.imagecode.names import compat_image_path, video_set_name
 from pipelines.imagecode.publish import PublishCompatImages, WriteFrameSets
 from pipelines.imagecode.records import FrameSet
 from pipelines.imagecode.tables import FRAMESET_SCHEMA, frameset_to_row
-from pipelines.release.datacard import render_datacard, write_datacard
-from pipelines.release.locations import Relocate
-from pipelines.release.manifest import (file_checksums, finalise, new_staging_dir, release_counts,
-                                        remove_work_dir, staged_release, verify_manifest,
-                                        write_manifest, write_reject_counts)
-from pipelines.release.row_paths import RowPaths
-from pipelines.release.splits import MAIN, partition_table
+from pipelines.release.cards.datacard import render_datacard, write_datacard
+from pipelines.release.write.locations import Relocate
+from pipelines.release.write.manifest import (file_checksums, finalise, new_staging_dir, release_counts,
+                                              remove_work_dir, staged_release, verify_manifest,
+                                              write_manifest, write_reject_counts)
+from pipelines.release.write.row_paths import RowPaths
+from pipelines.release.write.splits import MAIN, partition_table
 from schemas.layout import MANIFEST, REJECT_COUNTS, work_dir
 from schemas.rejects import REJECT_SCHEMA, Reject, reject_to_row
 from schemas.tfexample import (Example, feature_spec, iter_tfrecord_file, parse_example_bytes,

@@ -1,4 +1,4 @@
-"""The release diff (pipelines/release/diff.py): rows matched by each table's declared key
+"""The release diff (pipelines/release/check/diff.py): rows matched by each table's declared key
 (never a guessed one), every row of either version counted once, per table and per split."""
 import json
 import os
@@ -8,8 +8,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipelines.__main__ import main as pipelines_main
-from pipelines.release.diff import (DiffError, compare_table, config_changes, diff_releases,
-                                    previous_version, render, version_order)
+from pipelines.release.check.diff import (DiffError, compare_table, config_changes, diff_releases,
+                                          previous_version, render, version_order)
 
 from tests.release.release_files import seal
 

@@ -1,6 +1,6 @@
 """Byte-reproducible releases: the same config, inputs and seed give the same files, byte
 for byte, whatever the number of workers and whatever kernels the CPU's instructions
-select (pipelines/release/order.py, transforms/core/precision.py, docs/rebuilding.md).
+select (pipelines/release/write/order.py, transforms/core/precision.py, docs/rebuilding.md).
 
 The driver's rewrite is checked on small tables written as different runners would shard
 them; every registered sample is then built again in another process, with two workers
@@ -20,11 +20,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines import registry, runner
-from pipelines.release.order import rewrite_rejects, shard_of
-from pipelines.release.splits import MAIN, partition_table
-from pipelines.release.verify import (RELEASE_SHA256, VALUES_SHA256, release_problems,
-                                      release_sha256, values_sha256)
+from pipelines import build, registry
+from pipelines.release.check.verify import (RELEASE_SHA256, VALUES_SHA256, release_problems,
+                                            release_sha256, values_sha256)
+from pipelines.release.write.order import rewrite_rejects, shard_of
+from pipelines.release.write.splits import MAIN, partition_table
 from pipelines.scaleout.compare import checksum_differences
 from schemas.rejects import REJECT_SCHEMA, Reject, reject_to_row
 from tests.paths import ROOT
@@ -205,8 +205,8 @@ def test_a_warm_cache_gives_the_cold_builds_release(name, config, tmp_path, samp
     cache = os.path.join(os.path.dirname(os.path.dirname(cold)), ".cache")
     if os.path.isdir(cache):
         shutil.copytree(cache, tmp_path / ".cache")
-    warm = runner.build(registry.load(name), ["--config", config, "--output", str(tmp_path),
-                                              "--version", "1.0.0", "--quiet"])
+    warm = build.build(registry.load(name), ["--config", config, "--output", str(tmp_path),
+                                             "--version", "1.0.0", "--quiet"])
     assert release_problems(warm) == []
     manifests = [json.load(open(os.path.join(r, "MANIFEST.json"))) for r in (cold, warm)]
     assert manifests[0][RELEASE_SHA256] == manifests[1][RELEASE_SHA256]

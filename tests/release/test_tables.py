@@ -1,4 +1,4 @@
-"""Every release table declares its key (pipelines/release/tables.py): a table without
+"""Every release table declares its key (pipelines/release/write/tables.py): a table without
 one is an error of the contract before any work, and a key that does not identify the
 written rows fails the build before a version exists. tests/test_conformance.py checks
 every registered benchmark's declarations on its samples."""
@@ -9,8 +9,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines.release import build as release
-from pipelines.release.tables import ContractError, Table, declared, key_problems, key_text
+from pipelines.release.write import build as release
+from pipelines.release.write.tables import ContractError, Table, declared, key_problems, key_text
 
 
 def test_a_table_names_one_key_column_or_more():

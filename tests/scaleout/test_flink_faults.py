@@ -22,7 +22,7 @@ import psutil
 import pytest
 
 from pipelines import registry
-from pipelines.release.digest import differences, release_digest
+from pipelines.release.check.digest import differences, release_digest
 from pipelines.scaleout import compare, flink, workers
 
 pytestmark = pytest.mark.skipif(

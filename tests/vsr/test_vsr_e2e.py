@@ -9,13 +9,13 @@ import os
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines import runner
-from pipelines.release.manifest import verify_manifest
+from pipelines import build as build_command
+from pipelines.release.write.manifest import verify_manifest
 from pipelines.vsr import reasons
 from pipelines.vsr.annotations import parse_public_line
 from pipelines.vsr.captions import CaptionParser
-from pipelines.vsr.sample import make_vsr_sample
 from pipelines.vsr.relations import RELATIONS
+from pipelines.vsr.sample import make_vsr_sample
 from pipelines.vsr.schema import EXAMPLE_SCHEMA, PAIR_SCHEMA, example_id
 from schemas.tfexample import tf_feature_spec
 
@@ -33,8 +33,8 @@ def build(sample, out, *extra):
              "annotations": [f"{sample}/public_layout.jsonl"], "captions": [f"{sample}/captions.jsonl"],
              "votes": [f"{sample}/votes.jsonl"], "extra_labels": [f"{sample}/extra_labels.jsonl"]}
     sets = [a for key, paths in files.items() for a in ("--set", f"inputs.{key}=[{','.join(paths)}]")]
-    return runner.build("vsr", ["--config", SAMPLE_CONFIG, "--output", str(out), "--version", "1.0.0", *sets,
-                    *extra])
+    return build_command.build("vsr", ["--config", SAMPLE_CONFIG, "--output", str(out), "--version", "1.0.0", *sets,
+                           *extra])
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from pipelines import runner
+from pipelines import build
 from pipelines.config import load_config
 from pipelines.vsr import pipeline as vsr
 from pipelines.vsr.config import VsrConfig
@@ -46,18 +46,18 @@ def test_a_pattern_that_matches_nothing_fails_before_any_work(sample, tmp_path, 
     with pytest.raises(PreflightError, match="inputs.coco"):
         vsr.preflight(cfg)
     with pytest.raises(PreflightError):
-        runner.build("vsr", ["--config", "pipelines/vsr/configs/paper.yaml", "--set", f"inputs.coco=[{cfg.inputs.coco[0]}]",
-                 "--output", str(tmp_path / "out"), "--version", "1.0.0"])
+        build.build("vsr", ["--config", "pipelines/vsr/configs/paper.yaml", "--set", f"inputs.coco=[{cfg.inputs.coco[0]}]",
+                "--output", str(tmp_path / "out"), "--version", "1.0.0"])
     assert not os.path.exists(tmp_path / "out" / "vsr" / "1.0.0")
 
 
 def test_a_build_from_globs_reads_and_lists_every_matched_file(sample, tmp_path):
-    release = runner.build("vsr", ["--config", "pipelines/vsr/configs/sample.yaml",
-                       "--set", f"inputs.coco=[{sample}/instances_*.json]",
-                       "--set", f"inputs.annotations=[{sample}/public_*.jsonl]",
-                       "--set", "inputs.captions=[]", "--set", "inputs.votes=[]",
-                       "--set", "inputs.extra_labels=[]", "--set", f"inputs.coco_images={sample}/images",
-                       "--output", str(tmp_path), "--version", "1.0.0"])
+    release = build.build("vsr", ["--config", "pipelines/vsr/configs/sample.yaml",
+                      "--set", f"inputs.coco=[{sample}/instances_*.json]",
+                      "--set", f"inputs.annotations=[{sample}/public_*.jsonl]",
+                      "--set", "inputs.captions=[]", "--set", "inputs.votes=[]",
+                      "--set", "inputs.extra_labels=[]", "--set", f"inputs.coco_images={sample}/images",
+                      "--output", str(tmp_path), "--version", "1.0.0"])
     manifest = json.load(open(os.path.join(release, "MANIFEST.json")))
     listed = {name: entry["path"] for name, entry in manifest["inputs"].items()}
     assert build_record(release)["input_root"] == str(sample)   # paths relative to it, recorded once

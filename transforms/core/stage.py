@@ -39,7 +39,7 @@ import apache_beam as beam
 from apache_beam.metrics import Metrics
 
 from schemas.rejects import Reject
-from transforms.core import progress
+from transforms.core import tallies
 from transforms.core.counts import check_links, data_counts, reconcile  # noqa: F401 (the contract's checks)
 
 MAIN = "out"
@@ -64,7 +64,7 @@ class StageCounts:
         if (prefix, name) not in self._counters:
             self._counters[prefix, name] = Metrics.counter(prefix + self.stage, name)
         self._counters[prefix, name].inc(n)
-        progress.record(self.stage, name, n)  # local progress lines (a no-op unless asked)
+        tallies.record(self.stage, name, n)  # for the local progress lines (a no-op unless asked)
 
     def seen(self, n: int = 1, level: str = "item") -> None:
         self._inc(f"{level}.in", n)

@@ -40,7 +40,7 @@ same name replaces them; the rounds ignore columns they do not read.
 
 `approvals` writes the file MTurk takes back: the results file's rows with `Approve` ("x")
 or `Reject` (what the worker is shown) filled, one decision per assignment, made by the
-caller from what the build did with each row (pipelines/release/approvals.py).
+caller from what the build did with each row (pipelines/crowd/approvals.py).
 """
 from __future__ import annotations
 

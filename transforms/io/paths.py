@@ -1,7 +1,7 @@
 """What a path is, told without importing Beam: a URL or a local path, absolute, a
 regular file or something else. The command line checks its arguments, its config and
 its inputs with these before Beam (seconds to import) is loaded, so that a mistake is
-answered at once (pipelines/runner.py); transforms/io/files.py opens and writes files
+answered at once (pipelines/build.py); transforms/io/files.py opens and writes files
 through Beam's FileSystems."""
 from __future__ import annotations
 

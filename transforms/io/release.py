@@ -30,7 +30,7 @@ class WriteTable(beam.PTransform):
     rows are the runner's, and no release keeps them. The release's driver rewrites the
     shards one set per split, rows in the table's key order, a split's file count and
     each row's file set by the rows, never by the runner
-    (`<split>-00000-of-00001.parquet`, pipelines/release/order.py and splits.py), and
+    (`<split>-00000-of-00001.parquet`, pipelines/release/write/order.py and splits.py), and
     writes the same rows as tf.train.Examples beside them
     (`tfrecord/<table>/<split>-00000-of-00001.tfrecord`). `schema`'s field metadata (descriptions, path and image
     columns: schemas/columns.py) travels with the files.
@@ -93,7 +93,7 @@ def missing_floats(row: dict, scalars: Tuple[str, ...], lists: Tuple[str, ...]) 
 
 class WriteRejects(beam.PTransform):
     """Rejects -> `<staging>/rejects/*.parquet` (counts per reason: manifest.release_counts;
-    rewritten in order by the driver, pipelines/release/order.py `rewrite_rejects`)."""
+    rewritten in order by the driver, pipelines/release/write/order.py `rewrite_rejects`)."""
 
     def __init__(self, staging_dir: str, num_shards: int = 0):
         super().__init__()

@@ -62,7 +62,7 @@ def _batch_rows(metadata: pq.FileMetaData, columns: Optional[Sequence[str]]) -> 
     """Rows per batch for one file: BATCH_ROWS, fewer where its rows (of `columns`; None:
     all) weigh more than BATCH_BYTES / BATCH_ROWS on average (the footer's uncompressed
     sizes: nothing is read to know). Light tables keep BATCH_ROWS, so their batches, and
-    what is summed per batch (explorer_stats.py), are as before."""
+    what is summed per batch (stats.py), are as before."""
     rows = metadata.num_rows
     if not rows:
         return BATCH_ROWS

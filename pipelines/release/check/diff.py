@@ -1,5 +1,5 @@
 """What changed between two releases of one benchmark: config, and the rows of every
-table, matched by the key the table declares (pipelines/release/tables.py), with counts
+table, matched by the key the table declares (pipelines/release/write/tables.py), with counts
 per split.
 
     python -m pipelines imagecode diff releases/imagecode/1.0.0 releases/imagecode/1.1.0
@@ -18,7 +18,7 @@ records its key, as releases built before keys were recorded; the old version la
 column of the key or shares a key value between rows) is reported as not compared, with
 its rows per split and the reason.
 
-Both releases are verified against their manifests first (pipelines/release/verify.py):
+Both releases are verified against their manifests first (pipelines/release/check/verify.py):
 one that is not as published (a flipped bit, a file missing or added) stops the diff with
 one line (exit 2), rather than showing damage as changed rows.
 
@@ -35,16 +35,16 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from apache_beam.io.filesystems import FileSystems
 
-from pipelines.release import runs
-from pipelines.release.manifest import (built_from_of, iter_parquet_rows, parquet_column_names,
-                                       read_parquet_columns)
-from pipelines.release.tables import MANIFEST_KEYS, key_text, sort_key
-from pipelines.release.verify import ReleaseDiffers, require_as_published
+from pipelines.release.check.verify import ReleaseDiffers, require_as_published
+from pipelines.release.write import runs
+from pipelines.release.write.manifest import (built_from_of, iter_parquet_rows, parquet_column_names,
+                                              read_parquet_columns)
+from pipelines.release.write.tables import MANIFEST_KEYS, key_text, sort_key
 from schemas.layout import MANIFEST, PARQUET_DIR
 from schemas.reasons import STALE_ANSWER
 from transforms.core.errors import UserError
 
-SPLIT = "split"   # the main split column every release table has (pipelines/release/splits.py)
+SPLIT = "split"   # the main split column every release table has (pipelines/release/write/splits.py)
 VERSION = re.compile(r"^(\d+)\.(\d+)\.(\d+)(.*)$")
 
 
@@ -211,7 +211,7 @@ def diff_releases(old_dir: str, new_dir: str, new_manifest: Optional[dict] = Non
                   verify_old: bool = True) -> dict:
     """Compare two version folders; `new_manifest` stands in for a manifest not yet
     written (a build writes its notes before its manifest, which checksums them).
-    Each published release is verified first (pipelines/release/verify.py): one that
+    Each published release is verified first (pipelines/release/check/verify.py): one that
     differs from its manifest raises DiffError, since a flipped bit is no change of
     data. `verify_old=False` is for a build that verified its previous version before
     its work."""

@@ -1,5 +1,5 @@
 """What a release holds, as content digests that ignore row order and sharding (the bytes
-of a release: MANIFEST.json's checksums and `release_sha256`, pipelines/release/verify.py).
+of a release: MANIFEST.json's checksums and `release_sha256`, pipelines/release/check/verify.py).
 
 Two builds published the same thing when every table (and rejects/) has the same rows,
 every compat/crowd/tasks/review/stats file the same bytes and every stage counter the
@@ -17,7 +17,7 @@ import os
 
 import pyarrow.parquet as pq
 
-from pipelines.release.verify import load_build_record
+from pipelines.release.check.verify import load_build_record
 from transforms.core.counts import merged
 
 FILE_FOLDERS = ("compat", "crowd", "tasks", "review", "stats")

@@ -3,7 +3,7 @@
 A table holds its split in a column (`split`: train/dev/test, ...), and some tables hold a
 second split scheme beside it (VSR's concept zero-shot split in `zeroshot_split`, BD2BB's
 hard test in `hard_test`). Tools that select data by file - Hugging Face `datasets`
-(`configs:` with `data_files` per split, pipelines/release/hf_card.py) and tf.data above
+(`configs:` with `data_files` per split, pipelines/release/cards/hf_card.py) and tf.data above
 all - need each split in files of its own. So after the run the driver rewrites each
 table's shards partitioned by the values of all its scheme columns, in both formats:
 
@@ -16,7 +16,7 @@ table's shards partitioned by the values of all its scheme columns, in both form
 where `<part>` names the values of the scheme columns ("train", or "train.test" for VSR:
 random train, zero-shot test). Rows, their fields and their number do not change, only
 which file holds them - but for the path columns the release rewrites on the way
-(pipelines/release/row_paths.py: input paths made relative to the input root, images
+(pipelines/release/write/row_paths.py: input paths made relative to the input root, images
 embedded). The TFRecord files hold one tf.train.Example per row, the same rows as the
 Parquet file of the same name, with the declared columns (not the embedded images: their
 paths are there). The run's shards are read in batches and spilled into one bucket per
@@ -24,7 +24,7 @@ output file, which is then sorted: memory holds one output file's rows (before t
 images are embedded, which happens batch by batch).
 
 How many files a part gets and which rows each holds, in which order, follow the rows and
-the table's declared rule, never the runner (pipelines/release/order.py): the same rows
+the table's declared rule, never the runner (pipelines/release/write/order.py): the same rows
 give the same bytes in process, with any number of workers and on Flink.
 """
 from __future__ import annotations
@@ -39,9 +39,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
-from pipelines.release.order import (BUCKETS_DIR, IMAGE_ROWS_PER_SHARD, ROWS_PER_SHARD, Buckets,
-                                     codec_of, parquet_files, shard_count, sortable_columns)
-from pipelines.release.tables import sort_key
+from pipelines.release.write.order import (BUCKETS_DIR, IMAGE_ROWS_PER_SHARD, ROWS_PER_SHARD, Buckets,
+                                           codec_of, parquet_files, shard_count, sortable_columns)
+from pipelines.release.write.tables import sort_key
 from schemas.layout import PARQUET_DIR, TFRECORD_DIR
 from schemas.names import safe_name
 from schemas.tfexample import feature_spec_json, tfrecord_frame, to_example_bytes
@@ -118,9 +118,9 @@ def partition_table(staging: str, table: str, schemes: Sequence[SplitScheme],
     same rows as `<staging>/tfrecord/<table>/` (see above). Each part's rows are in the
     order of `key` (default: every scalar column), in ceil(rows / rows_per_shard) files
     (default: ROWS_PER_SHARD, IMAGE_ROWS_PER_SHARD when the rows embed images), a row's
-    file chosen by its key (pipelines/release/order.py): the runner's shards and row
+    file chosen by its key (pipelines/release/write/order.py): the runner's shards and row
     order leave no trace. `rewrite(schema)` gives what rewrites each batch on the way (a
-    pipelines.release.row_paths.RowPaths, made from the schema the pipeline wrote);
+    pipelines.release.write.row_paths.RowPaths, made from the schema the pipeline wrote);
     None: rows as read."""
     folder = FileSystems.join(staging, PARQUET_DIR, table)
     records = FileSystems.join(staging, TFRECORD_DIR, table)

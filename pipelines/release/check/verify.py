@@ -3,7 +3,7 @@ MANIFEST.json, the manifest's own values included.
 
     python -m pipelines verify releases/imagecode/1.0.0
 
-What holds for a release as its build published it (pipelines/release/manifest.py
+What holds for a release as its build published it (pipelines/release/write/manifest.py
 writes the manifest last, with the sha256 of every other file):
   - every file below the version folder is a regular file of its own: a symlink, or a
     hard link (a second name for the file, outside the folder or in it), would let a
@@ -204,7 +204,7 @@ def load_manifest(version_dir: str) -> dict:
 
 
 def load_build_record(version_dir: str) -> dict:
-    """The version's BUILD.json (the build's record, pipelines/release/build.py), or {}
+    """The version's BUILD.json (the build's record, pipelines/release/write/build.py), or {}
     for a release built before builds kept one apart (their MANIFEST.json holds it)."""
     files = _Files(version_dir)
     if not files.exists(BUILD_RECORD):

@@ -3,7 +3,7 @@
 Croissant is the metadata Hugging Face, Kaggle and OpenML publish for a dataset; with it,
 `mlcroissant.Dataset("<release>/croissant.json").records("<table>")` reads a release's
 rows, and a catalogue indexes it, without this project's code. It is written from what
-the dataset card is written from (pipelines/release/hf_card.py), so the two agree:
+the dataset card is written from (pipelines/release/cards/hf_card.py), so the two agree:
 
     distribution   one cr:FileObject per Parquet file (path relative to the release
                    folder, sha256, size), and per table one cr:FileSet of its files
@@ -26,7 +26,7 @@ from typing import Dict, List, Mapping, Optional, Sequence
 import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 
-from pipelines.release.splits import Partitioned, SplitScheme, scheme_split_parts
+from pipelines.release.write.splits import Partitioned, SplitScheme, scheme_split_parts
 from schemas.columns import class_names_of, description
 from schemas.layout import PARQUET_DIR
 from transforms.core.hashing import content_sha256_and_size
@@ -76,7 +76,7 @@ CONTEXT = {
     "transform": "cr:transform",
 }
 
-# An image the release embeds (pipelines/release/row_paths.py IMAGE_TYPE): its bytes
+# An image the release embeds (pipelines/release/write/row_paths.py IMAGE_TYPE): its bytes
 # and its path, as the Hugging Face `Image` feature stores them.
 IMAGE_MEMBERS = ("bytes", "path")
 

@@ -1,4 +1,4 @@
-"""pipelines/runners.py on runners behind Beam's portable Job API: counters a job
+"""pipelines/beam_runners.py on runners behind Beam's portable Job API: counters a job
 service reports once per fused stage add up, and a failed run ends in one line and
 leaves no job running on the cluster."""
 import http.server
@@ -10,7 +10,7 @@ from apache_beam.metrics import monitoring_infos
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.portability.api import beam_job_api_pb2
 
-from pipelines import runners
+from pipelines import beam_runners
 from transforms.core.errors import RunFailed
 from transforms.core.stage import read_stage_counts
 
@@ -38,7 +38,7 @@ def test_a_counter_reported_by_two_stages_is_summed():
         monitoring_infos.int64_user_counter("stage.examples", "example.in", 24, ptransform=step),
         monitoring_infos.int64_user_counter("stage.examples", "example.in", 4, ptransform=step),
         monitoring_infos.int64_user_counter("stage.examples", "example.out", 28, ptransform="other"))
-    assert read_stage_counts(_Result(runners.SummedCounters(response))) == {
+    assert read_stage_counts(_Result(beam_runners.SummedCounters(response))) == {
         "examples": {"example.in": 28, "example.out": 28}}
 
 
@@ -46,7 +46,7 @@ def test_counters_of_different_transforms_stay_apart_before_the_stage_sums_them(
     response = _response(
         monitoring_infos.int64_user_counter("stage.s", "row.in", 3, ptransform="a"),
         monitoring_infos.int64_user_counter("stage.s", "row.in", 5, ptransform="b"))
-    counters = runners.SummedCounters(response).query()["counters"]
+    counters = beam_runners.SummedCounters(response).query()["counters"]
     assert sorted((c.key.step, c.committed, c.attempted) for c in counters) == [
         ("a", 3, 3), ("b", 5, 5)]
 
@@ -90,7 +90,7 @@ def test_a_failed_flink_run_is_one_line_and_its_job_is_cancelled(flink_rest):
                                "--job_name=build-1"])
     error = RuntimeError("Pipeline build-1_x failed in state FAILED: java.lang.Exception: "
                          "lost TaskManager\n\tat org.apache.flink.Foo(Foo.java:1)\n...")
-    failed = runners.run_failed(error, options)
+    failed = beam_runners.run_failed(error, options)
     assert isinstance(failed, RunFailed)
     assert "\n" not in str(failed)
     assert "nothing was published" in str(failed)
@@ -103,25 +103,25 @@ def test_a_flink_job_without_the_slots_it_needs_is_said_so(flink_rest):
                                "--job_name=build-1"])
     error = RuntimeError("Pipeline build-1_x failed in state FAILED: "
                          "java.util.concurrent.TimeoutException: Timeout has occurred: 60000 ms")
-    failed = str(runners.run_failed(error, options))
+    failed = str(beam_runners.run_failed(error, options))
     assert "\n" not in failed and "Timeout has occurred" in failed
     assert "had not the task slots the job needs" in failed
-    other = str(runners.run_failed(RuntimeError("failed: java.lang.Exception: boom"), options))
+    other = str(beam_runners.run_failed(RuntimeError("failed: java.lang.Exception: boom"), options))
     assert "task slots" not in other
 
 
 def test_a_flink_master_that_cannot_be_reached_is_said_so(flink_rest):
     options = PipelineOptions(["--runner=FlinkRunner", "--flink_master=localhost:1",
                                "--job_name=build-1"])
-    failed = runners.run_failed(RuntimeError("job server gone"), options)
+    failed = beam_runners.run_failed(RuntimeError("job server gone"), options)
     assert "could not reach Flink" in str(failed) and "job server gone" in str(failed)
 
 
 def test_a_flink_build_gets_a_job_name_it_can_find_again():
     options = PipelineOptions(["--runner=FlinkRunner", "--flink_master=localhost:8081"])
-    assert runners.runner_for(options) == "FlinkRunner"
+    assert beam_runners.runner_for(options) == "FlinkRunner"
     name = options.get_all_options()["job_name"]
     assert name.startswith("vl-bench-")
     named = PipelineOptions(["--runner=FlinkRunner", "--job_name=mine"])
-    runners.runner_for(named)
+    beam_runners.runner_for(named)
     assert named.get_all_options()["job_name"] == "mine"

@@ -33,9 +33,9 @@ from apache_beam.io.filesystems import FileSystems
 
 from schemas.layout import (BUILD_RECORD, MANIFEST, PARQUET_DIR, REJECT_COUNTS, REJECTS_DIR,
                             WORK_DIR, work_dir)
-from pipelines.release.verify import (REJECT_COLUMNS, RELEASE_SHA256, TABLE_COLUMNS, VALUES_SHA256,
-                                      load_build_record, rejects_record, release_sha256,
-                                      table_record, values_sha256)
+from pipelines.release.check.verify import (REJECT_COLUMNS, RELEASE_SHA256, TABLE_COLUMNS, VALUES_SHA256,
+                                            load_build_record, rejects_record, release_sha256,
+                                            table_record, values_sha256)
 from transforms.core.counts import merged
 from schemas.names import safe_name
 from transforms.core.hashing import content_sha256
@@ -43,7 +43,7 @@ from transforms.io.files import make_dirs, open_parquet
 
 # What a release was built from: "sample" (the embedded generated sample, whose rows
 # show the pipeline at work) or "inputs" (real inputs: a collection, public files). The
-# explorer compares no rows of two versions built from different kinds (explorer.py).
+# explorer compares no rows of two versions built from different kinds (pipelines/release/explorer/write.py).
 BUILT_FROM = "built_from"
 GENERATED_CARD = "**Built from generated sample data.**"   # datacard.generated_note's opening
 
@@ -229,7 +229,7 @@ def remove_build_reports(staging: str) -> None:
 def write_manifest(staging: str, manifest: dict) -> dict:
     """Write MANIFEST.json: `manifest` plus `values_sha256` (the sha256 of each of its
     values), `files` (checksums of everything else but BUILD.json) and `release_sha256`
-    (the digest of them all, pipelines/release/verify.py)."""
+    (the digest of them all, pipelines/release/check/verify.py)."""
     if set(manifest) & {"files", RELEASE_SHA256, VALUES_SHA256}:
         raise ValueError(f"manifest keys 'files', {RELEASE_SHA256!r} and {VALUES_SHA256!r} are "
                          "filled in by write_manifest")
@@ -269,8 +269,8 @@ def run_counters(version_dir: str) -> dict:
 
 def verify_manifest(version: str) -> List[str]:
     """Problems found checking a version folder against its manifest ([] when sound):
-    pipelines/release/verify.py, what `python -m pipelines verify` prints."""
-    from pipelines.release.verify import release_problems
+    pipelines/release/check/verify.py, what `python -m pipelines verify` prints."""
+    from pipelines.release.check.verify import release_problems
     return release_problems(version)
 
 
@@ -334,7 +334,7 @@ def count_rows_by(folder: str, columns: List[str]) -> collections.Counter:
 
 def release_counts(staging: str, tables=("video_sets",)) -> dict:
     """Rows actually written: per table by split/source, Rejects per reason and stage
-    (the records `verify` counts again: pipelines/release/verify.py)."""
+    (the records `verify` counts again: pipelines/release/check/verify.py)."""
     return {
         "tables": {table: table_record(count_rows_by(FileSystems.join(staging, PARQUET_DIR, table),
                                                      list(TABLE_COLUMNS)))

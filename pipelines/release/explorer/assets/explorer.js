@@ -1,4 +1,4 @@
-/* The release explorer (pipelines/release/explorer.py writes its data).
+/* The release explorer (pipelines/release/explorer/write.py writes its data).
  *
  * Opens from disk: browsers refuse to fetch file:// URLs but load scripts from them, so
  * data/index.js says what there is and every other piece of data is a script
@@ -311,7 +311,7 @@ var EXPLORER = (function () {
 
   // --- drawing ----------------------------------------------------------------------
 
-  function imageName(image) {   // explorer.py leaves out a name that is its URL's last part
+  function imageName(image) {   // explorer/write.py leaves out a name that is its URL's last part
     return image.n || image.u.split("?")[0].split("#")[0].replace(/\/+$/, "").split("/").pop() || image.u;
   }
 

@@ -1,4 +1,5 @@
-"""The one runner: builds a release of any registered benchmark.
+"""`python -m pipelines <benchmark> build`, the one runner: builds a release of any
+registered benchmark (the release itself is written by pipelines/release/write/build.py).
 
     arguments, config + overrides (keys, types, ranges), the inputs the config names
     (checked by type), the release root and cache outside every folder an input reads
@@ -155,10 +156,10 @@ def _run(benchmark: Benchmark, config, args: argparse.Namespace, beam_args: List
     import apache_beam as beam
     from apache_beam.options.pipeline_options import PipelineOptions
 
+    from pipelines.beam_runners import counters_summed, is_local, run_failed, runner_for
     from pipelines.build_log import log_path
-    from pipelines.release import build as release
-    from pipelines.release.datacard import generated_note
-    from pipelines.runners import counters_summed, is_local, run_failed, runner_for
+    from pipelines.release.cards.datacard import generated_note
+    from pipelines.release.write import build as release
     from transforms.core.stage import read_stage_counts
 
     cache_root = cache_root_of(config, args.output)

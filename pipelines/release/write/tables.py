@@ -5,7 +5,7 @@ the counter its rows must equal, and the columns that identify one row, its key.
     Table("rounds", "answer.out", key=("example_id", "split_scheme"))   # a composite key
     Table("video_sets", "set.out", key="set_name", rows_per_shard=500)  # files of 500 rows
 
-The key is how two versions of a release are compared (pipelines/release/diff.py: a row
+The key is how two versions of a release are compared (pipelines/release/check/diff.py: a row
 of the old version and a row of the new one are the same row when their keys are equal)
 and how the explorer names a row's card. It is declared, never guessed: a table declared
 without one is an error of the contract before any work, a key column the written table
@@ -15,7 +15,7 @@ that `diff` reads it from the releases themselves.
 
 The key is also the order of the rows in every file of the table, and its hash decides
 which file of a split holds a row; `rows_per_shard` sets how many files a split gets
-(pipelines/release/order.py: the runner's shards leave no trace in a release).
+(pipelines/release/write/order.py: the runner's shards leave no trace in a release).
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from apache_beam.io.filesystems import FileSystems
 
-from pipelines.release.manifest import parquet_column_names, read_parquet_columns
+from pipelines.release.write.manifest import parquet_column_names, read_parquet_columns
 from schemas.layout import PARQUET_DIR
 
 MANIFEST_KEYS = "table_keys"   # MANIFEST.json: {table: [key column, ...]}
@@ -41,7 +41,7 @@ class Table:
     """One table under parquet/: its row count must equal counter `counter` of stage
     `stage`; `key` names the column (or columns, in order) whose values identify a row and
     order the rows of each file; `rows_per_shard` the most rows of one split in one file
-    (None: pipelines/release/order.py's default, less for a table that embeds images)."""
+    (None: pipelines/release/write/order.py's default, less for a table that embeds images)."""
     stage: str
     counter: str
     key: Union[str, Tuple[str, ...]]
@@ -66,7 +66,7 @@ def declared(tables: Mapping[str, object]) -> Dict[str, Table]:
         if not isinstance(table, Table):
             raise ContractError(
                 f"table {name!r} is declared as {table!r}: declare it as "
-                "pipelines.release.tables.Table(stage, counter, key=...), naming the columns "
+                "pipelines.release.write.tables.Table(stage, counter, key=...), naming the columns "
                 "that identify its rows (the release diff never guesses a key)")
     return dict(tables)
 

@@ -1,4 +1,5 @@
-"""Stage counters as they grow, for a local build's progress lines (worker side).
+"""Tallies of the stage counters as they grow, in every process that runs stages, for a
+local build's progress lines (pipelines/progress.py sums them and prints the lines).
 
 Beam counters are the release's source of truth, but a local runner shows them only when
 the run ends, and the multi-process runner's workers are other processes. So while a

@@ -3,7 +3,7 @@ their pay: one verdict and one plain sentence per reason code, in one table.
 
 The reason codes are the build's own (schemas/reasons.py and each benchmark's reasons.py):
 precise for the person rebuilding, meaningless to a worker. `approvals`
-(pipelines/release/approvals.py) turns the rejects of a results file's rows into the
+(pipelines/crowd/approvals.py) turns the rejects of a results file's rows into the
 file a requester uploads to Mechanical Turk, and there the worker reads the sentence:
 
     APPROVE   the work was done as asked; what kept it out of the release is the build's

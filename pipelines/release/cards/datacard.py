@@ -5,7 +5,7 @@ Generic over benchmarks; every key but `benchmark` and `version` is optional:
     {
       "benchmark": "ImageCoDe", "version": "v1.0.0",
       "summary": "One paragraph on what this release is.",
-      "counts": release_counts(staging, tables),    # pipelines.release.manifest
+      "counts": release_counts(staging, tables),    # pipelines.release.write.manifest
       "thresholds": {"distance": {"value": 0.06, "source": "paper §3.1"}, "set_size": 10},
       "models": {"encoder": {"name": "ViT-B-32", "weights_sha256": "..."}},
       "stages": {"shots": {"shot.in": 9, "shot.out": 8, "shot.rejected.shot_too_short": 1}},
@@ -20,7 +20,7 @@ level reconciles (in == out + rejected), and a stage's other counters (NLVR2's
 `counts` and `stages`, the manifest's own records, never counted again. The card
 describes the release, not the build: what a build did (cache hits and misses, models
 loaded, its time) follows the cache and the runner, so it is in BUILD.json and never
-here (pipelines/release/build.py).
+here (pipelines/release/write/build.py).
 
 Optional too: `generated` (the sentence a build from generated inputs opens with, right
 under the title: `generated_note`), `kept_rejects` ({reason: what stays in the release},

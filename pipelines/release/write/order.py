@@ -3,11 +3,11 @@ the same rows give the same bytes on any runner and with any number of workers.
 
 Beam writes a table as shards whose number and row order are the runner's: one shard in
 process, one per worker with two workers or on Flink, rows in the order the bundles ran.
-The driver therefore rewrites what the run wrote (pipelines/release/splits.py for the
+The driver therefore rewrites what the run wrote (pipelines/release/write/splits.py for the
 tables, `rewrite_rejects` for rejects/):
 
 - the rows of every file are in a declared order: the table's key
-  (pipelines/release/tables.py), rejects/ by all of its columns;
+  (pipelines/release/write/tables.py), rejects/ by all of its columns;
 - a part of n rows (a split; all of rejects/) is written as ceil(n / rows_per_shard)
   files, `rows_per_shard` being the table's declared rule (`Table.rows_per_shard`,
   default ROWS_PER_SHARD, IMAGE_ROWS_PER_SHARD for a table that embeds images): a count

@@ -1,10 +1,10 @@
 """Where a release explorer row is in the release's compat/ files, the original layout's
-(explorer_views.Compat declares how a benchmark's table maps onto them).
+(views.Compat declares how a benchmark's table maps onto them).
 
 The row view links each entry: NLVR2's example test1-676-1-0 is line 677 of
 compat/test1.json and a line of compat/balanced/balanced_test1.json; an ImageCoDe set is
 the member "<set name>" of compat/valid_data.json. The entries of the declared files are
-read once, one at a time, into the explorer's row store (explorer_rows.RowStore, on disk)
+read once, one at a time, into the explorer's row store (rows.RowStore, on disk)
 under the text of their matched fields, so memory holds one entry, not a file's worth
 of locations, and a row's entries are one indexed lookup.
 
@@ -20,8 +20,8 @@ import json
 import os
 from typing import Iterator, List, Optional, Tuple
 
-from pipelines.release.explorer_rows import RowStore
-from pipelines.release.explorer_views import Compat
+from pipelines.release.explorer.rows import RowStore
+from pipelines.release.explorer.views import Compat
 
 NAME = ""       # the field that is a JSON object member's name
 BATCH = 2048    # entries stored at a time

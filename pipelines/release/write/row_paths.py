@@ -1,9 +1,9 @@
 """What the release makes of the paths in its tables and rejects (every benchmark), batch
-by batch, as the driver writes each table's files per split (pipelines/release/splits.py):
+by batch, as the driver writes each table's files per split (pipelines/release/write/splits.py):
 
 - a column of the build's input paths (schemas.columns `input_paths`: FG's pool images,
   NLVR2's image files, ImageCoDe's static-set sources) is written relative to the input
-  root recorded in MANIFEST.json (pipelines/release/locations.py), never as the
+  root recorded in MANIFEST.json (pipelines/release/write/locations.py), never as the
   building machine's absolute paths;
 - a column of images inside the release (schemas.columns `images`: ImageCoDe's
   `image_paths`, relative to the release folder) gets a column beside it holding those
@@ -29,7 +29,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from apache_beam.io.filesystems import FileSystems
 
-from pipelines.release.locations import Relocate
+from pipelines.release.write.locations import Relocate
 from schemas.columns import DESCRIPTION, images_column, is_input_path
 from schemas.layout import PARQUET_DIR, REJECTS_DIR
 from transforms.io.files import open_parquet

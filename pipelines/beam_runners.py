@@ -29,7 +29,7 @@ from apache_beam.options.pipeline_options import (FlinkRunnerOptions, GoogleClou
 from transforms.core.errors import RunFailed
 
 LOCAL_RUNNER_NAMES = (None, "", "DirectRunner", "FnApiRunner", "local")
-log = logging.getLogger("pipelines.runners")
+log = logging.getLogger("pipelines.beam_runners")
 
 
 def runner_for(options: PipelineOptions):

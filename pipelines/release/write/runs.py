@@ -32,7 +32,7 @@ from typing import List, Optional
 
 from apache_beam.io.filesystems import FileSystems
 
-log = logging.getLogger("pipelines.release.runs")
+log = logging.getLogger("pipelines.release.write.runs")
 
 LOCK_SUFFIX = ".lock"
 STAGING_MARK = ".staging-"

@@ -5,7 +5,7 @@
     Parquet and TFRecord files per split (paths relative, images embedded) and rejects
     with relative paths -> check that the counters reconcile and match the rows written,
     and that every main table holds a row -> DATACARD.md -> README.md (the dataset card)
-    -> croissant.json -> RELEASE_NOTES.md -> explorer/ (pipelines/release/explorer.py)
+    -> croissant.json -> RELEASE_NOTES.md -> explorer/ (pipelines/release/explorer/write.py)
     -> MANIFEST.json (the release: in its digest) -> BUILD.json (the build's record: when,
     from which code, what the cache held; outside the digest) -> read-only -> rename
 
@@ -13,10 +13,10 @@ One config and inputs give one release and one digest whatever the cache held an
 whichever runner ran it: everything that follows the build rather than the data goes to
 BUILD.json, never into a card, a table or MANIFEST.json.
 
-No absolute path of the building machine is written (pipelines/release/locations.py):
+No absolute path of the building machine is written (pipelines/release/write/locations.py):
 paths are relative to the release folder, or to the input root BUILD.json records once.
 
-A run that fails anywhere leaves no version folder behind (pipelines.release.manifest).
+A run that fails anywhere leaves no version folder behind (pipelines.release.write.manifest).
 """
 from __future__ import annotations
 
@@ -32,28 +32,28 @@ from apache_beam.io.filesystems import FileSystems
 
 from pipelines import stops
 from pipelines.config import dict_hash, to_dict
-from pipelines.release import croissant
-from pipelines.release import diff as release_diff
-from pipelines.release import manifest as release_manifest
-from pipelines.release import runs
-from pipelines.release.datacard import render_datacard, write_datacard
-from pipelines.release.explorer import EXPLORER_DIR, write_explorer
-from pipelines.release.explorer_views import Explorer
-from pipelines.release.hf_card import CardFacts, write_readme
-from pipelines.release.order import rewrite_rejects
-from pipelines.release.locations import (Relocate, config_paths, input_root, local_paths_in,
-                                         relocated_config)
-from pipelines.release.row_paths import (RowPaths, input_path_values, reject_paths, relocate_reports,
-                                         relocate_rejects)
-from pipelines.release.splits import MAIN, SplitScheme, partition_table
-from pipelines.release.tables import MANIFEST_KEYS, Table, declared, key_problems
-from pipelines.release.verify import ReleaseDiffers, require_as_published
+from pipelines.release.cards import croissant
+from pipelines.release.cards.datacard import render_datacard, write_datacard
+from pipelines.release.cards.hf_card import CardFacts, write_readme
+from pipelines.release.check import diff as release_diff
+from pipelines.release.check.verify import ReleaseDiffers, require_as_published
+from pipelines.release.explorer.views import Explorer
+from pipelines.release.explorer.write import EXPLORER_DIR, write_explorer
+from pipelines.release.write import manifest as release_manifest
+from pipelines.release.write import runs
+from pipelines.release.write.locations import (Relocate, config_paths, input_root, local_paths_in,
+                                               relocated_config)
+from pipelines.release.write.order import rewrite_rejects
+from pipelines.release.write.row_paths import (RowPaths, input_path_values, reject_paths, relocate_reports,
+                                               relocate_rejects)
+from pipelines.release.write.splits import MAIN, SplitScheme, partition_table
+from pipelines.release.write.tables import MANIFEST_KEYS, Table, declared, key_problems
 from schemas.layout import MANIFEST
 from transforms.core.errors import UserError
 from transforms.core.hashing import content_sha256_and_size
 from transforms.core.stage import check_links, data_counts, read_stage_counts, read_work_counts, reconcile
 
-log = logging.getLogger("pipelines.release.build")
+log = logging.getLogger("pipelines.release.write.build")
 
 MANIFEST_FORMAT = 3   # 2: `build` (created_at, code_revision) and `release_sha256`;
                       # 3: `values_sha256` (the values in the digest), the build's record in BUILD.json
@@ -82,18 +82,18 @@ def build_release(*, benchmark: str, out: str, version: str, config,
 
     `tables` maps each table written under parquet/ to its Table: the (stage, counter)
     whose value must equal its rows and the key that identifies a row
-    (pipelines/release/tables.py; checked before anything starts); `main_tables` those
+    (pipelines/release/write/tables.py; checked before anything starts); `main_tables` those
     that must hold a row (default: all of them: a build that yields nothing fails before
     publishing, and its version stays unused); `splits` its split schemes (default: the
     `split` column), which decide its files and its dataset card configs; `explorer` the
-    declared views of the release explorer (pipelines/release/explorer.py; None: no
+    declared views of the release explorer (pipelines/release/explorer/write.py; None: no
     explorer/); `describe(facts)` returns the data card's summary, thresholds and
     sections (it may write plots into facts["staging"]) and, as "dataset_card", the
-    benchmark's CardFacts (main table, license, citation: pipelines/release/hf_card.py);
+    benchmark's CardFacts (main table, license, citation: pipelines/release/cards/hf_card.py);
     `generated` is the sentence the cards open with when the inputs were generated (a
     sample build). While it runs the build holds a lock beside its staging folder (and in
     the cache), so that the next build can tell garbage from work in progress
-    (pipelines/release/runs.py); before it starts it removes what builds that died left
+    (pipelines/release/write/runs.py); before it starts it removes what builds that died left
     behind. On any failure, its own staging folder and its temp files in the cache are
     removed; a stop (Ctrl-C, SIGTERM) at any instant ends it as a Stopped whose line
     says whether the version was published whole or not at all (pipelines/stops.py).
@@ -163,7 +163,7 @@ def _stopped_outcome(out: str, benchmark: str, version: str) -> str:
 
 def _check_previous_version(out: str, benchmark: str, version: str) -> None:
     """The version this build's release notes will compare with must be as published
-    (pipelines/release/verify.py), or the notes would show damage on disk as changed
+    (pipelines/release/check/verify.py), or the notes would show damage on disk as changed
     rows: checked before any work, one line (exit 2) naming the first file that differs."""
     previous = release_diff.previous_version(FileSystems.join(out, benchmark), version)
     if previous is not None:

@@ -1,4 +1,7 @@
-"""Cache housekeeping: `python -m pipelines cache prune --cache ROOT --releases OUT [--dry-run]`.
+"""The cache seen from the releases (the store itself is transforms/cache/store.py): what a
+build's record says of its cache (`cache_record`, which the benchmarks that cache put in
+BUILD.json), and housekeeping, `python -m pipelines cache prune --cache ROOT --releases OUT
+[--dry-run]`.
 
 The build record's contract: a release whose build used cache entries lists the shards
 it read or wrote under a top-level key of its BUILD.json (of its MANIFEST.json, for a
@@ -13,7 +16,7 @@ that are gone (killed with -9, a lost machine) left is removed too: Beam's `beam
 folders under the cache, and their hidden staging folders and locks under
 `OUT/<benchmark>/` (`.<version>.staging-<id>`). Prune does not run while a build uses
 the cache (its lock in `<cache>/.runs/` is alive, or was taken on another host:
-pipelines/release/runs.py): a running build reads shards that no record names until it
+pipelines/release/write/runs.py): a running build reads shards that no record names until it
 publishes, so prune would delete what that build has opened. It stops in one line (exit
 2) instead, and a build does not start while a prune runs.
 """
@@ -30,8 +33,8 @@ from typing import Iterator, List, Optional, Sequence, Set, Tuple
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from pipelines.release import runs
-from pipelines.release.manifest import read_stats
+from pipelines.release.write import runs
+from pipelines.release.write.manifest import read_stats
 from schemas.layout import BUILD_RECORD, MANIFEST
 from transforms.cache.store import SUFFIX, relative_cache_path, shard_pattern
 from transforms.core.errors import UserError
@@ -74,7 +77,7 @@ class CacheInUse(UserError, RuntimeError):
 @contextlib.contextmanager
 def pruning(cache: str) -> Iterator[None]:
     """Hold this prune's lock on `cache` while inside; CacheInUse when a build's lock there
-    may be alive (the lock is taken first, then looked past: pipelines/release/runs.py)."""
+    may be alive (the lock is taken first, then looked past: pipelines/release/write/runs.py)."""
     lock = runs.cache_lock_path(cache, f"{runs.PRUNE_PREFIX}{uuid.uuid4().hex}")
     make_dirs(FileSystems.split(lock)[0])
     runs.write_lock(lock)
@@ -94,7 +97,7 @@ def pruning(cache: str) -> Iterator[None]:
 def prune(cache: str, releases: str, dry_run: bool = False) -> Tuple[List[str], int]:
     """Delete unreferenced shards and what builds that are gone left behind (their Beam
     temp folders, their staging folders and locks under `releases`,
-    pipelines/release/runs.py); returns (removed paths, bytes freed). Refused
+    pipelines/release/write/runs.py); returns (removed paths, bytes freed). Refused
     (CacheInUse) while a build uses the cache."""
     with pruning(cache):
         return _prune(cache, releases, dry_run)

@@ -28,7 +28,7 @@ import sys
 from collections import Counter
 from typing import Dict, List, Optional, Sequence, Set
 
-from pipelines.release.worker_reasons import PENDING, REJECT, for_the_worker
+from pipelines.crowd.worker_reasons import PENDING, REJECT, for_the_worker
 from transforms.core.errors import InputError
 
 MANIFEST = "MANIFEST.json"

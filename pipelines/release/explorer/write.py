@@ -1,17 +1,17 @@
 """The release explorer: `<version>/explorer/`, static pages to search and look at a release.
 
-    explorer/index.html, explorer.css, explorer.js   the app (explorer_assets/), one page
+    explorer/index.html, explorer.css, explorer.js   the app (assets/), one page
     explorer/data/index.js                           what there is: views, groups, columns
     explorer/data/items/<v>/cards/<c>.js             a view's cards, PAGE_SIZE a chunk
     explorer/data/items/<v>/rows/<c>.js              its rows whole, PAGE_SIZE a chunk: every
                                                      column, the Parquet file and row, the
                                                      compat/ entries (the row view)
-    explorer/data/items/<v>/index/<col>/<c>.js       its search index (explorer_index.py)
-    explorer/data/items/<v>/stats.js                 its per-column statistics (explorer_stats.py)
+    explorer/data/items/<v>/index/<col>/<c>.js       its search index (index.py)
+    explorer/data/items/<v>/stats.js                 its per-column statistics (stats.py)
     explorer/data/rejects/...                        the rejects, as one more view
     explorer/data/diff/<t>.js, diff/<t>/before/<c>.js  the changes, and rows as they were
                                                      (a changed row's changed fields)
-    explorer/thumbs/<k[:2]>/<k>.jpg                  thumbnails (explorer_thumbs.py)
+    explorer/thumbs/<k[:2]>/<k>.jpg                  thumbnails (thumbs.py)
 
 It opens from disk (file://) with no server and no network: browsers refuse fetch() of
 local files, so every piece of data is a script (`EXPLORER.data(id, value)`) that the app
@@ -20,26 +20,26 @@ key) for a table and (reason, stage, level, item) for the rejects, and row i's c
 in cards chunk i // PAGE_SIZE; searching, filtering and sorting load only the index
 columns they ask about, then the chunks of the cards they show. Three areas:
 
-- items: each table a benchmark declares (explorer_views.ExplorerView; undeclared tables
+- items: each table a benchmark declares (views.ExplorerView; undeclared tables
   get a plain view), every row a card, its groups (split, source) contiguous; and every
   row whole, as its table holds it (binary values by their size), with its Parquet file
-  and row number and its entries in compat/ (explorer_compat.py), for the row view; a
+  and row number and its entries in compat/ (compat.py), for the row view; a
   column's ClassLabel names (schemas/columns.py, as the dataset card declares them) go
   with the view's columns;
 - rejects: every reject as a card, with the figures of its detail ("brisque=0.69" ->
   brisque 0.69) and the images it names, when local; the first PAGE_SIZE of each reason
   pictured by the benchmark when it can (a frame decoded again from its video);
 - diff: against the previous version, the comparison `release diff` prints
-  (pipelines/release/diff.py): the keys added, moved and changed (their cards are the
+  (pipelines/release/check/diff.py): the keys added, moved and changed (their cards are the
   view's) and the cards of removed and changed rows as the previous version had them,
   a changed row's with the fields that changed (before, now). It names the version it
   compares with, and compares none where one release was built from the generated
   sample and the other from real inputs (MANIFEST.json `built_from`): their rows have
   nothing in common, and a list of every row "removed" and "added" would say otherwise.
 
-Tables are read in batches (explorer_rows.py), so memory is bounded by a batch and a
+Tables are read in batches (rows.py), so memory is bounded by a batch and a
 chunk, not by the table. The files are written before MANIFEST.json, so the manifest
-checksums them like any other file; table digests (pipelines/release/digest.py) never
+checksums them like any other file; table digests (pipelines/release/check/digest.py) never
 read them. The content is a function of the release's rows and of the names of its
 Parquet files (no clock, sorted keys, an order that does not depend on the runner's
 shards; only the row view's "file and row" says where the runner put a row), so two
@@ -58,23 +58,23 @@ from typing import Callable, Dict, Iterable, Iterator, List, Mapping, Optional, 
 
 import pyarrow as pa
 
-from pipelines.release.diff import load_manifest, summary
-from pipelines.release.explorer_compat import CompatEntries
-from pipelines.release.explorer_index import ColumnIndex
-from pipelines.release.explorer_rows import (RowStore, parquet_files, read_batches,
+from pipelines.release.check.diff import load_manifest, summary
+from pipelines.release.explorer.compat import CompatEntries
+from pipelines.release.explorer.index import ColumnIndex
+from pipelines.release.explorer.rows import (RowStore, parquet_files, read_batches,
                                              read_located_batches, read_rows, read_schema)
-from pipelines.release.explorer_stats import TableStats
-from pipelines.release.explorer_thumbs import Thumbnails
-from pipelines.release.explorer_views import ExplorerView, RejectImages
-from pipelines.release.manifest import built_from_of
-from pipelines.release.tables import key_text
+from pipelines.release.explorer.stats import TableStats
+from pipelines.release.explorer.thumbs import Thumbnails
+from pipelines.release.explorer.views import ExplorerView, RejectImages
+from pipelines.release.write.manifest import built_from_of
+from pipelines.release.write.tables import key_text
 from schemas.columns import class_names_of, description
 from schemas.layout import PARQUET_DIR, REJECTS_DIR
 
-log = logging.getLogger("pipelines.release.explorer")
+log = logging.getLogger("pipelines.release.explorer.write")
 
 EXPLORER_DIR = "explorer"
-ASSETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "explorer_assets")
+ASSETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "assets")
 PAGE_SIZE = 24            # cards a page shows, and a cards chunk holds
 RENDER_ROWS = 256         # rows whose thumbnails are made together (in parallel)
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".gif", ".bmp", ".webp", ".tif", ".tiff")
@@ -82,7 +82,7 @@ _FIGURE = re.compile(r"([A-Za-z_][\w.]*)=(\S+)")
 REJECTS = "rejects"       # the rejects' view name (no table has it: rejects/ is no table)
 # What a stored row carries beside its columns: its cells as the row view shows them,
 # and where it is. "~" sorts after every column name, so rows that tie on their order
-# (explorer_rows.RowStore) are still ordered by their columns' content first.
+# (rows.RowStore) are still ordered by their columns' content first.
 CELLS, AT = "~cells", "~at"
 
 
@@ -93,13 +93,13 @@ def write_explorer(release_dir: str, *, benchmark: str, version: str,
                    reject_images: Optional[RejectImages] = None,
                    input_root: Optional[str] = None, built_from: Optional[str] = None) -> dict:
     """Write `<release_dir>/explorer/`; returns {"files", "bytes", "thumbnails"}.
-    `tables` are the release's tables with their key columns (pipelines/release/tables.py:
+    `tables` are the release's tables with their key columns (pipelines/release/write/tables.py:
     a card is named by its row's key, as the diff names rows; a table without a declared
     view gets a plain one);
     `diff` is release_diff.diff_releases(previous_dir, release_dir) when there is a
     previous version; `reject_images` pictures rejects whose image the release lacks;
     `input_root` is where a path the release holds relative to the build's input root
-    is found (pipelines/release/locations.py); `built_from` what this release was built
+    is found (pipelines/release/write/locations.py); `built_from` what this release was built
     from (MANIFEST.json's, which is written after the explorer)."""
     root = os.path.join(release_dir, EXPLORER_DIR)
     files = _Files(root)
@@ -140,12 +140,12 @@ def views_for(tables: Iterable[str], declared: Sequence[ExplorerView]) -> List[E
 def table_key(columns: Sequence[str]) -> Tuple[str, Callable[[dict], str]]:
     """The name of a table's declared key (its column, or its columns joined by " / ")
     and a row's key as text: the one place the explorer depends on how a release names
-    its rows, as the diff lists them (pipelines/release/tables.py, key_text)."""
+    its rows, as the diff lists them (pipelines/release/write/tables.py, key_text)."""
     return " / ".join(columns), lambda row: key_text([row.get(c) for c in columns])
 
 
 def diff_key(value) -> str:
-    """A key as pipelines/release/diff.py lists it, as text (table_key's form)."""
+    """A key as pipelines/release/check/diff.py lists it, as text (table_key's form)."""
     return _text(value)
 
 
@@ -184,7 +184,7 @@ class _Renderer:
                  store: RowStore, images: "_ImageLookup", tag: str, folder: str = "",
                  key: Sequence[str] = ()):
         self.view, self.release_dir, self.thumbs = view, release_dir, thumbs
-        self.key_columns = tuple(key)   # the table's declared key (pipelines/release/tables.py)
+        self.key_columns = tuple(key)   # the table's declared key (pipelines/release/write/tables.py)
         self.store, self.images, self.tag = store, images, tag
         self.folder = folder or os.path.join(release_dir, PARQUET_DIR, view.table)
         self.schema = read_schema(self.folder)
@@ -231,7 +231,7 @@ class _Renderer:
                   with_stats: bool = True) -> Optional[dict]:
         """Read the table once, in batches, into the store: the columns a card needs of
         the rows `keep` accepts, in `order`. With `with_stats`, returns the statistics of
-        every column (explorer_stats.py; histograms read the numeric columns again)."""
+        every column (stats.py; histograms read the numeric columns again)."""
         stats = TableStats(self.schema or pa.schema([]))
         columns = self.columns()
 

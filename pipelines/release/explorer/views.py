@@ -1,10 +1,10 @@
-"""How a benchmark's tables look in the release explorer (pipelines/release/explorer.py).
+"""How a benchmark's tables look in the release explorer (pipelines/release/explorer/write.py).
 
 A benchmark declares one `ExplorerView` per table a person would browse, in its
 `Benchmark.explorer(plan)`; the explorer renders every row as a card (images as
 thumbnails, text, answer choices, figures) and indexes it to be searched, filtered
 and sorted: the key and texts are searched, a scalar figure with few distinct values is
-a filter, a numeric one a range and a sort order (pipelines/release/explorer_index.py).
+a filter, a numeric one a range and a sort order (pipelines/release/explorer/index.py).
 Columns are named as in the table's Parquet schema; a joined table's columns as
 "<table>.<column>".
 
@@ -20,7 +20,7 @@ links, NLVR2's): shown as a link the person may follow, and in place of the imag
 the images column is empty (NLVR2's released files give URLs only).
 
 `compat` says where a row is in the original layout's files (compat/): the row view
-links each entry it finds (pipelines/release/explorer_compat.py), e.g. NLVR2's
+links each entry it finds (pipelines/release/explorer/compat.py), e.g. NLVR2's
 
     Compat(("compat/*.json", "compat/balanced/*.json"), (("identifier", "identifier"),))
 
