@@ -13,7 +13,7 @@ by batch, as the driver writes each table's files per split (pipelines/release/w
   release folder; with the bytes inline, `load_dataset(<release>)` decodes the images
   from anywhere, and so does pandas or any Parquet reader. The JPEG files stay in
   compat/ for the original loaders: a release holds each image there and once more per
-  table row that shows it (README, "The release", says what that costs);
+  table row that shows it (docs/loading.md: the images embedded in the rows);
 - a reject's `file` is written relative to the input root, and its `item_id` and
   `detail` with every path in the release or the input root made relative
   (`relocate_rejects`): a reject names its file and line, never the building machine.
