@@ -86,13 +86,15 @@ test: setup
 	.venv/bin/lint-imports --config .importlinter
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup tests
 
-# The inner loop (~3 min): the import rules, the library's unit tests and the command
-# line's answers, no benchmark built end to end. `make test` before a commit.
-QUICK_TESTS = tests/transforms tests/schemas tests/test_cli.py tests/test_cli_imports.py \
-              tests/test_make_variables.py tests/test_import_cycles.py tests/test_bench_paper_scale.py
+# The inner loop (a few minutes): the import rules and the library's unit tests, without
+# those marked slow (worker processes, full-size models) and no benchmark built end to
+# end. `make test` before a commit.
+QUICK_TESTS = tests/transforms tests/schemas tests/test_cli_imports.py tests/test_import_cycles.py \
+              tests/test_bench_paper_scale.py
 test-quick: setup
 	.venv/bin/lint-imports --config .importlinter
-	$(PY) -m pytest -q -n $(TEST_WORKERS) $(QUICK_TESTS)
+	$(PY) -m pytest -q -n $(TEST_WORKERS) -m "not slow" $(QUICK_TESTS) \
+	  --ignore=tests/transforms/test_openmp_limit.py
 
 # Scale-out checks (docs/scale-out.md), run by CI after the tests: every sample translated
 # for Dataflow Runner v2 offline, and built through Beam's portable runner with workers in

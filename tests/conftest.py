@@ -12,6 +12,12 @@ if importlib.util.find_spec("triton") is not None:
 import pytest  # noqa: E402
 
 
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "slow: tens of CPU seconds (worker processes, full-size models): "
+                   "left out of `make test-quick`, run by `make test`")
+
+
 @pytest.fixture(scope="session")
 def sample_release(tmp_path_factory):
     """`sample_release(benchmark, config)`: the folder of that sample's version 1.0.0, built

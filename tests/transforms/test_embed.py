@@ -111,6 +111,7 @@ def test_thumbnail_identity_has_no_weights():
 
 # ---------------------------------------------------------------- open_clip loading
 
+@pytest.mark.slow
 def test_open_clip_loads_local_checkpoint_and_embeds(tiny_model, photos):
     spec = tiny_spec(tiny_model)
     encoder = build_encoder(spec)
@@ -245,6 +246,7 @@ def test_embed_shots_on_beam_loads_the_model_once(encoder, tiny_model, photos):
     assert counters["frame.embedded"] == sum(len(s.frames) for s in shots)
 
 
+@pytest.mark.slow
 def test_embed_shots_in_worker_processes(tiny_model, photos):
     """Multi-process runner: the handler and spec pickle, the tiny model's config travels
     with the spec, and each worker process loads the model at most once."""
@@ -259,6 +261,7 @@ def test_embed_shots_in_worker_processes(tiny_model, photos):
 
 # ---------------------------------------------------------------- precision and batches
 
+@pytest.mark.slow
 def test_precision_is_an_identity_of_its_own_and_fp32_keeps_the_old_one(tiny_model):
     fp32 = encoder_identity(tiny_spec(tiny_model))
     assert "precision" not in fp32          # fp32 fingerprints (and their caches) unchanged
@@ -284,6 +287,7 @@ def test_bad_precision_names_the_key():
         EncoderSpec(kind="open_clip", precision="int8", device="cuda")
 
 
+@pytest.mark.slow
 def test_int8_embeds_unit_rows_close_to_fp32_the_same_in_any_batch(tiny_model, photos, tmp_path, monkeypatch):
     """int8 (OpenVINO, NNCF's quantisation): unit rows near fp32's but not equal (its own
     identity), the same on a second worker (the quantisation is deterministic), the same
@@ -322,6 +326,7 @@ def test_prefetched_batches_keep_the_order_and_values(tiny_model, photos):
 
 # ---------------------------------------------------------------- OpenAI's own checkpoint format
 
+@pytest.mark.slow
 def test_a_full_size_openai_format_checkpoint_loads_through_embed_checkpoint(tmp_path, photos):
     """ImageCoDe's paper model, CLIP ViT-B/16 in OpenAI's format (a TorchScript archive,
     fp16 weights), given as `embed.checkpoint`: the identity pins its weights without

@@ -76,6 +76,7 @@ def test_a_byte_copy_and_a_png_of_the_pixels_are_one_image_and_a_reencode_is_ano
         assert_that(rejected, equal_to(EXPECTED_REJECTS), label="rejected")
 
 
+@pytest.mark.slow
 def test_cached_embeddings_keep_the_digest_so_a_rebuild_judges_the_same_without_decoding(files, tmp_path):
     cache = str(tmp_path / "cache")
     hashed = [ImageRef(r.path, r.image_id, content_sha256(r.path)) for r in refs(files)]

@@ -139,6 +139,7 @@ def test_sharded_knn_on_beam_equals_flat_index():
     run_knn(database, ids, list(range(0, 90, 6)), k=9, num_shards=7)   # ~13 rows a shard, ties
 
 
+@pytest.mark.slow
 def test_sharded_knn_with_more_shards_than_neighbours_in_worker_processes():
     database, ids = grid(40, seed=3)
     run_knn(database, ids, [0, 1, 2, 39], k=9, num_shards=16,

@@ -165,6 +165,7 @@ def test_scorer_pickles_without_its_model(scorer):
     assert clone.score([frame])[0] == expected
 
 
+@pytest.mark.slow
 def test_the_local_mean_is_scipys_convolution_bit_for_bit():
     """BRISQUE's 7x7 Gaussian mean, computed in place in torch (issue 14), gives exactly
     scipy.signal.convolve2d's values: the operations and their order are scipy's."""
@@ -268,6 +269,7 @@ def captioned(name, text, size, fill, box):
 
 
 @needs_tesseract
+@pytest.mark.slow
 def test_both_backends_give_every_frame_the_same_verdict():
     """The decision-identity check of the OCR backends: the library (tesserocr, its own
     Tesseract 5.5.4) and the program (pytesseract, Debian's) may read a few characters

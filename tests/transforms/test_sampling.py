@@ -1,4 +1,5 @@
 import apache_beam as beam
+import pytest
 from apache_beam.testing.util import assert_that, equal_to
 
 from pipelines.imagecode.records import FrameSet
@@ -42,6 +43,7 @@ def test_quota_per_source_and_all_for_unlisted_sources():
     run_sampling(seed=3, quotas={"msr-vtt": 5}, default=None)
 
 
+@pytest.mark.slow
 def test_same_sample_on_the_multi_process_runner():
     run_sampling(seed=3, quotas={"msr-vtt": 5}, default=None,
                  direct_running_mode="multi_processing", direct_num_workers=2)

@@ -6,6 +6,7 @@ import random
 import zlib
 
 import apache_beam as beam
+import pytest
 import numpy as np
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
@@ -37,6 +38,7 @@ def test_the_batches_are_made_from_the_actions_not_their_order():
             assert_that(batches, equal_to(expected))
 
 
+@pytest.mark.slow
 def test_the_vectors_are_the_same_to_the_last_bit_whatever_the_order():
     spec = SentenceEncoderSpec(batch_size=8)
     model = load_encoder(spec)

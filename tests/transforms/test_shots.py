@@ -178,6 +178,7 @@ def test_stage_emits_shots_and_rejects_and_counts_reconcile(videos, backend):
         assert got[f"{level}.in"] == got[f"{level}.out"] + rejected
 
 
+@pytest.mark.slow
 def test_stage_runs_in_multi_process_mode(videos):
     """Pickling check: the DoFn and the records must cross process boundaries."""
     from apache_beam.options.pipeline_options import PipelineOptions
@@ -242,12 +243,14 @@ def test_a_cached_shot_list_is_judged_again_with_this_runs_tolerance():
     assert [(o.value.level, o.value.reason) for o in out] == [("video", reasons.TRUNCATED_VIDEO)]
 
 
+@pytest.mark.slow
 def test_transnetv2_finds_the_known_cuts_exactly(videos):
     found = [s.start_frame for s in iter_shots(ref(videos["clip"]), backend="transnetv2")][1:]
     right = set(found) & set(CUTS)
     assert len(right) / len(found) == 1.0 and len(right) / len(CUTS) == 1.0, found   # precision, recall
 
 
+@pytest.mark.slow
 def test_transnetv2_stream_gives_the_packages_own_probabilities(videos):
     """The frame-by-frame windows are the authors' windows: the same probabilities as the
     package's whole-video inference (predict_frames) on the same 48x27 frames."""

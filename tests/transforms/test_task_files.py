@@ -2,6 +2,7 @@
 import json
 
 import apache_beam as beam
+import pytest
 
 from tests.beam_testing import local_test_pipeline
 from transforms.crowd.task_files import WriteTaskFiles
@@ -19,6 +20,7 @@ def test_task_files_are_sorted_and_always_written(tmp_path):
     assert (tmp_path / "empty.jsonl").read_bytes() == b""
 
 
+@pytest.mark.slow
 def test_csv_task_files_have_a_header_and_the_same_bytes_whatever_the_arrival_order(tmp_path):
     """Tasks that share a sort key are ordered by content, never by arrival; a CSV file
     gets its header, booleans as true/false and lists as JSON."""

@@ -104,6 +104,7 @@ def test_parser_from_a_saved_pipeline_path(tmp_path, nlp):
 
 @pytest.mark.parametrize("options", [{}, {"direct_running_mode": "multi_processing",
                                            "direct_num_workers": 2}])
+@pytest.mark.slow
 def test_beam_per_split_matches_the_pure_function(nlp, options):
     train = ["The dog runs.", "Two cats. One sleeps. The other eats.", "A red car"]
     valid = ["Nothing here."]
