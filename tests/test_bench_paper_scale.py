@@ -40,3 +40,13 @@ def test_it_prints_a_markdown_table(tmp_path, capsys):
     lines = capsys.readouterr().out.splitlines()
     assert lines[1].startswith("| part | formula | this machine (2 cores)")
     assert len(lines) == 3 + 6 and all(line.startswith("| ") for line in lines[3:])
+
+
+def test_the_encoders_set_up_once_a_worker_is_left_out_of_the_rate():
+    """int8's quantisation (tens of CPU s a worker) is a third of a bench build's CPU and
+    nothing a frame at the paper's size."""
+    with_setup = dict(CPU, encoder={"int8": {"setup_cpu_s": 5.0}})    # 50 ms a frame of 100
+    plain, paid = (paper_scale(c, GPU, {"a": 1.0}, 10, "int8", 5, 4, 2) for c in (CPU, with_setup))
+    video = {row[0]: row for row in paid}["video stage"]
+    assert abs(seconds(video[2]) - 36_000 * 0.050 / 2) < 60
+    assert seconds(video[2]) < seconds({row[0]: row for row in plain}["video stage"][2])
