@@ -58,6 +58,8 @@ def gpu_rates(path) -> dict:
 
 
 def hours_text(seconds: float) -> str:
+    if seconds < 60:
+        return f"{seconds:.1f} s"
     if seconds < 3600:
         return f"{seconds / 60:,.1f} min"
     return f"{seconds / 3600:,.1f} h"
