@@ -2,7 +2,7 @@
 arithmetic on rates chosen so each figure is known by hand."""
 import json
 
-from bench.paper_scale import main, paper_scale
+from bench.paper_scale import gpu_rates, main, paper_scale
 
 CPU = {"machine": {"cores": 2, "cpu": "test"}, "commit": "test",
        "video": {"frames": 100, "int8": {"cpu_ms_per_frame": 100.0, "embedding_share": 0.5,
@@ -50,3 +50,18 @@ def test_the_encoders_set_up_once_a_worker_is_left_out_of_the_rate():
     video = {row[0]: row for row in paid}["video stage"]
     assert abs(seconds(video[2]) - 36_000 * 0.050 / 2) < 60
     assert seconds(video[2]) < seconds({row[0]: row for row in plain}["video stage"][2])
+
+
+def test_a_gpu_report_is_read_by_bench_gpus_own_keys(tmp_path):
+    """The keys bench/gpu.py writes (a full-size report's shape), the kNN brought to 10k
+    queries against 1M vectors."""
+    report = {"device": "cuda", "gpu": "NVIDIA H200", "commit": "abc1234",
+              "clip": {"fp32_frames_per_s": 1190.0, "fp16_frames_per_s": 7769.0},
+              "brisque": {"scores_frames_per_s": 652.0, "features_frames_per_s": 580.0},
+              "knn": {"n": 500_000, "queries": 5_000, "torch_cpu_s": 20.0, "torch_cuda_s": 0.5}}
+    path = tmp_path / "gpu.json"
+    path.write_text(json.dumps(report))
+    rates = gpu_rates(str(path))
+    assert rates["device"] == "NVIDIA H200 (bench/gpu.py at abc1234)"
+    assert (rates["clip_fp16_frames_per_s"], rates["brisque_frames_per_s"]) == (7769.0, 652.0)
+    assert rates["knn_1m_10k_queries_s"] == 0.5 * 2 * 2
