@@ -91,9 +91,8 @@ def test_auto_puts_every_model_stage_on_a_visible_gpu(a_gpu_is_visible):
     assert knn_identity(knn)["backend_setting"] == "auto"
 
 
+@pytest.mark.skipif(cuda_visible(), reason="a CUDA device is visible here")
 def test_without_a_gpu_auto_means_the_cpu_and_fp32():
-    if cuda_visible():
-        pytest.skip("a CUDA device is visible here")
     from transforms.image.encoders import resolve_precision
     from transforms.vectors.knn import resolve_knn
     cfg = config("embed.kind=open_clip", "quality.brisque.device=auto")
@@ -119,7 +118,6 @@ def test_the_manifest_records_each_model_stage_where_it_runs():
     assert knn["backend_setting"] == "auto" and knn["rerank"] == "float64"
     if not cuda_visible():
         assert knn["backend"] == "faiss" and knn["faiss_version"]
-    if not cuda_visible():
         assert devices["brisque"]["device"] == knn["device"] == "cpu"
         assert "cuda_runtime" not in devices["brisque"]
 
