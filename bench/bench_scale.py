@@ -248,13 +248,13 @@ def run(sizes: str, only: Sequence[str], code: str, work: str, json_path: Option
 # --------------------------------------------------------------------------- the kNN build
 
 def knn_child(folder: str, out: str, sets: int = 4845, k: int = 9, shards: int = 8) -> None:
-    """ImageCoDe's static sets (pipelines/imagecode/static_sets.py) over an embedding
+    """ImageCoDe's static sets (pipelines/imagecode/static/sets.py) over an embedding
     folder: `sets` sampled queries, their k nearest; the sets written as JSON Lines."""
     import apache_beam as beam
     from apache_beam.options.pipeline_options import PipelineOptions
 
     from pipelines.beam_runners import runner_for
-    from pipelines.imagecode.static_sets import BuildStaticSets
+    from pipelines.imagecode.static.sets import BuildStaticSets
     from schemas.records import ImageEmbedding
     from transforms.core.stage import MAIN
     from transforms.vectors.embedding_folders import ReadEmbeddingFolder

@@ -21,8 +21,8 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipelines.beam_runners import runner_for
-from pipelines.imagecode.rounds import MakeDescribeTasks, ReadDescriptions, describe_tasks
-from pipelines.imagecode.rounds_schema import AnnotationSet, frame_identity
+from pipelines.imagecode.crowd.rounds import MakeDescribeTasks, ReadDescriptions, describe_tasks
+from pipelines.imagecode.crowd.records import AnnotationSet, frame_identity
 from transforms.core.stage import MAIN, REJECTS, read_stage_counts
 
 

@@ -53,13 +53,13 @@ PARTS = (
     ("OCR", ("transforms/image/ocr.py",)),
     ("embedding", ("transforms/image/encoders.py", "transforms/image/embed.py")),
     ("publishing (JPEG, release files)", ("transforms/video/frame_images.py",
-                                          "pipelines/imagecode/publish.py")),
+                                          "pipelines/imagecode/release.py")),
     ("cache (Parquet shards)", ("transforms/cache/store.py", "pipelines/imagecode/records.py")),
     ("decode", ("transforms/video/decode.py",)),
     ("shot detection", ("transforms/video/shots.py", "transforms/core/hashing.py")),
-    ("mining", ("pipelines/imagecode/mining.py",)),
+    ("mining", ("pipelines/imagecode/video/mining.py", "pipelines/imagecode/video/scoring.py")),
 )
-MINING = "pipelines/imagecode/mining.py"
+MINING = ("pipelines/imagecode/video/mining.py", "pipelines/imagecode/video/scoring.py")   # the rule, its stage
 # innermost frames of a thread that waits (py-spy may still sample it as busy)
 IDLE = ("wait (threading.py)", "_wait_for_tstate_lock", "get (queue.py)",
         "_worker (concurrent/futures/thread.py:81)", "Reporter._loop (pipelines/progress.py")
@@ -89,7 +89,7 @@ def classify(frames: list) -> str:
         for part, marks in PARTS:
             if any(mark in frame for mark in marks):
                 if part == "decode":
-                    return ("decode in the miner" if any(MINING in f for f in frames)
+                    return ("decode in the miner" if any(m in f for m in MINING for f in frames)
                             else "decode for shots")
                 return part
     return "rest (Beam, graph, release)"

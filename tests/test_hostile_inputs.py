@@ -559,7 +559,7 @@ def test_a_number_cell_that_is_no_int64_is_a_reject_not_a_crash(cell):
     """A crowd answer's index or rank as CSV text: "²" and "٣" pass str.isdigit() and
     crash int(); 5,000 digits crash int() too (Python refuses over 4,300); beyond 64 bits
     no column holds it. Each is a bad row now (transforms/crowd/answer_rows.py whole_number)."""
-    from pipelines.imagecode.rounds import _index
+    from pipelines.imagecode.crowd.rounds import _index
     from pipelines.nlvr2.rounds import pruning_check
     from pipelines.nlvr2.search import search_result_check
     from transforms.crowd.answer_rows import RowProblem, whole_number
@@ -628,7 +628,7 @@ def _retrieve_task_csv(text: str) -> List[str]:
     import csv
     import io
 
-    from pipelines.imagecode.rounds_schema import RETRIEVE_TASK_COLUMNS
+    from pipelines.imagecode.crowd.records import RETRIEVE_TASK_COLUMNS
     from transforms.crowd.task_files import task_lines
     task = {c: f"{c}-value" for c in RETRIEVE_TASK_COLUMNS}
     task.update(text=text, is_video=False, assignments=["w1", "w2"], shown_order=[1, 0])

@@ -6,8 +6,8 @@ import os
 from pipelines.benchmark import Benchmark, Plan
 from pipelines.imagecode import datacard, pipeline, preflight, reasons
 from pipelines.imagecode.config import SAMPLE_DIR, ImageCodeConfig
-from pipelines.imagecode.explorer_frames import rejected_frames
 from pipelines.imagecode.params import build_rules
+from pipelines.imagecode.video.explorer_frames import rejected_frames
 from pipelines.progress import Progress
 from pipelines.release.explorer.views import Compat, Explorer, ExplorerView, RejectsOfRows
 from transforms.image.embed_cache import CACHE_STAGE as IMAGE_EMBEDDING_CACHE

@@ -20,7 +20,7 @@ import json
 import os
 import sys
 import tempfile
-from typing import List, Optional
+from typing import Dict, List, Optional
 
 from pipelines.cli import check_beam_options
 from pipelines.config import apply_override, from_dict
@@ -73,16 +73,15 @@ def parse_values(text: str) -> List[float]:
 
 
 def candidate_runs(cfg: ImageCodeConfig, param: str, values: List[float]) -> List[dict]:
-    """Miner settings per candidate: distance threshold, set size, filter thresholds."""
+    """Miner settings per candidate: distance threshold and filter thresholds, those of
+    the build (params.py) but the one varied."""
     if param not in PARAMS:
         raise UserError(f"--param must be one of {', '.join(PARAMS)}")
+    from pipelines.imagecode.params import quality_rule, video_params
+    threshold, max_scores = video_params(cfg).distance_threshold, quality_rule(cfg).thresholds()
     runs = []
     for value in values:
-        run = {"value": value, "threshold": cfg.mining.distance_threshold, "max_scores": {}}
-        if cfg.quality.brisque.enabled:
-            run["max_scores"]["brisque"] = cfg.quality.brisque.max_score
-        if cfg.quality.ocr.enabled:
-            run["max_scores"]["ocr"] = cfg.quality.ocr.max_text_chars
+        run = {"value": value, "threshold": threshold, "max_scores": dict(max_scores)}
         if param == "mining.distance_threshold":
             run["threshold"] = value
         elif param == "quality.brisque.max_score":
@@ -100,22 +99,21 @@ def calibrate(cfg: ImageCodeConfig, cache_root: str, runs: List[dict],
     from apache_beam.options.pipeline_options import PipelineOptions
 
     from pipelines.beam_runners import runner_for
-    from pipelines.imagecode.mining import sets_from_known_scores
-    from pipelines.imagecode.params import build_rules, shot_params
-    from pipelines.imagecode.video_content import OnePlanPerContent
-    from pipelines.imagecode.video_plans import UNCACHED, LookUpCachedPlans
+    from pipelines.imagecode.params import build_rules, video_params
+    from pipelines.imagecode.video.content import OnePlanPerContent
+    from pipelines.imagecode.video.plans import UNCACHED, LookUpCachedPlans
     from transforms.core.stage import MAIN
     from transforms.video.manifest import ReadVideoManifest
 
+    v = video_params(cfg)   # as the build's video stages have them
     cache = build_rules(cfg).video_cache_spec(cache_root, run_id="calibrate")  # it only reads
-    set_size = cfg.mining.set_size
     with tempfile.TemporaryDirectory() as tmp:
         result_path = os.path.join(tmp, "calibration.json")
         options = PipelineOptions(beam_args or [])
         with beam.Pipeline(runner=runner_for(options), options=options) as p:
-            videos = p | "Read manifest" >> ReadVideoManifest(cfg.inputs.videos)
+            videos = p | "Read manifest" >> ReadVideoManifest(v.videos)
             looked = videos[MAIN] | "Cached plans" >> LookUpCachedPlans(
-                shot_params(cfg), set_size, cache, cfg.decode.truncation_tolerance)
+                v.shots, v.set_size, cache, v.truncation_tolerance)
             # as a build would: one video per decoded content (the cached lists know it)
             unique = looked[MAIN] | "One video per decoded content" >> OnePlanPerContent()
 
@@ -123,7 +121,7 @@ def calibrate(cfg: ImageCodeConfig, cache_root: str, runs: List[dict],
                 # the cached embeddings, read once for every candidate
                 plan = dataclasses.replace(plan, shots=plan.embedded_shots(), embeddings=None)
                 for run in runs:
-                    counts = sets_from_known_scores(plan, run["threshold"], set_size, run["max_scores"])
+                    counts = sets_from_known_scores(plan, run["threshold"], v.set_size, run["max_scores"])
                     yield (run["value"], plan.video.source), (counts["sets"], counts["unscored"], 1)
 
             totals = (unique[MAIN] | "Mine per candidate" >> beam.FlatMap(per_candidate)
@@ -134,15 +132,43 @@ def calibrate(cfg: ImageCodeConfig, cache_root: str, runs: List[dict],
                  | "Write result" >> beam.Map(_write_result, result_path))
         with open(result_path) as f:
             found = json.load(f)
-    quotas, default = cfg.sampling.sets_per_source, cfg.sampling.default
     out_rows = []
     for (value, source), (sets, unscored, videos) in sorted(map(tuple, found["rows"]),
                                                             key=lambda r: (r[0][0], r[0][1])):
-        quota = quotas.get(source, default)
+        quota = v.sampling.quota(source)
         out_rows.append({"value": value, "source": source, "sets": sets,
                          "kept": sets if quota is None else min(sets, quota),
                          "unscored": unscored, "videos": videos})
     return {"rows": out_rows, "uncached": sorted(found["uncached"])}
+
+
+def sets_from_known_scores(plan, threshold: float, set_size: int,
+                           max_scores: Dict[str, float]) -> Dict[str, int]:
+    """What the miner would make of `plan` (a records.VideoPlan, its embeddings at hand)
+    from its known scores alone, by the miner's rule (video/mining.py) and the gate's
+    (video/quality_gate.py): {"sets": complete sets, "unscored": frames the gate
+    consulted without a known score}. `max_scores` holds the thresholds of the filters
+    that are on ("brisque", "ocr"; QualityRule.thresholds). An unscored frame counts as
+    passing, so the answer is exact when "unscored" is 0."""
+    from pipelines.imagecode.video.mining import mine_sets
+    from pipelines.imagecode.video.quality_gate import QualityGate  # the gate's own rule, fed known values
+    on = object()
+    gate = QualityGate(on if "brisque" in max_scores else None, max_scores.get("brisque", 0.0),
+                       on if "ocr" in max_scores else None, max_scores.get("ocr", 0))
+    totals = {"sets": 0, "unscored": 0}
+    for shot in plan.embedded_shots():
+        def known(name: str, position: int, passing: float):
+            value = plan.known_scores.get(name, {}).get(shot.frame_indices[position])
+            if value is None:
+                totals["unscored"] += 1
+                return passing
+            return value
+
+        def accept(position: int) -> Optional[str]:
+            return gate.judge(lambda: known("brisque", position, float("-inf")),
+                              lambda: known("ocr", position, 0)).reason
+        totals["sets"] += len(mine_sets(shot.embeddings, threshold, set_size, accept).sets)
+    return totals
 
 
 def _write_result(items, path: str) -> None:

@@ -15,8 +15,8 @@ from apache_beam.io.filesystems import FileSystems
 from pipelines.cache import cache_record
 from pipelines.imagecode.config import ImageCodeConfig
 from pipelines.imagecode.params import ImageCodeRules
-from pipelines.imagecode.quality_gate import QualityRule
-from pipelines.imagecode.video_plans import FRAME_IMAGE
+from pipelines.imagecode.video.plans import FRAME_IMAGE
+from pipelines.imagecode.video.quality_gate import QualityRule
 from pipelines.release.cards import plots
 from pipelines.release.cards.datacard import markdown_table
 from pipelines.release.cards.hf_card import CardFacts

@@ -19,28 +19,29 @@ from typing import Optional
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-from pipelines.imagecode.agreement import ComputeAgreement, WorkerPools
 from pipelines.imagecode.config import ImageCodeConfig
-from pipelines.imagecode.leakage import CheckLeakage
-from pipelines.imagecode.mining import BRISQUE_SCORES, NEW_FRAMES, NEW_SCORES, MineFrameSets
-from pipelines.imagecode.params import ImageCodeRules, shot_params
-from pipelines.imagecode.public_annotations import WritePublicAnnotations
-from pipelines.imagecode.publish import (VIDEO_SETS, DescriptionRows, PublishCompatImages,
-                                         WriteFrameSets)
-from pipelines.imagecode.rounds import (DESCRIBE_LABELSTUDIO, JUDGED, RETRIEVE_LABELSTUDIO, ApplyKeepRule,
-                                        MakeDescribeTasks, MakeRetrieveTasks, ReadDescriptions, ReadRetrievals,
-                                        WriteTasks, task_row)
-from pipelines.imagecode.rounds_schema import (DESCRIBE_TASKS, RETRIEVE_TASKS, AnnotationSet,
+from pipelines.imagecode.crowd.agreement import ComputeAgreement, WorkerPools
+from pipelines.imagecode.crowd.records import (DESCRIBE_TASKS, RETRIEVE_TASKS, AnnotationSet,
                                                DescribeTask, RetrieveTask, describe_row_labels,
                                                retrieve_row_labels)
-from pipelines.imagecode.sampling import SampleSetsPerSource
+from pipelines.imagecode.crowd.rounds import (DESCRIBE_LABELSTUDIO, JUDGED, RETRIEVE_LABELSTUDIO,
+                                              ApplyKeepRule, MakeDescribeTasks, MakeRetrieveTasks,
+                                              ReadDescriptions, ReadRetrievals, WriteTasks, task_row)
+from pipelines.imagecode.crowd.worker_pages import write_worker_pages
+from pipelines.imagecode.leakage import CheckLeakage
+from pipelines.imagecode.params import (CrowdParams, ImageCodeRules, StaticParams, StatsParams,
+                                        VideoParams, crowd_params, leakage_params, static_params,
+                                        stats_params, video_params)
+from pipelines.imagecode.release import (VIDEO_SETS, DescriptionRows, PublishCompatImages,
+                                         WriteFrameSets, WritePublicAnnotations)
 from pipelines.imagecode.set_stats import WithinSetDistanceStats
-from pipelines.imagecode.static_publish import PublishStaticSets
-from pipelines.imagecode.static_sets import BuildStaticSets
+from pipelines.imagecode.static.release import PublishStaticSets
+from pipelines.imagecode.static.sets import BuildStaticSets
 from pipelines.imagecode.tables import DESCRIPTION_SCHEMA, STATIC_SET_SCHEMA
-from pipelines.imagecode.video_content import OnePlanPerContent
-from pipelines.imagecode.video_plans import PlanVideos, StoreNewFrames, StoreNewScores
-from pipelines.imagecode.worker_pages import write_worker_pages
+from pipelines.imagecode.video.content import OnePlanPerContent
+from pipelines.imagecode.video.plans import PlanVideos, StoreNewFrames, StoreNewScores
+from pipelines.imagecode.video.sampling import SampleSetsPerSource
+from pipelines.imagecode.video.scoring import BRISQUE_SCORES, NEW_FRAMES, NEW_SCORES, MineFrameSets
 from pipelines.release.write import build as release
 from pipelines.release.write.manifest import read_stats
 from pipelines.release.write.tables import Table
@@ -70,14 +71,15 @@ log = logging.getLogger("pipelines.imagecode.pipeline")
 
 def build_pipeline(p: beam.Pipeline, cfg: ImageCodeConfig, rules: ImageCodeRules,
                    staging_dir: str, cache_root: Optional[str] = None) -> None:
-    """Wire the stages; reads like §3.1-§3.3. The encoder and quality gate are `rules`
-    (built once, params.build_rules). Writes into `staging_dir`; reuses and adds cached
-    results under `cache_root` (None: no cache)."""
+    """Wire the stages; reads like §3.1-§3.3. Each part gets its settings from params.py
+    (nothing here reads the config); the encoder and quality gate are `rules` (built
+    once, params.build_rules). Writes into `staging_dir`; reuses and adds cached results
+    under `cache_root` (None: no cache)."""
     run_id = f"{BENCHMARK}-{FileSystems.split(staging_dir.rstrip('/'))[1].rsplit('-', 1)[-1]}"
-    videos, video_sets, rejects, cache_files = _video_sets(p, cfg, rules, staging_dir, cache_root,
-                                                           run_id)
-    static_rows, static_rejects, static_files = _static_sets(p, cfg, rules, staging_dir,
-                                                             cache_root, run_id)
+    videos, video_sets, rejects, cache_files = _video_sets(
+        p, video_params(cfg), rules, staging_dir, cache_root, run_id)
+    static_rows, static_rejects, static_files = _static_sets(
+        p, static_params(cfg), rules, staging_dir, cache_root, run_id)
     rejects += static_rejects
     if cache_root:
         _ = ((cache_files + static_files) | "Cache files written" >> beam.Flatten()
@@ -88,13 +90,14 @@ def build_pipeline(p: beam.Pipeline, cfg: ImageCodeConfig, rules: ImageCodeRules
         (video_sets | "Video sets for the rounds" >> beam.Map(AnnotationSet.from_frame_set),
          static_rows | "Static sets for the rounds" >> beam.Map(AnnotationSet.from_static_row))
         | "Sets for the rounds" >> beam.Flatten())
-    rejects += _crowd_rounds(p, cfg, staging_dir, annotation_sets)
+    stats = stats_params(cfg)
+    rejects += _crowd_rounds(p, crowd_params(cfg), stats, staging_dir, annotation_sets)
 
     distances = (
         (video_sets | "Video distances" >> beam.Map(lambda s: (s.source, s.distance_mean)),
          static_rows | "Static distances" >> beam.Map(lambda r: (r["source"], r["distance_mean"])))
         | "All distances" >> beam.Flatten())
-    _ = (distances | "Within-set distances" >> WithinSetDistanceStats((cfg.static.source,))
+    _ = (distances | "Within-set distances" >> WithinSetDistanceStats(stats.static_sources)
          | "Write distance stats" >> WriteReport(staging_dir, "set_distances"))
     _ = ({"video_sets": video_sets, "videos": videos[MAIN], "video_rejects": videos[REJECTS],
           "static_rows": static_rows}
@@ -102,28 +105,23 @@ def build_pipeline(p: beam.Pipeline, cfg: ImageCodeConfig, rules: ImageCodeRules
     _ = (rejects | "All rejects" >> beam.Flatten() | "Write rejects" >> WriteRejects(staging_dir))
 
 
-def _video_sets(p, cfg: ImageCodeConfig, rules: ImageCodeRules, staging_dir: str,
+def _video_sets(p, v: VideoParams, rules: ImageCodeRules, staging_dir: str,
                 cache_root: Optional[str], run_id: str):
     """§3.1 Video Frames: shots, CLIP embeddings, greedy sets with lazy quality filters.
     Returns {MAIN: the videos mined (with their frame digests), REJECTS: the manifest's
     rejects and the duplicates found by their frames}, the released sets, all rejects and
     the cache files."""
-    listed = p | "Read manifest" >> ReadVideoManifest(cfg.inputs.videos)
-    cache = (rules.video_cache_spec(cache_root, run_id, cfg.release.jpeg_quality)
-             if cache_root else None)
+    listed = p | "Read manifest" >> ReadVideoManifest(v.videos)
+    cache = rules.video_cache_spec(cache_root, run_id, v.jpeg_quality) if cache_root else None
     plans = listed[MAIN] | "Shots and embeddings" >> PlanVideos(
-        shot_params(cfg), min_frames=cfg.mining.set_size, encoder_spec=rules.encoder,
-        spill_dir=FileSystems.join(work_dir(staging_dir), "embeddings"), cache=cache,
-        truncation_tolerance=cfg.decode.truncation_tolerance)
+        **v.plan_settings(rules.encoder, FileSystems.join(work_dir(staging_dir), "embeddings")),
+        cache=cache)
     # the same frames in other bytes (one video muxed two ways) are known only now
     unique = plans[MAIN] | "One video per decoded content" >> OnePlanPerContent()
     videos = {MAIN: unique[MAIN] | "Mined videos" >> beam.Map(lambda plan: plan.video),
               REJECTS: (listed[REJECTS], unique[REJECTS]) | "Video line rejects" >> beam.Flatten()}
     mined = unique[MAIN] | "Mine frame sets" >> MineFrameSets(
-        threshold=cfg.mining.distance_threshold, set_size=cfg.mining.set_size,
-        gate_factory=rules.quality, staging_dir=work_dir(staging_dir),
-        jpeg_quality=cfg.release.jpeg_quality, max_side=cfg.decode.max_side or None,
-        score_all_frames=cfg.quality.score_all_frames)
+        **v.mine_settings(rules.quality, work_dir(staging_dir)))
     cache_files = []
     if cache:
         cache_files = [plans[WRITTEN],
@@ -133,75 +131,71 @@ def _video_sets(p, cfg: ImageCodeConfig, rules: ImageCodeRules, staging_dir: str
          | "BRISQUE distribution" >> beam.CombineGlobally(HistogramFn(*BRISQUE_BINS))
          | "Write BRISQUE distribution" >> WriteReport(staging_dir, "brisque"))
     sampled = mined[MAIN] | "Sample per source" >> SampleSetsPerSource(
-        seed=cfg.seed, quotas=cfg.sampling.sets_per_source, default=cfg.sampling.default)
+        seed=v.sampling.seed, quotas=v.sampling.quotas, default=v.sampling.default)
     released = sampled[MAIN] | "Publish images" >> PublishCompatImages(staging_dir)
     _ = released | "Write video sets" >> WriteFrameSets(staging_dir)
     return (videos, released, [listed[REJECTS], plans[REJECTS], unique[REJECTS], mined[REJECTS],
                                sampled[REJECTS]], cache_files)
 
 
-def _static_sets(p, cfg: ImageCodeConfig, rules: ImageCodeRules, staging_dir: str,
+def _static_sets(p, s: StaticParams, rules: ImageCodeRules, staging_dir: str,
                  cache_root: Optional[str], run_id: str):
     """§3.1 Static Pictures: every image embedded, sampled queries, their 9 nearest."""
-    if not cfg.static.images:
+    if not s.images:
         return p | "No static sets" >> beam.Create([]), [], []
-    images = p | "Read images" >> ReadImageCollection(cfg.static.images)
-    unique = images[MAIN] | "Drop duplicate images" >> HashAndDedupe(cfg.static.max_pixels)
+    images = p | "Read images" >> ReadImageCollection(s.images)
+    unique = images[MAIN] | "Drop duplicate images" >> HashAndDedupe(s.max_pixels)
     cache_files = []
     if cache_root:
         embedded = unique[MAIN] | "Embed images (cached)" >> EmbedImagesCached(
-            rules.encoder, rules.encoder_fingerprint, cache_root, run_id, cfg.static.max_pixels)
+            rules.encoder, rules.encoder_fingerprint, cache_root, run_id, s.max_pixels)
         cache_files = [embedded[WRITTEN]]
     else:
-        embedded = unique[MAIN] | "Embed images" >> EmbedImages(rules.encoder, cfg.static.max_pixels)
+        embedded = unique[MAIN] | "Embed images" >> EmbedImages(rules.encoder, s.max_pixels)
     # the same pixels in other bytes (a PNG of a JPEG's pixels) are known once decoded
     distinct = embedded[MAIN] | "One image per decoded content" >> OneImagePerContent()
     sets = distinct[MAIN] | "Nearest neighbours" >> BuildStaticSets(
-        seed=cfg.seed, n_sets=cfg.static.sets, k=cfg.static.neighbours,
-        num_shards=cfg.static.shards, split_ratios=cfg.static.split_ratios,
-        source=cfg.static.source, scratch_dir=FileSystems.join(staging_dir, ".vectors"),
-        knn=cfg.static.knn.spec())
+        **s.sets_settings(FileSystems.join(staging_dir, ".vectors")))
     rows = ((sets[MAIN], distinct[MAIN]) | "Publish static sets" >> PublishStaticSets(
-        staging_dir, cfg.static.source, cfg.release.jpeg_quality, cfg.static.max_pixels))
+        staging_dir, s.source, s.jpeg_quality, s.max_pixels))
     _ = rows | "Write static sets" >> WriteTable(staging_dir, STATIC_SETS, STATIC_SET_SCHEMA,
                                                  lambda row: row)
     return rows, [images[REJECTS], unique[REJECTS], embedded[REJECTS], distinct[REJECTS],
                   sets[REJECTS]], cache_files
 
 
-def _crowd_rounds(p, cfg: ImageCodeConfig, staging_dir: str, sets) -> list:
+def _crowd_rounds(p, c: CrowdParams, stats: StatsParams, staging_dir: str, sets) -> list:
     """§3.2 describer tasks -> descriptions -> §3.3 retriever tasks -> the keep rule. Each
-    answer is read against the task as this build shows it (rounds.py)."""
+    answer is read against the task as this build shows it (crowd/rounds.py)."""
     crowd = FileSystems.join(staging_dir, CROWD_DIR)
-    tasks = sets | "Describer tasks" >> MakeDescribeTasks(cfg.seed, cfg.crowd.targets_per_set)
+    tasks = sets | "Describer tasks" >> MakeDescribeTasks(c.seed, c.targets_per_set)
     _ = tasks[MAIN] | "Export describer tasks" >> WriteTasks(
         FileSystems.join(crowd, DESCRIBE_TASKS), DescribeTask)
     _ = (tasks[MAIN] | "Describe rows for Label Studio" >> beam.Map(lambda t: (t.task_id, task_row(t)))
          | "Label Studio describe" >> WriteLabelStudioRound(
              FileSystems.join(crowd, LABELSTUDIO_DIR), "describe", DESCRIBE_LABELSTUDIO,
-             cfg.crowd.image_base_url))
+             c.image_base_url))
     rejects = [tasks[REJECTS]]
     pages = FileSystems.join(crowd, PAGES_DIR)
-    if not cfg.crowd.descriptions:
-        write_worker_pages(pages, cfg.crowd.image_base_url, tasks[MAIN])
+    if not c.descriptions:
+        write_worker_pages(pages, c.image_base_url, tasks[MAIN])
         return rejects
-    earlier = cfg.crowd.tasks_release
     described = p | "Read descriptions" >> ReadDescriptions(
-        cfg.crowd.descriptions, sets, tasks[MAIN],
-        _earlier_tasks(p, earlier.descriptions, DESCRIBE_TASKS, describe_row_labels))
-    retrieve_tasks = described[MAIN] | "Retriever tasks" >> MakeRetrieveTasks(cfg.seed, sets)
+        c.descriptions, sets, tasks[MAIN],
+        _earlier_tasks(p, c.descriptions_tasks_release, DESCRIBE_TASKS, describe_row_labels))
+    retrieve_tasks = described[MAIN] | "Retriever tasks" >> MakeRetrieveTasks(c.seed, sets)
     _ = retrieve_tasks[MAIN] | "Export retriever tasks" >> WriteTasks(
         FileSystems.join(crowd, RETRIEVE_TASKS), RetrieveTask)
     _ = (retrieve_tasks[MAIN] | "Retrieve rows for Label Studio" >> beam.Map(lambda t: (t.task_id, task_row(t)))
          | "Label Studio retrieve" >> WriteLabelStudioRound(
-             FileSystems.join(crowd, LABELSTUDIO_DIR), "retrieve", RETRIEVE_LABELSTUDIO, cfg.crowd.image_base_url))
+             FileSystems.join(crowd, LABELSTUDIO_DIR), "retrieve", RETRIEVE_LABELSTUDIO, c.image_base_url))
     rejects += [described[REJECTS], retrieve_tasks[REJECTS]]
-    write_worker_pages(pages, cfg.crowd.image_base_url, tasks[MAIN], retrieve_tasks[MAIN])
-    if not cfg.crowd.retrievals:
+    write_worker_pages(pages, c.image_base_url, tasks[MAIN], retrieve_tasks[MAIN])
+    if not c.retrievals:
         return rejects
     retrieved = p | "Read retrievals" >> ReadRetrievals(
-        cfg.crowd.retrievals, sets, retrieve_tasks[MAIN],
-        _earlier_tasks(p, earlier.retrievals, RETRIEVE_TASKS, retrieve_row_labels))
+        c.retrievals, sets, retrieve_tasks[MAIN],
+        _earlier_tasks(p, c.retrievals_tasks_release, RETRIEVE_TASKS, retrieve_row_labels))
     judged = ({"descriptions": described[MAIN], "retrievals": retrieved[MAIN], "sets": sets}
               | "Keep rule" >> ApplyKeepRule())
     kept = judged[MAIN]
@@ -214,7 +208,7 @@ def _crowd_rounds(p, cfg: ImageCodeConfig, staging_dir: str, sets) -> list:
     _ = ({"descriptions": described[MAIN], "retrievals": retrieved[MAIN]}
          | "Worker pools" >> WorkerPools() | "Write pools" >> WriteReport(staging_dir, "worker_pools"))
     _ = (kept | "Split and text" >> beam.Map(lambda d: (d.split, d.text))
-         | "Language statistics" >> LanguageStatsPerSplit(cfg.stats.parser)
+         | "Language statistics" >> LanguageStatsPerSplit(stats.parser)
          | "Write language stats" >> WriteReport(staging_dir, "language"))
     return rejects + [retrieved[REJECTS], judged[REJECTS]]
 
@@ -252,14 +246,15 @@ def check_split_conflicts(cfg: ImageCodeConfig, staging_dir: str) -> None:
     decoded frames) in two splits stops the build before anything is published. Judged
     after the run, on the leakage report it wrote, so the decision is the same on every
     runner."""
-    if cfg.leakage.on_conflict != "fail":
+    leakage = leakage_params(cfg)
+    if leakage.on_conflict != "fail":
         return
     report = (read_stats(staging_dir, "leakage") or [{}])[0]
     n = report.get("video_split_conflicts_rejected", 0)
     if n:
         examples = "; ".join(report.get("video_split_conflict_examples", []))
         raise release.ReleaseError(
-            f"leakage.on_conflict is 'fail' and {n} line(s) of {cfg.inputs.videos} list a video "
+            f"leakage.on_conflict is 'fail' and {n} line(s) of {leakage.videos} list a video "
             f"whose content an earlier line lists in another split: {examples}. Fix the "
             "manifest, or set leakage.on_conflict=reject to keep the first line of each.")
 
@@ -268,8 +263,8 @@ def released_tables(cfg: ImageCodeConfig) -> dict:
     """Tables this config writes, each with the counter its row count must equal and the
     column that identifies a row (a set by its name, a description by its id)."""
     tables = {VIDEO_SETS: Table("sampling", "set.out", key="set_name")}
-    if cfg.static.images:
+    if static_params(cfg).images:
         tables[STATIC_SETS] = Table("static_sets", "set.out", key="set_name")
-    if cfg.crowd.retrievals:
+    if crowd_params(cfg).retrievals:
         tables[DESCRIPTIONS] = Table("retrieve", "description.out", key="description_id")
     return tables

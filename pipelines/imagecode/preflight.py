@@ -7,7 +7,7 @@ import glob
 import os
 
 from pipelines.imagecode.config import ImageCodeConfig
-from pipelines.imagecode.rounds_schema import (DESCRIBE_TASKS, DESCRIPTION_COLUMNS,
+from pipelines.imagecode.crowd.records import (DESCRIBE_TASKS, DESCRIPTION_COLUMNS,
                                                RETRIEVAL_COLUMNS, RETRIEVE_TASKS, WORKER)
 from pipelines.config import listed
 from pipelines.preflight import check_image_folder, check_not_empty, require_program
@@ -48,7 +48,7 @@ def check_imagecode(cfg: ImageCodeConfig) -> None:
                 check_answer_file(path, columns, worker=WORKER)
             except InputError as e:
                 raise PreflightError(f"{key}: {e}") from None
-            # and one that cannot show what its workers saw (rounds.py, stale_answer)
+            # and one that cannot show what its workers saw (crowd/rounds.py, stale_answer)
             try:
                 check_evidence(path, key, getattr(cfg.crowd.tasks_release, round_),
                                f"crowd.tasks_release.{round_}", "imagecode",

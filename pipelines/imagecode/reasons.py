@@ -10,7 +10,7 @@ TEXT = "text"                      # too much OCR text
 UNFINISHED_SET = "unfinished_set"  # frame was in a set the shot ended before it filled
 TOO_FEW_NEIGHBOURS = "too_few_neighbours"  # the database holds fewer than k other images
 
-# the crowd rounds (§3.2-3.3); see rounds_schema.py
+# the crowd rounds (§3.2-3.3); see crowd/records.py
 WRONG_SET_SIZE = "wrong_set_size"            # a set without exactly SET_SIZE images cannot enter the rounds
 UNKNOWN_SET = "unknown_set"                  # a row names a set that is not in the rounds
 INDEX_OUT_OF_RANGE = "index_out_of_range"    # target / guessed index outside 0..SET_SIZE-1

@@ -130,7 +130,7 @@ DESCRIPTION_SCHEMA = described(pa.schema([
 
 
 def description_to_row(kept, tokens: int) -> dict:
-    """A KeptDescription (pipelines.imagecode.rounds_schema) as a row of DESCRIPTION_SCHEMA."""
+    """A KeptDescription (pipelines.imagecode.crowd.records) as a row of DESCRIPTION_SCHEMA."""
     return {
         "description_id": str(kept.description_id), "set_name": str(kept.set_name),
         "target_index": int(kept.target_index), "description": str(kept.text),

@@ -23,7 +23,7 @@ from typing import Callable, Dict, List, Tuple
 import apache_beam as beam
 
 from tests.beam_testing import local_test_pipeline
-from tests.imagecode.test_crowd import SEED, SETS, collect, collected, run
+from tests.imagecode.crowd.test_crowd import SEED, SETS, collect, collected, run
 from transforms.core.stage import MAIN, REJECTS
 from transforms.crowd.labelstudio import RoundLayout
 from transforms.crowd.pages import Page
@@ -85,11 +85,11 @@ class Round:
 # --- ImageCoDe ---------------------------------------------------------------------------------
 
 def _imagecode():
-    from pipelines.imagecode import worker_pages
-    from pipelines.imagecode.rounds import (DESCRIBE_LABELSTUDIO, RETRIEVE_LABELSTUDIO, MakeDescribeTasks,
+    from pipelines.imagecode.crowd import worker_pages
+    from pipelines.imagecode.crowd.rounds import (DESCRIBE_LABELSTUDIO, RETRIEVE_LABELSTUDIO, MakeDescribeTasks,
                                             ReadDescriptions, ReadRetrievals, describe_tasks, retrieve_task,
                                             task_row)
-    from pipelines.imagecode.rounds_schema import Description
+    from pipelines.imagecode.crowd.records import Description
     still = next(s for s in SETS if not s.is_video)
     describe = task_row(describe_tasks(still, SEED)[0])
     retrieve_of = retrieve_task(Description(f"{still.set_name}#4#a1", still.set_name, 4,

@@ -15,7 +15,7 @@ from pipelines.nlvr2.rounds import VALIDATION_LABELSTUDIO as NLVR2_VALIDATION
 from pipelines.vsr import reasons
 from pipelines.vsr.release import VALIDATION_LABELSTUDIO as VSR_VALIDATION
 from tests.beam_testing import local_test_pipeline
-from tests.imagecode.test_crowd import collect, collected, run
+from tests.imagecode.crowd.test_crowd import collect, collected, run
 from transforms.core.errors import InputError
 from transforms.crowd import labelstudio
 from transforms.crowd.answer_files import check_answer_file, files_without_column, parse_file
@@ -139,8 +139,8 @@ def test_imagecode_describe_round_from_an_export(tmp_path):
     """ImageCoDe's describe round (a TextArea): the typed text is the description, the
     Label Studio user its describer; a cancelled annotation never reaches the release."""
     from pipelines.imagecode import reasons as imagecode_reasons
-    from pipelines.imagecode.rounds import DESCRIBE_LABELSTUDIO, MakeDescribeTasks, ReadDescriptions, task_row
-    from tests.imagecode.test_crowd import SEED, SETS, _describe_tasks
+    from pipelines.imagecode.crowd.rounds import DESCRIBE_LABELSTUDIO, MakeDescribeTasks, ReadDescriptions, task_row
+    from tests.imagecode.crowd.test_crowd import SEED, SETS, _describe_tasks
     from transforms.core.stage import MAIN, REJECTS
     row = task_row(sorted(_describe_tasks(), key=lambda t: t.task_id)[0])
     config = ElementTree.fromstring(labelstudio.labeling_config(DESCRIBE_LABELSTUDIO))

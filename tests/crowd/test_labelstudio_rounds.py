@@ -20,7 +20,7 @@ import apache_beam as beam
 import pytest
 
 from tests.beam_testing import local_test_pipeline
-from tests.imagecode.test_crowd import SEED, SETS, collect, collected, run
+from tests.imagecode.crowd.test_crowd import SEED, SETS, collect, collected, run
 from transforms.core.stage import MAIN, REJECTS
 from transforms.crowd import labelstudio
 from transforms.crowd.shown import FINGERPRINT
@@ -193,8 +193,8 @@ def test_imagecode_retrieve_maps_the_place_through_shown_order(tmp_path):
     """The retriever picks an image by its place on the page; the answer row holds the
     canonical index (shown_order[place]), as the worker page submits it."""
     from pipelines.imagecode import reasons
-    from pipelines.imagecode.rounds import RETRIEVE_LABELSTUDIO, ReadRetrievals, retrieve_task, task_row
-    from pipelines.imagecode.rounds_schema import Description
+    from pipelines.imagecode.crowd.rounds import RETRIEVE_LABELSTUDIO, ReadRetrievals, retrieve_task, task_row
+    from pipelines.imagecode.crowd.records import Description
     sets = {s.set_name: s for s in SETS}
     video, still = sets["vid-video1-shot0_0"], sets["open-images-1"]
     tasks = [retrieve_task(Description(f"{s.set_name}#4#a1", s.set_name, 4, "the described one", "a1"), s, SEED)

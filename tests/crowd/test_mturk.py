@@ -1,7 +1,7 @@
 """Mechanical Turk's files (issue 38, item 2): the batch results CSV as MTurk's "Download
 CSV" writes it is read as the round's answer rows; a rejected assignment and a stale one
 never reach the release (the approve/reject file MTurk takes back: tests/crowd/
-test_approvals.py). Hand-built sets (tests/imagecode/test_crowd.py), no video, one small
+test_approvals.py). Hand-built sets (tests/imagecode/crowd/test_crowd.py), no video, one small
 pipeline."""
 import csv
 
@@ -9,11 +9,11 @@ import apache_beam as beam
 import pytest
 
 from pipelines.imagecode import reasons
-from pipelines.imagecode.rounds import MakeDescribeTasks, ReadDescriptions, task_row
-from pipelines.imagecode.rounds_schema import DESCRIBE_TASK_COLUMNS, DESCRIPTION_COLUMNS
+from pipelines.imagecode.crowd.rounds import MakeDescribeTasks, ReadDescriptions, task_row
+from pipelines.imagecode.crowd.records import DESCRIBE_TASK_COLUMNS, DESCRIPTION_COLUMNS
 from tests.beam_testing import local_test_pipeline
 from tests.crowd.mturk_files import assignment, write_results
-from tests.imagecode.test_crowd import SEED, SETS, _describe_tasks, collect, collected, run
+from tests.imagecode.crowd.test_crowd import SEED, SETS, _describe_tasks, collect, collected, run
 from transforms.core.errors import InputError
 from transforms.core.stage import MAIN, REJECTS
 from transforms.crowd import mturk
@@ -26,7 +26,7 @@ def _describe_rows():
 
 
 def _answers(row, text, target=None):
-    """What the describe page submits (pipelines/imagecode/pages/describe.html)."""
+    """What the describe page submits (pipelines/imagecode/crowd/pages/describe.html)."""
     return {"set_name": row["set_name"], "target_index": row["target_index"] if target is None else target,
             "text": text, FINGERPRINT: row[FINGERPRINT]}
 

@@ -8,8 +8,8 @@ import re
 import apache_beam as beam
 import pytest
 
-from pipelines.imagecode import worker_pages as imagecode_pages
-from pipelines.imagecode.rounds_schema import (DESCRIBE_TASK_COLUMNS, DESCRIPTION_COLUMNS,
+from pipelines.imagecode.crowd import worker_pages as imagecode_pages
+from pipelines.imagecode.crowd.records import (DESCRIBE_TASK_COLUMNS, DESCRIPTION_COLUMNS,
                                                RETRIEVAL_COLUMNS, RETRIEVE_TASK_COLUMNS)
 from pipelines.nlvr2 import worker_pages as nlvr2_pages
 from pipelines.nlvr2.rounds import INTEREST_COLUMNS, PRUNING_COLUMNS, SENTENCE_COLUMNS, VALIDATION_COLUMNS

@@ -5,11 +5,11 @@ import os
 import subprocess
 import sys
 
-from pipelines.imagecode import publish
+from pipelines.imagecode import release
 from tests.paths import ROOT
 
 SETUP_ONLY = ("import sys\n"
-              "from pipelines.imagecode.publish import DescriptionRows\n"
+              "from pipelines.imagecode.release import DescriptionRows\n"
               "DescriptionRows().setup()\n"
               "assert 'spacy' not in sys.modules, 'spaCy imported before a description came'\n")
 
@@ -21,13 +21,13 @@ def test_description_rows_start_without_spacy():
 
 
 def test_description_rows_count_tokens_from_the_first_description(monkeypatch):
-    monkeypatch.setattr(publish, "description_to_row", lambda kept, tokens: (kept.text, tokens))
+    monkeypatch.setattr(release, "description_to_row", lambda kept, tokens: (kept.text, tokens))
 
     class Kept:
         def __init__(self, text):
             self.text = text
 
-    step = publish.DescriptionRows()
+    step = release.DescriptionRows()
     step.setup()
     rows = [row for text in ("a dog runs  past the red car", "two cats")
             for row in step.process(Kept(text))]

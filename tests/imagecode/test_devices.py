@@ -74,7 +74,7 @@ def test_auto_puts_every_model_stage_on_a_visible_gpu(a_gpu_is_visible):
     """The paper config's defaults on a GPU machine: CLIP in fp16 on CUDA, BRISQUE on CUDA
     in calls of 256 frames, TransNetV2 on CUDA, the kNN's candidates from torch on CUDA
     (this FAISS build has no GPU); the manifest records each where it runs."""
-    from pipelines.imagecode.quality_gate import GPU_FRAMES_PER_CALL
+    from pipelines.imagecode.video.quality_gate import GPU_FRAMES_PER_CALL
     from transforms.image.encoders import resolve_precision
     cfg = load_config("pipelines/imagecode/configs/paper.yaml",
                       ["inputs.videos=pipelines/imagecode/configs/paper.yaml", "static.images=null",

@@ -15,7 +15,7 @@ from pipelines import build as build_command
 from pipelines.imagecode import reasons
 from pipelines.imagecode.names import parse_video_set_name
 from pipelines.imagecode.sample import make_imagecode_sample
-from pipelines.imagecode.static_sets import parse_static_set_name
+from pipelines.imagecode.static.sets import parse_static_set_name
 from pipelines.imagecode.tables import DESCRIPTION_SCHEMA, FRAMESET_SCHEMA, STATIC_SET_SCHEMA
 from pipelines.release.write import build as release_build
 from pipelines.release.write.build import ReleaseError
@@ -98,7 +98,7 @@ def _exported(release_dir, name):
 
 
 def test_the_sample_answers_the_very_tasks_its_build_exports(sample, release):
-    """The sample's sets are worked out without a build (sample_sets.py); an answer counts
+    """The sample's sets are worked out without a build (sample/expected_sets.py); an answer counts
     only on the task its worker saw, so they must be exactly the sets the build mines:
     every describe task the build exports is answered under its own fingerprint, and every
     retrieval answers an exported retrieve task (all but the one description the sample
@@ -197,7 +197,7 @@ def test_the_video_stage_decides_as_before_the_speed_work(release):
 
 
 def test_a_too_similar_frame_names_the_frame_it_was_near(release):
-    """The explorer shows the two side by side (pipelines/imagecode/explorer_frames.py)."""
+    """The explorer shows the two side by side (pipelines/imagecode/video/explorer_frames.py)."""
     rejects = [r for r in pq.read_table(os.path.join(release, "rejects")).to_pylist()
                if r["reason"] == "too_similar"]
     assert rejects
@@ -563,7 +563,7 @@ def test_answers_without_fingerprints_need_the_release_their_tasks_came_from(sam
     """Answer files collected before tasks carried a fingerprint (only the answer
     columns): refused before any work without crowd.tasks_release; with it, judged
     against the task files of that release, exactly as the fingerprints would be."""
-    from pipelines.imagecode.rounds_schema import DESCRIPTION_COLUMNS, RETRIEVAL_COLUMNS
+    from pipelines.imagecode.crowd.records import DESCRIPTION_COLUMNS, RETRIEVAL_COLUMNS
     from transforms.core.errors import UserError
     import csv
     folder = os.path.join(os.path.dirname(sample), "crowd")

@@ -11,8 +11,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from PIL import Image
 
-from pipelines.imagecode.rounds import keep_rule_detail
-from pipelines.imagecode.rounds_schema import Description
+from pipelines.imagecode.crowd.rounds import keep_rule_detail
+from pipelines.imagecode.crowd.records import Description
 from pipelines.release.explorer.views import ExplorerView, RejectsOfRows
 from pipelines.release.explorer.write import PAGE_SIZE, write_explorer
 from schemas.rejects import REJECT_SCHEMA, Reject, reject_to_row

@@ -21,7 +21,7 @@ from apache_beam.testing.test_pipeline import TestPipeline as BeamTestPipeline
 
 from pipelines.imagecode import reasons
 from pipelines.imagecode.names import compat_image_path, video_set_name
-from pipelines.imagecode.publish import PublishCompatImages, WriteFrameSets
+from pipelines.imagecode.release import PublishCompatImages, WriteFrameSets
 from pipelines.imagecode.records import FrameSet
 from pipelines.imagecode.tables import FRAMESET_SCHEMA, frameset_to_row
 from pipelines.release.cards.datacard import render_datacard, write_datacard

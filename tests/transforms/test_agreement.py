@@ -5,8 +5,8 @@ import krippendorff
 import numpy as np
 import pytest
 
-from pipelines.imagecode.agreement import AgreementFn, pools_report
-from pipelines.imagecode.rounds_schema import JudgedDescription
+from pipelines.imagecode.crowd.agreement import AgreementFn, pools_report
+from pipelines.imagecode.crowd.records import JudgedDescription
 from transforms.crowd.agreement import human_accuracy, krippendorff_alpha, pool_overlap
 
 NAN = float("nan")

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from pipelines.imagecode.rounds_schema import DESCRIPTION_COLUMNS, RETRIEVAL_COLUMNS
+from pipelines.imagecode.crowd.records import DESCRIPTION_COLUMNS, RETRIEVAL_COLUMNS
 from schemas import reasons
 from transforms.core.errors import InputError
 from transforms.crowd import answer_files

@@ -15,7 +15,7 @@ from PIL import Image, ImageFile
 from pipelines.config import load_config
 from pipelines.imagecode.config import ImageCodeConfig
 from pipelines.imagecode.records import StaticSet
-from pipelines.imagecode.static_publish import PublishStaticSets
+from pipelines.imagecode.static.release import PublishStaticSets
 from schemas import reasons
 from schemas.records import ImageEmbedding, ImageRef
 from tests.beam_testing import local_test_pipeline

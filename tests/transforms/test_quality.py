@@ -16,7 +16,7 @@ import torch
 from PIL import Image, ImageDraw, ImageFont
 
 from pipelines.imagecode import reasons
-from pipelines.imagecode.quality_gate import QualityGate, build_quality_gate
+from pipelines.imagecode.video.quality_gate import QualityGate, build_quality_gate
 from transforms.image.brisque import (MODEL_DIR_KEY, BrisqueScorer, ModelNotFoundError,
                                       _aggd_moments, _convolve_same, _gaussian_window, _grey,
                                       _half_size, _local_means, _log_phi, default_model_dir, load_svr_model, parse_libsvm_model)

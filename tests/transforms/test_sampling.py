@@ -3,7 +3,7 @@ import pytest
 from apache_beam.testing.util import assert_that, equal_to
 
 from pipelines.imagecode.records import FrameSet
-from pipelines.imagecode.sampling import SampleSetsPerSource
+from pipelines.imagecode.video.sampling import SampleSetsPerSource
 from schemas import reasons
 from tests.beam_testing import local_test_pipeline
 from transforms.core.sampling import priority

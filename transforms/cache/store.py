@@ -13,7 +13,7 @@ on any Beam filesystem as Parquet shards written by Beam:
 
 A stage whose results are cached one entry per item wires these through ReadThrough
 (transforms/cache/read_through.py); ImageCoDe's video plans join several entries per
-video (pipelines/imagecode/video_plans.py) and use them directly.
+video (pipelines/imagecode/video/plans.py) and use them directly.
 
 Writes are atomic per shard: Beam's file sink writes into a hidden
 `<root>/<stage>/beam-temp-<run id>-<uuid>/` folder and renames each finished shard into

@@ -28,7 +28,7 @@ stages (`check_links`).
 
 `apply_in_process` runs a stage's DoFn on a few items in hand, outside any pipeline, and
 `first_per_key` is KeepFirst's rule on a list: for a caller that needs a stage's
-decisions before a build (the ImageCoDe sample's sets, pipelines/imagecode/sample_sets.py).
+decisions before a build (the ImageCoDe sample's sets, pipelines/imagecode/sample/expected_sets.py).
 """
 from __future__ import annotations
 

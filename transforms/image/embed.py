@@ -11,7 +11,7 @@ size estimate of it, and no step after the encoder needs them.
 `ShotEmbedder` is the same encoder, batches and counters inside another DoFn: for a stage
 that decodes a video and embeds its shots in one call, so that neither the pixels nor
 the embeddings of a video ever become elements of their own (ImageCoDe's video plans,
-whose videos must not meet in a grouping step: pipelines/imagecode/video_plans.py).
+whose videos must not meet in a grouping step: pipelines/imagecode/video/plans.py).
 
 `EmbedImages` is the same for still images (static sets): RunInference over ImageRefs;
 the worker reads and decodes each file itself (transforms/image/decode.py), so only

@@ -29,6 +29,7 @@ split scheme; the Rejects section counts them apart).
 """
 from __future__ import annotations
 
+import os
 from typing import Dict, Iterable, List, Sequence, Union
 
 from apache_beam.io.filesystems import FileSystems
@@ -48,9 +49,13 @@ def markdown_table(headers: Sequence[str], rows: Iterable[Sequence]) -> str:
 
 
 def generated_note(package: str) -> str:
-    """The sentence a release built from the embedded sample opens with."""
+    """The sentence a release built from the embedded sample opens with. The sample is
+    the benchmark's `sample.py`, or its `sample/` package where it has one (ImageCoDe)."""
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    made_by = (f"pipelines/{package}/sample/" if os.path.isdir(os.path.join(here, package, "sample"))
+               else f"pipelines/{package}/sample.py")
     return (f"**Built from generated sample data.** The inputs of this release were made by "
-            f"`pipelines/{package}/sample.py` (the embedded sample, `samples/{package}/`), not "
+            f"`{made_by}` (the embedded sample, `samples/{package}/`), not "
             "collected for the benchmark: its rows, counts and figures show the pipeline at "
             "work, not the paper's data.")
 

@@ -6,7 +6,7 @@ filled by the platform from one row of crowd/describe_tasks.csv or crowd/retriev
               a description. Submits set_name, target_index, text, task_fingerprint.
     retrieve  the description and the ten images; the worker clicks one. Submits set_name,
               description_id, guessed_index (the clicked position mapped through shown_order
-              to the canonical index, rounds_schema.py), task_fingerprint.
+              to the canonical index, records.py), task_fingerprint.
 
 The round's `worker` is MTurk's WorkerId (transforms/crowd/mturk.py), never a field of the page.
 
@@ -20,7 +20,7 @@ from typing import List
 
 import apache_beam as beam
 
-from pipelines.imagecode.rounds import task_row
+from pipelines.imagecode.crowd.rounds import task_row
 from transforms.crowd.pages import Page, WritePages
 from transforms.crowd.task_files import image_base
 

@@ -143,7 +143,7 @@ class AnnotationSet:
 
     @classmethod
     def from_static_row(cls, row: dict) -> "AnnotationSet":
-        """A published static-set row (static_publish.py) as a set for the rounds."""
+        """A published static-set row (static/release.py) as a set for the rounds."""
         ids = [image_identity(sha) for sha in row["image_sha256s"]]
         paths, ids = in_canonical_order(row["image_paths"], ids)
         return cls(row["set_name"], row["source"], row["split"], False, paths, ids)

@@ -3,7 +3,7 @@
 Given the tasks a build exports (crowd/describe_tasks.jsonl, then crowd/retrieve_tasks.jsonl
 of a build with the descriptions), or the sets alone (`write_sample_crowd_outputs` makes
 their tasks by the rounds' own rules, as a build exports them: how the embedded sample
-gets its answers, pipelines/imagecode/sample.py), writes what a crowdsourcing tool would return:
+gets its answers, make.py beside this file), writes what a crowdsourcing tool would return:
 describer output (one description per describe task) and retriever output (1 retriever
 per description in train, 3 in valid/test, §3.3). Like a platform export, every answer
 row carries its task's columns through, task_fingerprint among them, so the sample's
@@ -16,7 +16,7 @@ rows (malformed, unknown set, index 12, missing text, duplicates, a self-retriev
 Worker pools are partly disjoint between train and valid/test, as in the paper.
 Descriptions are templated English sentences of varied length (language statistics).
 
-    python -m pipelines.imagecode.crowd_sample --sets sets.jsonl --out samples/crowd [--seed 0]
+    python -m pipelines.imagecode.sample.crowd --sets sets.jsonl --out samples/crowd [--seed 0]
 """
 from __future__ import annotations
 
@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Sequence
 
 from pipelines.imagecode import reasons
-from pipelines.imagecode.rounds import describe_tasks, retrieve_task, task_row
-from pipelines.imagecode.rounds_schema import (DESCRIBE_TASK_COLUMNS, DESCRIPTION_COLUMNS,
+from pipelines.imagecode.crowd.rounds import describe_tasks, retrieve_task, task_row
+from pipelines.imagecode.crowd.records import (DESCRIBE_TASK_COLUMNS, DESCRIPTION_COLUMNS,
                                                RETRIEVAL_COLUMNS, RETRIEVE_TASK_COLUMNS,
                                                RETRIEVERS, TARGETS_PER_SET, AnnotationSet, Description,
                                                description_id)

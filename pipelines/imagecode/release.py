@@ -1,6 +1,15 @@
-"""ImageCoDe's release files beyond the generic writers: the video_sets table, the
-frames of each set moved into the public layout (`compat/image-sets/<set>/img<n>.jpg`)
-and the description rows.
+"""ImageCoDe's release files beyond the generic writers (pipelines/release/write/):
+
+    WriteFrameSets           the video_sets table (its schema and rows: tables.py)
+    PublishCompatImages      each video set's frames moved into the public layout,
+                             `compat/image-sets/<set>/img<n>.jpg`
+    DescriptionRows          kept descriptions as rows of the descriptions table
+    WritePublicAnnotations   compat/{train,valid}_data.json, compat/test_data_unlabeled.json
+
+The static sets' images go to the same layout from static/release.py. Why two modules for
+the public layout: compat.py is its format, pure functions (what the public files hold,
+tested without Beam); this module writes the files, with Beam. One module for the two
+would mix a format other loaders rely on with the staging, moves and retries of a build.
 """
 from __future__ import annotations
 
@@ -11,6 +20,7 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
+from pipelines.imagecode.compat import PUBLIC_FILES, public_file
 from pipelines.imagecode.names import compat_image_path
 from pipelines.imagecode.records import FrameSet
 from pipelines.imagecode.tables import FRAMESET_SCHEMA, description_to_row, frameset_to_row
@@ -103,3 +113,32 @@ class DescriptionRows(beam.DoFn):
         if self._nlp is None:
             self._nlp = tokenizer_nlp()
         yield description_to_row(kept, len(words(self._nlp(kept.text))))
+
+
+class WritePublicAnnotations(beam.PTransform):
+    """Kept descriptions -> the three public JSON files under `<staging>/compat/`
+    (compat.py's layout). A JSON file is one object, so each split is grouped onto one
+    worker (a split's text is a few MB even for the full benchmark).
+
+    Elements need description_id, set_name, target_index, text and split attributes.
+    Every split's file is written, empty ({}) when the split has no description.
+    """
+
+    def __init__(self, staging_dir: str):
+        super().__init__()
+        self._compat = FileSystems.join(staging_dir, "compat")
+
+    def expand(self, descriptions):
+        keyed = descriptions | "Key by split" >> beam.Map(
+            lambda d: (d.split, (d.description_id, d.set_name, int(d.target_index), d.text)))
+        every_split = (keyed.pipeline | "Splits" >> beam.Create([(s, None) for s in PUBLIC_FILES]))
+        return ((keyed, every_split)
+                | "Flatten" >> beam.Flatten()
+                | "Group by split" >> beam.GroupByKey()
+                | "Write" >> beam.MapTuple(self._write))
+
+    def _write(self, split: str, rows) -> str:
+        path = FileSystems.join(self._compat, PUBLIC_FILES[split])
+        with FileSystems.create(path, mime_type="application/json") as f:
+            f.write(public_file(split, (r for r in rows if r is not None)))
+        return path

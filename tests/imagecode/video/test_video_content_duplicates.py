@@ -1,5 +1,5 @@
 """One video muxed two ways is one video (issue 24, part 5): the same frames in other
-bytes are found on the digest of the decoded frames (pipelines/imagecode/video_content.py),
+bytes are found on the digest of the decoded frames (pipelines/imagecode/video/content.py),
 in another split as same_content_other_split (counted by the leakage report), in the
 same split as duplicate_video_content; the first manifest line wins, and a rebuild that
 replays the cached shot lists, decoding nothing, judges the same."""
@@ -13,7 +13,7 @@ import pytest
 from pipelines.imagecode import reasons
 from tests.release.release_files import build_record, machine_paths
 from transforms.core.hashing import content_sha256
-from tests.imagecode.video_builds import build_videos
+from tests.imagecode.video.builds import build_videos
 from transforms.video import synthetic
 
 SEGMENTS = [("astronaut", 30, "pan"), ("chelsea", 30, "zoom")]

@@ -2,7 +2,7 @@
 from pipelines.config import load_config
 from pipelines.imagecode.config import ImageCodeConfig
 from pipelines.imagecode.params import build_rules, shot_params
-from pipelines.imagecode.video_plans import SHOT_LIST, SHOTS_CODE_VERSION, cache_keys
+from pipelines.imagecode.video.plans import SHOT_LIST, SHOTS_CODE_VERSION, cache_keys
 from transforms.cache.store import cache_key
 from transforms.core.hashing import file_sha256
 from transforms.video import transnetv2

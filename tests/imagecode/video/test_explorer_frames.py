@@ -1,10 +1,10 @@
-"""Rejected frames pictured in the release explorer (pipelines/imagecode/explorer_frames.py):
+"""Rejected frames pictured in the release explorer (pipelines/imagecode/video/explorer_frames.py):
 decoded again from the video the manifest lists, by frame number."""
 import json
 
 import numpy as np
 
-from pipelines.imagecode.explorer_frames import rejected_frames
+from pipelines.imagecode.video.explorer_frames import rejected_frames
 from transforms.video.decode import iter_frames
 from transforms.video.synthetic import make_video
 
@@ -45,7 +45,7 @@ def test_pictures_of_a_larger_video_are_shrunk_whichever_decoder(tmp_path, monke
     PyAV cannot be used, the ffmpeg pipe scales it to that size itself."""
     import cv2
 
-    from pipelines.imagecode import explorer_frames
+    from pipelines.imagecode.video import explorer_frames
     video = str(tmp_path / "big.mp4")
     make_video(video, [("astronaut", 8, "pan")], size=(320, 240))
     manifest = tmp_path / "videos.jsonl"

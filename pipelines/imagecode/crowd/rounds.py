@@ -10,8 +10,8 @@ other content (the set behind a name changed with a threshold, say) is a stale_a
 reject naming what changed, never re-attached (transforms/crowd/shown.py; the evidence
 is the row's task_fingerprint, else the task files of `crowd.tasks_release`).
 
-Formats, ids and the meaning of every index: pipelines/imagecode/rounds_schema.py. Reading answer files
-(whole-file checks, bad rows, runaway quotes): transforms/crowd/answer_files.py; counting
+Formats, ids and the meaning of every index: records.py beside this file. Reading answer
+files (whole-file checks, bad rows, runaway quotes): transforms/crowd/answer_files.py; counting
 rows, per-row rejects and dropping duplicate rows: transforms/crowd/answer_rows.py. Every random
 choice is a hash of (seed, key) (transforms.core.sampling.priority), never arrival order.
 Counters: stage "describe" (levels set, line) and stage "retrieve" (levels line, task,
@@ -28,7 +28,7 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from pipelines.imagecode import reasons
-from pipelines.imagecode.rounds_schema import (DESCRIBE_TASK_COLUMNS, DESCRIPTION_COLUMNS, IMAGE_COLUMNS,
+from pipelines.imagecode.crowd.records import (DESCRIBE_TASK_COLUMNS, DESCRIPTION_COLUMNS, IMAGE_COLUMNS,
                                                MIN_CORRECT, RETRIEVAL_COLUMNS,
                                                RETRIEVE_TASK_COLUMNS, RETRIEVERS, SET_SIZE,
                                                TARGETS_PER_SET, WORKER, AnnotationSet, DescribeTask,

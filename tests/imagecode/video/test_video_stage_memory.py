@@ -27,7 +27,7 @@ from apache_beam.runners.portability.fn_api_runner import execution
 
 from pipelines.release.write.manifest import run_counters
 from tests.beam_testing import local_test_pipeline
-from tests.imagecode.video_builds import build_videos
+from tests.imagecode.video.builds import build_videos
 from tests.release.release_files import run_record
 from transforms.video import synthetic
 

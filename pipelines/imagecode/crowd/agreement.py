@@ -16,7 +16,7 @@ from typing import Dict
 import apache_beam as beam
 import numpy as np
 
-from pipelines.imagecode.rounds_schema import SET_SIZE, JudgedDescription
+from pipelines.imagecode.crowd.records import SET_SIZE, JudgedDescription
 from transforms.crowd.agreement import alpha_from_coincidences, coincidences, pool_overlap
 
 LEVEL_FOR_KIND = {"static": "nominal", "video": "interval"}   # §4.1

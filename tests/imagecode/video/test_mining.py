@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from pipelines.imagecode import reasons
-from pipelines.imagecode.mining import mine_sets
+from pipelines.imagecode.video.mining import mine_sets
 from transforms.vectors.distances import pairwise_distances
 
 

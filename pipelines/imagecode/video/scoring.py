@@ -1,14 +1,15 @@
-"""Greedy set mining per shot (ImageCoDe §3.1 "Video Frames").
+"""The miner as a Beam stage (ImageCoDe §3.1 "Video Frames"): the greedy rule of
+mining.py run over each video's plan, with the quality gate asked lazily.
 
-Per shot, in temporal order: take the first acceptable frame; take each following
-frame whose Euclidean distance to every frame already in the current set is above the
-threshold (and that is acceptable); close the set at `set_size` frames and start a new
-one; discard the set still open when the shot ends.
-
-"Acceptable" is the quality gate (BRISQUE, OCR). It is asked lazily: only about frames
-the distance rule would pick, so its cost follows the number of selected frames, not of
-decoded frames. Verdicts are per frame and deterministic, so the sets are identical to
-filtering every frame first (tests/imagecode/test_mining.py proves it).
+The rule decides; this module serves it. Per video (one call): its shots' embeddings
+from the plan, each frame's pixels decoded on demand (one forward pass per video, only
+up to the last shot that needs pixels), BRISQUE and OCR scores taken from the plan's
+cached ones or computed (one frame at a time as the rule asks, a few frames ahead on
+lookahead threads while the gate keeps rejecting, or many frames in one BRISQUE call on a
+GPU), the selected frames' JPEGs staged (from the cached frame images where they are),
+and what was computed handed on for the cache (NEW_SCORES, NEW_FRAMES). Whatever the
+timing, threads or batch, the sets, rejects and scores are those of asking the gate one
+frame at a time (tests/imagecode/video/test_mining.py, test_frame_cache.py).
 """
 from __future__ import annotations
 
@@ -17,7 +18,6 @@ import itertools
 import logging
 import pickle
 import threading
-from dataclasses import dataclass, field
 from typing import Callable, Dict, FrozenSet, Iterator, List, Optional, Tuple
 
 import apache_beam as beam
@@ -27,103 +27,17 @@ from apache_beam.io.filesystems import FileSystems
 from pipelines.imagecode import reasons
 from pipelines.imagecode.names import compat_image_path, image_file_name, video_set_name
 from pipelines.imagecode.records import FrameSet, VideoPlan
+from pipelines.imagecode.video.mining import mine_sets
 from schemas.records import ShotFrames
 from schemas.rejects import Reject
 from transforms.cache.store import read_entry
 from transforms.core.precision import rounded_mean
 from transforms.core.stage import MAIN, StageFn, apply_in_process, stage_pardo
-from transforms.vectors.distances import distances_to, pairwise_distances
+from transforms.vectors.distances import pairwise_distances
 from transforms.video.decode import ForwardFrameReader
 from transforms.video.frame_images import CachedFrameImages, encode_bundle
 
 log = logging.getLogger(__name__)
-
-# accept(position) -> None when the frame is acceptable, else a reason code.
-AcceptFn = Callable[[int], Optional[str]]
-# foresee(position, the positions asked next if it is rejected): see mine_sets.
-ForeseeFn = Callable[[int, Iterator[int]], None]
-
-
-@dataclass
-class MiningResult:
-    sets: List[List[int]] = field(default_factory=list)           # positions, per complete set
-    unfinished: List[int] = field(default_factory=list)           # positions of the discarded set
-    rejected: Dict[int, str] = field(default_factory=dict)        # position -> reason code
-    # a too_similar position -> (the selected position it was closest to, their distance)
-    nearest: Dict[int, Tuple[int, float]] = field(default_factory=dict)
-
-
-def mine_sets(embeddings: np.ndarray, threshold: float, set_size: int,
-              accept: AcceptFn, foresee: Optional[ForeseeFn] = None) -> MiningResult:
-    """Run the greedy miner over one shot's (n, d) L2-normalised embeddings.
-
-    `foresee`, when given, is told before each verdict which positions the miner would
-    ask about next should this one be rejected (lazily: an iterator), so a caller can
-    score them ahead; it changes nothing the miner decides."""
-    result = MiningResult()
-    current: List[int] = []
-    for position in range(len(embeddings)):
-        if current:
-            distances = distances_to(embeddings[current], embeddings[position])
-            if not np.all(distances > threshold):
-                closest = int(np.argmin(distances))
-                result.rejected[position] = reasons.TOO_SIMILAR
-                result.nearest[position] = (current[closest], float(distances[closest]))
-                continue
-        if foresee is not None:
-            foresee(position, _asked_after(embeddings, threshold, list(current), position))
-        verdict = accept(position)
-        if verdict is not None:
-            result.rejected[position] = verdict
-            continue
-        current.append(position)
-        if len(current) == set_size:
-            result.sets.append(current)
-            current = []
-    result.unfinished = current
-    return result
-
-
-def _asked_after(embeddings: np.ndarray, threshold: float, current: List[int],
-                 position: int) -> Iterator[int]:
-    """The positions after `position` the miner asks about, in order, while the set stays
-    `current` (i.e. while every verdict is a rejection): the distance rule of mine_sets."""
-    for later in range(position + 1, len(embeddings)):
-        if current:
-            distances = distances_to(embeddings[current], embeddings[later])
-            if not np.all(distances > threshold):
-                continue
-        yield later
-
-
-def sets_from_known_scores(plan: VideoPlan, threshold: float, set_size: int,
-                           max_scores: Dict[str, float]) -> Dict[str, int]:
-    """What the miner would make of `plan` from its known scores alone: {"sets": complete
-    sets, "unscored": frames the gate consulted without a known score}. `max_scores`
-    holds the thresholds of the filters that are on ("brisque", "ocr"). An unscored
-    frame counts as passing, so the answer is exact when "unscored" is 0."""
-    from pipelines.imagecode.quality_gate import \
-        QualityGate  # the gate's own rule, fed known values
-    on = object()
-    gate = QualityGate(on if "brisque" in max_scores else None, max_scores.get("brisque", 0.0),
-                       on if "ocr" in max_scores else None, max_scores.get("ocr", 0))
-    totals = {"sets": 0, "unscored": 0}
-    for shot in plan.embedded_shots():
-        def known(name: str, position: int, passing: float):
-            value = plan.known_scores.get(name, {}).get(shot.frame_indices[position])
-            if value is None:
-                totals["unscored"] += 1
-                return passing
-            return value
-
-        def accept(position: int) -> Optional[str]:
-            return gate.judge(lambda: known("brisque", position, float("-inf")),
-                              lambda: known("ocr", position, 0)).reason
-        totals["sets"] += len(mine_sets(shot.embeddings, threshold, set_size, accept).sets)
-    return totals
-
-
-# --- the Beam stage --------------------------------------------------------------------
 
 # A zero-argument callable returning a quality gate (or None for no filtering). It is
 # called once per DoFn instance on the worker, so models load there, not at pickling.
@@ -521,4 +435,3 @@ def _scores(verdict) -> str:
 def _score(verdict, attribute: str, missing):
     value = getattr(verdict, attribute, None) if verdict is not None else None
     return missing if value is None else value
-

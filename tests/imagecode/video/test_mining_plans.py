@@ -9,10 +9,11 @@ import apache_beam as beam
 import numpy as np
 import pyarrow.parquet as pq
 
-from pipelines.imagecode.mining import NEW_SCORES, MineFrameSets, sets_from_known_scores
-from pipelines.imagecode.quality_gate import QualityGate
+from pipelines.imagecode.calibrate import sets_from_known_scores
+from pipelines.imagecode.video.scoring import NEW_SCORES, MineFrameSets
+from pipelines.imagecode.video.quality_gate import QualityGate
 from pipelines.imagecode.records import VideoPlan
-from pipelines.imagecode.video_plans import StoreNewScores, VideoCacheSpec, decode_scores
+from pipelines.imagecode.video.plans import StoreNewScores, VideoCacheSpec, decode_scores
 from schemas.records import ShotFrames, VideoRef
 from tests.beam_testing import local_test_pipeline
 

@@ -1,5 +1,5 @@
 """The crowd rounds: seeded tasks, exports, ingestion of bad rows, the keep rule, and the
-whole chain over the simulated sample answers (pipelines/imagecode/crowd_sample.py)."""
+whole chain over the simulated sample answers (pipelines/imagecode/sample/crowd.py)."""
 import csv
 import hashlib
 import json
@@ -10,13 +10,13 @@ import pytest
 from apache_beam.testing.util import assert_that
 
 from pipelines.imagecode import reasons
-from pipelines.imagecode.agreement import ComputeAgreement, WorkerPools
-from pipelines.imagecode.crowd_sample import write_sample_crowd_outputs
-from pipelines.imagecode.rounds import (JUDGED, ApplyKeepRule, MakeDescribeTasks, MakeRetrieveTasks,
+from pipelines.imagecode.crowd.agreement import ComputeAgreement, WorkerPools
+from pipelines.imagecode.sample.crowd import write_sample_crowd_outputs
+from pipelines.imagecode.crowd.rounds import (JUDGED, ApplyKeepRule, MakeDescribeTasks, MakeRetrieveTasks,
                                         ReadDescriptions, ReadRetrievals, WriteTasks,
                                         choose_targets, describe_tasks, keep_decision,
                                         shown_order)
-from pipelines.imagecode.rounds_schema import (DESCRIBE_TASK_COLUMNS, DESCRIPTION_COLUMNS,
+from pipelines.imagecode.crowd.records import (DESCRIBE_TASK_COLUMNS, DESCRIPTION_COLUMNS,
                                                RETRIEVAL_COLUMNS, RETRIEVE_TASK_COLUMNS,
                                                AnnotationSet, RetrieveTask, canonical_order,
                                                frame_identity, image_identity)

@@ -1,4 +1,4 @@
-"""pipelines/imagecode/static_sets.py: sample queries, search their neighbours, name and split sets.
+"""pipelines/imagecode/static/sets.py: sample queries, search their neighbours, name and split sets.
 
 The chain runs as in a release: folder of real JPEGs -> ReadImageCollection ->
 HashAndDedupe -> EmbedImages (thumbnail stand-in) -> BuildStaticSets, and every set is
@@ -18,7 +18,7 @@ from skimage import data
 
 from pipelines.imagecode import reasons
 from pipelines.imagecode.records import StaticSet
-from pipelines.imagecode.static_sets import (BuildStaticSets, assign_split, check_split_ratios,
+from pipelines.imagecode.static.sets import (BuildStaticSets, assign_split, check_split_ratios,
                                              parse_static_set_name, static_set_name)
 from schemas.records import ImageEmbedding
 from tests.beam_testing import local_test_pipeline

@@ -129,6 +129,17 @@ class QualityRule:
             min_confidence=self.min_confidence, lang=self.lang, tesseract_cmd=self.tesseract_cmd,
             ocr_backend=self.ocr_backend, tessdata=self.tessdata)
 
+    def thresholds(self) -> Dict[str, float]:
+        """The thresholds of the filters that are on: "brisque" (BRISQUE/100 above which a
+        frame is blurry), "ocr" (letters above which it has text); what `calibrate`
+        varies."""
+        out = {}
+        if self.brisque_enabled:
+            out["brisque"] = self.max_brisque
+        if self.ocr_enabled:
+            out["ocr"] = self.max_text_chars
+        return out
+
     def identities(self) -> Dict[str, dict]:
         """Identities of the filters that are on, each with its fingerprint (the manifest
         records them; cached scores are keyed by them). Reading Tesseract's version

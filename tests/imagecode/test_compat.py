@@ -3,8 +3,8 @@ from collections import namedtuple
 
 import apache_beam as beam
 
-from pipelines.imagecode.public_annotations import (PUBLIC_FILES, WritePublicAnnotations,
-                                                    labelled_layout, unlabelled_layout)
+from pipelines.imagecode.compat import PUBLIC_FILES, labelled_layout, unlabelled_layout
+from pipelines.imagecode.release import WritePublicAnnotations
 from tests.beam_testing import local_test_pipeline
 
 Kept = namedtuple("Kept", "description_id set_name target_index text split")

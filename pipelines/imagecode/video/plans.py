@@ -31,7 +31,7 @@ and to a file in the build's work folder, and the plan carries only where they a
 (records.EmbeddingsAt); a warm video's plan points into the cache shard (the lookup joins
 references, not values). The miner reads the embeddings of the video it mines. What the
 joins and the one-video-per-content step group is small: refs, keys, shot spans (frame
-numbers), known scores. tests/imagecode/test_video_stage_memory.py keeps it so.
+numbers), known scores. tests/imagecode/video/test_video_stage_memory.py keeps it so.
 """
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ import apache_beam as beam
 import numpy as np
 from apache_beam.io.filesystems import FileSystems
 
-from pipelines.imagecode.mining import SCORE_FILTERS
+from pipelines.imagecode.video.scoring import SCORE_FILTERS
 from pipelines.imagecode.records import EmbeddingsAt, VideoPlan
 from schemas.records import ShotFrames, VideoRef
 from transforms.cache.read_through import WRITTEN
