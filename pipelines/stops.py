@@ -145,6 +145,12 @@ def run_process(main: Callable[[], int]) -> int:
     except Stopped as stop:
         print(stop.line(), file=sys.stderr)
         code = stop.code
+    except BrokenPipeError:
+        # the reader went away (`... --help | head`): end quietly, as `cat` does, with
+        # the exit status of a process SIGPIPE ended; stdout goes to /dev/null so the
+        # interpreter's own last flush cannot raise again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 128 + signal.SIGPIPE
     if _received:
         _said = True   # by run_main, or just above
         for stream in (sys.stdout, sys.stderr):

@@ -46,6 +46,18 @@ def test_usage(args, code):
     assert "usage: python -m pipelines" in (done.stdout if code == 0 else done.stderr)
 
 
+def test_help_into_a_closed_pipe_ends_quietly():
+    """`python -m pipelines --help | head -1`: the reader has gone before the help is
+    written, and the command ends as `cat` does (exit 141, no traceback)."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    with subprocess.Popen([sys.executable, "-m", "pipelines", "--help"], cwd=str(ROOT), env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE) as process:
+        process.stdout.close()   # long before the interpreter has started and imported
+        stderr = process.stderr.read().decode()
+        assert process.wait(timeout=600) == 141, stderr
+    assert "Traceback" not in stderr and "BrokenPipe" not in stderr, stderr
+
+
 def test_what_a_user_mistyped_is_one_line_and_exit_2():
     assert "unknown benchmark 'nope'" in one_line_error(run("nope", "build"))
     assert "nlvr2 has no command 'nope'" in one_line_error(run("nlvr2", "nope"))

@@ -21,7 +21,7 @@ written before MANIFEST.json, which lists its checksum like every other file's.
 from __future__ import annotations
 
 import json
-from typing import Dict, List, Mapping, Optional, Sequence
+from typing import List, Mapping, Optional, Sequence
 
 import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
