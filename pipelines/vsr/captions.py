@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Dict, Iterable, Mapping, Optional, Tuple
 
 from pipelines.vsr.relations import RELATIONS
-from pipelines.vsr.schema import NO_COPULA
+from pipelines.vsr.records import NO_COPULA
 from schemas.coco import ID_BY_NAME
 
 

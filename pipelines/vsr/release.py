@@ -18,7 +18,7 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from pipelines.vsr.relations import TABLE_1
-from pipelines.vsr.schema import SPLITS, TEMPLATE, SplitExample, relation_category, to_public_line
+from pipelines.vsr.records import SPLITS, TEMPLATE, SplitExample, relation_category, to_public_line
 from transforms.crowd.labelstudio import Ask, RoundLayout
 from transforms.crowd.shown import FINGERPRINT, TaskView, view
 from transforms.crowd.task_files import WriteTaskFiles as WriteJsonLines
