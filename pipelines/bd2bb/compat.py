@@ -13,7 +13,7 @@ import csv
 import io
 from typing import Dict, Iterable, List, TextIO
 
-from pipelines.bd2bb.schema import CANDIDATES, LANGUAGE, TARGET, VISION, Sample
+from pipelines.bd2bb.records import CANDIDATES, LANGUAGE, TARGET, VISION, Sample
 from transforms.core.errors import InputError
 from transforms.io.csv_out import CsvWriter as RowWriter
 

@@ -19,7 +19,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from pipelines.bd2bb import compat
 from pipelines.bd2bb.clustering import DECISIONS_HEADER, REVIEW_HEADER, decisions_template
-from pipelines.bd2bb.schema import LANGUAGE, TARGET, VISION, Sample, coco_image_id
+from pipelines.bd2bb.records import LANGUAGE, TARGET, VISION, Sample, coco_image_id
 from transforms.io.csv_out import csv_text
 from transforms.io.sorted_runs import WriteSortedRuns, merge_runs
 from transforms.vectors.vector_files import RemoveFolderWhenDone

@@ -11,7 +11,7 @@ from pipelines.bd2bb import compat
 from pipelines.bd2bb.decoys import shuffle
 from pipelines.bd2bb.positions import BalancePositions, balance
 from pipelines.bd2bb.release import COMPAT_JSON, JsonObjectWriter, compat_item, write_numbered
-from pipelines.bd2bb.schema import BD2BBTuple, Datapoint, Sample
+from pipelines.bd2bb.records import BD2BBTuple, Datapoint, Sample
 from tests.beam_testing import local_test_pipeline
 
 
