@@ -283,7 +283,7 @@ LINES_INPUTS = (
     LinesInput("fg", "inputs.corrections", _stage("pipelines.fg.corrections", "_ParseCorrection"),
                lambda d: {"image_id": "COCO_val2014_000000000001", "caption_index": 1,
                           "model_text": "a dog", "human_text": "a brown dog"}, "human_text", "caption_index"),
-    LinesInput("nlvr2", "inputs.public", _stage("pipelines.nlvr2.public", "ParsePublicLine"),
+    LinesInput("nlvr2", "inputs.public", _stage("pipelines.nlvr2.read_public", "ParsePublicLine"),
                lambda d: dict(_NLVR2_LINE), "sentence", "directory"),
     *(LinesInput("nlvr2", f"collection.inputs.{round_}", None, _answers(), "answer", "rank")
       for round_ in ("search_results", "pruning_answers", "interest_answers", "sentences",

@@ -1,7 +1,7 @@
 """The collection stages S1-S9 as one composite transform (§3.1-§3.4, App. B).
 
     out = p | CollectExamples(config.collection, seed=config.seed, staging_dir=staging)
-    out[MAIN]      Example records (pipelines/nlvr2/schema.py), split and identifier set
+    out[MAIN]      Example records (pipelines/nlvr2/records.py), split and identifier set
     out[REJECTS]   schemas.rejects.Reject records of every collection stage
     out[<table>]   extra tables, each a PCollection of flat dict rows (collection_tables)
 

@@ -1,9 +1,9 @@
 """NLVR2 (Suhr et al. 2019) as a Beam pipeline: examples, the paper's rules, the figures of
 §4-§5 and the release (spec S10-S12).
 
-    released files (inputs.public, PUBLIC=)       the collection stages S1-S9
-      -> one Example per valid line (public.py)     -> CollectExamples (collection.py)
-                      \\                             /
+    released files (inputs.public, PUBLIC=)            the collection stages S1-S9
+      -> one Example per valid line (read_public.py)     -> CollectExamples (collection.py)
+                      \\                                 /
                        one example per identifier (rules.py)
       -> the same two URLs per (set, pair) in both sentences                    (§3.2)
       -> the paper's rules: 4 extra judgements, removal at >= 2 disagreeing,
@@ -26,7 +26,7 @@ import pyarrow as pa
 
 from pipelines.nlvr2 import analysis
 from pipelines.nlvr2.config import Nlvr2Config
-from pipelines.nlvr2.public import RESPELLED, ParsePublicLine, RespelledSummary
+from pipelines.nlvr2.read_public import RESPELLED, ParsePublicLine, RespelledSummary
 from pipelines.nlvr2.release import (EXAMPLE_SCHEMA, EXAMPLES, SENTENCE_SCHEMA, SENTENCES,
                                      SET_SCHEMA, SETS, HashImages, WriteCompat, example_to_row,
                                      sentence_row, set_row)

@@ -30,7 +30,7 @@ import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 
 from pipelines.nlvr2 import reasons
-from pipelines.nlvr2.schema import Example, image_file, public_line
+from pipelines.nlvr2.records import Example, image_file, public_line
 from schemas.columns import described
 from transforms.core.stage import MAIN, StageFn, stage_pardo
 

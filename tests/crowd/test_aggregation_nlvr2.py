@@ -14,7 +14,7 @@ crowdkit = pytest.importorskip("crowdkit.aggregation")
 
 from pipelines.nlvr2.config import RulesConfig  # noqa: E402
 from pipelines.nlvr2.rules import PaperRules  # noqa: E402
-from pipelines.nlvr2.schema import Example  # noqa: E402
+from pipelines.nlvr2.records import Example  # noqa: E402
 from tests.beam_testing import local_test_pipeline  # noqa: E402
 from transforms.core.stage import MAIN  # noqa: E402
 

@@ -16,7 +16,7 @@ from pipelines.nlvr2.collection_config import CollectionConfig
 from pipelines.nlvr2.rounds import PRUNING_COLUMNS, pruning_check
 from pipelines.nlvr2.sample import (CONFIG, answer_interest, answer_pruning, answer_writing,
                                    make_nlvr2_sample)
-from pipelines.nlvr2.schema import IDENTIFIER
+from pipelines.nlvr2.records import IDENTIFIER
 from schemas import reasons as library_reasons
 from tests.beam_testing import local_test_pipeline
 from transforms.core.errors import ConfigError, InputError

@@ -16,7 +16,7 @@ from PIL import Image
 
 from pipelines import build
 from pipelines.nlvr2 import collection
-from pipelines.nlvr2.schema import Example
+from pipelines.nlvr2.records import Example
 from pipelines.release.write.tables import Table
 from transforms.core.stage import MAIN, REJECTS, StageFn, stage_pardo
 

@@ -20,7 +20,7 @@ from typing import Optional, Tuple, Union
 import apache_beam as beam
 
 from pipelines.nlvr2 import reasons
-from pipelines.nlvr2.schema import (IDENTIFIER, LABELS, PUBLIC_KEYS, TRAIN_KEY, Example,
+from pipelines.nlvr2.records import (IDENTIFIER, LABELS, PUBLIC_KEYS, TRAIN_KEY, Example,
                                    Judgements, public_line)
 from schemas.tfexample import INT64_MAX
 from transforms.core.stage import StageFn
