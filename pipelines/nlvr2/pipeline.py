@@ -24,13 +24,13 @@ import dataclasses
 import apache_beam as beam
 import pyarrow as pa
 
-from pipelines.nlvr2 import analysis
+from pipelines.nlvr2 import analysis, tables
 from pipelines.nlvr2.config import Nlvr2Config
 from pipelines.nlvr2.read_public import RESPELLED, ParsePublicLine, RespelledSummary
-from pipelines.nlvr2.release import (EXAMPLE_SCHEMA, EXAMPLES, SENTENCE_SCHEMA, SENTENCES,
-                                     SET_SCHEMA, SETS, HashImages, WriteCompat, example_to_row,
-                                     sentence_row, set_row)
+from pipelines.nlvr2.release import HashImages, WriteCompat
 from pipelines.nlvr2.rules import ANOMALIES, OneExamplePerIdentifier, PaperRules, SamePairUrls
+from pipelines.nlvr2.tables import (EXAMPLE_SCHEMA, EXAMPLES, IMAGE_SETS, QUERIES, SENTENCE_SCHEMA, SENTENCES,
+                                    SET_SCHEMA, SETS, example_to_row, sentence_row, set_row)
 from pipelines.preflight import input_files
 from pipelines.release.write import build as release
 from pipelines.release.write.manifest import read_stats
@@ -104,10 +104,9 @@ def _examples(p, cfg: Nlvr2Config, staging_dir: str):
 
 
 def collection_schema(table: str) -> pa.Schema:
-    """The Arrow schema of one of the collection's extra tables: the collection module's
-    `TABLE_SCHEMAS[table]` (written with the collection stages)."""
-    from pipelines.nlvr2 import collection
-    return collection.TABLE_SCHEMAS[table]
+    """The Arrow schema of one of the collection's tables: `tables.COLLECTION_SCHEMAS[table]`
+    (written with the collection stages)."""
+    return tables.COLLECTION_SCHEMAS[table]
 
 
 class _RowsFn(StageFn):
@@ -156,7 +155,7 @@ def main_tables(cfg: Nlvr2Config) -> list:
     tables = released_tables(cfg)
     if cfg.inputs.public:
         return list(tables)
-    from pipelines.nlvr2.collection import IMAGE_SETS, QUERIES, last_stage
+    from pipelines.nlvr2.collection import last_stage
     if last_stage(cfg.collection):
         return list(tables)
     return [IMAGE_SETS] if IMAGE_SETS in tables else [QUERIES]

@@ -8,12 +8,12 @@ from pipelines.nlvr2.collection_reasons import COLLECTION_REASONS, CROWD_ANSWERS
 # --- reading released files (PUBLIC=; stage `public`, level line) ----------------------
 # The library's bad_json / bad_encoding / missing_field / bad_field cover lines that are not
 # a JSON object with the public keys; these name what is wrong with one that is.
-BAD_IDENTIFIER = "bad_identifier"          # not `split-set-pair-sentence` (schema.IDENTIFIER)
+BAD_IDENTIFIER = "bad_identifier"          # not `split-set-pair-sentence` (records.IDENTIFIER)
 BAD_LABEL = "bad_label"                    # label / a judgement not the string "True" or "False"
 LABEL_NOT_VALIDATION = "label_not_validation"  # not one writer-time judgement, or label != it (§3.3)
 BAD_WORKER = "bad_worker"                  # writer or a judging worker id not a non-empty string
 BAD_DIRECTORY = "bad_directory"            # train without an integer `directory`, or another split with one
-UNKNOWN_KEY = "unknown_key"                # a key outside schema.PUBLIC_KEYS (+ directory)
+UNKNOWN_KEY = "unknown_key"                # a key outside compat.PUBLIC_KEYS (+ directory)
 DUPLICATE_IDENTIFIER = "duplicate_identifier"  # the identifier of an earlier line (stage identifiers)
 PAIR_URLS_DIFFER = "pair_urls_differ"      # a (split, set, pair) whose sentences show other URLs (stage pairs)
 
