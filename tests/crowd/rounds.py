@@ -213,8 +213,8 @@ def _vsr():
     from pipelines.vsr import worker_pages
     from pipelines.vsr.annotations import JoinVotes, ReadCaptions
     from pipelines.vsr.relations import RELATIONS
-    from pipelines.vsr.release import VALIDATION_LABELSTUDIO, caption_labelstudio, caption_task, validation_task
     from pipelines.vsr.records import Example, ImagePair, example_id
+    from pipelines.vsr.release import VALIDATION_LABELSTUDIO, caption_labelstudio, caption_task, validation_task
     from schemas.coco import CocoImage
     images = (CocoImage(1, "000000000001.jpg", "http://images.cocodataset.org/train2017/000000000001.jpg", "train2017"),
               CocoImage(2, "000000000002.jpg", "http://images.cocodataset.org/train2017/000000000002.jpg", "train2017"))
