@@ -36,7 +36,7 @@ setup(
     packages=find_packages(include=["pipelines", "pipelines.*", "transforms", "transforms.*",
                                     "schemas", "schemas.*"]),
     package_data={"pipelines": ["*/configs/*.yaml", "*/README.md", "*/data/*.tsv",
-                                "release/explorer/assets/*", "*/pages/*.html"]},
+                                "release/explorer/assets/*", "**/pages/*.html"]},
     python_requires=">=3.10",
     install_requires=[r for r in requirements() if not faiss_cpu(r)],
     extras_require={

@@ -2,7 +2,7 @@
 §4-§5 and the release (spec S10-S12).
 
     released files (inputs.public, PUBLIC=)            the collection stages S1-S9
-      -> one Example per valid line (read_public.py)     -> CollectExamples (collection.py)
+      -> one Example per valid line (read_public.py)     -> CollectExamples (collection/)
                       \\                                 /
                        one example per identifier (rules.py)
       -> the same two URLs per (set, pair) in both sentences                    (§3.2)
@@ -94,7 +94,7 @@ def _examples(p, cfg: Nlvr2Config, staging_dir: str):
         _ = (parsed[RESPELLED] | "Respelled lines" >> RespelledSummary()
              | "Write respelled" >> WriteReport(staging_dir, RESPELLED))
         return parsed[MAIN], [parsed[REJECTS]]
-    from pipelines.nlvr2.collection import CollectExamples, collection_tables
+    from pipelines.nlvr2.collection.collect import CollectExamples, collection_tables
     collected = p | "Collect" >> CollectExamples(cfg.collection, seed=cfg.seed,
                                                  staging_dir=staging_dir)
     for table in collection_tables(cfg.collection):
@@ -142,7 +142,7 @@ def released_tables(cfg: Nlvr2Config) -> dict:
               SETS: Table("sets", "set.out", key="set"),
               SENTENCES: Table("sentences", "group.out", key="group")}
     if not cfg.inputs.public:
-        from pipelines.nlvr2.collection import collection_tables
+        from pipelines.nlvr2.collection.collect import collection_tables
         tables.update(collection_tables(cfg.collection))
     return tables
 
@@ -155,7 +155,7 @@ def main_tables(cfg: Nlvr2Config) -> list:
     tables = released_tables(cfg)
     if cfg.inputs.public:
         return list(tables)
-    from pipelines.nlvr2.collection import last_stage
+    from pipelines.nlvr2.collection.collect import last_stage
     if last_stage(cfg.collection):
         return list(tables)
     return [IMAGE_SETS] if IMAGE_SETS in tables else [QUERIES]
@@ -168,8 +168,8 @@ def stage_links(cfg: Nlvr2Config) -> list:
     if cfg.inputs.public:
         links.insert(0, ("public", "line.out", "identifiers", "example.in"))
     else:
-        from pipelines.nlvr2.collection import last_stage
-        from pipelines.nlvr2.collection import stage_links as collection_links
+        from pipelines.nlvr2.collection.collect import last_stage
+        from pipelines.nlvr2.collection.collect import stage_links as collection_links
         links += list(collection_links(cfg.collection))
         if last_stage(cfg.collection):
             links.append((*last_stage(cfg.collection), "identifiers", "example.in"))

@@ -3,7 +3,7 @@ stage of this benchmark names every code as `reasons.X`)."""
 from schemas.reasons import *  # noqa: F401,F403 - the library's codes are part of this vocabulary
 from schemas.reasons import VOCABULARY as LIBRARY_VOCABULARY
 
-from pipelines.nlvr2.collection_reasons import COLLECTION_REASONS, CROWD_ANSWERS  # noqa: F401 - the rounds' answer-row codes
+from pipelines.nlvr2.collection.reasons import COLLECTION_REASONS, CROWD_ANSWERS  # noqa: F401 - the rounds' answer-row codes
 
 # --- reading released files (PUBLIC=; stage `public`, level line) ----------------------
 # The library's bad_json / bad_encoding / missing_field / bad_field cover lines that are not
@@ -22,7 +22,7 @@ EXTRA_VALIDATION_DISAGREES = "extra_validation_disagrees"  # >= 2 extra judgemen
 EXTRA_JUDGEMENTS_COUNT = "extra_judgements_count"  # a dev/test example without exactly 4 extra (§3.4)
 GROUP_LABELS = "group_labels"              # a (set, sentence) group with > 2 True or > 2 False (§3.2)
 
-# --- the collection stages S1-S9 (pipelines/nlvr2/collection.py) ------------------------
+# --- the collection stages S1-S9 (pipelines/nlvr2/collection/collect.py) ------------------------
 COLLECTION = COLLECTION_REASONS
 
 PUBLIC = (BAD_IDENTIFIER, BAD_LABEL, LABEL_NOT_VALIDATION, BAD_WORKER, BAD_DIRECTORY, UNKNOWN_KEY,

@@ -7,7 +7,7 @@
     image_sets  the collection's pruned and paired image sets (S3-S6), one row each
 
 The first three are derived from examples, so a build from released files has them too;
-the last two only a collection build writes (collection.collection_tables). Every column
+the last two only a collection build writes (collection/collect.py collection_tables). Every column
 is described where it is declared (the dataset card and the TFRecord feature spec show
 these descriptions).
 """

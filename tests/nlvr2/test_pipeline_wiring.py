@@ -1,4 +1,4 @@
-"""The collection branch of pipeline.py against the interface of pipelines/nlvr2/collection.py
+"""The collection branch of pipeline.py against the interface of pipelines/nlvr2/collection/collect.py
 (CollectExamples, collection_tables, stage_links) and of tables.COLLECTION_SCHEMAS, with a
 stand-in for the collection stages: collected examples with local images go through the same rules, figures
 and release as released lines, and get hash files and a content leakage check. The real
@@ -15,7 +15,8 @@ import pytest
 from PIL import Image
 
 from pipelines import build
-from pipelines.nlvr2 import collection, tables
+from pipelines.nlvr2 import tables
+from pipelines.nlvr2.collection import collect as collection
 from pipelines.nlvr2.records import Example
 from pipelines.release.write.tables import Table
 from transforms.core.stage import MAIN, REJECTS, StageFn, stage_pardo

@@ -26,21 +26,21 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from pipelines.config import listed
-from pipelines.nlvr2.collection_config import CollectionConfig
-from pipelines.nlvr2.queries import synset_queries
-from pipelines.nlvr2.rounds import (EXTRA_VALIDATION_LABELSTUDIO, INTEREST_COLUMNS, PRUNING_COLUMNS,
+from pipelines.nlvr2.collection.config import CollectionConfig
+from pipelines.nlvr2.collection.queries import synset_queries
+from pipelines.nlvr2.collection.rounds import (EXTRA_VALIDATION_LABELSTUDIO, INTEREST_COLUMNS, PRUNING_COLUMNS,
                                     SENTENCE_COLUMNS, VALIDATION_COLUMNS, VALIDATION_LABELSTUDIO, VALIDATOR, WRITER,
                                     ImageRound, ValidationRound, WritingRound, candidates, image_round_labelstudio,
                                     image_task, image_task_labels, pair_sets, validation_task,
                                     validation_task_labels, writing_labelstudio, writing_task_labels,
                                     writing_tasks)
-from pipelines.nlvr2.search import SEARCH_COLUMNS, AutoPrune, SearchSets
-from pipelines.nlvr2.similar_words import STAND_IN as SIMILAR_WORDS_STAND_IN
-from pipelines.nlvr2.similar_words import SimilarWords, load_encoder
-from pipelines.nlvr2.splits import HELD_OUT_ITEMS, SplitAndValidate
-from pipelines.nlvr2.synsets import hypernym_table, ilsvrc_synsets, select_synsets
+from pipelines.nlvr2.collection.search import SEARCH_COLUMNS, AutoPrune, SearchSets
+from pipelines.nlvr2.collection.similar_words import STAND_IN as SIMILAR_WORDS_STAND_IN
+from pipelines.nlvr2.collection.similar_words import SimilarWords, load_encoder
+from pipelines.nlvr2.collection.splits import HELD_OUT_ITEMS, SplitAndValidate
+from pipelines.nlvr2.collection.synsets import hypernym_table, ilsvrc_synsets, select_synsets
 from pipelines.nlvr2.tables import IMAGE_SETS, QUERIES, image_set_row, query_row
-from pipelines.nlvr2.worker_pages import PAGE_OF, WriteWorkerPages, flat_row
+from pipelines.nlvr2.collection.worker_pages import PAGE_OF, WriteWorkerPages, flat_row
 from pipelines.release.write.tables import Table
 from transforms.core.errors import ConfigError
 from transforms.core.stage import MAIN, REJECTS, StageFn, stage_pardo
@@ -92,7 +92,7 @@ def model_identities(config: CollectionConfig) -> dict:
     to the input root by the release): the similar words' sentence encoder, the local
     similar images' encoder, and the WordNet tables the queries come from."""
     import hashlib
-    from pipelines.nlvr2 import synsets
+    from pipelines.nlvr2.collection import synsets
     from transforms.text.sentence_embed import SentenceEncoderSpec
     from transforms.text.sentence_embed import encoder_identity as sentence_encoder_identity
 
@@ -110,7 +110,7 @@ def model_identities(config: CollectionConfig) -> dict:
                                 "threshold": words.threshold, "stand_in": SIMILAR_WORDS_STAND_IN}
     local = config.search.local_similar
     if local.collection:
-        from pipelines.nlvr2.local_search import encoder_spec
+        from pipelines.nlvr2.collection.local_search import encoder_spec
         from transforms.image.encoders import encoder_identity
         out["local_similar_encoder"] = encoder_identity(encoder_spec(local))
     return out
@@ -147,14 +147,14 @@ def stand_ins(config: CollectionConfig) -> dict:
         declared["similar_words"] = (f"{SIMILAR_WORDS_STAND_IN}; threshold "
                                      f"{config.queries.similar_words.threshold}")
     if config.search.local_similar.collection:
-        from pipelines.nlvr2.local_search import STAND_IN as LOCAL_SIMILAR_STAND_IN   # imports torch
+        from pipelines.nlvr2.collection.local_search import STAND_IN as LOCAL_SIMILAR_STAND_IN   # imports torch
         declared["similar_images"] = f"{LOCAL_SIMILAR_STAND_IN}; encoder {config.search.local_similar.kind}"
     return declared
 
 
 def collection_tables(config: CollectionConfig):
     """{table: Table} of the extra tables CollectExamples hands back. A query's text is
-    unique within its synset only (pipelines/nlvr2/queries.py), so its key is both; a set
+    unique within its synset only (pipelines/nlvr2/collection/queries.py), so its key is both; a set
     is named by its query and result rank."""
     tables = {QUERIES: Table("queries", "query.generated", key=("synset", "query"))}
     if config.inputs.search_results and config.inputs.pruning_answers and config.inputs.interest_answers:
