@@ -143,9 +143,10 @@ def _held_out_key() -> str:
 def _nlvr2():
     from pipelines.nlvr2.collection import worker_pages
     from pipelines.nlvr2.collection.config import PruningConfig, SplitsConfig
-    from pipelines.nlvr2.collection.rounds import (EXTRA_VALIDATION_LABELSTUDIO, VALIDATION_LABELSTUDIO, Candidate, ImageRound,
-                                        Sentence, Validated, ValidationRound, WritingRound, image_round_labelstudio,
-                                        image_task, pair_up, validation_task, writing_labelstudio, writing_tasks)
+    from pipelines.nlvr2.collection.rounds import (EXTRA_VALIDATION_LABELSTUDIO, VALIDATION_LABELSTUDIO, Candidate,
+                                                   ImageRound, Sentence, Validated, ValidationRound, WritingRound,
+                                                   image_round_labelstudio, image_task, pair_up, validation_task,
+                                                   writing_labelstudio, writing_tasks)
     from pipelines.nlvr2.collection.splits import SplitAndValidate
     pages = {page.name: page for page in worker_pages.pages(PLACES, PAIRS)}
     image_set = _nlvr2_set(_held_out_key())

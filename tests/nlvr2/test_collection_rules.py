@@ -5,10 +5,10 @@ from pipelines.config import from_dict, load_config
 from pipelines.nlvr2.collection import reasons as why
 from pipelines.nlvr2.collection.config import (CollectionConfig, PruningConfig, QueriesConfig,
                                                SearchConfig)
+from pipelines.nlvr2.collection.image_sets import Image, ImageSet
 from pipelines.nlvr2.collection.queries import plural, synset_queries
 from pipelines.nlvr2.collection.rounds import (construct_set, judgement_check, pair_up, prune_round1,
-                                    sentence_check)
-from pipelines.nlvr2.collection.image_sets import Image, ImageSet
+                                               sentence_check)
 from pipelines.nlvr2.collection.search import Drop, apply_caps, prune_query_sets
 from pipelines.nlvr2.collection.splits import assign_splits, number_sets
 from pipelines.nlvr2.collection.synsets import hypernym_table, select_synsets

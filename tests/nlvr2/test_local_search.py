@@ -7,8 +7,8 @@ import numpy as np
 from PIL import Image as PILImage
 
 from pipelines.nlvr2.collection.config import LocalSimilarConfig
-from pipelines.nlvr2.collection.local_search import LocalSimilarImages
 from pipelines.nlvr2.collection.image_sets import Image, ImageSet
+from pipelines.nlvr2.collection.local_search import LocalSimilarImages
 from tests.beam_testing import local_test_pipeline
 from transforms.core.stage import MAIN
 

@@ -29,18 +29,18 @@ from pipelines.config import listed
 from pipelines.nlvr2.collection.config import CollectionConfig
 from pipelines.nlvr2.collection.queries import synset_queries
 from pipelines.nlvr2.collection.rounds import (EXTRA_VALIDATION_LABELSTUDIO, INTEREST_COLUMNS, PRUNING_COLUMNS,
-                                    SENTENCE_COLUMNS, VALIDATION_COLUMNS, VALIDATION_LABELSTUDIO, VALIDATOR, WRITER,
-                                    ImageRound, ValidationRound, WritingRound, candidates, image_round_labelstudio,
-                                    image_task, image_task_labels, pair_sets, validation_task,
-                                    validation_task_labels, writing_labelstudio, writing_task_labels,
-                                    writing_tasks)
+                                               SENTENCE_COLUMNS, VALIDATION_COLUMNS, VALIDATION_LABELSTUDIO,
+                                               VALIDATOR, WRITER, ImageRound, ValidationRound, WritingRound,
+                                               candidates, image_round_labelstudio, image_task, image_task_labels,
+                                               pair_sets, validation_task, validation_task_labels,
+                                               writing_labelstudio, writing_task_labels, writing_tasks)
 from pipelines.nlvr2.collection.search import SEARCH_COLUMNS, AutoPrune, SearchSets
 from pipelines.nlvr2.collection.similar_words import STAND_IN as SIMILAR_WORDS_STAND_IN
 from pipelines.nlvr2.collection.similar_words import SimilarWords, load_encoder
 from pipelines.nlvr2.collection.splits import HELD_OUT_ITEMS, SplitAndValidate
 from pipelines.nlvr2.collection.synsets import hypernym_table, ilsvrc_synsets, select_synsets
-from pipelines.nlvr2.tables import IMAGE_SETS, QUERIES, image_set_row, query_row
 from pipelines.nlvr2.collection.worker_pages import PAGE_OF, WriteWorkerPages, flat_row
+from pipelines.nlvr2.tables import IMAGE_SETS, QUERIES, image_set_row, query_row
 from pipelines.release.write.tables import Table
 from transforms.core.errors import ConfigError
 from transforms.core.stage import MAIN, REJECTS, StageFn, stage_pardo
