@@ -17,7 +17,7 @@ import time
 import numpy as np
 
 from pipelines.bd2bb.decoys import build_pool, select_for_cluster, target_seed
-from pipelines.bd2bb.schema import Codes
+from pipelines.bd2bb.records import Codes
 
 
 def generate(n: int, clusters: int, dim: int, seed: int = 0):

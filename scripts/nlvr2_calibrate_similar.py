@@ -1,4 +1,4 @@
-"""Calibrate NLVR2's similar-words threshold for the MiniLM stand-in (pipelines/nlvr2/similar_words.py).
+"""Calibrate NLVR2's similar-words threshold for the MiniLM stand-in (pipelines/nlvr2/collection/similar_words.py).
 
 Positive pairs: two lemmas of the same ILSVRC-1k synset (synonyms are as similar as words
 get). Negative pairs: the first lemmas of two different synsets, every pair. The printed
@@ -15,8 +15,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from pipelines.nlvr2.similar_words import embed, load_encoder  # noqa: E402
-from pipelines.nlvr2.synsets import ilsvrc_synsets  # noqa: E402
+from pipelines.nlvr2.collection.similar_words import embed, load_encoder  # noqa: E402
+from pipelines.nlvr2.collection.synsets import ilsvrc_synsets  # noqa: E402
 
 
 def main() -> int:

@@ -24,7 +24,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from pipelines.nlvr2.synsets import ilsvrc_synsets  # noqa: E402
+from pipelines.nlvr2.collection.synsets import ilsvrc_synsets  # noqa: E402
 
 DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "pipelines", "nlvr2", "data")
 

@@ -283,7 +283,7 @@ LINES_INPUTS = (
     LinesInput("fg", "inputs.corrections", _stage("pipelines.fg.corrections", "_ParseCorrection"),
                lambda d: {"image_id": "COCO_val2014_000000000001", "caption_index": 1,
                           "model_text": "a dog", "human_text": "a brown dog"}, "human_text", "caption_index"),
-    LinesInput("nlvr2", "inputs.public", _stage("pipelines.nlvr2.public", "ParsePublicLine"),
+    LinesInput("nlvr2", "inputs.public", _stage("pipelines.nlvr2.read_public", "ParsePublicLine"),
                lambda d: dict(_NLVR2_LINE), "sentence", "directory"),
     *(LinesInput("nlvr2", f"collection.inputs.{round_}", None, _answers(), "answer", "rank")
       for round_ in ("search_results", "pruning_answers", "interest_answers", "sentences",
@@ -534,8 +534,8 @@ def test_an_image_a_line_names_is_read_only_when_it_is_a_regular_file(kind, tmp_
     transforms/io/files.py open_regular_file; nothing here may even open the path."""
     from apache_beam.io.filesystems import FileSystems
 
-    from pipelines.nlvr2.collection_config import PruningConfig
-    from pipelines.nlvr2.search import Drop, Image, ImageSet, prune_query_sets
+    from pipelines.nlvr2.collection.config import PruningConfig
+    from pipelines.nlvr2.collection.search import Drop, Image, ImageSet, prune_query_sets
     from transforms.image.decode import ImageProblem, read_image
     path = "/dev/zero" if kind == "a character device" else _fifo(str(tmp_path))
     real_open = FileSystems.open
@@ -560,8 +560,8 @@ def test_a_number_cell_that_is_no_int64_is_a_reject_not_a_crash(cell):
     crash int(); 5,000 digits crash int() too (Python refuses over 4,300); beyond 64 bits
     no column holds it. Each is a bad row now (transforms/crowd/answer_rows.py whole_number)."""
     from pipelines.imagecode.crowd.rounds import _index
-    from pipelines.nlvr2.rounds import pruning_check
-    from pipelines.nlvr2.search import search_result_check
+    from pipelines.nlvr2.collection.rounds import pruning_check
+    from pipelines.nlvr2.collection.search import search_result_check
     from transforms.crowd.answer_rows import RowProblem, whole_number
     assert whole_number(cell) is None
     assert _index({"target_index": cell}, "target_index", 10)[1][0] == reasons.BAD_FIELD
@@ -947,8 +947,8 @@ def test_a_checkpoint_of_random_bytes_is_one_line_before_any_work(tmp_path):
 def test_nlvr2s_local_similar_checkpoint_is_checked_on_the_driver_under_its_own_key(tmp_path):
     """Issue 35: NLVR2's local similar-images checkpoint was resolved only on workers; the
     manifest's model record now resolves it in `prepare`, and the error names NLVR2's key."""
-    from pipelines.nlvr2.collection import model_identities
-    from pipelines.nlvr2.collection_config import CollectionConfig
+    from pipelines.nlvr2.collection.collect import model_identities
+    from pipelines.nlvr2.collection.config import CollectionConfig
     from transforms.image.weights import EncoderError
     path = tmp_path / "ViT-B-16.pt"
     path.write_bytes(bytes(range(7, 256)) * 4)

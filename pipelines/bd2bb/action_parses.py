@@ -30,7 +30,7 @@ import apache_beam as beam
 
 from pipelines.bd2bb import reasons
 from pipelines.bd2bb.argument_codes import extract_codes
-from pipelines.bd2bb.schema import Datapoint
+from pipelines.bd2bb.records import Datapoint
 from transforms.cache.read_through import WRITTEN, ReadThrough
 from transforms.cache.store import cache_key, decode_json, encode_json
 from transforms.core.stage import MAIN, REJECTS, StageCounts, StageFn, stage_pardo

@@ -35,7 +35,7 @@ from typing import Dict, List, Sequence, Tuple
 
 from spacy.lang.en.stop_words import STOP_WORDS
 
-from pipelines.bd2bb.schema import Codes
+from pipelines.bd2bb.records import Codes
 from transforms.text.tokens import Token
 
 VERB = "VERB"

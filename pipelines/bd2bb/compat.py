@@ -6,14 +6,20 @@
 candidate actions (after "I will") in shown order, `end<k>type` one of targ / lan / vis,
 and `label` the position of the target. Files: BD2BB.csv (all samples), train.csv,
 val.csv, test.csv and hard_unseen_test.csv; ids count from 1 over BD2BB.csv.
+
+Beside them, `BD2BB.json`: the file the original loader (code/datasets/BD2BBDataset.py)
+and the baselines' prepare_inputs read: {csv id: [{"target_item", "lang_decoy1",
+"lang_decoy2", "vis_decoy1", "vis_decoy2"}]}, each item {intention, action, image_url}.
+The files are written by release.write_numbered.
 """
 from __future__ import annotations
 
 import csv
 import io
+import json
 from typing import Dict, Iterable, List, TextIO
 
-from pipelines.bd2bb.schema import CANDIDATES, LANGUAGE, TARGET, VISION, Sample
+from pipelines.bd2bb.records import CANDIDATES, LANGUAGE, TARGET, VISION, Sample, coco_image_id
 from transforms.core.errors import InputError
 from transforms.io.csv_out import CsvWriter as RowWriter
 
@@ -22,6 +28,12 @@ HEADER = (["id", "sent1", "sent2"] + [f"ending{k}" for k in range(CANDIDATES)]
 FILES = {"all": "BD2BB.csv", "train": "train.csv", "val": "val.csv", "test": "test.csv",
          "hard": "hard_unseen_test.csv"}
 TYPE_COUNTS = {TARGET: 1, LANGUAGE: 2, VISION: 2}
+
+COMPAT_JSON = "BD2BB.json"
+COCO_IMAGE_URL = "http://images.cocodataset.org/train2014/COCO_train2014_{:012d}.jpg"
+# The original's item names: decoys in shown order within their type.
+ITEM_NAMES = {TARGET: ("target_item",), LANGUAGE: ("lang_decoy1", "lang_decoy2"),
+              VISION: ("vis_decoy1", "vis_decoy2")}
 
 
 def to_row(compat_id: int, sample: Sample) -> Dict[str, object]:
@@ -87,3 +99,43 @@ def problems(row: Dict[str, str]) -> List[str]:
     if any(not row[f"ending{k}"].strip() for k in range(CANDIDATES)):
         out.append(f"id {row['id']}: empty ending")
     return out
+
+
+def image_url(image: str) -> str:
+    """The COCO train2014 URL of an image reference (a file name or id); the reference
+    itself when it names no COCO id (a URL or path given by the input)."""
+    image_id = coco_image_id(image)
+    return COCO_IMAGE_URL.format(image_id) if image_id is not None else str(image)
+
+
+def compat_item(s: Sample) -> list:
+    """The original loader's entry for one sample: a one-element list holding the target
+    and its four decoys, each {intention, action, image_url}. A decoy is shown against
+    the target's intention and image (§4: it differs from the target in language or in
+    vision, not in context), so it carries them; its own action is the CSV ending."""
+    t = s.datapoint.tuple
+    seen = {kind: 0 for kind in ITEM_NAMES}
+    entry = {}
+    for action, kind in zip(s.endings, s.ending_types):
+        entry[ITEM_NAMES[kind][seen[kind]]] = {"intention": t.intention, "action": action,
+                                               "image_url": image_url(t.image)}
+        seen[kind] += 1
+    return [{name: entry[name] for names in ITEM_NAMES.values() for name in names}]
+
+
+class JsonObjectWriter:
+    """Writes {key: value, ...} one member at a time, byte for byte what
+    json.dumps(whole, indent=1, ensure_ascii=False) gives for the whole dict."""
+
+    def __init__(self, out: io.TextIOBase):
+        self.out, self.members = out, 0
+
+    def write(self, key: str, value) -> None:
+        # A member of the top level is indented by one space, and so is every line of its
+        # value (json.dumps escapes newlines inside strings, so each "\n" is a line break).
+        text = json.dumps(value, indent=1, ensure_ascii=False).replace("\n", "\n ")
+        self.out.write(("{\n " if not self.members else ",\n ") + json.dumps(key, ensure_ascii=False) + ": " + text)
+        self.members += 1
+
+    def close(self) -> None:
+        self.out.write("\n}" if self.members else "{}")

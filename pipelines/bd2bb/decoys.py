@@ -40,7 +40,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from pipelines.bd2bb import reasons
 from pipelines.bd2bb.argument_codes import nouns_of, verbs_of
-from pipelines.bd2bb.schema import CANDIDATES, LANGUAGE, TARGET, VISION, Codes, Sample
+from pipelines.bd2bb.records import CANDIDATES, LANGUAGE, TARGET, VISION, Codes, Sample
 from transforms.core.sampling import priority
 from transforms.core.stage import MAIN, REJECTS, StageFn, stage_pardo
 from transforms.vectors.vector_files import RemoveFolderWhenDone, WriteVectorFiles, read_vector_file

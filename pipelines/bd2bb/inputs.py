@@ -28,7 +28,7 @@ from typing import Iterator, Tuple, Union
 import apache_beam as beam
 
 from pipelines.bd2bb import reasons
-from pipelines.bd2bb.schema import BD2BBTuple, coco_image_id
+from pipelines.bd2bb.records import BD2BBTuple, coco_image_id
 from schemas.coco import is_file_name
 from transforms.core.errors import InputError
 from transforms.core.stage import MAIN, REJECTS, KeepFirst, StageFn, stage_pardo

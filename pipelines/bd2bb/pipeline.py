@@ -29,10 +29,11 @@ from pipelines.bd2bb.clustering import ClusteringParams, Review, parse_review
 from pipelines.bd2bb.config import BD2BBConfig
 from pipelines.bd2bb.decoys import SelectDecoys
 from pipelines.bd2bb.inputs import ReadCaptions, ReadTuples, load_captions
-from pipelines.bd2bb.release import WriteCompat, WriteReviewSheet, cluster_report
-from pipelines.bd2bb.schema import SAMPLE_SCHEMA, coco_image_id, sample_to_row
 from pipelines.bd2bb.positions import BalancePositions, PositionCounts
+from pipelines.bd2bb.records import coco_image_id
+from pipelines.bd2bb.release import WriteCompat, WriteReviewSheet, cluster_report
 from pipelines.bd2bb.splits import AssignSplits
+from pipelines.bd2bb.tables import SAMPLE_SCHEMA, sample_to_row
 from pipelines.bd2bb.topic_clusters import ApplyClusters, ClusterActions
 from pipelines.bd2bb.tuple_filters import (ActionNounFilter, GroundingFilter, IntentionLength,
                                            LanguageFilter, NounLexiconFn, TextLength,

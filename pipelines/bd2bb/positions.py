@@ -21,7 +21,7 @@ from typing import Dict, Iterable, Iterator, List
 import apache_beam as beam
 
 from pipelines.bd2bb.decoys import uniformity_of_counts
-from pipelines.bd2bb.schema import CANDIDATES, SPLITS, TARGET, Sample
+from pipelines.bd2bb.records import CANDIDATES, SPLITS, TARGET, Sample
 from transforms.core.sampling import priority
 from transforms.io.sorted_runs import WriteSortedRuns, merge_runs
 from transforms.vectors.vector_files import RemoveFolderWhenDone

@@ -17,7 +17,7 @@ from typing import Dict, Iterable, List, Tuple
 
 import apache_beam as beam
 
-from pipelines.bd2bb.schema import Sample, coco_image_id
+from pipelines.bd2bb.records import Sample, coco_image_id
 from transforms.core.splits import ExactRatioSplit, split_ranked
 from transforms.core.stage import MAIN, StageFn, stage_pardo
 from transforms.text.tokens import normalise_text

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Dict, Iterable, List, Optional, Sequence
 
-from pipelines.bd2bb.schema import TARGET
+from pipelines.bd2bb.records import TARGET
 from transforms.text.tokens import normalise_text
 
 COLUMNS = ["split", "samples", "share", "images", "intentions", "actions", "target actions",

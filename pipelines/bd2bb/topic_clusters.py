@@ -24,7 +24,7 @@ from apache_beam.io.filesystems import FileSystems
 from pipelines.bd2bb import reasons
 from pipelines.bd2bb.clustering import (ClusteringParams, ClusterResult, Review, action_matrix, check_review,
                                         choose_clustering, review_rows, wanted_ks)
-from pipelines.bd2bb.schema import Datapoint
+from pipelines.bd2bb.records import Datapoint
 from transforms.core.stage import StageFn, stage_pardo
 from transforms.text.tokens import normalise_text
 from transforms.vectors.kmeans import fits, kmeans_at

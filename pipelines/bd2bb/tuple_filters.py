@@ -52,7 +52,7 @@ import apache_beam as beam
 
 from pipelines.bd2bb import reasons
 from pipelines.bd2bb.argument_codes import has_noun_or_pronoun
-from pipelines.bd2bb.schema import BD2BBTuple, Datapoint
+from pipelines.bd2bb.records import BD2BBTuple, Datapoint
 from transforms.core.precision import rounded
 from transforms.core.stage import StageFn, stage_pardo
 from transforms.text.tokens import Token

@@ -66,7 +66,7 @@ FOR_THE_WORKER: Dict[str, ForTheWorker] = {
     "too_few_correct": ForTheWorker(REJECT, "Fewer than two of the three people who read your "
                                             "description found the image it was written for, so it "
                                             "does not tell that image apart from the others."),
-    # NLVR2 (pipelines/nlvr2/collection_reasons.py CROWD_ANSWERS)
+    # NLVR2 (pipelines/nlvr2/collection/reasons.py CROWD_ANSWERS)
     "unknown_item": ForTheWorker(PENDING, "This answer is about a task the current build does not have; "
                                           "it is judged with the build that posted it."),
     "bad_answer": ForTheWorker(REJECT, "The answer is none of the choices the task offered."),

@@ -8,7 +8,7 @@ import os
 from pipelines.benchmark import Benchmark, Plan
 from pipelines.fg import datacard, pipeline, reasons
 from pipelines.fg.config import SAMPLE_DIR, FgConfig
-from pipelines.fg.release import CAPTIONS, POOL, SIMILAR_SETS
+from pipelines.fg.tables import CAPTIONS, POOL, SIMILAR_SETS
 from pipelines.fg.tagger import tagger_identity
 from pipelines.preflight import check_not_empty
 from pipelines.progress import Progress

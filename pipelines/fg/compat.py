@@ -13,6 +13,10 @@ For Flickr30K that order happens to be lexicographic by the id string; for MSCOC
 neither lexicographic nor numeric. So the rule is "the source's order", not a sort:
 `annotation_bytes` writes the mapping in its own order, and `sort_keys=True` is there
 for a source whose order is unknown.
+
+Here: the files' names within a release (annotation_path, filenames_path), the captions
+an annotation file holds (annotations), and the files' bytes written and read back; the
+release writes them with release.write_compat.
 """
 from __future__ import annotations
 
@@ -21,7 +25,20 @@ from typing import Dict, List
 
 import numpy as np
 
+from pipelines.fg.captions import normalise_caption
 from transforms.core.errors import InputError
+
+COMPAT_PREFIX = {"mscoco": "MSCOCO", "flickr30k": "Flickr30K"}
+
+
+def annotation_path(configuration: str) -> str:
+    return f"compat/Annotations/{COMPAT_PREFIX[configuration]}_FG_ann.json"
+
+
+def filenames_path(configuration: str) -> str:
+    """The public repository's name (Images/MSCOCO_FG_img_filenames.npy,
+    Images/Flickr30K_FG_img_filenames.npy)."""
+    return f"compat/Images/{COMPAT_PREFIX[configuration]}_FG_img_filenames.npy"
 
 
 def annotation_bytes(captions: Dict[str, List[str]], sort_keys: bool = False) -> bytes:
@@ -52,3 +69,15 @@ def read_image_filenames(path: str) -> List[str]:
     if array.ndim != 1 or array.dtype.kind != "U":
         raise InputError(f"{path}: expected a 1-D unicode array, found {array.ndim}-D {array.dtype}")
     return [str(name) for name in array]
+
+
+def annotations(rows: List[dict], order: List[str], keep: str, html_escape: bool) -> Dict[str, List[str]]:
+    """{image id: the 5 released captions in position order, normalised as the public
+    release is}, images in the captions input's order (the public files keep the source's
+    order: the module docstring)."""
+    by_image: Dict[str, Dict[int, str]] = {}
+    for row in rows:
+        by_image.setdefault(row["image_id"], {})[row["caption_index"]] = row["renovated"]
+    return {image: [normalise_caption(text, keep=keep, html_escape=html_escape)
+                    for _, text in sorted(by_image[image].items())]
+            for image in order if image in by_image}

@@ -35,12 +35,12 @@ from pipelines.fg.generators import Gpt2Merger, ModelDetails, RuleMerger, Standi
 from pipelines.fg.inputs import (AttachPrecomputed, DropCopiesOfTargets, DropTargetsFromPool,
                                  JoinTargets, read_image_vectors, read_text_vectors)
 from pipelines.fg.records import Caption
-from pipelines.fg.release import (CAPTION_SCHEMA, CAPTIONS, POOL, POOL_SCHEMA, SIMILAR_SCHEMA,
-                                  SIMILAR_SETS, AssembleCaptions, pool_row, similar_row, with_split,
-                                  write_compat, write_json_lines)
+from pipelines.fg.release import write_compat, write_json_lines
 from pipelines.fg.renovate import (ClipScoreFilter, EncodeCaptions, GenerateDetails, MakePrompts,
                                    MergeSentences, PickBest, SplitFineGrained)
 from pipelines.fg.similar import BuildSimilarSets, NewPool, pool_rows, targets_sharing_pixels
+from pipelines.fg.tables import (CAPTION_SCHEMA, CAPTIONS, POOL, POOL_SCHEMA, SIMILAR_SCHEMA,
+                                 SIMILAR_SETS, AssembleCaptions, pool_row, similar_row, with_split)
 from pipelines.fg.tagger import NONE
 from pipelines.release.write.tables import Table
 from schemas.records import ImageEmbedding

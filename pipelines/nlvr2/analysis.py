@@ -27,7 +27,7 @@ from typing import Iterable, List, Tuple
 import apache_beam as beam
 import numpy as np
 
-from pipelines.nlvr2.schema import SPLITS, Example
+from pipelines.nlvr2.records import SPLITS, Example
 from transforms.crowd.agreement import fleiss_kappa, krippendorff_alpha
 
 Histogram = List[Tuple[Tuple[int, int], int]]   # ((n_true, n_false), examples)

@@ -25,8 +25,8 @@ class Nlvr2(Benchmark):
     def prepare(self, config: Nlvr2Config, cache_root) -> Plan:
         models = {}
         if not config.inputs.public:
-            from pipelines.nlvr2.collection import preflight as collection_preflight
-            from pipelines.nlvr2.collection import model_identities, stage_devices
+            from pipelines.nlvr2.collection.collect import model_identities, stage_devices
+            from pipelines.nlvr2.collection.collect import preflight as collection_preflight
             collection_preflight(config.collection)
             models = {**model_identities(config.collection), "devices": stage_devices(config.collection)}
         concrete = pipeline.preflight(config)

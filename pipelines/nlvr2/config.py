@@ -1,7 +1,7 @@
 """The NLVR2 pipeline's config schema (values live in configs/*.yaml, each citing the paper).
 
 Two ways to examples: `inputs.public` (released JSON Lines files, PUBLIC=) or, when it is
-empty, the collection stages S1-S9 (`collection:`, pipelines/nlvr2/collection_config.py).
+empty, the collection stages S1-S9 (`collection:`, pipelines/nlvr2/collection/config.py).
 Everything after - the paper's rules, agreement, human performance, subsets, the release -
 is configured by the sections here and is the same for both.
 """
@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import List
 
 from pipelines.config import InputFile, inside, sample_dir
-from pipelines.nlvr2.collection_config import CollectionConfig
+from pipelines.nlvr2.collection.config import CollectionConfig
 from transforms.core.errors import ConfigError
 from transforms.crowd.aggregation_config import CrowdConfig
 

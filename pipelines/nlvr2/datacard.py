@@ -85,7 +85,7 @@ def _stand_ins(cfg: Nlvr2Config) -> dict:
     """{part: what was used instead} of the collection stages; none for released files."""
     if cfg.inputs.public:
         return {}
-    from pipelines.nlvr2.collection import stand_ins
+    from pipelines.nlvr2.collection.collect import stand_ins
     return stand_ins(cfg.collection)
 
 

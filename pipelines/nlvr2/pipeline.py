@@ -1,9 +1,9 @@
 """NLVR2 (Suhr et al. 2019) as a Beam pipeline: examples, the paper's rules, the figures of
 §4-§5 and the release (spec S10-S12).
 
-    released files (inputs.public, PUBLIC=)       the collection stages S1-S9
-      -> one Example per valid line (public.py)     -> CollectExamples (collection.py)
-                      \\                             /
+    released files (inputs.public, PUBLIC=)            the collection stages S1-S9
+      -> one Example per valid line (read_public.py)     -> CollectExamples (collection/)
+                      \\                                 /
                        one example per identifier (rules.py)
       -> the same two URLs per (set, pair) in both sentences                    (§3.2)
       -> the paper's rules: 4 extra judgements, removal at >= 2 disagreeing,
@@ -24,13 +24,13 @@ import dataclasses
 import apache_beam as beam
 import pyarrow as pa
 
-from pipelines.nlvr2 import analysis
+from pipelines.nlvr2 import analysis, tables
 from pipelines.nlvr2.config import Nlvr2Config
-from pipelines.nlvr2.public import RESPELLED, ParsePublicLine, RespelledSummary
-from pipelines.nlvr2.release import (EXAMPLE_SCHEMA, EXAMPLES, SENTENCE_SCHEMA, SENTENCES,
-                                     SET_SCHEMA, SETS, HashImages, WriteCompat, example_to_row,
-                                     sentence_row, set_row)
+from pipelines.nlvr2.read_public import RESPELLED, ParsePublicLine, RespelledSummary
+from pipelines.nlvr2.release import HashImages, WriteCompat
 from pipelines.nlvr2.rules import ANOMALIES, OneExamplePerIdentifier, PaperRules, SamePairUrls
+from pipelines.nlvr2.tables import (EXAMPLE_SCHEMA, EXAMPLES, IMAGE_SETS, QUERIES, SENTENCE_SCHEMA, SENTENCES,
+                                    SET_SCHEMA, SETS, example_to_row, sentence_row, set_row)
 from pipelines.preflight import input_files
 from pipelines.release.write import build as release
 from pipelines.release.write.manifest import read_stats
@@ -94,7 +94,7 @@ def _examples(p, cfg: Nlvr2Config, staging_dir: str):
         _ = (parsed[RESPELLED] | "Respelled lines" >> RespelledSummary()
              | "Write respelled" >> WriteReport(staging_dir, RESPELLED))
         return parsed[MAIN], [parsed[REJECTS]]
-    from pipelines.nlvr2.collection import CollectExamples, collection_tables
+    from pipelines.nlvr2.collection.collect import CollectExamples, collection_tables
     collected = p | "Collect" >> CollectExamples(cfg.collection, seed=cfg.seed,
                                                  staging_dir=staging_dir)
     for table in collection_tables(cfg.collection):
@@ -104,10 +104,9 @@ def _examples(p, cfg: Nlvr2Config, staging_dir: str):
 
 
 def collection_schema(table: str) -> pa.Schema:
-    """The Arrow schema of one of the collection's extra tables: the collection module's
-    `TABLE_SCHEMAS[table]` (written with the collection stages)."""
-    from pipelines.nlvr2 import collection
-    return collection.TABLE_SCHEMAS[table]
+    """The Arrow schema of one of the collection's tables: `tables.COLLECTION_SCHEMAS[table]`
+    (written with the collection stages)."""
+    return tables.COLLECTION_SCHEMAS[table]
 
 
 class _RowsFn(StageFn):
@@ -143,7 +142,7 @@ def released_tables(cfg: Nlvr2Config) -> dict:
               SETS: Table("sets", "set.out", key="set"),
               SENTENCES: Table("sentences", "group.out", key="group")}
     if not cfg.inputs.public:
-        from pipelines.nlvr2.collection import collection_tables
+        from pipelines.nlvr2.collection.collect import collection_tables
         tables.update(collection_tables(cfg.collection))
     return tables
 
@@ -156,7 +155,7 @@ def main_tables(cfg: Nlvr2Config) -> list:
     tables = released_tables(cfg)
     if cfg.inputs.public:
         return list(tables)
-    from pipelines.nlvr2.collection import IMAGE_SETS, QUERIES, last_stage
+    from pipelines.nlvr2.collection.collect import last_stage
     if last_stage(cfg.collection):
         return list(tables)
     return [IMAGE_SETS] if IMAGE_SETS in tables else [QUERIES]
@@ -169,8 +168,8 @@ def stage_links(cfg: Nlvr2Config) -> list:
     if cfg.inputs.public:
         links.insert(0, ("public", "line.out", "identifiers", "example.in"))
     else:
-        from pipelines.nlvr2.collection import last_stage
-        from pipelines.nlvr2.collection import stage_links as collection_links
+        from pipelines.nlvr2.collection.collect import last_stage
+        from pipelines.nlvr2.collection.collect import stage_links as collection_links
         links += list(collection_links(cfg.collection))
         if last_stage(cfg.collection):
             links.append((*last_stage(cfg.collection), "identifiers", "example.in"))

@@ -33,7 +33,7 @@ import apache_beam as beam
 
 from pipelines.nlvr2 import reasons
 from pipelines.nlvr2.config import RulesConfig
-from pipelines.nlvr2.schema import Example
+from pipelines.nlvr2.records import Example
 from transforms.core.stage import KeepFirst, StageFn, stage_pardo
 from transforms.crowd.aggregation import MAJORITY, AggregateLabels
 

@@ -22,14 +22,14 @@ import numpy as np
 import yaml
 
 from pipelines.config import from_dict
-from pipelines.nlvr2.collection_config import CollectionConfig
-from pipelines.nlvr2.rounds import (Sentence, candidates, construct_set, example_id, image_task,
-                                    pair_up, prune_round1, validation_task, writing_tasks)
-from pipelines.nlvr2.queries import synset_queries
-from pipelines.nlvr2.image_sets import Image, ImageSet
-from pipelines.nlvr2.search import apply_caps, cap_for, prune_query_sets
-from pipelines.nlvr2.splits import assign_splits
-from pipelines.nlvr2.synsets import hypernym_table, select_synsets
+from pipelines.nlvr2.collection.config import CollectionConfig
+from pipelines.nlvr2.collection.image_sets import Image, ImageSet
+from pipelines.nlvr2.collection.queries import synset_queries
+from pipelines.nlvr2.collection.rounds import (Sentence, candidates, construct_set, example_id, image_task,
+                                               pair_up, prune_round1, validation_task, writing_tasks)
+from pipelines.nlvr2.collection.search import apply_caps, cap_for, prune_query_sets
+from pipelines.nlvr2.collection.splits import assign_splits
+from pipelines.nlvr2.collection.synsets import hypernym_table, select_synsets
 from transforms.core.sampling import priority
 from transforms.crowd.shown import FINGERPRINT
 

@@ -40,7 +40,8 @@ from apache_beam.io.filesystems import FileSystems
 
 from pipelines.vsr import reasons
 from pipelines.vsr.captions import CaptionParser, render_caption
-from pipelines.vsr.schema import PUBLIC_FIELDS, Example, ImagePair, coco_source, example_id, parse_vote_list
+from pipelines.vsr.compat import PUBLIC_FIELDS, parse_vote_list
+from pipelines.vsr.records import Example, ImagePair, coco_source, example_id
 from pipelines.vsr.release import caption_view, validation_view
 from schemas.coco import is_file_name, is_link, link_file_name
 from transforms.core.stage import MAIN, REJECTS, KeepFirst, StageFn, stage_pardo

@@ -4,6 +4,9 @@
     The ENT1 (is) ___ the ENT2.     ->  "The cat is under the laptop."
                                         "The bowl contains the banana."   (no copula)
 
+The copula "is" is dropped for "contains", "consists of" and "has as a part" (§3.1; every
+public caption with these three relations lacks it, and no other does).
+
 Parsing never strips characters: a caption is matched as "The <category> [is ]<relation>
 the <category>." against the COCO category names and the relation list, trying every
 split point, so a caption whose subject is "hot dog" can never become "ot dog". A caption
@@ -16,8 +19,10 @@ from __future__ import annotations
 from typing import Dict, Iterable, Mapping, Optional, Tuple
 
 from pipelines.vsr.relations import RELATIONS
-from pipelines.vsr.schema import NO_COPULA
 from schemas.coco import ID_BY_NAME
+
+NO_COPULA = frozenset({"contains", "consists of", "has as a part"})
+TEMPLATE = "The ENT1 (is) ___ the ENT2."   # as the writer's task shows it (§3.1, Figure 3)
 
 
 def render_caption(subj: str, relation: str, obj: str) -> str:

@@ -25,7 +25,7 @@ from typing import Dict
 import apache_beam as beam
 
 from pipelines.vsr import reasons
-from pipelines.vsr.schema import ImagePair, pair_id
+from pipelines.vsr.records import ImagePair, pair_id
 from schemas.coco import NAME_BY_ID
 from transforms.coco.instances import IMAGE
 from transforms.core.sampling import priority

@@ -29,8 +29,8 @@ from pipelines.vsr.pairs import FIGURES, EligibleConcepts, SamplePairs
 from pipelines.vsr.release import (CAPTION_RELATIONS, CAPTION_TASKS, VALIDATION_LABELSTUDIO, CheckVsrLeakage,
                                    WriteCompat, WriteJsonLines, caption_labelstudio, caption_relations,
                                    caption_task, relation_and_concept_counts, validation_task)
-from pipelines.vsr.schema import EXAMPLE_SCHEMA, PAIR_SCHEMA, example_to_row, pair_to_row
 from pipelines.vsr.splits import SplitVsr
+from pipelines.vsr.tables import EXAMPLE_SCHEMA, PAIR_SCHEMA, example_to_row, pair_to_row
 from pipelines.vsr.validation import (AgreementFn, AgreementRule, ApplyVoteRules,
                                       ExtraLabelAgreementFn, KeepRule, Verdicts, sum_counters)
 from pipelines.vsr.worker_pages import (CAPTION, VALIDATION, WriteWorkerPages, caption_row,

@@ -7,7 +7,7 @@ first one Table 1 gives it (so "among" is Topological).
 """
 from __future__ import annotations
 
-from typing import Dict, Tuple
+from typing import Dict, Optional, Tuple
 
 # Table 1, in the paper's order (also ../shared/realdata/vsr/rel_meta_category_dict.txt).
 TABLE_1: Tuple[Tuple[str, Tuple[str, ...]], ...] = (
@@ -33,3 +33,9 @@ for _category, _relations in TABLE_1:
         RELATION_CATEGORY.setdefault(_relation, _category)   # first listing wins ("among")
 RELATIONS = tuple(RELATION_CATEGORY)
 assert sum(len(r) for _, r in TABLE_1) == 71 and len(RELATIONS) == 70
+
+
+def relation_category(relation: str, extra: Optional[Dict[str, str]] = None) -> str:
+    """A relation's Table 1 category, else its category among the config's `extra`
+    relations, else ""."""
+    return RELATION_CATEGORY.get(relation) or (extra or {}).get(relation, "")

@@ -1,14 +1,9 @@
-"""What a VSR release writes besides its tables: the public layout (compat/), the crowd
-task exports (tasks/), the leakage check and the relation / concept counts.
+"""What a VSR release writes besides its tables: the public layout (compat/, its format in
+pipelines/vsr/compat.py), the crowd task exports (tasks/), the leakage check and the
+relation / concept counts.
 
-compat/ (the public repository's data/ layout, so its loaders work):
-    compat/all_vsr_validated_data.jsonl          every kept example
-    compat/splits/random/{train,dev,test}.jsonl  the random split (§3.4)
-    compat/splits/zeroshot/{train,dev,test}.jsonl  the concept zero-shot split (§3.4)
-One JSON object per line with the public fields plus subj and obj; vote lists are JSON
-arrays (`release.stringify_votes: true` writes the v2 strings instead; pipelines/vsr/README.md says
-why the default does not). A public file is one file, so each is written by one worker,
-its lines sorted by example id (the same bytes on every run).
+A public file is one file, so each is written by one worker, its lines sorted by example
+id (the same bytes on every run).
 """
 from __future__ import annotations
 
@@ -17,22 +12,17 @@ from typing import Callable
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-from pipelines.vsr.relations import TABLE_1
-from pipelines.vsr.schema import SPLITS, TEMPLATE, SplitExample, relation_category, to_public_line
+from pipelines.vsr.captions import TEMPLATE
+from pipelines.vsr.compat import COMPAT_ALL, compat_path, to_public_line
+from pipelines.vsr.records import SPLITS, SplitExample
+from pipelines.vsr.relations import TABLE_1, relation_category
 from transforms.crowd.labelstudio import Ask, RoundLayout
 from transforms.crowd.shown import FINGERPRINT, TaskView, view
 from transforms.crowd.task_files import WriteTaskFiles as WriteJsonLines
 
-COMPAT_ALL = "all_vsr_validated_data.jsonl"
-
-
-def compat_path(scheme: str, split: str) -> str:
-    """Relative to compat/: splits/<scheme>/<split>.jsonl."""
-    return f"splits/{scheme}/{split}.jsonl"
-
 
 class WriteCompat(beam.PTransform):
-    """SplitExample -> compat/ files (see the module docstring)."""
+    """SplitExample -> compat/ files (their layout: pipelines/vsr/compat.py)."""
 
     def __init__(self, staging_dir: str, stringify_votes: bool):
         super().__init__()

@@ -36,9 +36,9 @@ from pipelines.config import load_config
 from pipelines.vsr.captions import render_caption
 from pipelines.vsr.config import VsrConfig
 from pipelines.vsr.pairs import choose_images, concept_verdicts, draw_plan, pair_key
-from pipelines.vsr.release import caption_view, validation_view
+from pipelines.vsr.records import example_id
 from pipelines.vsr.relations import RELATIONS
-from pipelines.vsr.schema import example_id
+from pipelines.vsr.release import caption_view, validation_view
 from schemas.coco import CATEGORIES, ID_BY_NAME
 from transforms.coco.instances import source_of
 from transforms.crowd.shown import FINGERPRINT

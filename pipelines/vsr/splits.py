@@ -13,7 +13,7 @@ from typing import Dict
 import apache_beam as beam
 
 from pipelines.vsr import reasons
-from pipelines.vsr.schema import SplitExample, VotedExample
+from pipelines.vsr.records import SplitExample, VotedExample
 from transforms.core.splits import ExactRatioSplit, GroupZeroShotSplit
 from transforms.core.stage import MAIN, REJECTS, StageFn, stage_pardo
 

@@ -38,7 +38,7 @@ import apache_beam as beam
 import numpy as np
 
 from pipelines.vsr import reasons
-from pipelines.vsr.schema import VotedExample
+from pipelines.vsr.records import VotedExample
 from transforms.core.stage import StageFn, stage_pardo
 from transforms.crowd.agreement import fleiss_kappa
 from transforms.crowd.aggregation import MAJORITY, AggregateLabels

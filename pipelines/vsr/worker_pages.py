@@ -23,7 +23,7 @@ from typing import Dict, Iterable, List, Optional
 import apache_beam as beam
 
 from pipelines.vsr.release import relation_groups
-from pipelines.vsr.schema import coco_source
+from pipelines.vsr.records import coco_source
 from schemas.coco import is_file_name, is_link, link_file_name
 from transforms.crowd.pages import Page, WritePages
 from transforms.crowd.shown import FINGERPRINT

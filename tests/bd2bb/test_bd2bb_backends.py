@@ -12,7 +12,7 @@ from spacy.language import Language
 
 from pipelines import build
 from pipelines.bd2bb.action_parses import ParseActions
-from pipelines.bd2bb.schema import BD2BBTuple
+from pipelines.bd2bb.records import BD2BBTuple
 from tests.beam_testing import local_test_pipeline
 from tests.paths import ROOT
 from transforms.core.errors import UserError

@@ -7,7 +7,7 @@ import pytest
 from apache_beam.testing.util import assert_that, equal_to
 
 from pipelines.bd2bb.clustering import check_review, cluster_actions, parse_review, review_rows
-from pipelines.bd2bb.schema import BD2BBTuple, Datapoint, Sample
+from pipelines.bd2bb.records import BD2BBTuple, Datapoint, Sample
 from pipelines.bd2bb.splits import AssignSplits, split_of
 from tests.beam_testing import local_test_pipeline
 from transforms.core.precision import figure

@@ -3,7 +3,7 @@ CoNLL-U reader, and spaCy Docs built by hand going through the same extractor.""
 import pytest
 
 from pipelines.bd2bb.argument_codes import extract_codes, has_noun_or_pronoun, nouns_of, verbs_of
-from pipelines.bd2bb.schema import Codes
+from pipelines.bd2bb.records import Codes
 from transforms.text.parsers import read_conllu, to_conllu, tokens_from_spacy
 from transforms.text.tokens import Token
 

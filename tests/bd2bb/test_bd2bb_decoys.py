@@ -3,7 +3,7 @@ import numpy as np
 
 from pipelines.bd2bb.decoys import (build_pool, draws, position_uniformity, select_for_cluster,
                                     shuffle, target_seed)
-from pipelines.bd2bb.schema import LANGUAGE, TARGET, VISION, Codes
+from pipelines.bd2bb.records import LANGUAGE, TARGET, VISION, Codes
 
 
 def unit(*xs):
@@ -148,7 +148,7 @@ def test_vision_draws_stay_in_the_cluster_when_it_is_larger_than_the_pool():
 # --- through Beam: the canonical spelling, no_decoys and the stage counters -----------------
 
 def _datapoint(tuple_id, action, cluster, codes):
-    from pipelines.bd2bb.schema import BD2BBTuple, Datapoint
+    from pipelines.bd2bb.records import BD2BBTuple, Datapoint
     return Datapoint(tuple=BD2BBTuple(tuple_id, "COCO_train2014_000000000001.jpg", "want to have fun",
                                       action, "w"), codes=codes, cluster=cluster)
 

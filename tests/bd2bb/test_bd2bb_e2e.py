@@ -12,8 +12,9 @@ import pytest
 from pipelines import build as build_command
 from pipelines.bd2bb import compat, reasons
 from pipelines.bd2bb.argument_codes import nouns_of, verbs_of
+from pipelines.bd2bb.records import Codes, coco_image_id
 from pipelines.bd2bb.sample import TOPICS, make_bd2bb_sample
-from pipelines.bd2bb.schema import SAMPLE_SCHEMA, Codes, coco_image_id
+from pipelines.bd2bb.tables import SAMPLE_SCHEMA
 from pipelines.release.write.manifest import run_counters, verify_manifest
 from schemas.tfexample import iter_tfrecord_file, parse_example_bytes, tf_feature_spec
 from transforms.core.errors import ConfigError

@@ -8,7 +8,7 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from pipelines.bd2bb import reasons
 from pipelines.bd2bb.inputs import ReadTuples, parse_tuple_line
-from pipelines.bd2bb.schema import BD2BBTuple, Datapoint, coco_image_id
+from pipelines.bd2bb.records import BD2BBTuple, Datapoint, coco_image_id
 from pipelines.bd2bb.tuple_filters import (ActionNounFilter, GroundingFilter, IntentionLength,
                                            LanguageFilter, NounLexiconFn, english_words,
                                            frequent_caption_nouns, intention_tokens,

@@ -13,7 +13,7 @@ from pipelines.bd2bb import reasons
 from pipelines.bd2bb.action_parses import ParseActions
 from pipelines.bd2bb.config import BD2BBConfig
 from pipelines.bd2bb.inputs import ReadTuples
-from pipelines.bd2bb.schema import BD2BBTuple
+from pipelines.bd2bb.records import BD2BBTuple
 from pipelines.bd2bb.tuple_filters import (DEFAULT_LANGUAGES, LanguageFilter, TextLength,
                                            english_words, language_identifier, language_verdict)
 from tests.beam_testing import local_test_pipeline

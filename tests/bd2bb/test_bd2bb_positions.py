@@ -3,7 +3,7 @@ import collections
 
 from pipelines.bd2bb.decoys import shuffle
 from pipelines.bd2bb.positions import balance, balanced_positions, position_report
-from pipelines.bd2bb.schema import BD2BBTuple, Datapoint, Sample, TARGET
+from pipelines.bd2bb.records import BD2BBTuple, Datapoint, Sample, TARGET
 
 
 def _sample(i: int, split: str, hard: bool = False) -> Sample:

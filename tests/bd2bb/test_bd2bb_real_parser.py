@@ -10,8 +10,8 @@ import pytest
 from pipelines import build
 from pipelines.bd2bb import reasons
 from pipelines.bd2bb.argument_codes import extract_codes
+from pipelines.bd2bb.records import Codes
 from pipelines.bd2bb.sample import make_bd2bb_sample
-from pipelines.bd2bb.schema import Codes
 from tests.bd2bb.test_bd2bb_codes import TABLE4
 from transforms.text.parsers import ModelParser, parser_identity, tokens_from_spacy
 

@@ -8,10 +8,11 @@ import json
 import apache_beam as beam
 
 from pipelines.bd2bb import compat
+from pipelines.bd2bb.compat import COMPAT_JSON, JsonObjectWriter, compat_item
 from pipelines.bd2bb.decoys import shuffle
 from pipelines.bd2bb.positions import BalancePositions, balance
-from pipelines.bd2bb.release import COMPAT_JSON, JsonObjectWriter, compat_item, write_numbered
-from pipelines.bd2bb.schema import BD2BBTuple, Datapoint, Sample
+from pipelines.bd2bb.records import BD2BBTuple, Datapoint, Sample
+from pipelines.bd2bb.release import write_numbered
 from tests.beam_testing import local_test_pipeline
 
 

@@ -125,7 +125,7 @@ PLACES, PAIRS = 16, 4   # the paper's page: up to 16 images a set, 4 pairs
 
 
 def _nlvr2_set(key: str):
-    from pipelines.nlvr2.image_sets import Image, ImageSet
+    from pipelines.nlvr2.collection.image_sets import Image, ImageSet
     query, rank = key.split("#")
     images = tuple(Image(k, f"images/{query}-{k}.jpg", f"/nowhere/{query}-{k}.jpg", f"{k:02d}" * 32, 640, 480)
                    for k in range(10))
@@ -134,19 +134,20 @@ def _nlvr2_set(key: str):
 
 def _held_out_key() -> str:
     """A set key that the splits put in dev or test (the extra round judges only those)."""
-    from pipelines.nlvr2.collection_config import SplitsConfig
-    from pipelines.nlvr2.splits import assign_splits
+    from pipelines.nlvr2.collection.config import SplitsConfig
+    from pipelines.nlvr2.collection.splits import assign_splits
     return next(key for key in (f"cups{n}#0" for n in range(100))
                 if assign_splits([key], SEED, SplitsConfig().held_out)[key] != "train")
 
 
 def _nlvr2():
-    from pipelines.nlvr2 import worker_pages
-    from pipelines.nlvr2.collection_config import PruningConfig, SplitsConfig
-    from pipelines.nlvr2.rounds import (EXTRA_VALIDATION_LABELSTUDIO, VALIDATION_LABELSTUDIO, Candidate, ImageRound,
-                                        Sentence, Validated, ValidationRound, WritingRound, image_round_labelstudio,
-                                        image_task, pair_up, validation_task, writing_labelstudio, writing_tasks)
-    from pipelines.nlvr2.splits import SplitAndValidate
+    from pipelines.nlvr2.collection import worker_pages
+    from pipelines.nlvr2.collection.config import PruningConfig, SplitsConfig
+    from pipelines.nlvr2.collection.rounds import (EXTRA_VALIDATION_LABELSTUDIO, VALIDATION_LABELSTUDIO, Candidate,
+                                                   ImageRound, Sentence, Validated, ValidationRound, WritingRound,
+                                                   image_round_labelstudio, image_task, pair_up, validation_task,
+                                                   writing_labelstudio, writing_tasks)
+    from pipelines.nlvr2.collection.splits import SplitAndValidate
     pages = {page.name: page for page in worker_pages.pages(PLACES, PAIRS)}
     image_set = _nlvr2_set(_held_out_key())
     paired = pair_up(image_set._replace(images=image_set.images[:8]), SEED)
@@ -213,8 +214,8 @@ def _vsr():
     from pipelines.vsr import worker_pages
     from pipelines.vsr.annotations import JoinVotes, ReadCaptions
     from pipelines.vsr.relations import RELATIONS
+    from pipelines.vsr.records import Example, ImagePair, example_id
     from pipelines.vsr.release import VALIDATION_LABELSTUDIO, caption_labelstudio, caption_task, validation_task
-    from pipelines.vsr.schema import Example, ImagePair, example_id
     from schemas.coco import CocoImage
     images = (CocoImage(1, "000000000001.jpg", "http://images.cocodataset.org/train2017/000000000001.jpg", "train2017"),
               CocoImage(2, "000000000002.jpg", "http://images.cocodataset.org/train2017/000000000002.jpg", "train2017"))

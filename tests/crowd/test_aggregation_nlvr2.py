@@ -13,8 +13,8 @@ from apache_beam.testing.util import assert_that, equal_to
 crowdkit = pytest.importorskip("crowdkit.aggregation")
 
 from pipelines.nlvr2.config import RulesConfig  # noqa: E402
+from pipelines.nlvr2.records import Example  # noqa: E402
 from pipelines.nlvr2.rules import PaperRules  # noqa: E402
-from pipelines.nlvr2.schema import Example  # noqa: E402
 from tests.beam_testing import local_test_pipeline  # noqa: E402
 from transforms.core.stage import MAIN  # noqa: E402
 

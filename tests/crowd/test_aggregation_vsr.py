@@ -12,7 +12,7 @@ from apache_beam.testing.util import assert_that, equal_to
 
 crowdkit = pytest.importorskip("crowdkit.aggregation")
 
-from pipelines.vsr.schema import Example, VotedExample  # noqa: E402
+from pipelines.vsr.records import Example, VotedExample  # noqa: E402
 from pipelines.vsr.validation import AgreementRule, KeepRule, Verdicts  # noqa: E402
 from transforms.core.stage import MAIN  # noqa: E402
 

@@ -28,7 +28,7 @@ from pipelines.crowd import approvals
 from pipelines.crowd.worker_reasons import APPROVE, FOR_THE_WORKER, PENDING, REJECT
 from pipelines.imagecode import reasons as imagecode
 from pipelines.imagecode.config import ImageCodeConfig
-from pipelines.nlvr2 import collection_reasons as nlvr2
+from pipelines.nlvr2.collection import reasons as nlvr2
 from pipelines.vsr import reasons as vsr
 from schemas import reasons as library
 from schemas.rejects import REJECT_SCHEMA, Reject, reject_to_row

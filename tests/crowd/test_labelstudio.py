@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ElementTree
 import apache_beam as beam
 import pytest
 
-from pipelines.nlvr2.rounds import VALIDATION_LABELSTUDIO as NLVR2_VALIDATION
+from pipelines.nlvr2.collection.rounds import VALIDATION_LABELSTUDIO as NLVR2_VALIDATION
 from pipelines.vsr import reasons
 from pipelines.vsr.release import VALIDATION_LABELSTUDIO as VSR_VALIDATION
 from tests.beam_testing import local_test_pipeline
@@ -118,7 +118,7 @@ def test_vsr_reads_an_export_where_it_reads_json_lines(tmp_path):
 def test_nlvr2_validation_rows_from_an_export(tmp_path):
     """NLVR2's validation round (S8) reads the export by its own columns: `worker` from
     completed_by, `judgement` the choice's alias."""
-    from pipelines.nlvr2.rounds import VALIDATION_COLUMNS
+    from pipelines.nlvr2.collection.rounds import VALIDATION_COLUMNS
     row = {"example": "cup#0#0#1", "sentence": "There are two cups.", "left_url": "images/1.jpg",
            "right_url": "images/2.jpg", FINGERPRINT: "c" * 32}
     task = json.loads(labelstudio.tasks_json(NLVR2_VALIDATION, [row]))[0]

@@ -93,7 +93,7 @@ def _nlvr2_exports(folder, staging, out):
     annotation; per image round, a set's answers one annotation per worker pass (a second
     answer for the same image a second annotation, as a second worker's). Each export
     also gets a cancelled annotation and one on an earlier build's version of a task."""
-    from pipelines.nlvr2.rounds import JUDGEMENTS, VERDICTS, YES_NO
+    from pipelines.nlvr2.collection.rounds import JUDGEMENTS, VERDICTS, YES_NO
     from pipelines.nlvr2.sample import CONFIG
     import yaml
     with open(CONFIG, encoding="utf-8") as f:
@@ -157,7 +157,7 @@ def _nlvr2_exports(folder, staging, out):
 
 
 def test_every_nlvr2_round_reads_its_label_studio_export(tmp_path_factory):
-    from pipelines.nlvr2.collection import collection_tables
+    from pipelines.nlvr2.collection.collect import collection_tables
     from pipelines.nlvr2.sample import make_nlvr2_sample
     from tests.nlvr2.test_collection import _build
     folder = str(tmp_path_factory.mktemp("nlvr2-sample"))
@@ -272,7 +272,7 @@ def test_vsr_caption_round_reads_relation_and_true_image(tmp_path):
     ([_choice("verdict@0", "keep"), _choice("set", "other#0")], "is a column of the task"),
 ])
 def test_a_result_the_round_does_not_ask_is_bad_field(results, problem):
-    from pipelines.nlvr2.rounds import image_round_labelstudio
+    from pipelines.nlvr2.collection.rounds import image_round_labelstudio
     row = {"set": "cups#0", "synset": "cup", "images": [{"image": 0, "url": "images/0.jpg"}], FINGERPRINT: "f" * 32}
     export = Export(json.loads(labelstudio.tasks_json(image_round_labelstudio("pruning"), [row])))
     export.annotate(export.tasks[0], results, "w")
@@ -281,7 +281,7 @@ def test_a_result_the_round_does_not_ask_is_bad_field(results, problem):
 
 
 def test_an_item_round_gives_a_row_per_answered_place():
-    from pipelines.nlvr2.rounds import image_round_labelstudio
+    from pipelines.nlvr2.collection.rounds import image_round_labelstudio
     row = {"set": "cups#0", "synset": "cup", FINGERPRINT: "f" * 32,
            "images": [{"image": k + 5, "url": f"images/{k}.jpg"} for k in range(3)]}
     export = Export(json.loads(labelstudio.tasks_json(image_round_labelstudio("interest"), [row])))

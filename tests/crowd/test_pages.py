@@ -11,8 +11,8 @@ import pytest
 from pipelines.imagecode.crowd import worker_pages as imagecode_pages
 from pipelines.imagecode.crowd.records import (DESCRIBE_TASK_COLUMNS, DESCRIPTION_COLUMNS,
                                                RETRIEVAL_COLUMNS, RETRIEVE_TASK_COLUMNS)
-from pipelines.nlvr2 import worker_pages as nlvr2_pages
-from pipelines.nlvr2.rounds import INTEREST_COLUMNS, PRUNING_COLUMNS, SENTENCE_COLUMNS, VALIDATION_COLUMNS
+from pipelines.nlvr2.collection import worker_pages as nlvr2_pages
+from pipelines.nlvr2.collection.rounds import INTEREST_COLUMNS, PRUNING_COLUMNS, SENTENCE_COLUMNS, VALIDATION_COLUMNS
 from pipelines.vsr import worker_pages as vsr_pages
 from pipelines.vsr.relations import RELATIONS
 from tests.beam_testing import local_test_pipeline

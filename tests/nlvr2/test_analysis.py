@@ -12,8 +12,10 @@ from PIL import Image
 
 from pipelines.nlvr2.analysis import (Agreement, ImageLeakage, agreement_figures,
                                       human_performance, label_counts, worker_judgements)
-from pipelines.nlvr2.release import HashImages, sentence_row, set_row, subset_keys
-from pipelines.nlvr2.schema import Example
+from pipelines.nlvr2.compat import subset_keys
+from pipelines.nlvr2.records import Example
+from pipelines.nlvr2.release import HashImages
+from pipelines.nlvr2.tables import sentence_row, set_row
 from tests.beam_testing import local_test_pipeline
 from transforms.core.stage import MAIN, REJECTS
 from transforms.crowd.agreement import fleiss_kappa, krippendorff_alpha

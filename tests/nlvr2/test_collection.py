@@ -9,14 +9,14 @@ import yaml
 from apache_beam.runners.runner import PipelineState
 
 from pipelines.config import from_dict
-from pipelines.nlvr2 import collection_reasons
-from pipelines.nlvr2.collection import (IMAGE_SETS, QUERIES, CollectExamples, collection_tables,
-                                       preflight, stage_links)
-from pipelines.nlvr2.collection_config import CollectionConfig
-from pipelines.nlvr2.rounds import PRUNING_COLUMNS, pruning_check
+from pipelines.nlvr2.collection import reasons as collection_reasons
+from pipelines.nlvr2.collection.collect import CollectExamples, collection_tables, preflight, stage_links
+from pipelines.nlvr2.collection.config import CollectionConfig
+from pipelines.nlvr2.collection.rounds import PRUNING_COLUMNS, pruning_check
+from pipelines.nlvr2.records import IDENTIFIER
 from pipelines.nlvr2.sample import (CONFIG, answer_interest, answer_pruning, answer_writing,
-                                   make_nlvr2_sample)
-from pipelines.nlvr2.schema import IDENTIFIER
+                                    make_nlvr2_sample)
+from pipelines.nlvr2.tables import IMAGE_SETS, QUERIES
 from schemas import reasons as library_reasons
 from tests.beam_testing import local_test_pipeline
 from transforms.core.errors import ConfigError, InputError

@@ -2,16 +2,16 @@
 import pytest
 
 from pipelines.config import from_dict, load_config
-from pipelines.nlvr2 import collection_reasons as why
-from pipelines.nlvr2.collection_config import (CollectionConfig, PruningConfig, QueriesConfig,
+from pipelines.nlvr2.collection import reasons as why
+from pipelines.nlvr2.collection.config import (CollectionConfig, PruningConfig, QueriesConfig,
                                                SearchConfig)
-from pipelines.nlvr2.queries import plural, synset_queries
-from pipelines.nlvr2.rounds import (construct_set, judgement_check, pair_up, prune_round1,
-                                    sentence_check)
-from pipelines.nlvr2.image_sets import Image, ImageSet
-from pipelines.nlvr2.search import Drop, apply_caps, prune_query_sets
-from pipelines.nlvr2.splits import assign_splits, number_sets
-from pipelines.nlvr2.synsets import hypernym_table, select_synsets
+from pipelines.nlvr2.collection.image_sets import Image, ImageSet
+from pipelines.nlvr2.collection.queries import plural, synset_queries
+from pipelines.nlvr2.collection.rounds import (construct_set, judgement_check, pair_up, prune_round1,
+                                               sentence_check)
+from pipelines.nlvr2.collection.search import Drop, apply_caps, prune_query_sets
+from pipelines.nlvr2.collection.splits import assign_splits, number_sets
+from pipelines.nlvr2.collection.synsets import hypernym_table, select_synsets
 from schemas import reasons
 from transforms.core.errors import ConfigError
 from transforms.crowd.answer_rows import RowProblem
@@ -187,7 +187,7 @@ def test_config_rejects_unknown_keys_and_odd_sets():
 
 
 def test_stand_ins_are_declared():
-    from pipelines.nlvr2.collection import stand_ins
+    from pipelines.nlvr2.collection.collect import stand_ins
     cfg = from_dict(CollectionConfig, {}, "collection.")
     assert set(stand_ins(cfg)) == {"similar_words"} and "0.31" in stand_ins(cfg)["similar_words"]
     cfg = from_dict(CollectionConfig, {"queries": {"similar_words": {"enabled": False}},

@@ -6,9 +6,9 @@ import apache_beam as beam
 import numpy as np
 from PIL import Image as PILImage
 
-from pipelines.nlvr2.collection_config import LocalSimilarConfig
-from pipelines.nlvr2.local_search import LocalSimilarImages
-from pipelines.nlvr2.image_sets import Image, ImageSet
+from pipelines.nlvr2.collection.config import LocalSimilarConfig
+from pipelines.nlvr2.collection.image_sets import Image, ImageSet
+from pipelines.nlvr2.collection.local_search import LocalSimilarImages
 from tests.beam_testing import local_test_pipeline
 from transforms.core.stage import MAIN
 

@@ -1,6 +1,6 @@
-"""The collection branch of pipeline.py against the interface of pipelines/nlvr2/collection.py
-(CollectExamples, collection_tables, stage_links, TABLE_SCHEMAS), with a stand-in for the
-collection stages: collected examples with local images go through the same rules, figures
+"""The collection branch of pipeline.py against the interface of pipelines/nlvr2/collection/collect.py
+(CollectExamples, collection_tables, stage_links) and of tables.COLLECTION_SCHEMAS, with a
+stand-in for the collection stages: collected examples with local images go through the same rules, figures
 and release as released lines, and get hash files and a content leakage check. The real
 collection stages replace the stand-in; this test then still holds for the wiring."""
 import dataclasses
@@ -15,8 +15,9 @@ import pytest
 from PIL import Image
 
 from pipelines import build
-from pipelines.nlvr2 import collection
-from pipelines.nlvr2.schema import Example
+from pipelines.nlvr2 import tables
+from pipelines.nlvr2.collection import collect as collection
+from pipelines.nlvr2.records import Example
 from pipelines.release.write.tables import Table
 from transforms.core.stage import MAIN, REJECTS, StageFn, stage_pardo
 
@@ -91,7 +92,7 @@ def standin(monkeypatch, tmp_path):
                         lambda config: {QUERIES: Table("standin_queries", "query.out", key="query")})
     monkeypatch.setattr(collection, "stage_links",
                         lambda config: [("standin", "example.out", "identifiers", "example.in")])
-    monkeypatch.setattr(collection, "TABLE_SCHEMAS", {QUERIES: QUERY_SCHEMA}, raising=False)
+    monkeypatch.setattr(tables, "COLLECTION_SCHEMAS", {QUERIES: QUERY_SCHEMA})
     config = tmp_path / "collect.yaml"
     config.write_text("benchmark: nlvr2\nrules: {enforce: true}\n")
     return config

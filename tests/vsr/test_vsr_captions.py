@@ -3,9 +3,8 @@ import itertools
 
 import pytest
 
-from pipelines.vsr.captions import CaptionParser, render_caption
+from pipelines.vsr.captions import NO_COPULA, CaptionParser, render_caption
 from pipelines.vsr.relations import CATEGORIES, RELATION_CATEGORY, RELATIONS, TABLE_1
-from pipelines.vsr.schema import NO_COPULA
 from schemas.coco import ID_BY_NAME
 
 
@@ -67,7 +66,8 @@ def test_compat_lines_read_back_with_arrays_or_v2_strings(stringify):
     import json
 
     from pipelines.vsr.annotations import parse_public_line
-    from pipelines.vsr.schema import Example, VotedExample, example_id, to_public_line
+    from pipelines.vsr.compat import to_public_line
+    from pipelines.vsr.records import Example, VotedExample, example_id
     caption = "The cat is under the couch."
     name = "000000000001.jpg"      # a plain COCO file name, as the reader requires
     example = Example(example_id=example_id(name, caption), image=name,

@@ -14,9 +14,10 @@ from pipelines.release.write.manifest import verify_manifest
 from pipelines.vsr import reasons
 from pipelines.vsr.annotations import parse_public_line
 from pipelines.vsr.captions import CaptionParser
+from pipelines.vsr.records import example_id
 from pipelines.vsr.relations import RELATIONS
 from pipelines.vsr.sample import make_vsr_sample
-from pipelines.vsr.schema import EXAMPLE_SCHEMA, PAIR_SCHEMA, example_id
+from pipelines.vsr.tables import EXAMPLE_SCHEMA, PAIR_SCHEMA
 from schemas.tfexample import tf_feature_spec
 
 SAMPLE_CONFIG = "pipelines/vsr/configs/sample.yaml"

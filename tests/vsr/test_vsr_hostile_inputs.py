@@ -17,7 +17,7 @@ from pipelines.vsr.annotations import (JoinExtraLabels, JoinVotes, ReadCaptions,
 from pipelines.vsr.config import VsrConfig
 from pipelines.vsr.pairs import EligibleConcepts
 from pipelines.vsr.relations import RELATIONS
-from pipelines.vsr.schema import ImagePair
+from pipelines.vsr.records import ImagePair
 from schemas.coco import ID_BY_NAME, CocoImage, is_file_name, is_link
 from tests.beam_testing import local_test_pipeline
 from transforms.coco.instances import ReadCoco
@@ -190,7 +190,7 @@ def test_vote_and_extra_label_lines_with_latin1_or_infinity_are_rejected(tmp_pat
 
 
 def _example():
-    from pipelines.vsr.schema import Example
+    from pipelines.vsr.records import Example
     return Example(example_id="e1", image=GOOD, image_link=LINK, caption="The cat is under the couch.",
                    label=1, relation="under", subj="cat", obj="couch", annotator_id="w1")
 

@@ -30,10 +30,10 @@ from typing import Dict, Iterable, Iterator, List, NamedTuple, Optional, Sequenc
 
 import apache_beam as beam
 
-from pipelines.nlvr2 import collection_reasons as why
-from pipelines.nlvr2.collection_config import PruningConfig
-from pipelines.nlvr2.image_sets import Image, ImageSet
-from pipelines.nlvr2.search import Drop, emit_verdicts, image_id
+from pipelines.nlvr2.collection import reasons as why
+from pipelines.nlvr2.collection.config import PruningConfig
+from pipelines.nlvr2.collection.image_sets import Image, ImageSet
+from pipelines.nlvr2.collection.search import Drop, emit_verdicts, image_id
 from transforms.core.sampling import priority
 from transforms.core.stage import MAIN, REJECTS, StageFn, stage_pardo
 from transforms.crowd.answer_rows import ReadAnswerRows, RowProblem, Shown, cell_text, whole_number

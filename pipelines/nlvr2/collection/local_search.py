@@ -14,8 +14,8 @@ import os
 
 import apache_beam as beam
 
-from pipelines.nlvr2.collection_config import LocalSimilarConfig
-from pipelines.nlvr2.image_sets import Image, ImageSet
+from pipelines.nlvr2.collection.config import LocalSimilarConfig
+from pipelines.nlvr2.collection.image_sets import Image, ImageSet
 from schemas.records import ImageRef
 from transforms.core.stage import MAIN, REJECTS
 from transforms.image.collection import ReadImageCollection, is_manifest

@@ -1,9 +1,10 @@
 """The collection stages S1-S9 as one composite transform (§3.1-§3.4, App. B).
 
     out = p | CollectExamples(config.collection, seed=config.seed, staging_dir=staging)
-    out[MAIN]      Example records (pipelines/nlvr2/schema.py), split and identifier set
+    out[MAIN]      Example records (pipelines/nlvr2/records.py), split and identifier set
     out[REJECTS]   schemas.rejects.Reject records of every collection stage
-    out[<table>]   extra tables, each a PCollection of flat dict rows (collection_tables)
+    out[<table>]   extra tables, each a PCollection of flat dict rows (collection_tables;
+                   their schemas: tables.COLLECTION_SCHEMAS)
 
     synsets -> queries (S1)                               tasks/search_queries.jsonl
     search results -> caps (S2) -> automatic pruning (S3) tasks/pruning.jsonl
@@ -19,30 +20,28 @@ again (the same seed gives the same tasks).
 """
 from __future__ import annotations
 
-import json
 import os
 
 import apache_beam as beam
-import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 
 from pipelines.config import listed
-from pipelines.nlvr2.collection_config import CollectionConfig
-from pipelines.nlvr2.queries import synset_queries
-from pipelines.nlvr2.rounds import (EXTRA_VALIDATION_LABELSTUDIO, INTEREST_COLUMNS, PRUNING_COLUMNS,
-                                    SENTENCE_COLUMNS, VALIDATION_COLUMNS, VALIDATION_LABELSTUDIO, VALIDATOR, WRITER,
-                                    ImageRound, ValidationRound, WritingRound, candidates, image_round_labelstudio,
-                                    image_task, image_task_labels, pair_sets, validation_task,
-                                    validation_task_labels, writing_labelstudio, writing_task_labels,
-                                    writing_tasks)
-from pipelines.nlvr2.search import SEARCH_COLUMNS, AutoPrune, SearchSets
-from pipelines.nlvr2.similar_words import STAND_IN as SIMILAR_WORDS_STAND_IN
-from pipelines.nlvr2.similar_words import SimilarWords, load_encoder
-from pipelines.nlvr2.splits import HELD_OUT_ITEMS, SplitAndValidate
-from pipelines.nlvr2.synsets import hypernym_table, ilsvrc_synsets, select_synsets
-from pipelines.nlvr2.worker_pages import PAGE_OF, WriteWorkerPages, flat_row
+from pipelines.nlvr2.collection.config import CollectionConfig
+from pipelines.nlvr2.collection.queries import synset_queries
+from pipelines.nlvr2.collection.rounds import (EXTRA_VALIDATION_LABELSTUDIO, INTEREST_COLUMNS, PRUNING_COLUMNS,
+                                               SENTENCE_COLUMNS, VALIDATION_COLUMNS, VALIDATION_LABELSTUDIO,
+                                               VALIDATOR, WRITER, ImageRound, ValidationRound, WritingRound,
+                                               candidates, image_round_labelstudio, image_task, image_task_labels,
+                                               pair_sets, validation_task, validation_task_labels,
+                                               writing_labelstudio, writing_task_labels, writing_tasks)
+from pipelines.nlvr2.collection.search import SEARCH_COLUMNS, AutoPrune, SearchSets
+from pipelines.nlvr2.collection.similar_words import STAND_IN as SIMILAR_WORDS_STAND_IN
+from pipelines.nlvr2.collection.similar_words import SimilarWords, load_encoder
+from pipelines.nlvr2.collection.splits import HELD_OUT_ITEMS, SplitAndValidate
+from pipelines.nlvr2.collection.synsets import hypernym_table, ilsvrc_synsets, select_synsets
+from pipelines.nlvr2.collection.worker_pages import PAGE_OF, WriteWorkerPages, flat_row
+from pipelines.nlvr2.tables import IMAGE_SETS, QUERIES, image_set_row, query_row
 from pipelines.release.write.tables import Table
-from schemas.columns import described
 from transforms.core.errors import ConfigError
 from transforms.core.stage import MAIN, REJECTS, StageFn, stage_pardo
 from transforms.crowd.answer_files import check_answer_file
@@ -51,36 +50,10 @@ from transforms.crowd.pages import PAGES_DIR
 from transforms.crowd.shown import ReadTaskViews, check_evidence
 from transforms.crowd.task_files import WriteTaskFiles
 
-QUERIES, IMAGE_SETS = "queries", "image_sets"
 # each round's input and the columns its rows must have, in the order the rounds run
 ROUND_COLUMNS = {"search_results": SEARCH_COLUMNS, "pruning_answers": PRUNING_COLUMNS,
                  "interest_answers": INTEREST_COLUMNS, "sentences": SENTENCE_COLUMNS,
                  "validations": VALIDATION_COLUMNS, "extra_validations": VALIDATION_COLUMNS}
-# The rows of the extra tables come before any split (S9 splits examples, later): every
-# release table has a split and a source column (pipelines/release/write/splits.py, manifest.py),
-# so theirs are both "collection", one Hugging Face split holding the whole table.
-COLLECTION_SPLIT = "collection"
-_PLACE = [("split", pa.string()), ("source", pa.string())]
-# the Arrow schemas of the extra tables (the rows of query_row and set_row below)
-_PLACE_DOCS = {"split": "collection: the collection's tables precede the splits (S9)",
-               "source": "collection: rows of this build's collection stages"}
-TABLE_SCHEMAS = {
-    QUERIES: described(pa.schema(_PLACE + [
-        ("query", pa.string()), ("synset", pa.string()), ("wnid", pa.string()),
-        ("kind", pa.string()), ("synonym", pa.string()), ("wide", pa.bool_())]), {
-        **_PLACE_DOCS, "query": "the search query (S1)", "synset": "the WordNet synset searched for",
-        "wnid": "the synset's WordNet id", "kind": "the Table 1 heuristic that made the query",
-        "synonym": "the synset's lemma the query was made from",
-        "wide": "true when App. B's larger caps apply to the query"}),
-    IMAGE_SETS: described(pa.schema(_PLACE + [
-        ("set", pa.string()), ("synset", pa.string()), ("query", pa.string()),
-        ("rank", pa.int64()), ("pairs", pa.string())]), {
-        **_PLACE_DOCS, "set": "the set's id in the task and answer files: query#rank",
-        "synset": "the WordNet synset searched for",
-        "query": "the released query field: the query text and the result index",
-        "rank": "the search result's index for the query",
-        "pairs": "the set's four image pairs after pruning, a JSON list of [left URL, right URL]"}),
-}
 TASK_FILES = ("search_queries.jsonl", "pruning.jsonl", "interest.jsonl", "writing.jsonl",
               "validation.jsonl", "extra_validation.jsonl")
 TASKS_DIR = "tasks"
@@ -119,7 +92,7 @@ def model_identities(config: CollectionConfig) -> dict:
     to the input root by the release): the similar words' sentence encoder, the local
     similar images' encoder, and the WordNet tables the queries come from."""
     import hashlib
-    from pipelines.nlvr2 import synsets
+    from pipelines.nlvr2.collection import synsets
     from transforms.text.sentence_embed import SentenceEncoderSpec
     from transforms.text.sentence_embed import encoder_identity as sentence_encoder_identity
 
@@ -137,7 +110,7 @@ def model_identities(config: CollectionConfig) -> dict:
                                 "threshold": words.threshold, "stand_in": SIMILAR_WORDS_STAND_IN}
     local = config.search.local_similar
     if local.collection:
-        from pipelines.nlvr2.local_search import encoder_spec
+        from pipelines.nlvr2.collection.local_search import encoder_spec
         from transforms.image.encoders import encoder_identity
         out["local_similar_encoder"] = encoder_identity(encoder_spec(local))
     return out
@@ -174,14 +147,14 @@ def stand_ins(config: CollectionConfig) -> dict:
         declared["similar_words"] = (f"{SIMILAR_WORDS_STAND_IN}; threshold "
                                      f"{config.queries.similar_words.threshold}")
     if config.search.local_similar.collection:
-        from pipelines.nlvr2.local_search import STAND_IN as LOCAL_SIMILAR_STAND_IN   # imports torch
+        from pipelines.nlvr2.collection.local_search import STAND_IN as LOCAL_SIMILAR_STAND_IN   # imports torch
         declared["similar_images"] = f"{LOCAL_SIMILAR_STAND_IN}; encoder {config.search.local_similar.kind}"
     return declared
 
 
 def collection_tables(config: CollectionConfig):
     """{table: Table} of the extra tables CollectExamples hands back. A query's text is
-    unique within its synset only (pipelines/nlvr2/queries.py), so its key is both; a set
+    unique within its synset only (pipelines/nlvr2/collection/queries.py), so its key is both; a set
     is named by its query and result rank."""
     tables = {QUERIES: Table("queries", "query.generated", key=("synset", "query"))}
     if config.inputs.search_results and config.inputs.pruning_answers and config.inputs.interest_answers:
@@ -243,17 +216,6 @@ class _Queries(StageFn):
         for query in synset_queries(synset, self._cfg.queries, self._cfg.search, hypernym_table(), similar):
             self.counts.note("query.generated")   # outside in/out: a synset makes many
             yield query
-
-
-def query_row(query) -> dict:
-    return {"split": COLLECTION_SPLIT, "source": COLLECTION_SPLIT, "query": query.text, "synset": query.synset, "wnid": query.wnid, "kind": query.kind,
-            "synonym": query.synonym, "wide": query.wide}
-
-
-def set_row(paired) -> dict:
-    s = paired.image_set
-    return {"split": COLLECTION_SPLIT, "source": COLLECTION_SPLIT, "set": s.key, "synset": s.synset, "query": s.query_field, "rank": s.rank,
-            "pairs": json.dumps([[left.url, right.url] for left, right in paired.pairs], ensure_ascii=False)}
 
 
 class CollectExamples(beam.PTransform):
@@ -326,7 +288,7 @@ class CollectExamples(beam.PTransform):
         paired = pair_sets(sets, self.seed)
         rejects.append(paired[REJECTS])
         paired = paired[MAIN]
-        out[IMAGE_SETS] = paired | "Set rows" >> beam.Map(set_row)
+        out[IMAGE_SETS] = paired | "Set rows" >> beam.Map(image_set_row)
         tasks.append(paired | "Writing tasks" >> beam.FlatMap(
             lambda p: [("writing.jsonl", (t["task"], t)) for t in writing_tasks(p)]))
         if not inputs.sentences:

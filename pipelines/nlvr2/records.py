@@ -1,5 +1,6 @@
-"""NLVR2 (Suhr et al., ACL 2019): the example record every stage hands on, and the public
-JSON Lines layout (../shared/specs/nlvr2.md, "The public layout").
+"""NLVR2 (Suhr et al., ACL 2019): the example record every stage hands on, its identifier
+and the split names. Its public JSON Lines spelling: pipelines/nlvr2/compat.py; its table
+rows: pipelines/nlvr2/tables.py.
 
 An example is one sentence on one pair of images. The collection stages (S1-S9) end in
 examples, and so does reading a released file (`PUBLIC=`): everything after - agreement,
@@ -8,7 +9,6 @@ they were made.
 """
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from typing import Optional, Tuple
@@ -16,17 +16,9 @@ from typing import Optional, Tuple
 # Split names of the public release; the paper's Test-P is test1 and Test-U test2 (§3.4).
 SPLITS = ("train", "dev", "test1", "test2")
 
-# Keys of a public line, in the order every released line writes them; train lines add
-# `directory` (one of 100 image folders; the rule is not published).
-PUBLIC_KEYS = ("validation", "sentence", "left_url", "writer", "label", "right_url", "synset",
-               "query", "identifier", "extra_validations")
-TRAIN_KEY = "directory"
-
 IDENTIFIER = re.compile(r"^(train|dev|test1|test2)-(\d+)-([0-3])-([01])$")
 
-LABELS = ("True", "False")   # labels and judgements are these strings in the public files
-
-Judgements = Tuple[Tuple[str, str], ...]   # (worker id, "True"/"False") in the file's order
+Judgements = Tuple[Tuple[str, str], ...]   # (worker id, "True"/"False") in the file's order (compat.LABELS)
 
 
 def identifier(split: str, set_id: int, pair: int, sentence_id: int) -> str:
@@ -70,30 +62,3 @@ class Example:
     def group(self) -> Tuple[str, int, int]:
         """A consistency group (spec S11): the examples of one sentence on one set."""
         return (self.split, self.set_id, self.sentence_id)
-
-
-def image_file(split: str, set_id: int, pair: int, side: int) -> str:
-    """The public image file of one side of a pair, `split-set-pair-img{0,1}.png` (the
-    public repository's README: the name, not the format - not every file is a PNG)."""
-    return f"{split}-{set_id}-{pair}-img{side}.png"
-
-
-def public_row(example: Example) -> dict:
-    """The example as a public line's object: PUBLIC_KEYS in order, judgements as
-    {worker: "True"/"False"} in their order, `label` a string; train rows end with
-    `directory` (where the public train file puts it is not checked here: the train file
-    is not among the files the tests read)."""
-    row = {"validation": dict(example.validation), "sentence": example.sentence,
-           "left_url": example.left_url, "writer": example.writer,
-           "label": LABELS[0] if example.label else LABELS[1], "right_url": example.right_url,
-           "synset": example.synset, "query": example.query, "identifier": example.identifier,
-           "extra_validations": dict(example.extra_validations)}
-    if example.directory is not None:
-        row[TRAIN_KEY] = example.directory
-    return row
-
-
-def public_line(example: Example) -> str:
-    """The public line of an example, without its newline: `json.dumps` with the default
-    separators and ASCII escapes, as every line of the released files is written."""
-    return json.dumps(public_row(example))

@@ -17,10 +17,10 @@ from typing import Dict, Iterable, List, Tuple
 
 import apache_beam as beam
 
-from pipelines.nlvr2 import collection_reasons as why
-from pipelines.nlvr2.collection_config import SplitsConfig
-from pipelines.nlvr2.rounds import VALIDATION_COLUMNS, VALIDATOR, Validated, judgement_check, validation_view
-from pipelines.nlvr2.schema import Example
+from pipelines.nlvr2.collection import reasons as why
+from pipelines.nlvr2.collection.config import SplitsConfig
+from pipelines.nlvr2.collection.rounds import VALIDATION_COLUMNS, VALIDATOR, Validated, judgement_check, validation_view
+from pipelines.nlvr2.records import Example
 from transforms.core.sampling import priority
 from transforms.core.splits import split_ranked
 from transforms.core.stage import MAIN, REJECTS, StageFn, stage_pardo

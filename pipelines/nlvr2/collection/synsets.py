@@ -20,7 +20,8 @@ from typing import Dict, List, Sequence, Tuple
 
 from transforms.core.errors import ConfigError
 
-DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
+# pipelines/nlvr2/data/: the manifest names the tables by that path (collect.model_identities)
+DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data")
 RELEASE_SYNSETS = os.path.join(DATA, "release_synsets.tsv")
 HYPERNYMS = os.path.join(DATA, "hypernyms.tsv")
 FIRST_OBJECT_INDEX = 398   # ILSVRC indices 0-397 are animals

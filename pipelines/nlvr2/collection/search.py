@@ -21,10 +21,10 @@ from typing import Dict, Iterable, Iterator, List, NamedTuple, Optional, Sequenc
 
 import apache_beam as beam
 
-from pipelines.nlvr2 import collection_reasons as why
-from pipelines.nlvr2.collection_config import PruningConfig, SearchConfig
-from pipelines.nlvr2.image_sets import Image, ImageSet
-from pipelines.nlvr2.queries import Query
+from pipelines.nlvr2.collection import reasons as why
+from pipelines.nlvr2.collection.config import PruningConfig, SearchConfig
+from pipelines.nlvr2.collection.image_sets import Image, ImageSet
+from pipelines.nlvr2.collection.queries import Query
 from schemas import reasons
 from transforms.core.stage import MAIN, REJECTS, StageFn, stage_pardo
 from transforms.crowd.answer_rows import ReadAnswerRows, RowProblem, cell_text, whole_number
@@ -164,7 +164,7 @@ class SearchSets(beam.PTransform):
             why.DUPLICATE_RESULT, context=synsets)
         results, rejects = rows[MAIN], [rows[REJECTS]]
         if local:
-            from pipelines.nlvr2.local_search import LocalSimilarImages
+            from pipelines.nlvr2.collection.local_search import LocalSimilarImages
             seeds = results | "Seeds alone" >> beam.Filter(lambda s: s.needs_similar)
             found = seeds | "Local similar images" >> LocalSimilarImages(self._cfg.local_similar, self._cfg.set_size)
             given = results | "Similar given" >> beam.Filter(lambda s: not s.needs_similar)

@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Dict, Iterator, Sequence, Tuple
 
-from pipelines.nlvr2.collection_config import QueriesConfig, SearchConfig
-from pipelines.nlvr2.synsets import Synset
+from pipelines.nlvr2.collection.config import QueriesConfig, SearchConfig
+from pipelines.nlvr2.collection.synsets import Synset
 
 QUANTITY, COLLECTIVE, HYPERNYM, SIMILAR, ACTIVITY = (
     "quantity", "collective_noun", "hypernym", "similar_word", "activity")

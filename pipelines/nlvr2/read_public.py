@@ -3,7 +3,7 @@ naming the file and line (stage `public`, level line).
 
 A released line is the output of the validation rounds (§3.3, §3.4) for one example, in the
 layout of ../shared/specs/nlvr2.md ("The public layout"). A line is taken only when its
-values can be written back (schema.public_line): the keys of schema.PUBLIC_KEYS (and
+values can be written back (compat.public_line): the keys of compat.PUBLIC_KEYS (and
 `directory` on train), each once, and nothing else; `identifier` in the grammar, its split deciding the
 example's split; `label` "True" or "False" and equal to the single writer-time judgement;
 worker ids non-empty strings; judgements "True" or "False". What the paper's rules say
@@ -20,8 +20,8 @@ from typing import Optional, Tuple, Union
 import apache_beam as beam
 
 from pipelines.nlvr2 import reasons
-from pipelines.nlvr2.schema import (IDENTIFIER, LABELS, PUBLIC_KEYS, TRAIN_KEY, Example,
-                                   Judgements, public_line)
+from pipelines.nlvr2.compat import LABELS, PUBLIC_KEYS, TRAIN_KEY, public_line
+from pipelines.nlvr2.records import IDENTIFIER, Example, Judgements
 from schemas.tfexample import INT64_MAX
 from transforms.core.stage import StageFn
 from transforms.io.lines import SourceLine, parse_json_object
