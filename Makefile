@@ -131,7 +131,7 @@ flink-stop:
 # screenshots land in build/explorer/. Run by CI after the tests.
 check-explorer:
 	@WITH_CHROMIUM=1 bash scripts/setup.sh
-	EXPLORER_BROWSER=1 $(PY) -m pytest -q tests/release/test_explorer_browser.py
+	EXPLORER_BROWSER=1 $(PY) -m pytest -q tests/release/explorer/test_explorer_browser.py
 	@echo "explorer times (logged, not asserted; screenshots in build/explorer/):"; cat build/explorer/timings.json
 
 # Every crowd round's worker page filled and submitted in headless Chromium (an untouched

@@ -75,7 +75,7 @@ IMPORTS = (("apache_beam", "import apache_beam"),
            ("matplotlib (the data card's plots)", "import matplotlib.figure, matplotlib.backends.backend_agg"),
            ("cv2", "import cv2"),
            ("the project's modules for a build", "import pipelines.imagecode.benchmark, "
-                                                 "pipelines.build, pipelines.release.write.build"))
+                                                 "pipelines.build, pipelines.release.write.assemble"))
 IMPORT_CHILD = """
 import json, time
 out = []

@@ -43,7 +43,7 @@ import apache_beam as beam
 from pipelines.config import config_names, config_path, reads_sample
 from pipelines.progress import Progress
 from pipelines.release.explorer.views import Explorer
-from pipelines.release.write.splits import MAIN, SplitScheme
+from pipelines.release.write.split_files import MAIN, SplitScheme
 from pipelines.release.write.tables import Table
 
 
@@ -133,7 +133,7 @@ class Benchmark(abc.ABC):
     def splits(self, plan: Plan) -> Dict[str, Sequence[SplitScheme]]:
         """Each table's split schemes, main one first: the release writes one set of
         Parquet files per split and the dataset card one config per scheme
-        (pipelines/release/write/splits.py, cards/hf_card.py). Declare a second scheme for a table
+        (pipelines/release/write/split_files.py, cards/hf_card.py). Declare a second scheme for a table
         that holds one (e.g. `SplitScheme("zeroshot_split", "zeroshot")`)."""
         return {table: MAIN for table in self.tables(plan)}
 

@@ -1,5 +1,5 @@
 """`python -m pipelines <benchmark> build`, the one runner: builds a release of any
-registered benchmark (the release itself is written by pipelines/release/write/build.py).
+registered benchmark (the release itself is written by pipelines/release/write/assemble.py).
 
     arguments, config + overrides (keys, types, ranges), the inputs the config names
     (checked by type), the release root and cache outside every folder an input reads
@@ -159,7 +159,7 @@ def _run(benchmark: Benchmark, config, args: argparse.Namespace, beam_args: List
     from pipelines.beam_runners import counters_summed, is_local, run_failed, runner_for
     from pipelines.build_log import log_path
     from pipelines.release.cards.datacard import generated_note
-    from pipelines.release.write import build as release
+    from pipelines.release.write import assemble as release
     from transforms.core.stage import read_stage_counts
 
     cache_root = cache_root_of(config, args.output)

@@ -11,7 +11,7 @@ How:
   (pipelines/__main__.py), so a stop while Beam or torch load (the first seconds) is the
   same one line, never Python's KeyboardInterrupt traceback. A build run in process
   (a test, a script) gets the same handlers for its duration from `stop_signals_as_exit`
-  (pipelines/release/write/build.py).
+  (pipelines/release/write/assemble.py).
 - The handler raises `Stopped` (a SystemExit: `except Exception` on the way does not
   swallow it, as a KeyboardInterrupt could be), so the build's cleanup runs as on any
   failure: its staging folder, locks and half-written cache files go. Beam re-raises

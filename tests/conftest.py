@@ -23,7 +23,7 @@ def sample_release(tmp_path_factory):
     """`sample_release(benchmark, config)`: the folder of that sample's version 1.0.0, built
     in process once per test session (into its own output folder, beside which a test may
     publish more versions) and shared by the tests that read it: tests/test_conformance.py
-    and tests/release/test_reproducible.py."""
+    and tests/release/check/test_reproducible.py."""
     built = {}
 
     def release(name: str, config: str) -> str:

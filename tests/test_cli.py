@@ -14,7 +14,7 @@ import pytest
 from pipelines.build import check_beam_args, parse_build_args
 from pipelines.registry import load
 from tests.paths import ROOT
-from tests.release.test_release_diff import make_release, sets
+from tests.release.check.test_release_diff import make_release, sets
 
 # What a command that needs no model must not import (each takes seconds to load, and
 # a native thread of one alive at exit aborted `imagecode diff` with exit code 134).
@@ -210,4 +210,4 @@ def test_a_build_shows_its_progress_and_beam_info_lines_only_with_verbose(tmp_pa
     verbose = run(*base, "--version", "1.0.1", "--verbose")
     assert verbose.returncode == 0, verbose.stderr[-2000:]
     assert "INFO apache_beam" in verbose.stderr and "progress: annotations" in verbose.stderr
-    assert "INFO pipelines.release.write.build: building vsr 1.0.1" in verbose.stderr
+    assert "INFO pipelines.release.write.assemble: building vsr 1.0.1" in verbose.stderr

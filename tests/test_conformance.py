@@ -129,7 +129,7 @@ def test_every_table_loads_as_a_hugging_face_dataset(built, tmp_path, offline_da
     from parquet/), offline, and the other files of the folder (compat/, some of them
     empty in the sample) never get in the way."""
     datasets = offline_datasets
-    from pipelines.release.write.splits import config_name
+    from pipelines.release.write.split_files import config_name
 
     benchmark, release, sample = built
     plan = benchmark.prepare(load_config(benchmark.config_path(sample), [], benchmark.config_type), None)
@@ -166,7 +166,7 @@ def test_load_dataset_needs_no_config_and_decodes_labels_and_images_anywhere(
     list of them) that decodes to the very file in compat/, from another working folder,
     with no code of this project."""
     datasets = offline_datasets
-    from pipelines.release.write.splits import config_name
+    from pipelines.release.write.split_files import config_name
     from schemas.columns import class_names_of
 
     benchmark, release, sample = built
@@ -251,7 +251,7 @@ def test_the_card_declares_its_hub_tags_and_the_rows_of_every_split(built):
     bucket of the main table's rows), and `dataset_info` gives every config's splits with
     the number of rows pyarrow reads for that split from parquet/ (nothing else)."""
     from pipelines.release.cards.hf_card import SIZE_CATEGORIES, TASK_CATEGORIES
-    from pipelines.release.write.splits import config_name
+    from pipelines.release.write.split_files import config_name
 
     benchmark, release, sample = built
     plan = benchmark.prepare(load_config(benchmark.config_path(sample), [], benchmark.config_type), None)
@@ -391,10 +391,10 @@ def test_its_explorer_shows_every_row_and_reject(built):
     """explorer/ (pipelines/release/explorer/write.py): every row of every table and every
     reject is one card, in groups that add up, its key in the search index; every
     thumbnail is there, every column has its statistics, nothing refers to the network,
-    and the manifest checksums it (tests/release/test_explorer_browser.py opens it in
+    and the manifest checksums it (tests/release/explorer/test_explorer_browser.py opens it in
     Chromium)."""
     from pipelines.release.explorer.write import PAGE_SIZE
-    from tests.release.explorer_pages import (index_column, load_data, load_index, network_references,
+    from tests.release.explorer.explorer_pages import (index_column, load_data, load_index, network_references,
                                               view_cards, views)
 
     CARD_FIELD = {"split": "s", "source": "o", "reason": "r"}
@@ -438,7 +438,7 @@ def _rows_are_whole(release, explorer, view, cards):
     (read back at the file and row the explorer names), and where the benchmark declares
     its compat/ files, at least one entry there."""
     from pipelines.release.explorer.write import PAGE_SIZE, _cell
-    from tests.release.explorer_pages import load_data
+    from tests.release.explorer.explorer_pages import load_data
     whole = [r for n in range(-(-view["rows"] // PAGE_SIZE)) for r in load_data(explorer, f"{view['path']}/rows/{n}")]
     files = [pq.read_table(os.path.join(release, f)).to_pylist() for f in view["files"]]
     assert len(whole) == len(cards)
@@ -659,7 +659,7 @@ def test_a_second_version_publishes_beside_the_first_and_its_diff_adds_up(second
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout == notes + "\n"
     # the explorer of the second version shows the same changes
-    from tests.release.explorer_pages import load_index
+    from tests.release.explorer.explorer_pages import load_index
     index = load_index(os.path.join(new, "explorer"))
     assert {t["table"]: t["counts"] for t in index["diff"]["tables"]} \
         == {table: {kind: t["counts"][kind] for kind in ("added", "removed", "moved", "changed")}
@@ -730,7 +730,7 @@ def test_its_models_are_recorded_without_a_path_of_the_building_machine(built):
     """MANIFEST.json's `models`: no absolute path (a model folder or checkpoint is relative
     to the input root), and every model entry names its model and pins its weights or
     its version."""
-    from tests.release.model_records import model_problems
+    from tests.release.cards.model_records import model_problems
     _, release, _ = built
     manifest = json.load(open(os.path.join(release, "MANIFEST.json")))
     assert model_problems(manifest["models"]) == []

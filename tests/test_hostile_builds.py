@@ -10,7 +10,7 @@ case-by-case tables; this module proves the same through the runner, end to end.
 
 A build whose main tables hold no row (every line bad, captions that match no image, a
 file that is one JSON array) fails with exit 2 and one line saying what was rejected,
-and its version stays unused (pipelines/release/write/build.py yields_nothing).
+and its version stays unused (pipelines/release/write/assemble.py yields_nothing).
 """
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ from pipelines.bd2bb.config import SAMPLE_DIR, BD2BBConfig
 from pipelines.benchmark import Benchmark, Plan
 from pipelines.progress import Progress
 from pipelines.release.explorer.views import Explorer, ExplorerView
-from pipelines.release.write.splits import MAIN, SplitScheme
+from pipelines.release.write.split_files import MAIN, SplitScheme
 from pipelines.release.write.tables import Table
 from transforms.core.errors import ConfigError
 

@@ -42,7 +42,7 @@ from pipelines.imagecode.video.content import OnePlanPerContent
 from pipelines.imagecode.video.plans import PlanVideos, StoreNewFrames, StoreNewScores
 from pipelines.imagecode.video.sampling import SampleSetsPerSource
 from pipelines.imagecode.video.scoring import BRISQUE_SCORES, NEW_FRAMES, NEW_SCORES, MineFrameSets
-from pipelines.release.write import build as release
+from pipelines.release.write import assemble as release
 from pipelines.release.write.manifest import read_stats
 from pipelines.release.write.tables import Table
 from schemas.layout import work_dir

@@ -32,7 +32,7 @@ from pipelines.nlvr2.rules import ANOMALIES, OneExamplePerIdentifier, PaperRules
 from pipelines.nlvr2.tables import (EXAMPLE_SCHEMA, EXAMPLES, IMAGE_SETS, QUERIES, SENTENCE_SCHEMA, SENTENCES,
                                     SET_SCHEMA, SETS, example_to_row, sentence_row, set_row)
 from pipelines.preflight import input_files
-from pipelines.release.write import build as release
+from pipelines.release.write import assemble as release
 from pipelines.release.write.manifest import read_stats
 from pipelines.release.write.tables import Table
 from transforms.core.stage import MAIN, REJECTS, StageFn, stage_pardo

@@ -185,7 +185,7 @@ def sentence_row(key, examples: Sequence[Example], source: str) -> dict:
 
 
 # The rows of the collection's tables come before any split (S9 splits examples, later): every
-# release table has a split and a source column (pipelines/release/write/splits.py, manifest.py),
+# release table has a split and a source column (pipelines/release/write/split_files.py, manifest.py),
 # so theirs are both "collection", one Hugging Face split holding the whole table.
 COLLECTION_SPLIT = "collection"
 _PLACE = [("split", pa.string()), ("source", pa.string())]

@@ -6,7 +6,7 @@ import os
 from pipelines.benchmark import Benchmark, Plan
 from pipelines.progress import Progress
 from pipelines.release.explorer.views import Compat, Explorer, ExplorerView
-from pipelines.release.write.splits import MAIN, SplitScheme
+from pipelines.release.write.split_files import MAIN, SplitScheme
 from pipelines.vsr import datacard, pipeline, reasons
 from pipelines.vsr.config import SAMPLE_DIR, VsrConfig
 from pipelines.vsr.validation import AgreementRule

@@ -17,8 +17,8 @@ from pipelines.imagecode.names import parse_video_set_name
 from pipelines.imagecode.sample import make_imagecode_sample
 from pipelines.imagecode.static.sets import parse_static_set_name
 from pipelines.imagecode.tables import DESCRIPTION_SCHEMA, FRAMESET_SCHEMA, STATIC_SET_SCHEMA
-from pipelines.release.write import build as release_build
-from pipelines.release.write.build import ReleaseError
+from pipelines.release.write import assemble as release_build
+from pipelines.release.write.assemble import ReleaseError
 from pipelines.release.write.manifest import verify_manifest
 from schemas.tfexample import tf_feature_spec
 from tests.release.release_files import on_building_machine, run_record

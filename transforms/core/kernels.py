@@ -7,7 +7,7 @@ from an AVX2 machine's. A release rounds what it publishes (transforms/core/prec
 which keeps float64 values (BRISQUE) and the samples' bytes the same on both; a float32
 model's outputs (the paper's CLIP) move by ~1e-7, and a few percent of their 6-decimal
 distances with them. This environment is for comparing the two on one machine
-(tests/release/test_reproducible.py, bench/kernel_noise.py), and for a user who wants a
+(tests/release/check/test_reproducible.py, bench/kernel_noise.py), and for a user who wants a
 float32 model's release the same on every x86-64 CPU, at the cost of AVX-512's speed
 (docs/rebuilding.md, "The same release on another machine"):
 

@@ -30,14 +30,14 @@ class WriteTable(beam.PTransform):
     rows are the runner's, and no release keeps them. The release's driver rewrites the
     shards one set per split, rows in the table's key order, a split's file count and
     each row's file set by the rows, never by the runner
-    (`<split>-00000-of-00001.parquet`, pipelines/release/write/order.py and splits.py), and
+    (`<split>-00000-of-00001.parquet`, pipelines/release/write/order.py and split_files.py), and
     writes the same rows as tf.train.Examples beside them
     (`tfrecord/<table>/<split>-00000-of-00001.tfrecord`). `schema`'s field metadata (descriptions, path and image
     columns: schemas/columns.py) travels with the files.
 
     A float a record does not have is written as its readers give it back, so that the
     records a Croissant reader (mlcroissant) gives equal the Parquet rows, NaN included
-    (tests/release/croissant_records.py): in a float column the schema declares nullable
+    (tests/release/cards/croissant_records.py): in a float column the schema declares nullable
     (a reference frame the public file leaves out) it is null, which mlcroissant, pandas'
     `to_dict` and Hugging Face give as None (a NaN there comes back None: not the row); a
     missing item of a float list (a score a search did not give, a frame no filter

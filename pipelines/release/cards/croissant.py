@@ -26,7 +26,7 @@ from typing import List, Mapping, Optional, Sequence
 import pyarrow as pa
 from apache_beam.io.filesystems import FileSystems
 
-from pipelines.release.write.splits import Partitioned, SplitScheme, scheme_split_parts
+from pipelines.release.write.split_files import Partitioned, SplitScheme, scheme_split_parts
 from schemas.columns import class_names_of, description
 from schemas.layout import PARQUET_DIR
 from transforms.core.hashing import content_sha256_and_size

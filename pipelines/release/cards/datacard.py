@@ -20,7 +20,7 @@ level reconciles (in == out + rejected), and a stage's other counters (NLVR2's
 `counts` and `stages`, the manifest's own records, never counted again. The card
 describes the release, not the build: what a build did (cache hits and misses, models
 loaded, its time) follows the cache and the runner, so it is in BUILD.json and never
-here (pipelines/release/write/build.py).
+here (pipelines/release/write/assemble.py).
 
 Optional too: `generated` (the sentence a build from generated inputs opens with, right
 under the title: `generated_note`), `kept_rejects` ({reason: what stays in the release},

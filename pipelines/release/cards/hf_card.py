@@ -2,7 +2,7 @@
 
 `datasets.load_dataset("<release>")` reads the dataset card's YAML front matter, as on a
 Hub dataset repository: one config per table and split scheme, each split listing its
-Parquet files (pipelines/release/write/splits.py wrote one set of files per split), so a load
+Parquet files (pipelines/release/write/split_files.py wrote one set of files per split), so a load
 yields exactly the release's splits and rows and never guesses from the other files of
 the folder (compat/ JSON Lines, CSVs, TFRecords). The benchmark's main table is the
 default config, so a load needs no config name; `dataset_info` declares each config's
@@ -53,7 +53,7 @@ import pyarrow as pa
 import yaml
 from apache_beam.io.filesystems import FileSystems
 
-from pipelines.release.write.splits import Partitioned, SplitScheme, config_name, scheme_split_parts
+from pipelines.release.write.split_files import Partitioned, SplitScheme, config_name, scheme_split_parts
 from schemas.columns import class_names_of, description
 from schemas.layout import PARQUET_DIR
 

@@ -44,7 +44,7 @@ from schemas.layout import MANIFEST, PARQUET_DIR
 from schemas.reasons import STALE_ANSWER
 from transforms.core.errors import UserError
 
-SPLIT = "split"   # the main split column every release table has (pipelines/release/write/splits.py)
+SPLIT = "split"   # the main split column every release table has (pipelines/release/write/split_files.py)
 VERSION = re.compile(r"^(\d+)\.(\d+)\.(\d+)(.*)$")
 
 

@@ -204,7 +204,7 @@ def load_manifest(version_dir: str) -> dict:
 
 
 def load_build_record(version_dir: str) -> dict:
-    """The version's BUILD.json (the build's record, pipelines/release/write/build.py), or {}
+    """The version's BUILD.json (the build's record, pipelines/release/write/assemble.py), or {}
     for a release built before builds kept one apart (their MANIFEST.json holds it)."""
     files = _Files(version_dir)
     if not files.exists(BUILD_RECORD):

@@ -3,7 +3,7 @@ the same rows give the same bytes on any runner and with any number of workers.
 
 Beam writes a table as shards whose number and row order are the runner's: one shard in
 process, one per worker with two workers or on Flink, rows in the order the bundles ran.
-The driver therefore rewrites what the run wrote (pipelines/release/write/splits.py for the
+The driver therefore rewrites what the run wrote (pipelines/release/write/split_files.py for the
 tables, `rewrite_rejects` for rejects/):
 
 - the rows of every file are in a declared order: the table's key

@@ -1,5 +1,5 @@
 """What the release makes of the paths in its tables and rejects (every benchmark), batch
-by batch, as the driver writes each table's files per split (pipelines/release/write/splits.py):
+by batch, as the driver writes each table's files per split (pipelines/release/write/split_files.py):
 
 - a column of the build's input paths (schemas.columns `input_paths`: FG's pool images,
   NLVR2's image files, ImageCoDe's static-set sources) is written relative to the input

@@ -11,7 +11,7 @@ import pytest
 from pipelines import build as build_command
 from pipelines.imagecode import reasons
 from pipelines.imagecode.names import parse_video_set_name
-from pipelines.release.write.build import ReleaseError
+from pipelines.release.write.assemble import ReleaseError
 from schemas.names import safe_name
 from transforms.video import synthetic
 from tests.release.release_files import on_building_machine

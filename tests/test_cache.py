@@ -10,7 +10,7 @@ import pytest
 from apache_beam.testing.util import assert_that, equal_to
 
 from pipelines import cache as cache_cli
-from pipelines.release.write import build as release_build
+from pipelines.release.write import assemble as release_build
 from pipelines.release.write import runs
 from tests.beam_testing import local_test_pipeline
 from transforms.cache.store import (CACHE_SCHEMA, HITS, MISSES, LookupCache, LookupCacheStages,
@@ -240,7 +240,7 @@ def test_prune_refuses_to_run_while_a_build_uses_the_cache(tmp_path, capsys, hol
 
 
 def test_a_build_refuses_to_start_while_prune_runs(tmp_path):
-    from pipelines.release.write.build import ReleaseError
+    from pipelines.release.write.assemble import ReleaseError
     root = str(tmp_path / "cache")
     with cache_cli.pruning(root):
         with pytest.raises(ReleaseError, match="cache prune is running on"):

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines.release.write import build as release
+from pipelines.release.write import assemble as release
 from pipelines.release.write.tables import ContractError, Table, declared, key_problems, key_text
 
 

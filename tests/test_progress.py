@@ -15,7 +15,7 @@ from pipelines import build
 from pipelines.progress import Estimate, Progress, Reporter, progress_line, read_tallies
 from tests.paths import ROOT
 from pipelines.vsr.sample import make_vsr_sample
-from tests.release.test_failures import vsr_args
+from tests.release.write.test_failures import vsr_args
 from transforms.core.tallies import PROGRESS_DIR_ENV
 
 LINE = re.compile(r"^progress: (\w+) (\d+)/(\d+) \((\d+)%\)(?:  [\d.]+/s)?(?:  (done|~\S+ left))?$")

@@ -14,7 +14,7 @@ from pipelines import build
 from pipelines import cache as cache_cli
 from pipelines.build import parse_build_args
 from pipelines.registry import load
-from pipelines.release.write import build as release
+from pipelines.release.write import assemble as release
 from pipelines.release.write import runs
 from pipelines.vsr.sample import make_vsr_sample
 from tests.paths import ROOT as REPO_ROOT

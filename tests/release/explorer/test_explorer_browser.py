@@ -33,7 +33,7 @@ from pipelines import build, registry
 from pipelines.release.explorer.write import PAGE_SIZE
 from tests.paths import REALDATA, ROOT
 from tests.release.chromium import Browser
-from tests.release.explorer_pages import index_column, load_index
+from tests.release.explorer.explorer_pages import index_column, load_index
 
 pytestmark = pytest.mark.skipif(os.environ.get("EXPLORER_BROWSER") != "1",
                                 reason="the browser test: make check-explorer")
@@ -190,10 +190,10 @@ def test_first_page_paging_and_rejects_render(releases, name, tmp_path):
 
 
 def test_a_rejected_answer_is_found_by_its_text_and_by_a_pasted_id_or_hash(tmp_path):
-    """A description the retrieval round rejected (tests/release/test_explorer_answers.py):
+    """A description the retrieval round rejected (tests/release/explorer/test_explorer_answers.py):
     its card shows the set's ten pictures; a word of its text finds it (a whole word: a
     part of one does not), and so do its id and a hash pasted in (the set name's)."""
-    from tests.release.test_explorer_answers import DESCRIPTION_ID, answered_release
+    from tests.release.explorer.test_explorer_answers import DESCRIPTION_ID, answered_release
     folder = answered_release(tmp_path / "release")
     with Explorer(folder, tmp_path) as page:
         for q in ("umbrella", "93d332dd", DESCRIPTION_ID, "A1DESCRIBER hidden"):

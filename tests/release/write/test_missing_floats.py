@@ -3,7 +3,7 @@ back: a float column's as null (mlcroissant, pandas and Hugging Face give None f
 NaN there would come back None), a float list's item as NaN (they read a float list as
 numbers: a null item comes back NaN); in a TFRecord, which holds no null, NaN.
 tests/test_conformance.py reads every sample's croissant.json with mlcroissant and
-compares its records with the Parquet rows, NaN as NaN (tests/release/croissant_records.py)."""
+compares its records with the Parquet rows, NaN as NaN (tests/release/cards/croissant_records.py)."""
 import math
 
 import apache_beam as beam

@@ -7,8 +7,8 @@ import os
 
 import pytest
 
-from pipelines.release.write import build as release
-from tests.release.model_records import model_problems
+from pipelines.release.write import assemble as release
+from tests.release.cards.model_records import model_problems
 from tests.release.release_files import run_record
 
 

@@ -13,7 +13,7 @@ from pipelines import cli
 from pipelines.__main__ import main as pipelines_main
 from pipelines.release.check.verify import main as verify_main
 from pipelines.release.check.verify import release_problems
-from pipelines.release.write import build as release
+from pipelines.release.write import assemble as release
 from tests.release.release_files import writable_copy
 
 

@@ -24,7 +24,7 @@ from pipelines import build, registry
 from pipelines.release.check.verify import (RELEASE_SHA256, VALUES_SHA256, release_problems,
                                             release_sha256, values_sha256)
 from pipelines.release.write.order import rewrite_rejects, shard_of
-from pipelines.release.write.splits import MAIN, partition_table
+from pipelines.release.write.split_files import MAIN, partition_table
 from pipelines.scaleout.compare import checksum_differences
 from schemas.rejects import REJECT_SCHEMA, Reject, reject_to_row
 from tests.paths import ROOT

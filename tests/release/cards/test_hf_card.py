@@ -1,4 +1,4 @@
-"""A table's splits as files of their own (pipelines/release/write/splits.py) and the dataset
+"""A table's splits as files of their own (pipelines/release/write/split_files.py) and the dataset
 card that lists them (pipelines/release/cards/hf_card.py), on small hand-made tables."""
 import json
 import os
@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from pipelines.release.cards.hf_card import CardFacts, hf_configs, size_category, split_rows, write_readme
-from pipelines.release.write.splits import MAIN, SplitScheme, partition_table
+from pipelines.release.write.split_files import MAIN, SplitScheme, partition_table
 
 SCHEMA = pa.schema([pa.field("id", pa.string(), nullable=False),
                     pa.field("split", pa.string(), nullable=False),

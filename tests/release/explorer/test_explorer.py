@@ -1,7 +1,7 @@
 """The release explorer's files (pipelines/release/explorer/write.py), without a browser: every
 row and reject a card in a canonical order, groups, the search index, statistics,
 thumbnails, the diff, no network reference, determinism, reading in batches.
-tests/release/test_explorer_browser.py opens the sample releases in Chromium."""
+tests/release/explorer/test_explorer_browser.py opens the sample releases in Chromium."""
 import filecmp
 import json
 import os
@@ -27,7 +27,7 @@ from pipelines.release.write.row_paths import IMAGE_TYPE
 from schemas.columns import described
 from tests.release.release_files import seal
 from schemas.rejects import REJECT_SCHEMA, Reject, reject_to_row
-from tests.release.explorer_pages import (index_column, load_data, load_index, network_references,
+from tests.release.explorer.explorer_pages import (index_column, load_data, load_index, network_references,
                                           page_files, view_cards)
 
 SETS = ExplorerView("sets", "Sets", images=("image_paths",), image_notes=("scores",),

@@ -4,7 +4,7 @@ with the description's text, its set's ten images (the target and the retrievers
 marked), the retrievers' guesses, and the results file and line it was read from; the
 search finds it by a word of its text, and a pasted id or hash (the set name's hash, the
 description id) finds it. The search itself is seen in Chromium:
-tests/release/test_explorer_browser.py (make check-explorer)."""
+tests/release/explorer/test_explorer_browser.py (make check-explorer)."""
 import os
 
 import pyarrow as pa
@@ -16,7 +16,7 @@ from pipelines.imagecode.crowd.records import Description
 from pipelines.release.explorer.views import ExplorerView, RejectsOfRows
 from pipelines.release.explorer.write import PAGE_SIZE, write_explorer
 from schemas.rejects import REJECT_SCHEMA, Reject, reject_to_row
-from tests.release.explorer_pages import index_column, load_index, view_cards
+from tests.release.explorer.explorer_pages import index_column, load_index, view_cards
 
 SET = "open-images-1_93d332dd2174571b"
 TEXT = "The girl with the umbrella is half hidden behind the door."

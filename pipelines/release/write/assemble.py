@@ -46,14 +46,14 @@ from pipelines.release.write.locations import (Relocate, config_paths, input_roo
 from pipelines.release.write.order import rewrite_rejects
 from pipelines.release.write.row_paths import (RowPaths, input_path_values, reject_paths, relocate_reports,
                                                relocate_rejects)
-from pipelines.release.write.splits import MAIN, SplitScheme, partition_table
+from pipelines.release.write.split_files import MAIN, SplitScheme, partition_table
 from pipelines.release.write.tables import MANIFEST_KEYS, Table, declared, key_problems
 from schemas.layout import MANIFEST
 from transforms.core.errors import UserError
 from transforms.core.hashing import content_sha256_and_size
 from transforms.core.stage import check_links, data_counts, read_stage_counts, read_work_counts, reconcile
 
-log = logging.getLogger("pipelines.release.write.build")
+log = logging.getLogger("pipelines.release.write.assemble")
 
 MANIFEST_FORMAT = 3   # 2: `build` (created_at, code_revision) and `release_sha256`;
                       # 3: `values_sha256` (the values in the digest), the build's record in BUILD.json

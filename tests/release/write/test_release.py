@@ -30,7 +30,7 @@ from pipelines.release.write.manifest import (file_checksums, finalise, new_stag
                                               remove_work_dir, staged_release, verify_manifest,
                                               write_manifest, write_reject_counts)
 from pipelines.release.write.row_paths import RowPaths
-from pipelines.release.write.splits import MAIN, partition_table
+from pipelines.release.write.split_files import MAIN, partition_table
 from schemas.layout import MANIFEST, REJECT_COUNTS, work_dir
 from schemas.rejects import REJECT_SCHEMA, Reject, reject_to_row
 from schemas.tfexample import (Example, feature_spec, iter_tfrecord_file, parse_example_bytes,

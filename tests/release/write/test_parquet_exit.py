@@ -11,7 +11,7 @@ import sys
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tests.paths import ROOT
 
 COLUMNS = [f"text{i}" for i in range(9)] + ["line"]
 
@@ -34,9 +34,9 @@ def test_reading_tables_then_exiting_never_aborts(tmp_path):
         schema = pa.schema([pa.field(n, c.type, nullable=False) for n, c in columns.items()])
         pq.write_table(pa.table(columns, schema=schema),
                        str(tmp_path / f"part-{shard:05d}.parquet"))
-    env = dict(os.environ, PYTHONPATH=ROOT)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
     # the abort was a race lost lost in most runs: six runs all exit cleanly
     for run in range(6):
-        done = subprocess.run([sys.executable, "-c", READER, str(tmp_path), *COLUMNS], cwd=ROOT, env=env,
+        done = subprocess.run([sys.executable, "-c", READER, str(tmp_path), *COLUMNS], cwd=str(ROOT), env=env,
                               capture_output=True, text=True)
         assert done.returncode == 0, (run, done.returncode, done.stderr[-2000:])
