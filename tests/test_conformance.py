@@ -742,7 +742,7 @@ def test_its_croissant_validates_and_reads_the_parquet_rows(built):
     checksum MANIFEST.json has; each table's records, read through mlcroissant, are its
     Parquet rows (all of them: the samples' tables are small), its splits those of the
     table."""
-    from tests.release import croissant_records
+    from tests.release.cards import croissant_records
     _, release, _ = built
     manifest = json.load(open(os.path.join(release, "MANIFEST.json")))
     assert "croissant.json" in manifest["files"]
