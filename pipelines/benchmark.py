@@ -104,6 +104,12 @@ class Benchmark(abc.ABC):
     def ensure_sample(self, config) -> None:
         """Generate the embedded sample when `config` reads it and it is not there yet."""
 
+    @property
+    def sample_generator(self) -> str:
+        """What makes the embedded sample, as its release's cards name it: the package's
+        `sample.py`, or a `sample/` package where the sample has parts (ImageCoDe)."""
+        return f"pipelines/{self.name}/sample.py"
+
     # --- a build ------------------------------------------------------------------------
 
     @abc.abstractmethod

@@ -197,7 +197,7 @@ def _run(benchmark: Benchmark, config, args: argparse.Namespace, beam_args: List
         describe=lambda facts: benchmark.describe(plan, facts), cache_root=cache_root,
         check_counts=lambda stages: benchmark.check_counts(plan, stages),
         explorer=None if args.no_explorer else benchmark.explorer(plan),
-        generated=generated_note(benchmark.name) if reads_sample(config) else "")
+        generated=generated_note(benchmark.name, benchmark.sample_generator) if reads_sample(config) else "")
 
 
 def build_main(benchmark: Union[str, Benchmark], argv: Optional[List[str]] = None) -> int:

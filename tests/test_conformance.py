@@ -238,7 +238,7 @@ def test_the_card_holds_license_citation_and_every_column_described(built):
         section = readme.split(f"## Columns: {table}\n", 1)[1].split("\n## ", 1)[0]
         described = [line.split("`")[1] for line in section.splitlines() if line.startswith("| `")]
         assert described == schema.names, table
-    note = generated_note(benchmark.name)
+    note = generated_note(benchmark.name, benchmark.sample_generator)
     card = open(os.path.join(release, "DATACARD.md"), encoding="utf-8").read()
     assert card.split("\n\n")[1] == note          # right under the title
     assert readme.split("---\n", 2)[2].split("\n\n")[1] == note

@@ -19,6 +19,7 @@ class ImageCoDe(Benchmark):
     config_type = ImageCodeConfig
     package_dir = os.path.dirname(os.path.abspath(__file__))
     vocabulary = reasons.VOCABULARY
+    sample_generator = "pipelines/imagecode/sample/"   # a package: make, expected sets, answers
 
     def ensure_sample(self, config: ImageCodeConfig) -> None:
         if self.reads_sample(config):

@@ -29,7 +29,6 @@ split scheme; the Rejects section counts them apart).
 """
 from __future__ import annotations
 
-import os
 from typing import Dict, Iterable, List, Sequence, Union
 
 from apache_beam.io.filesystems import FileSystems
@@ -48,12 +47,9 @@ def markdown_table(headers: Sequence[str], rows: Iterable[Sequence]) -> str:
     return "\n".join(lines)
 
 
-def generated_note(package: str) -> str:
-    """The sentence a release built from the embedded sample opens with. The sample is
-    the benchmark's `sample.py`, or its `sample/` package where it has one (ImageCoDe)."""
-    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    made_by = (f"pipelines/{package}/sample/" if os.path.isdir(os.path.join(here, package, "sample"))
-               else f"pipelines/{package}/sample.py")
+def generated_note(package: str, made_by: str) -> str:
+    """The sentence a release built from the embedded sample opens with: `made_by` is
+    what generated it (Benchmark.sample_generator)."""
     return (f"**Built from generated sample data.** The inputs of this release were made by "
             f"`{made_by}` (the embedded sample, `samples/{package}/`), not "
             "collected for the benchmark: its rows, counts and figures show the pipeline at "

@@ -575,7 +575,7 @@ def test_the_changes_name_the_previous_version_and_refuse_a_sample_against_real_
     if before and before.startswith("card: "):   # an older release: only its card says
         generated = before == "card: sample"
         with open(os.path.join(old, "DATACARD.md"), "w") as f:
-            f.write("# demo 1.0.0\n\n" + (generated_note("demo") if generated else "Built from a collection.") + "\n")
+            f.write("# demo 1.0.0\n\n" + (generated_note("demo", "pipelines/demo/sample.py") if generated else "Built from a collection.") + "\n")
     elif before:
         manifest = json.load(open(os.path.join(old, "MANIFEST.json")))
         json.dump(dict(manifest, built_from=before), open(os.path.join(old, "MANIFEST.json"), "w"))
@@ -614,4 +614,4 @@ def test_a_changed_rows_changed_fields_are_named_with_both_values(release):
 def test_the_sample_data_card_says_what_an_older_manifest_does_not():
     """built_from_of reads an older release's data card: its generated note must hold
     the words it looks for."""
-    assert GENERATED_CARD in generated_note("nlvr2")
+    assert GENERATED_CARD in generated_note("nlvr2", "pipelines/nlvr2/sample.py")
