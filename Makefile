@@ -90,7 +90,7 @@ test: setup
 # those marked slow (worker processes, full-size models) and no benchmark built end to
 # end. `make test` before a commit.
 QUICK_TESTS = tests/transforms tests/schemas tests/test_cli_imports.py tests/test_import_cycles.py \
-              tests/test_bench_paper_scale.py
+              tests/test_bench_paper_scale.py tests/test_guide_paths.py tests/test_package_data.py
 test-quick: setup
 	.venv/bin/lint-imports --config .importlinter
 	$(PY) -m pytest -q -n $(TEST_WORKERS) -m "not slow" $(QUICK_TESTS) \
