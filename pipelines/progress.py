@@ -57,6 +57,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Dict, Iterator, Optional, Sequence, TextIO, Tuple
 
+from pipelines import stops
 from transforms.core.tallies import PROGRESS_DIR_ENV, use_folder
 
 EVERY_S = 5.0        # how often the driver thread looks at the tallies
@@ -227,7 +228,9 @@ class Reporter:
     def phase(self, name: str) -> None:
         """`name` starts. Said at once, unless the build has said nothing yet: its first
         line waits for the first tick (EVERY_S), so a command stopped at once by a user
-        error prints that error alone (the log has it at once)."""
+        error prints that error alone (the log has it at once). A stop that came and
+        was lost on its way (pipelines/stops.py raise_if_lost) ends the build here."""
+        stops.raise_if_lost()
         with self._lock:
             self._phase = name
             if self._spoken:

@@ -86,6 +86,17 @@ def _on_stop(signum, frame):
     # a later stop: the first one's cleanup is running; it is not cut short
 
 
+def raise_if_lost() -> None:
+    """Raise again a stop whose Stopped was lost. A signal handler's exception surfaces
+    wherever the main thread is, and C code that clears every error it meets (an
+    extension module's import, one time in ~40 for a Ctrl-C 1.4 s into a build: Beam
+    importing pandas) drops it: the command would run on, and with `_stopping` set it
+    would take no later stop either. Called where a command passes from one phase to the
+    next (pipelines/progress.py), never during a stop's cleanup, in the main thread only."""
+    if _stopping and _received and not _said and threading.current_thread() is threading.main_thread():
+        raise Stopped(_received[0])
+
+
 def install() -> None:
     """Stop signals end this process through Stopped from now on (main thread only).
     A signal inherited as ignored stays ignored. A stop that ends the process before
