@@ -502,6 +502,14 @@ def test_ctrl_c_at_the_publishing_instant_leaves_the_version_whole_or_absent(tmp
         _run_release(tmp_path, lambda staging: _NoCounters())   # the version is free: it publishes
 
 
+def _ends_as_a_stop(script: str, **env: str) -> None:
+    """`python -c SCRIPT` (a command under pipelines/stops.py) ends as a Ctrl-C'd command
+    that wrote nothing: exit 130 and its one line, nothing else on stderr."""
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True,
+                          env=dict(os.environ, PYTHONPATH=ROOT, **env), timeout=120)
+    assert done.returncode == 130 and done.stderr == "stopped by Ctrl-C (SIGINT): nothing was written\n", done
+
+
 def test_a_stop_ends_the_process_whatever_threads_are_left(tmp_path):
     """Issue 45: stopped during Beam's shard write, a build cleaned up, then waited 3.5 min
     at exit for Beam's state sampler thread (1 time in 7). Once its cleanup is done a
@@ -520,9 +528,7 @@ def test_a_stop_ends_the_process_whatever_threads_are_left(tmp_path):
               "        open(os.environ['CLEANED'], 'w').close()\n"
               "stops.run_process(command)\n")
     cleaned = tmp_path / "cleaned"
-    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True,
-                          env=dict(os.environ, PYTHONPATH=ROOT, CLEANED=str(cleaned)), timeout=120)
-    assert done.returncode == 130 and done.stderr == "stopped by Ctrl-C (SIGINT): nothing was written\n", done
+    _ends_as_a_stop(script, CLEANED=str(cleaned))
     assert cleaned.exists()
 
 
@@ -546,9 +552,7 @@ def test_a_stop_whose_exception_was_lost_ends_the_command_at_its_next_phase(tmp_
               "    return 0\n"
               "stops.run_process(command)\n")
     ran_on = tmp_path / "ran_on"
-    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True,
-                          env=dict(os.environ, PYTHONPATH=ROOT, RAN_ON=str(ran_on)), timeout=120)
-    assert done.returncode == 130 and done.stderr == "stopped by Ctrl-C (SIGINT): nothing was written\n", done
+    _ends_as_a_stop(script, RAN_ON=str(ran_on))
     assert not ran_on.exists()
 
 
