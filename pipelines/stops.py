@@ -19,6 +19,9 @@ How:
   still leaves as the stop (`stop_signals_as_exit`).
 - A second stop while the first one's cleanup runs is noted and not acted on: cutting
   the cleanup short would leave what it removes (and a traceback).
+- A stop whose exception C code dropped on its way (`raise_if_lost`) is raised again when
+  the command passes to its next phase; one dropped in the last phase lets the command
+  finish, as a stop that came too late would.
 - A signal the process was started with ignored (`cmd &` in a script: the shell ignores
   SIGINT for background jobs) stays ignored: the build runs on and publishes.
 - Once the cleanup is done and the line printed, the process ends with os._exit: a
